@@ -1,0 +1,162 @@
+"""What a tool is, and how one call of it becomes a tool_result.
+
+A tool is a small class: a name, a description, a pydantic input model (its JSON schema is the
+`input_schema` the model sees), whether it only reads, and an async `run`. Problems the model
+should see and can fix (a missing file, a bad pattern, a non-zero exit) are raised as
+`ToolError`; they become `is_error` tool_results. Invalid input and unexpected exceptions are
+turned into `is_error` results too, so a tool never ends a run; only cancellation propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+__all__ = [
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolOutcome",
+    "ToolSet",
+    "format_validation_error",
+]
+
+log = logging.getLogger(__name__)
+
+InputT = TypeVar("InputT", bound=BaseModel)
+
+
+class ToolError(Exception):
+    """A failure the model should read and may correct (becomes an is_error tool_result)."""
+
+
+@dataclass
+class ToolContext:
+    """What a tool may touch during one call.
+
+    `workdir` bounds the file tools (the permission layer decides about paths outside it);
+    `namespace` is the dict the `Python` tool executes in (in a kernel: the user's namespace);
+    `agent_id` names the agent making the call ("main" for the parent conversation);
+    `env` is the environment for subprocesses (secrets already removed by the host).
+    """
+
+    workdir: Path
+    namespace: dict[str, Any] = field(default_factory=dict)
+    agent_id: str = "main"
+    env: Mapping[str, str] | None = None
+    services: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """The result of one tool call, ready to become a tool_result block."""
+
+    content: str
+    is_error: bool = False
+
+
+class Tool(ABC, Generic[InputT]):
+    """Base class of every tool. Subclasses set the class attributes and implement `run`."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    input_model: ClassVar[type[BaseModel]]
+    read_only: ClassVar[bool] = False
+
+    def spec(self) -> dict[str, Any]:
+        """The tool's definition as the Messages API takes it (stable key order)."""
+        schema = self.input_model.model_json_schema()
+        schema.pop("title", None)
+        return {"name": self.name, "description": self.description, "input_schema": schema}
+
+    def parse(self, raw: Mapping[str, Any]) -> InputT:
+        """Validate the model's input; raises pydantic.ValidationError."""
+        return self.input_model.model_validate(dict(raw))  # type: ignore[return-value]
+
+    def permission_subject(self, args: InputT) -> str:
+        """The string permission rules match against (`Bash(git status:*)` -> the command,
+        `Write(src/**)` -> the path). Empty for tools that have none."""
+        return ""
+
+    def paths(self, args: InputT, ctx: ToolContext) -> list[Path]:
+        """Absolute paths this call would touch (checked against the work dir)."""
+        return []
+
+    @abstractmethod
+    async def run(self, args: InputT, ctx: ToolContext) -> str:
+        """Do the work and return the text the model reads; raise ToolError on failure."""
+
+
+def format_validation_error(tool: str, exc: ValidationError) -> str:
+    """One readable line per problem, naming the field."""
+    lines = [f"Invalid input for {tool}:"]
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(input)"
+        lines.append(f"- {where}: {err['msg']}")
+    return "\n".join(lines)
+
+
+class ToolSet:
+    """An ordered set of tools; the order is the order of the `tools` array sent to the API."""
+
+    def __init__(self, tools: Iterable[Tool[Any]] = ()) -> None:
+        self._tools: dict[str, Tool[Any]] = {}
+        for tool in tools:
+            self.add(tool)
+
+    def add(self, tool: Tool[Any]) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"duplicate tool name {tool.name!r}")
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool[Any] | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def specs(self) -> list[dict[str, Any]]:
+        return [t.spec() for t in self._tools.values()]
+
+    def without(self, names: Iterable[str]) -> ToolSet:
+        drop = set(names)
+        return ToolSet(t for t in self._tools.values() if t.name not in drop)
+
+    def __iter__(self) -> Iterator[Tool[Any]]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    async def call(self, name: str, raw_input: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
+        """Run one call without permission checks (the caller does those)."""
+        tool = self._tools.get(name)
+        if tool is None:
+            known = ", ".join(self._tools) or "(none)"
+            return ToolOutcome(f"Unknown tool {name!r}. Available tools: {known}.", True)
+        try:
+            args = tool.parse(raw_input)
+        except ValidationError as exc:
+            return ToolOutcome(format_validation_error(name, exc), True)
+        return await run_parsed(tool, args, ctx)
+
+
+async def run_parsed(tool: Tool[Any], args: BaseModel, ctx: ToolContext) -> ToolOutcome:
+    """Run an already validated call, turning every failure except cancellation into text."""
+    try:
+        text = await tool.run(args, ctx)
+    except asyncio.CancelledError:
+        raise
+    except ToolError as exc:
+        return ToolOutcome(str(exc) or f"{tool.name} failed", True)
+    except Exception as exc:
+        log.warning("tool %s raised", tool.name, exc_info=True)
+        return ToolOutcome(f"{tool.name} raised {type(exc).__name__}: {exc}", True)
+    return ToolOutcome(text if text else "(no output)")
