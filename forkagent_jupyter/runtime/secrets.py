@@ -12,7 +12,7 @@ import re
 import threading
 from collections.abc import Mapping
 
-__all__ = ["SECRET_ENV_VARS", "register_secret", "redact", "scrubbed_env"]
+__all__ = ["SECRET_ENV_VARS", "redact", "register_secret", "scrubbed_env"]
 
 SECRET_ENV_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 _KEY_PATTERN = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")

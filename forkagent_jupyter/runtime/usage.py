@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["PRICES", "DEFAULT_MODEL", "Price", "Usage", "cost_usd", "price_for"]
+__all__ = ["DEFAULT_MODEL", "PRICES", "Price", "Usage", "cost_usd", "price_for"]
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 __all__ = [
+    "CallInfo",
     "Tool",
     "ToolContext",
     "ToolError",
@@ -37,6 +38,15 @@ class ToolError(Exception):
     """A failure the model should read and may correct (becomes an is_error tool_result)."""
 
 
+@dataclass(frozen=True)
+class CallInfo:
+    """The call being run: its tool_use id and the calling agent's history, which ends with the
+    assistant message that holds the call (the Agent tool forks from it)."""
+
+    tool_use_id: str
+    history: list[dict[str, Any]]
+
+
 @dataclass
 class ToolContext:
     """What a tool may touch during one call.
@@ -52,6 +62,7 @@ class ToolContext:
     agent_id: str = "main"
     env: Mapping[str, str] | None = None
     services: dict[str, Any] = field(default_factory=dict)
+    call: CallInfo | None = None
 
 
 @dataclass(frozen=True)

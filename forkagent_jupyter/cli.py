@@ -1,0 +1,83 @@
+"""The `forkagent` command: `forkagent demo` (offline, no key needed) and `forkagent emulator`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+from collections.abc import Sequence
+
+from .runtime.usage import Usage
+
+__all__ = ["main"]
+
+DEMO_TURNS = (
+    "Load a small sample and summarise it.\n\n"
+    "```python\n"
+    "import statistics\n"
+    "sample = [3.1, 4.1, 5.9, 2.6, 5.3, 5.8, 9.7, 9.3]\n"
+    "{'n': len(sample), 'mean': statistics.mean(sample), "
+    "'stdev': round(statistics.stdev(sample), 3)}\n"
+    "```",
+    "Now flag the values more than one standard deviation from the mean.\n\n"
+    "```python\n"
+    "m, s = statistics.mean(sample), statistics.stdev(sample)\n"
+    "[x for x in sample if abs(x - m) > s]\n"
+    "```",
+)
+
+
+def _usage_line(usage: Usage, cost: float) -> str:
+    return (
+        f"usage: {usage.input_tokens} input, {usage.cache_creation_input_tokens} cache write, "
+        f"{usage.cache_read_input_tokens} cache read, {usage.output_tokens} output tokens "
+        f"({usage.cache_hit_ratio:.0%} of the prompt from cache), ${cost:.5f}"
+    )
+
+
+async def _demo(backend: str | None) -> int:
+    from .runtime.events import TextDelta, ToolResult, ToolUse, UsageReport
+    from .runtime.permissions import AllowAll
+    from .runtime.session import Session
+
+    with tempfile.TemporaryDirectory(prefix="forkagent-demo-") as workdir:
+        session = Session(backend=backend, workdir=workdir, permission_policy=AllowAll())
+        print(f"forkagent demo: model {session.model}, {session.backend} backend\n")
+        for i, prompt in enumerate(DEMO_TURNS, 1):
+            print(f"== turn {i} ==\n> " + prompt.replace("\n", "\n> ") + "\n")
+            usage, cost = Usage(), 0.0
+            async for event in session.stream(prompt):
+                if isinstance(event, TextDelta):
+                    print(event.text, end="", flush=True)
+                elif isinstance(event, ToolUse):
+                    code = str(event.input.get("code", event.input)).strip()
+                    print(f"\n  -> {event.name} call: {code.splitlines()[-1]}", flush=True)
+                elif isinstance(event, ToolResult):
+                    mark = "error" if event.is_error else "ok"
+                    print(f"  <- {event.name} result ({mark}): {event.content.strip()[:200]}\n")
+                elif isinstance(event, UsageReport):
+                    usage, cost = usage + event.usage, cost + event.cost_usd
+            print(f"\n\n{_usage_line(usage, cost)}\n")
+        print(f"session total {_usage_line(session.usage, session.cost_usd)}")
+        await session.aclose()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="forkagent", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="run a short conversation with a tool call (offline)")
+    demo.add_argument("--backend", choices=["offline", "anthropic"], default="offline")
+    emu = sub.add_parser("emulator", help="serve the Anthropic-compatible emulator")
+    emu.add_argument("args", nargs=argparse.REMAINDER)
+    ns = parser.parse_args(argv)
+    if ns.command == "demo":
+        return asyncio.run(_demo(ns.backend))
+    from .emulator.__main__ import main as emulator_main
+
+    return emulator_main(ns.args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

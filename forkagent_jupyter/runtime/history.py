@@ -1,0 +1,39 @@
+"""Appending to a conversation without ever creating two consecutive same-role messages.
+
+The API merges consecutive same-role turns, but the fork and resume paths promise never to
+send them; `append_message` merges instead, the same way in memory and when a transcript is
+loaded, so both give byte-identical histories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["append_message", "blocks_of", "unanswered_tool_uses"]
+
+
+def blocks_of(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A message's content as a list of blocks (a string is one text block)."""
+    content = message["content"]
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return list(content)
+
+
+def append_message(history: list[dict[str, Any]], message: dict[str, Any]) -> None:
+    """Append `message`, merging it into the last message when both have the same role.
+
+    The merged message is a new dict (the old one may be shared with forks)."""
+    if history and history[-1]["role"] == message["role"]:
+        last = history[-1]
+        history[-1] = {"role": last["role"], "content": [*blocks_of(last), *blocks_of(message)]}
+    else:
+        history.append(message)
+
+
+def unanswered_tool_uses(history: list[dict[str, Any]]) -> list[str]:
+    """Ids of tool_use blocks in a final assistant message (they still need results)."""
+    if not history or history[-1]["role"] != "assistant":
+        return []
+    return [str(b["id"]) for b in blocks_of(history[-1]) if b.get("type") == "tool_use"]

@@ -1,0 +1,262 @@
+"""The tool-use loop: one turn of a conversation as an async iterator of typed events.
+
+A turn sends the history to the model, streams the reply, appends it, runs the tools it asked
+for (read-only ones concurrently, the others one by one, results kept in call order), appends
+their results, and goes again until the model stops asking for tools. It ends with exactly one
+`Stop` event naming why.
+
+Invariants kept whatever happens (errors, refusal, cancellation): the history the caller owns
+stays a valid conversation - every `tool_use` is answered by a `tool_result` in the next
+message, no message is empty, and a failed request adds nothing. A tool that fails, gets
+invalid input or is denied produces an `is_error` tool_result the model reads; only API
+failures (after the SDK's retries) and cancellation end a turn early.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pydantic import ValidationError
+
+from .errors import ModelError
+from .history import append_message
+from .events import (
+    AssistantMessage,
+    LoopEvent,
+    ModelResponse,
+    RequestSent,
+    Stop,
+    TextDelta,
+    ToolResult,
+    ToolUse,
+    UsageReport,
+)
+from .model import CacheTTL, ModelClient, ModelRequest
+from .permissions import Allow, PermissionGate
+from .secrets import redact
+from .tools.base import CallInfo, ToolContext, ToolOutcome, ToolSet, format_validation_error, run_parsed
+from .usage import cost_usd
+
+__all__ = ["AgentConfig", "LoopState", "ToolRunner", "run_turn"]
+
+INTERRUPTED = "The user interrupted this tool call before it finished; it did not complete."
+NOT_RUN_REFUSAL = "Not run: the reply that asked for this call ended in a refusal."
+NOT_RUN_TRUNCATED = "Not run: the reply was cut off by max_tokens before this call was complete."
+
+ToolRunner = Callable[[str, str, dict[str, Any]], Awaitable[ToolOutcome]]
+
+
+@dataclass
+class AgentConfig:
+    """What one agent's loop needs: its model, prompt, tools, permissions and limits."""
+
+    client: ModelClient
+    model: str
+    system: list[dict[str, Any]]
+    tools: ToolSet
+    gate: PermissionGate
+    ctx: ToolContext
+    max_turns: int = 50
+    max_tokens: int = 8192
+    cache_ttl: CacheTTL = "5m"
+    thinking: dict[str, Any] | None = None
+
+
+@dataclass
+class LoopState:
+    """What carries over between requests of one conversation, and the hooks of its owner.
+
+    `previous_end` and `cache_points` drive cache placement. `before_first_request` is awaited
+    and `on_first_response_start` called once, around the next request (the fork scheduler
+    holds siblings with them). `on_message` sees every message appended to the history before
+    any event about it is yielded (transcripts). `inbox` returns texts to deliver at the next
+    loop boundary (messages and notifications for a running agent).
+    """
+
+    previous_end: int | None = None
+    cache_points: list[tuple[int, int]] = field(default_factory=list)
+    requests: int = 0
+    before_first_request: Callable[[], Awaitable[None]] | None = None
+    on_first_response_start: Callable[[], None] | None = None
+    on_message: Callable[[dict[str, Any]], None] | None = None
+    inbox: Callable[[], list[str]] | None = None
+
+    def append(self, history: list[dict[str, Any]], message: dict[str, Any]) -> None:
+        append_message(history, message)
+        if self.on_message is not None:
+            self.on_message(message)
+
+
+def _tool_uses(content: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [b for b in content if b.get("type") == "tool_use"]
+
+
+def _result_block(tool_use_id: str, outcome: ToolOutcome) -> dict[str, Any]:
+    block: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": tool_use_id,
+        "content": outcome.content,
+    }
+    if outcome.is_error:
+        block["is_error"] = True
+    return block
+
+
+def _clean(content: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Drop whitespace-only text blocks: the API rejects them when they are sent back."""
+    return [
+        b for b in content if not (b.get("type") == "text" and not str(b.get("text", "")).strip())
+    ]
+
+
+async def _call_tool(
+    cfg: AgentConfig, use: dict[str, Any], history: list[dict[str, Any]]
+) -> ToolOutcome:
+    name = str(use.get("name"))
+    raw = use.get("input") if isinstance(use.get("input"), dict) else {}
+    assert isinstance(raw, dict)
+    tool = cfg.tools.get(name)
+    if tool is None:
+        known = ", ".join(cfg.tools.names()) or "(none)"
+        return ToolOutcome(f"Unknown tool {name!r}. Available tools: {known}.", True)
+    try:
+        args = tool.parse(raw)
+    except ValidationError as exc:
+        return ToolOutcome(format_validation_error(name, exc), True)
+    ctx = replace(cfg.ctx, call=CallInfo(str(use.get("id")), history))
+    decision = await cfg.gate.check(tool, args, ctx, raw)
+    if not isinstance(decision, Allow):
+        return ToolOutcome(decision.message, True)
+    if decision.updated_input is not None:
+        try:
+            args = tool.parse(decision.updated_input)
+        except ValidationError as exc:
+            return ToolOutcome(format_validation_error(name, exc), True)
+    return await run_parsed(tool, args, ctx)
+
+
+def _batches(cfg: AgentConfig, uses: list[dict[str, Any]]) -> list[list[int]]:
+    """Indices of calls grouped so that consecutive read-only calls share a batch."""
+    batches: list[list[int]] = []
+    for i, use in enumerate(uses):
+        tool = cfg.tools.get(str(use.get("name")))
+        read_only = bool(tool and tool.read_only)
+        if (
+            read_only
+            and batches
+            and batches[-1][-1] == i - 1
+            and getattr(cfg.tools.get(str(uses[i - 1].get("name"))), "read_only", False)
+        ):
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
+
+
+async def run_turn(
+    cfg: AgentConfig,
+    history: list[dict[str, Any]],
+    state: LoopState | None = None,
+    *,
+    abort: asyncio.Event | None = None,
+) -> AsyncIterator[LoopEvent]:
+    """Run the loop on `history` (which must end with a user message), appending to it."""
+    state = state or LoopState()
+    requests = 0
+    while True:
+        if abort is not None and abort.is_set():
+            yield Stop("aborted", "stopped before the next request", turns=requests)
+            return
+        request = ModelRequest(
+            model=cfg.model,
+            system=cfg.system,
+            tools=cfg.tools.specs(),
+            messages=history,
+            max_tokens=cfg.max_tokens,
+            thinking=cfg.thinking,
+            cache_ttl=cfg.cache_ttl,
+            cache_points=state.cache_points,
+            previous_end=state.previous_end,
+            on_response_start=state.on_first_response_start,
+        )
+        state.on_first_response_start = None
+        if state.before_first_request is not None:
+            hold, state.before_first_request = state.before_first_request, None
+            await hold()
+        yield RequestSent(index=requests, model=cfg.model, message_count=len(history))
+        response: ModelResponse | None = None
+        try:
+            async for event in cfg.client.stream(request):
+                if isinstance(event, TextDelta):
+                    yield event
+                else:
+                    response = event
+        except ModelError as exc:
+            yield Stop("error", redact(str(exc)), turns=requests)
+            return
+        if response is None:
+            yield Stop("error", "the model stream ended without a message", turns=requests)
+            return
+        requests += 1
+        state.requests += 1
+        state.previous_end = len(history) - 1
+        yield UsageReport(response.usage, response.model, cost_usd(response.usage, response.model))
+
+        content = _clean(response.content)
+        uses = _tool_uses(content)
+        if content:
+            state.append(history, {"role": "assistant", "content": content})
+            yield AssistantMessage(content, response.stop_reason)
+
+        if response.stop_reason in ("refusal", "max_tokens") and uses:
+            note = NOT_RUN_REFUSAL if response.stop_reason == "refusal" else NOT_RUN_TRUNCATED
+            state.append(
+                history,
+                {
+                    "role": "user",
+                    "content": [_result_block(u["id"], ToolOutcome(note, True)) for u in uses],
+                },
+            )
+        if response.stop_reason == "refusal":
+            yield Stop("refusal", turns=requests)
+            return
+        if response.stop_reason == "max_tokens":
+            yield Stop("max_tokens", turns=requests)
+            return
+        if not uses:
+            if response.stop_reason == "pause_turn" and content:
+                continue
+            yield Stop("end_turn", turns=requests)
+            return
+
+        outcomes: list[ToolOutcome | None] = [None] * len(uses)
+        try:
+            for use in uses:
+                yield ToolUse(str(use["id"]), str(use["name"]), dict(use.get("input") or {}))
+            for batch in _batches(cfg, uses):
+                results = await asyncio.gather(
+                    *(_call_tool(cfg, uses[i], history) for i in batch)
+                )
+                for i, outcome in zip(batch, results, strict=True):
+                    outcome = ToolOutcome(redact(outcome.content), outcome.is_error)
+                    outcomes[i] = outcome
+                    yield ToolResult(str(uses[i]["id"]), str(uses[i]["name"]), *_pair(outcome))
+        finally:
+            # Runs on normal completion and on cancellation alike: answer every call.
+            blocks = [
+                _result_block(u["id"], o or ToolOutcome(INTERRUPTED, True))
+                for u, o in zip(uses, outcomes, strict=True)
+            ]
+            if state.inbox is not None:
+                blocks += [{"type": "text", "text": text} for text in state.inbox()]
+            state.append(history, {"role": "user", "content": blocks})
+        if requests >= cfg.max_turns:
+            yield Stop("max_turns", f"stopped after {requests} model requests", turns=requests)
+            return
+
+
+def _pair(outcome: ToolOutcome) -> tuple[str, bool]:
+    return outcome.content, outcome.is_error

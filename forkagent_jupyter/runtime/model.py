@@ -1,0 +1,262 @@
+"""Talking to the model: the `ModelClient` protocol, request building, the Anthropic client.
+
+Request building decides where `cache_control` breakpoints go (at most 4):
+1. the last tool definition (the tools tier survives a system change),
+2. the last system block,
+3. the end of the message that closed the previous request (what the previous request wrote
+   is found again whatever the number of blocks in between: the lookback window is only 20),
+4. the last block of the conversation (the moving end: this request writes it).
+Extra positions (`cache_points`) take precedence over 3 (forks use it to mark the prefix all
+siblings share). The history is never mutated: marked blocks are copies.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from .errors import ConfigError, ModelError
+from .events import ModelEvent, ModelResponse, TextDelta
+from .secrets import redact, register_secret
+from .usage import DEFAULT_MODEL, Usage
+
+__all__ = [
+    "AnthropicModel",
+    "CacheTTL",
+    "ModelClient",
+    "ModelRequest",
+    "build_request",
+    "content_to_dicts",
+    "default_model_name",
+]
+
+CacheTTL = Literal["5m", "1h"]
+MAX_BREAKPOINTS = 4
+
+
+def default_model_name() -> str:
+    return os.environ.get("FORKAGENT_MODEL") or DEFAULT_MODEL
+
+
+@dataclass
+class ModelRequest:
+    """Everything one request needs, before cache markers are placed."""
+
+    model: str
+    system: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    messages: Sequence[dict[str, Any]]
+    max_tokens: int = 8192
+    thinking: dict[str, Any] | None = None
+    cache_ttl: CacheTTL = "5m"
+    cache_points: list[tuple[int, int]] = field(default_factory=list)
+    previous_end: int | None = None
+    metadata: dict[str, Any] | None = None
+    on_response_start: Callable[[], None] | None = None
+    """Called once when the response starts (the moment its cache writes become readable)."""
+
+
+@runtime_checkable
+class ModelClient(Protocol):
+    """A model: streams one reply as text deltas followed by one ModelResponse."""
+
+    name: str
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]: ...
+
+    async def aclose(self) -> None: ...
+
+
+def _marked(block: Mapping[str, Any], ttl: CacheTTL) -> dict[str, Any]:
+    copy = dict(block)
+    copy["cache_control"] = (
+        {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": ttl}
+    )
+    return copy
+
+
+def _blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    content = message["content"]
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return list(content)
+
+
+def _markable(block: Mapping[str, Any]) -> bool:
+    if block.get("type") in ("thinking", "redacted_thinking"):
+        return False
+    return not (block.get("type") == "text" and not str(block.get("text", "")).strip())
+
+
+def build_request(req: ModelRequest) -> dict[str, Any]:
+    """The JSON body for /v1/messages, with cache breakpoints placed (see module doc)."""
+    ttl = req.cache_ttl
+    tools = list(req.tools)
+    if tools:
+        tools[-1] = _marked(tools[-1], ttl)
+    system = list(req.system)
+    if system:
+        system[-1] = _marked(system[-1], ttl)
+    budget = MAX_BREAKPOINTS - bool(tools) - bool(system)
+
+    messages: list[dict[str, Any]] = list(req.messages)
+    last = len(messages) - 1
+    candidates: list[tuple[int, int | None]] = []
+    if last >= 0:
+        candidates.append((last, None))
+    candidates.extend(req.cache_points)
+    if not req.cache_points and req.previous_end is not None and 0 <= req.previous_end < last:
+        candidates.append((req.previous_end, None))
+    marks: dict[int, set[int]] = {}
+    used = 0
+    for index, wanted in candidates:
+        if used >= budget or not 0 <= index <= last:
+            continue
+        blocks = _blocks(messages[index])
+        pos = len(blocks) - 1 if wanted is None else min(wanted, len(blocks) - 1)
+        while pos >= 0 and not _markable(blocks[pos]):
+            pos -= 1
+        if pos < 0 or pos in marks.get(index, set()):
+            continue
+        marks.setdefault(index, set()).add(pos)
+        used += 1
+    for index, positions in marks.items():
+        blocks = _blocks(messages[index])
+        for pos in positions:
+            blocks[pos] = _marked(blocks[pos], ttl)
+        messages[index] = {**messages[index], "content": blocks}
+
+    body: dict[str, Any] = {"model": req.model, "max_tokens": req.max_tokens}
+    if system:
+        body["system"] = system
+    if tools:
+        body["tools"] = tools
+    body["messages"] = messages
+    if req.thinking:
+        body["thinking"] = req.thinking
+    if req.metadata:
+        body["metadata"] = req.metadata
+    return body
+
+
+def content_to_dicts(blocks: Sequence[Any]) -> list[dict[str, Any]]:
+    """SDK content blocks as API dicts with a stable key order (what is sent back later)."""
+    out: list[dict[str, Any]] = []
+    for block in blocks:
+        kind = block.type
+        if kind == "text":
+            out.append({"type": "text", "text": block.text})
+        elif kind == "tool_use":
+            out.append(
+                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+            )
+        elif kind == "thinking":
+            out.append(
+                {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+            )
+        elif kind == "redacted_thinking":
+            out.append({"type": "redacted_thinking", "data": block.data})
+        else:
+            out.append(block.model_dump(mode="json", exclude_none=True))
+    return out
+
+
+class AnthropicModel:
+    """The Messages API through the official SDK, streaming.
+
+    Credentials come from the arguments or from ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN, the
+    endpoint from `base_url` or ANTHROPIC_BASE_URL. Retries (429, 5xx, 529, connection errors)
+    are the SDK's; what is left after them becomes a `ModelError` with a clear message.
+    """
+
+    def __init__(
+        self,
+        name: str | None = None,
+        *,
+        api_key: str | None = None,
+        auth_token: str | None = None,
+        base_url: str | None = None,
+        max_retries: int = 2,
+        timeout: float = 600.0,
+    ) -> None:
+        import anthropic
+
+        api_key = api_key or os.environ.get("ANTHROPIC_API_KEY") or None
+        auth_token = auth_token or os.environ.get("ANTHROPIC_AUTH_TOKEN") or None
+        if not api_key and not auth_token:
+            raise ConfigError(
+                "No Anthropic credentials: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), "
+                "pass api_key=..., or use backend='offline'."
+            )
+        register_secret(api_key)
+        register_secret(auth_token)
+        self.name = name or default_model_name()
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key,
+            auth_token=auth_token,
+            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
+            max_retries=max_retries,
+            timeout=timeout,
+        )
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        import anthropic
+
+        body = build_request(request)
+        try:
+            async with self._client.messages.stream(**body) as stream:
+                started = False
+                async for event in stream:
+                    if not started:
+                        started = True
+                        if request.on_response_start is not None:
+                            request.on_response_start()
+                    if event.type == "text":
+                        yield TextDelta(event.text)
+                final = await stream.get_final_message()
+        except anthropic.NotFoundError as exc:
+            raise ModelError(
+                f"Model {request.model!r} was not found by the API ({_api_message(exc)}).",
+                status=404,
+            ) from None
+        except anthropic.APIStatusError as exc:
+            raise ModelError(
+                f"The model API failed with HTTP {exc.status_code} "
+                f"({_api_type(exc)}): {_api_message(exc)}",
+                status=exc.status_code,
+                retryable=exc.status_code in (200, 408, 409, 429) or exc.status_code >= 500,
+            ) from None
+        except anthropic.APIConnectionError as exc:
+            raise ModelError(
+                f"Could not reach the model API: {redact(str(exc))}", retryable=True
+            ) from None
+        yield ModelResponse(
+            content=content_to_dicts(final.content),
+            stop_reason=final.stop_reason or "end_turn",
+            usage=Usage.from_api(final.usage),
+            model=final.model,
+            message_id=final.id,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+def _api_type(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping):
+        err = body.get("error")
+        if isinstance(err, Mapping) and isinstance(err.get("type"), str):
+            return str(err["type"])
+    return type(exc).__name__
+
+
+def _api_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping):
+        err = body.get("error")
+        if isinstance(err, Mapping) and isinstance(err.get("message"), str):
+            return redact(str(err["message"]))
+    return redact(str(getattr(exc, "message", exc)))

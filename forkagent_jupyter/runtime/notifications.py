@@ -1,0 +1,140 @@
+"""The command queue and the `<task-notification>` envelope.
+
+Commands wait in one queue with three priorities, `now` > `next` > `later`, FIFO within a
+priority. Each command names its owner: the agent that should read it (`main` for the parent
+conversation). A task's notification goes to the agent that launched the task, so a nested
+agent hears from its own workers and the parent never sees them.
+
+Every value interpolated into the XML is escaped, so a result that contains
+`</task-notification>` cannot close the envelope early.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+from xml.sax.saxutils import escape
+
+from .usage import Usage
+
+__all__ = [
+    "Command",
+    "CommandQueue",
+    "Priority",
+    "format_task_notification",
+]
+
+Priority = Literal["now", "next", "later"]
+_RANK: dict[Priority, int] = {"now": 0, "next": 1, "later": 2}
+CommandMode = Literal["prompt", "task-notification", "message"]
+
+
+@dataclass(frozen=True)
+class Command:
+    """Something an agent should read at its next opportunity."""
+
+    text: str
+    owner: str = "main"
+    mode: CommandMode = "task-notification"
+    priority: Priority = "later"
+    task_id: str | None = None
+    seq: int = 0
+
+
+@dataclass
+class CommandQueue:
+    """A thread-safe priority queue of commands, drained per owner.
+
+    `on_enqueue` is called (outside the lock) after each enqueue, so a host can wake the
+    owner; it must not block."""
+
+    on_enqueue: Callable[[Command], None] | None = None
+    _items: list[Command] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _seq: itertools.count[int] = field(default_factory=itertools.count)
+
+    def enqueue(
+        self,
+        text: str,
+        *,
+        owner: str = "main",
+        mode: CommandMode = "task-notification",
+        priority: Priority = "later",
+        task_id: str | None = None,
+    ) -> Command:
+        with self._lock:
+            command = Command(text, owner, mode, priority, task_id, next(self._seq))
+            self._items.append(command)
+        if self.on_enqueue is not None:
+            self.on_enqueue(command)
+        return command
+
+    def drain(self, owner: str, *, max_priority: Priority = "later") -> list[Command]:
+        """Remove and return the owner's commands up to `max_priority`, most urgent first."""
+        limit = _RANK[max_priority]
+        with self._lock:
+            taken = [c for c in self._items if c.owner == owner and _RANK[c.priority] <= limit]
+            if taken:
+                ids = {c.seq for c in taken}
+                self._items = [c for c in self._items if c.seq not in ids]
+        return sorted(taken, key=lambda c: (_RANK[c.priority], c.seq))
+
+    def discard(self, task_id: str) -> int:
+        """Drop a task's notifications that were not read yet; returns how many."""
+        with self._lock:
+            before = len(self._items)
+            self._items = [c for c in self._items if c.task_id != task_id]
+            return before - len(self._items)
+
+    def pending(self, owner: str | None = None) -> list[Command]:
+        with self._lock:
+            items = [c for c in self._items if owner is None or c.owner == owner]
+        return sorted(items, key=lambda c: (_RANK[c.priority], c.seq))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+
+def format_task_notification(
+    *,
+    task_id: str,
+    status: str,
+    summary: str,
+    output_file: str,
+    tool_use_id: str | None = None,
+    result: str | None = None,
+    usage: Usage | None = None,
+    tool_uses: int | None = None,
+    duration_ms: int | None = None,
+    worktree_path: str | None = None,
+    worktree_branch: str | None = None,
+) -> str:
+    """The `<task-notification>` XML a parent reads when a background task ends."""
+    lines = ["<task-notification>", f"<task-id>{escape(task_id)}</task-id>"]
+    if tool_use_id:
+        lines.append(f"<tool-use-id>{escape(tool_use_id)}</tool-use-id>")
+    lines.append(f"<output-file>{escape(output_file)}</output-file>")
+    lines.append(f"<status>{escape(status)}</status>")
+    lines.append(f"<summary>{escape(summary)}</summary>")
+    if result:
+        lines.append(f"<result>{escape(result)}</result>")
+    if usage is not None:
+        parts = [f"<total_tokens>{usage.total_input_tokens + usage.output_tokens}</total_tokens>"]
+        if tool_uses is not None:
+            parts.append(f"<tool_uses>{tool_uses}</tool_uses>")
+        if duration_ms is not None:
+            parts.append(f"<duration_ms>{duration_ms}</duration_ms>")
+        lines.append("<usage>" + "".join(parts) + "</usage>")
+    if worktree_path:
+        branch = (
+            f"<worktreeBranch>{escape(worktree_branch)}</worktreeBranch>" if worktree_branch else ""
+        )
+        lines.append(
+            f"<worktree><worktreePath>{escape(worktree_path)}</worktreePath>{branch}</worktree>"
+        )
+    lines.append("</task-notification>")
+    return "\n".join(lines)

@@ -1,0 +1,402 @@
+"""`Session`: the parent conversation and the public async API.
+
+A Session owns the history (API-shaped dicts), the model client, the tools and the permission
+gate, and the usage totals. `ask()` runs one turn to completion; `stream()` yields the same
+turn's events for a UI. One turn runs at a time; a second `ask()` waits for the first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from .errors import ConfigError, UsageError
+from .events import (
+    LoopEvent,
+    RequestSent,
+    Stop,
+    StopReason,
+    TextDelta,
+    ToolResult,
+    ToolUse,
+    UsageReport,
+)
+from .loop import AgentConfig, LoopState, run_turn
+from .notifications import Command, CommandQueue
+from .tasks import Task, TaskRegistry
+from .agents import AgentDefinition, load_agents
+from .model import AnthropicModel, CacheTTL, ModelClient, default_model_name
+from .offline import OFFLINE_NOTICE, OfflineModel
+from .permissions import PermissionGate, PermissionMode, PermissionPolicy
+from .prompts import default_system_prompt
+from .secrets import scrubbed_env
+from .tools import builtin_tools
+from .tools.agents import agent_tools
+from .tools.base import Tool, ToolContext, ToolSet
+from .workers import AgentRun, Workers
+from .usage import Usage
+
+__all__ = ["Backend", "Session", "ToolCall", "Turn"]
+
+Backend = Literal["anthropic", "offline"]
+_announced = False
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call of a turn and what came back."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+    result: str = ""
+    is_error: bool = False
+
+
+@dataclass
+class Turn:
+    """The outcome of one `ask()`: the assistant's text, why it stopped, what it cost."""
+
+    text: str = ""
+    stop_reason: StopReason = "end_turn"
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    requests: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.stop_reason in ("end_turn", "max_turns", "max_tokens")
+
+
+def _has_credentials(api_key: str | None) -> bool:
+    return bool(
+        api_key or os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
+    )
+
+
+def resolve_backend(backend: str | None, api_key: str | None) -> Backend:
+    """The backend to use: as asked, else FORKAGENT_BACKEND, else by the credentials found."""
+    chosen = backend or os.environ.get("FORKAGENT_BACKEND") or None
+    if chosen is None:
+        return "anthropic" if _has_credentials(api_key) else "offline"
+    if chosen not in ("anthropic", "offline"):
+        raise ConfigError(f"Unknown backend {chosen!r}: use 'anthropic' or 'offline'.")
+    return "anthropic" if chosen == "anthropic" else "offline"
+
+
+def _announce_offline() -> None:
+    global _announced
+    if not _announced:
+        _announced = True
+        print(OFFLINE_NOTICE, file=sys.stderr)
+
+
+class Session:
+    """The parent conversation and its background workers. See DESIGN.md, "Public contract".
+
+    Everything runs on the event loop that calls it; blocking work (tools, file I/O) goes to
+    threads. Workers keep running between calls; `idle()` waits for all of them and for the
+    parent's answers to their notifications.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        backend: str | None = None,
+        permission_mode: PermissionMode = "default",
+        permission_policy: PermissionPolicy | None = None,
+        workdir: str | os.PathLike[str] | None = None,
+        system_prompt: str | None = None,
+        auto_respond: bool = True,
+        namespace: dict[str, Any] | None = None,
+        tools: Iterable[Tool[Any]] | None = None,
+        allow: Sequence[str] = (),
+        deny: Sequence[str] = (),
+        max_turns: int = 50,
+        max_tokens: int = 8192,
+        cache_ttl: CacheTTL = "5m",
+        forking: bool = True,
+        stagger_forks: bool = True,
+        client: ModelClient | None = None,
+        home: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.model = model or default_model_name()
+        self.backend: Backend | Literal["custom"]
+        if client is not None:
+            self.backend = "custom"
+            self.client: ModelClient = client
+        else:
+            self.backend = resolve_backend(backend, api_key)
+            if self.backend == "anthropic":
+                self.client = AnthropicModel(self.model, api_key=api_key, base_url=base_url)
+            else:
+                _announce_offline()
+                self.client = OfflineModel(self.model)
+        self.workdir = Path(workdir or Path.cwd()).resolve()
+        if not self.workdir.is_dir():
+            raise ConfigError(f"workdir {str(self.workdir)!r} is not a directory.")
+        self.home = Path(home).resolve() if home is not None else Path.home()
+        self.auto_respond = auto_respond
+        self.forking = forking
+        self.namespace: dict[str, Any] = namespace if namespace is not None else {}
+        self.gate = PermissionGate(
+            mode=permission_mode, policy=permission_policy, allow=list(allow), deny=list(deny)
+        )
+        self.tools = ToolSet([*builtin_tools(), *agent_tools()] if tools is None else tools)
+        self.system_prompt = system_prompt or default_system_prompt(self.workdir)
+        self.max_turns = max_turns
+        self.max_tokens = max_tokens
+        self.cache_ttl: CacheTTL = cache_ttl
+        self.queue = CommandQueue(on_enqueue=self._on_command)
+        self.registry = TaskRegistry(self.queue)
+        self.workers = Workers(
+            registry=self.registry,
+            queue=self.queue,
+            definitions=self.agent_definitions,
+            named_config=self._named_config,
+            fork_config=self._fork_config,
+            stagger=stagger_forks,
+            forking=forking,
+        )
+        self.main = AgentRun("main", self._config(), [], LoopState())
+        self.main.config.ctx.services["agent_run"] = self.main
+        self.auto_turns: list[Turn] = []
+        self._parent_usage = Usage()
+        self._parent_cost = 0.0
+        self._lock = asyncio.Lock()
+        self._responder: asyncio.Task[None] | None = None
+        self._changed = asyncio.Event()
+        self._listeners: list[Callable[[str, LoopEvent], None]] = []
+        self.registry.subscribe(lambda _task: self._changed.set())
+
+    # -- configuration -------------------------------------------------------------------
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The parent conversation, as API message dicts."""
+        return self.main.history
+
+    def _context(self, agent_id: str, workdir: Path | None = None) -> ToolContext:
+        return ToolContext(
+            workdir=workdir or self.workdir,
+            namespace=self.namespace,
+            agent_id=agent_id,
+            env=scrubbed_env(),
+            services={"workers": self.workers},
+        )
+
+    def _config(self) -> AgentConfig:
+        ctx = self._context("main")
+        config = AgentConfig(
+            client=self.client,
+            model=self.model,
+            system=[{"type": "text", "text": self.system_prompt}],
+            tools=self.tools,
+            gate=self.gate,
+            ctx=ctx,
+            max_turns=self.max_turns,
+            max_tokens=self.max_tokens,
+            cache_ttl=self.cache_ttl,
+        )
+        if hasattr(self, "main"):
+            ctx.services["agent_run"] = self.main
+        return config
+
+    def agent_definitions(self) -> dict[str, AgentDefinition]:
+        """Named agents: built-in, then ~/.forkagent/agents, then <workdir>/.forkagent/agents."""
+        return load_agents(self.workdir, self.home)
+
+    def _fork_config(self, parent: AgentRun, agent_id: str) -> AgentConfig:
+        """A fork inherits the parent's exact prompt, tools, model and thinking settings."""
+        base = parent.config
+        return replace(
+            base,
+            gate=base.gate.for_worker(agent_id),
+            ctx=replace(base.ctx, agent_id=agent_id, services={"workers": self.workers}),
+        )
+
+    def _named_config(
+        self, parent: AgentRun, definition: AgentDefinition, agent_id: str, model: str | None
+    ) -> AgentConfig:
+        base = parent.config
+        names = definition.tools if definition.tools is not None else self.tools.names()
+        wanted = set(names) - set(definition.disallowedTools)
+        if definition.tools is None:
+            wanted -= {"Agent", "SendMessage", "TaskStop", "TaskOutput"}
+        tools = ToolSet(t for t in self.tools if t.name in wanted)
+        chosen = model or definition.model
+        return replace(
+            base,
+            model=base.model if chosen in (None, "inherit") else str(chosen),
+            system=[{"type": "text", "text": definition.prompt or self.system_prompt}],
+            tools=tools,
+            gate=base.gate.for_worker(agent_id, mode=definition.permissionMode),
+            ctx=replace(base.ctx, agent_id=agent_id, services={"workers": self.workers}),
+            max_turns=definition.maxTurns or self.max_turns,
+            thinking=None,
+        )
+
+    # -- listeners -----------------------------------------------------------------------
+
+    def subscribe(self, listener: Callable[[str, LoopEvent], None]) -> Callable[[], None]:
+        """Call `listener(origin, event)` for events of turns nobody is iterating: the
+        parent's automatic answers to notifications (origin "notification")."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    # -- turns ---------------------------------------------------------------------------
+
+    async def stream(self, prompt: str) -> AsyncIterator[LoopEvent]:
+        """Run one parent turn, yielding its events. Pending notifications are delivered
+        with the prompt (before it), so none is lost or read twice."""
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise UsageError("The prompt is empty: write what the agent should do.")
+        async with self._lock:
+            texts = [c.text for c in self.queue.drain("main")] if self.auto_respond else []
+            async for event in self._turn([*texts, prompt]):
+                yield event
+
+    async def _turn(self, texts: list[str]) -> AsyncIterator[LoopEvent]:
+        self.main.config = self._config()
+        self.main.state.append(
+            self.main.history,
+            {"role": "user", "content": [{"type": "text", "text": t} for t in texts]},
+        )
+        try:
+            async for event in run_turn(self.main.config, self.main.history, self.main.state):
+                if isinstance(event, UsageReport):
+                    self._parent_usage = self._parent_usage + event.usage
+                    self._parent_cost += event.cost_usd
+                yield event
+        finally:
+            self._changed.set()
+
+    async def ask(self, prompt: str) -> Turn:
+        """Run one parent turn to completion and return its outcome."""
+        return await fold_turn(self.stream(prompt))
+
+    # -- background work -----------------------------------------------------------------
+
+    async def fork(self, directive: str, *, name: str | None = None) -> Task:
+        """Fork the parent conversation into a background worker (returns at once)."""
+        description = directive.strip().splitlines()[0][:60] if directive.strip() else ""
+        return self.workers.fork(self.main, directive, description=description, name=name)
+
+    async def send(self, to: str, message: str) -> str:
+        """Message a running worker (queued) or a finished one (resumed)."""
+        return self.workers.send(to, message)
+
+    async def stop(self, task_id: str) -> Task:
+        return await self.workers.stop(task_id)
+
+    async def wait(self, *task_ids: str, timeout: float | None = None) -> list[Task]:
+        """Wait for the given tasks (default: all running ones) to end."""
+        tasks = [self.registry.get(t) for t in task_ids] or self.registry.running()
+        waiting = asyncio.gather(*(t.wait() for t in tasks))
+        await asyncio.wait_for(waiting, timeout)
+        return tasks
+
+    @property
+    def tasks(self) -> list[Task]:
+        return list(self.registry)
+
+    def _on_command(self, command: Command) -> None:
+        self._changed.set()
+        if command.owner != "main":
+            self.workers.wake(command.owner)
+        elif self.auto_respond and (self._responder is None or self._responder.done()):
+            self._responder = asyncio.get_running_loop().create_task(self._respond())
+
+    async def _respond(self) -> None:
+        """Answer pending notifications in one parent turn each time the parent is free."""
+        await asyncio.sleep(0)  # let notifications that arrive together be read together
+        while self.queue.pending("main"):
+            async with self._lock:
+                texts = [c.text for c in self.queue.drain("main")]
+                if not texts:
+                    break
+                turn = await fold_turn(self._turn(texts), self._emit)
+            self.auto_turns.append(turn)
+        self._changed.set()
+
+    def _emit(self, event: LoopEvent) -> None:
+        for listener in list(self._listeners):
+            listener("notification", event)
+
+    def _busy(self) -> bool:
+        if self.registry.running() or self._lock.locked():
+            return True
+        if self._responder is not None and not self._responder.done():
+            return True
+        return self.auto_respond and bool(self.queue.pending("main"))
+
+    async def idle(self) -> None:
+        """Wait until no task runs, no notification waits and no parent turn is in flight."""
+        while self._busy():
+            self._changed.clear()
+            if not self._busy():
+                break
+            await self._changed.wait()
+
+    # -- totals --------------------------------------------------------------------------
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens of the parent conversation and of every worker."""
+        total = self._parent_usage
+        for task in self.registry:
+            total = total + task.usage
+        return total
+
+    @property
+    def cost_usd(self) -> float:
+        return self._parent_cost + sum(t.cost_usd for t in self.registry)
+
+    async def aclose(self) -> None:
+        await self.workers.stop_all()
+        if self._responder is not None:
+            self._responder.cancel()
+        await self.client.aclose()
+
+
+async def fold_turn(
+    events: AsyncIterator[LoopEvent], on_event: Callable[[LoopEvent], None] | None = None
+) -> Turn:
+    """Fold a turn's events into a `Turn`."""
+    turn = Turn()
+    texts: list[str] = []
+    calls: dict[str, ToolCall] = {}
+    async for event in events:
+        if on_event is not None:
+            on_event(event)
+        if isinstance(event, RequestSent) and texts and not texts[-1].endswith("\n"):
+            texts.append("\n\n")
+        elif isinstance(event, TextDelta):
+            texts.append(event.text)
+        elif isinstance(event, UsageReport):
+            turn.usage = turn.usage + event.usage
+            turn.cost_usd += event.cost_usd
+            turn.requests += 1
+        elif isinstance(event, ToolUse):
+            calls[event.id] = ToolCall(event.id, event.name, event.input)
+        elif isinstance(event, ToolResult):
+            call = calls[event.tool_use_id]
+            calls[event.tool_use_id] = ToolCall(
+                call.id, call.name, call.input, event.content, event.is_error
+            )
+        elif isinstance(event, Stop):
+            turn.stop_reason = event.reason
+            turn.error = event.error
+    turn.text = "".join(texts)
+    turn.tool_calls = list(calls.values())
+    return turn

@@ -1,0 +1,179 @@
+"""Background tasks: one vocabulary, one state machine, one notification per run.
+
+A task is `running` until exactly one terminal transition - `completed`, `failed` or
+`killed` - made by `TaskRegistry.finish`, the only place that sets a terminal status. It is
+idempotent (a second call is a no-op and returns False) and it enqueues the run's one
+`<task-notification>` for the task's owner. A resumed task (SendMessage to a finished agent)
+starts a new run: `running` again, and its end produces one more notification.
+
+Why `killed` and not `cancelled`: a stopped worker's partial result is still reported, and
+"killed" says plainly that it did not end by itself. Why max_turns ends `completed`: the
+worker did work and has a result; the summary says it hit its turn limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from .errors import UsageError
+from .notifications import CommandQueue, format_task_notification
+from .usage import Usage
+
+__all__ = ["TERMINAL", "Task", "TaskRegistry", "TaskStatus"]
+
+TaskStatus = Literal["running", "completed", "failed", "killed"]
+TERMINAL: frozenset[str] = frozenset({"completed", "failed", "killed"})
+
+
+@dataclass
+class Task:
+    """A background agent as the user and the launching model see it."""
+
+    id: str
+    kind: str
+    description: str
+    owner: str = "main"
+    name: str | None = None
+    tool_use_id: str | None = None
+    output_file: Path | None = None
+    status: TaskStatus = "running"
+    result: str | None = None
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    tool_uses: int = 0
+    started_at: float = field(default_factory=time.time)
+    ended_at: float | None = None
+    run: int = 1
+    worktree_path: str | None = None
+    worktree_branch: str | None = None
+    current_tool: str | None = None
+    preview: str = ""
+    notification: str | None = None
+    _notified_run: int = 0
+    _done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    @property
+    def done(self) -> bool:
+        return self.status in TERMINAL
+
+    @property
+    def elapsed(self) -> float:
+        return (self.ended_at or time.time()) - self.started_at
+
+    async def wait(self) -> Task:
+        await self._done.wait()
+        return self
+
+    def summary(self) -> str:
+        label = f'Worker "{self.description}"'
+        if self.status == "completed":
+            return f"{label} completed"
+        if self.status == "failed":
+            return f"{label} failed: {self.error or 'unknown error'}"
+        return f"{label} was stopped"
+
+
+Listener = Callable[[Task], None]
+
+
+class TaskRegistry:
+    """All tasks of a session, by id; names resolve to ids."""
+
+    def __init__(self, queue: CommandQueue) -> None:
+        self.queue = queue
+        self._tasks: dict[str, Task] = {}
+        self._listeners: list[Listener] = []
+
+    def __iter__(self) -> Iterator[Task]:
+        return iter(list(self._tasks.values()))
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call `listener(task)` on every change; returns an unsubscribe function."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def changed(self, task: Task) -> None:
+        for listener in list(self._listeners):
+            listener(task)
+
+    def register(self, task: Task) -> Task:
+        if task.id in self._tasks:
+            raise ValueError(f"task {task.id} already exists")
+        self._tasks[task.id] = task
+        self.changed(task)
+        return task
+
+    def find(self, key: str) -> Task | None:
+        """The task with this id, or the newest one with this name."""
+        if key in self._tasks:
+            return self._tasks[key]
+        named = [t for t in self._tasks.values() if t.name == key]
+        return named[-1] if named else None
+
+    def get(self, key: str) -> Task:
+        task = self.find(key)
+        if task is None:
+            known = ", ".join(t.name or t.id for t in self._tasks.values()) or "none yet"
+            raise UsageError(f"No task {key!r}. Known tasks: {known}.")
+        return task
+
+    def running(self, owner: str | None = None) -> list[Task]:
+        return [
+            t for t in self._tasks.values() if not t.done and (owner is None or t.owner == owner)
+        ]
+
+    def restart(self, task: Task) -> None:
+        """Start a new run of a finished task (resume)."""
+        if not task.done:
+            raise ValueError(f"task {task.id} is still running")
+        task.status = "running"
+        task.run += 1
+        task.result = task.error = None
+        task.ended_at = None
+        task.started_at = time.time()
+        task._done = asyncio.Event()
+        self.changed(task)
+
+    def finish(
+        self,
+        task: Task,
+        status: Literal["completed", "failed", "killed"],
+        *,
+        result: str | None = None,
+        error: str | None = None,
+    ) -> bool:
+        """The one terminal transition. Returns False when the task had already ended."""
+        if task.status != "running" or task._notified_run >= task.run:
+            return False
+        task.status = status
+        task.result = result
+        task.error = error
+        task.ended_at = time.time()
+        task._notified_run = task.run
+        task.current_tool = None
+        task.notification = format_task_notification(
+            task_id=task.id,
+            tool_use_id=task.tool_use_id,
+            output_file=str(task.output_file or ""),
+            status=status,
+            summary=task.summary(),
+            result=result,
+            usage=task.usage if status == "completed" else None,
+            tool_uses=task.tool_uses,
+            duration_ms=int((task.ended_at - task.started_at) * 1000),
+            worktree_path=task.worktree_path,
+            worktree_branch=task.worktree_branch,
+        )
+        self.queue.enqueue(task.notification, owner=task.owner, task_id=task.id)
+        task._done.set()
+        self.changed(task)
+        return True

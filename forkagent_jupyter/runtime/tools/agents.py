@@ -1,0 +1,223 @@
+"""The tools through which a model manages other agents: Agent, SendMessage, TaskStop,
+TaskOutput. They act on the session's `Workers` (ctx.services["workers"]) on behalf of the
+calling agent (ctx.services["agent_run"])."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import UsageError
+from ..tasks import Task
+from .base import Tool, ToolContext, ToolError
+
+__all__ = ["AgentTool", "SendMessageTool", "TaskOutputTool", "TaskStopTool", "agent_tools"]
+
+
+def _workers(ctx: ToolContext) -> tuple[Any, Any]:
+    workers = ctx.services.get("workers")
+    run = ctx.services.get("agent_run")
+    if workers is None or run is None:
+        raise ToolError("Background agents are not available in this session.")
+    return workers, run
+
+
+def launched_text(task: Task) -> str:
+    where = f"\nProgress is written to {task.output_file}." if task.output_file else ""
+    return (
+        f"Started background agent {task.id} ({task.description}).\n"
+        "It works on its own; when it finishes you receive a <task-notification> with its "
+        "result in a later message. Do not wait for it, guess its result, or redo its work: "
+        "continue with other things, or tell the user briefly what you started and end your "
+        f"reply.\nTo give it more instructions use SendMessage with to: '{task.id}'; to "
+        f"stop it, TaskStop.{where}"
+    )
+
+
+class AgentInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    description: str = Field(description="A short label for the task (3-6 words).")
+    prompt: str = Field(
+        description="The task. Without subagent_type this is a fork directive: the worker "
+        "already knows the whole conversation, so say only what it should do and report."
+    )
+    subagent_type: str | None = Field(
+        default=None,
+        description="A named agent type to run instead of a fork of this conversation.",
+    )
+    model: str | None = Field(
+        default=None, description="Model for a named agent (forks always use yours)."
+    )
+    run_in_background: bool | None = Field(
+        default=None,
+        description="For a named agent: false waits for its result here. Forks always run "
+        "in the background.",
+    )
+    name: str | None = Field(
+        default=None, description="A name to address the agent with in SendMessage."
+    )
+    isolation: Literal["worktree"] | None = Field(
+        default=None, description="'worktree' runs the agent in its own git worktree."
+    )
+
+
+class AgentTool(Tool[AgentInput]):
+    name = "Agent"
+    description = (
+        "Start another agent. Without subagent_type it forks you: a background worker that "
+        "inherits this whole conversation and carries out one directive - use several in one "
+        "message to work on independent parts in parallel. With subagent_type it starts that "
+        "named agent with only your prompt as context. Results come back later as "
+        "<task-notification> messages."
+    )
+    input_model = AgentInput
+    read_only = True
+
+    async def run(self, args: AgentInput, ctx: ToolContext) -> str:
+        workers, parent = _workers(ctx)
+        call = ctx.call
+        tool_use_id = call.tool_use_id if call else None
+        agent_type = args.subagent_type
+        if agent_type is None and not workers.forking:
+            agent_type = "general-purpose"
+        try:
+            if agent_type is None:
+                history = call.history if call else None
+                task = workers.fork(
+                    parent,
+                    args.prompt,
+                    description=args.description,
+                    tool_use_id=tool_use_id,
+                    history=history,
+                    name=args.name,
+                )
+                return launched_text(task)
+            if args.isolation is not None:
+                raise ToolError(
+                    "isolation is not supported yet: run the agent in the shared work directory."
+                )
+            run = workers.named(
+                parent,
+                agent_type,
+                args.prompt,
+                description=args.description,
+                tool_use_id=tool_use_id,
+                name=args.name,
+                model=args.model,
+            )
+        except UsageError as exc:
+            raise ToolError(str(exc)) from None
+        background = args.run_in_background
+        if background is None:
+            background = True
+        task = workers.start(run)
+        if background:
+            return launched_text(task)
+        await task.wait()
+        if task.status != "completed":
+            raise ToolError(f"Agent {task.id} {task.status}: {task.error or task.result or ''}")
+        workers.queue.discard(task.id)  # the result is returned here instead
+        return f"{task.result}\n\n(agent {task.id}; use SendMessage with to: '{task.id}' to continue it)"
+
+
+class SendMessageInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    to: str = Field(description="The agent's id or name.")
+    message: str = Field(description="What to tell it.")
+
+
+class SendMessageTool(Tool[SendMessageInput]):
+    name = "SendMessage"
+    description = (
+        "Send a message to a background agent you started. A running agent reads it at its "
+        "next step; a finished one is resumed with it and reports back again."
+    )
+    input_model = SendMessageInput
+    read_only = True
+
+    async def run(self, args: SendMessageInput, ctx: ToolContext) -> str:
+        workers, _ = _workers(ctx)
+        try:
+            return str(workers.send(args.to, args.message))
+        except UsageError as exc:
+            raise ToolError(str(exc)) from None
+
+
+class TaskStopInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: str = Field(description="The id (or name) of the task to stop.")
+
+
+class TaskStopTool(Tool[TaskStopInput]):
+    name = "TaskStop"
+    description = "Stop a running background agent. Its partial result is reported back."
+    input_model = TaskStopInput
+    read_only = True
+
+    async def run(self, args: TaskStopInput, ctx: ToolContext) -> str:
+        workers, _ = _workers(ctx)
+        try:
+            task = await workers.stop(args.task_id)
+        except UsageError as exc:
+            raise ToolError(str(exc)) from None
+        return f"Stopped task {task.id} ({task.description})."
+
+
+class TaskOutputInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: str = Field(description="The id (or name) of the task.")
+    block: bool = Field(default=True, description="Wait for the task to finish.")
+    timeout: float = Field(
+        default=30.0, ge=0, le=600, description="Seconds to wait at most when block is true."
+    )
+
+
+class TaskOutputTool(Tool[TaskOutputInput]):
+    name = "TaskOutput"
+    description = (
+        "Read a background task's status and result, optionally waiting for it to finish. "
+        "Prefer waiting for its notification; use this only when you cannot go on without it."
+    )
+    input_model = TaskOutputInput
+    read_only = True
+
+    async def run(self, args: TaskOutputInput, ctx: ToolContext) -> str:
+        workers, _ = _workers(ctx)
+        try:
+            task: Task = workers.registry.get(args.task_id)
+        except UsageError as exc:
+            raise ToolError(str(exc)) from None
+        retrieval = "success"
+        if not task.done:
+            if not args.block:
+                retrieval = "not_ready"
+            else:
+                try:
+                    await asyncio.wait_for(task.wait(), args.timeout)
+                except asyncio.TimeoutError:
+                    retrieval = "timeout"
+        if task.done:
+            workers.queue.discard(task.id)  # read here: no notification needed any more
+        parts = [
+            f"<retrieval_status>{retrieval}</retrieval_status>",
+            f"<task_id>{task.id}</task_id>",
+            f"<task_type>{task.kind}</task_type>",
+            f"<status>{task.status}</status>",
+        ]
+        if task.result:
+            parts.append(f"<output>\n{task.result}\n</output>")
+        elif not task.done and task.preview:
+            parts.append(f"<output>\n{task.preview}\n</output>")
+        if task.error:
+            parts.append(f"<error>{task.error}</error>")
+        return "\n\n".join(parts)
+
+
+def agent_tools() -> list[Tool[Any]]:
+    return [AgentTool(), SendMessageTool(), TaskStopTool(), TaskOutputTool()]

@@ -1,0 +1,334 @@
+"""Running agents in the background: launch, run, message, resume, stop.
+
+`AgentRun` is one agent's live state (its conversation, loop state, inbox, asyncio task).
+`Workers` launches forks and named agents as `Task`s, runs each on the event loop, and keeps
+the rules that make a fan-out cheap and its results reliable:
+
+* Cache-aware fan-out: forks started from the same point of a parent's history form a group.
+  The first one to reach the model leads; the others wait until the leader's response has
+  started (only then is its cache write readable), so N siblings cost one write and N-1 reads
+  even when the parent's cache has expired.
+* One notification per run, always to the launching agent (`Task.owner`); an agent with
+  workers of its own does not complete until they have reported back to it.
+* SendMessage to a running agent waits in its inbox for the next loop boundary; to a finished
+  one resumes it in the background (from memory, or from its transcript after a restart).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets as _secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .agents import AgentDefinition, unknown_agent_message
+from .errors import UsageError
+from .events import AssistantMessage, Stop, TextDelta, ToolResult, ToolUse, UsageReport
+from .fork import FORK_RECURSION_ERROR, build_fork_messages
+from .history import append_message, blocks_of
+from .loop import AgentConfig, LoopState, run_turn
+from .notifications import CommandQueue
+from .tasks import Task, TaskRegistry
+from .tools.base import ToolError
+
+__all__ = ["AgentRun", "ForkRefused", "Workers", "new_agent_id"]
+
+FORK_MAX_TURNS = 200
+LEADER_WAIT_SECONDS = 60.0
+MESSAGE_PREFIX = "Message from the agent that started you:"
+
+
+def new_agent_id() -> str:
+    return "a" + _secrets.token_hex(8)
+
+
+class ForkRefused(ToolError):
+    """A fork was asked for where forking is not allowed."""
+
+
+@dataclass(eq=False)
+class AgentRun:
+    """One agent's live state."""
+
+    id: str
+    config: AgentConfig
+    history: list[dict[str, Any]]
+    state: LoopState = field(default_factory=LoopState)
+    task: Task | None = None
+    is_fork: bool = False
+    owner: str = "main"
+    definition: AgentDefinition | None = None
+    inbox: list[str] = field(default_factory=list)
+    runner: asyncio.Task[None] | None = None
+    wakeup: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass(eq=False)
+class _ForkGroup:
+    anchor: object = None
+    leader: str | None = None
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def _last_text(history: list[dict[str, Any]]) -> str:
+    for message in reversed(history):
+        if message["role"] == "assistant":
+            text = "".join(
+                str(b.get("text", "")) for b in blocks_of(message) if b.get("type") == "text"
+            ).strip()
+            if text:
+                return text
+    return ""
+
+
+class Workers:
+    """Launches and runs background agents for one session."""
+
+    def __init__(
+        self,
+        *,
+        registry: TaskRegistry,
+        queue: CommandQueue,
+        definitions: Callable[[], dict[str, AgentDefinition]],
+        named_config: Callable[[AgentRun, AgentDefinition, str, str | None], AgentConfig],
+        fork_config: Callable[[AgentRun, str], AgentConfig],
+        stagger: bool = True,
+        forking: bool = True,
+    ) -> None:
+        self.stagger = stagger
+        self.forking = forking
+        self.registry = registry
+        self.queue = queue
+        self._definitions = definitions
+        self._named_config = named_config
+        self._fork_config = fork_config
+        self.runs: dict[str, AgentRun] = {}
+        self._groups: dict[tuple[int, int], _ForkGroup] = {}
+
+    # -- launching -------------------------------------------------------------------------
+
+    def fork(
+        self,
+        parent: AgentRun,
+        directive: str,
+        *,
+        description: str,
+        tool_use_id: str | None = None,
+        history: list[dict[str, Any]] | None = None,
+        name: str | None = None,
+    ) -> Task:
+        """Start a fork of `parent` from `history` (default: the parent's history now)."""
+        if parent.is_fork:
+            raise ForkRefused(FORK_RECURSION_ERROR)
+        if not directive.strip():
+            raise UsageError("The fork directive is empty: say what the worker should do.")
+        source = parent.history if history is None else history
+        built = build_fork_messages(source, directive, own_tool_use_id=tool_use_id)
+        key = (id(source[-1]) if source else 0, len(source))
+        group = self._groups.get(key)
+        if group is None or group.anchor is not (source[-1] if source else None):
+            group = self._groups[key] = _ForkGroup(anchor=source[-1] if source else None)
+        agent_id = new_agent_id()
+        task = Task(
+            id=agent_id,
+            kind="fork",
+            description=description,
+            owner=parent.id,
+            name=name,
+            tool_use_id=tool_use_id,
+        )
+        config = self._fork_config(parent, agent_id)
+        state = LoopState(cache_points=[built.shared_end] if built.shared_end else [])
+        run = AgentRun(
+            agent_id,
+            replace(config, max_turns=FORK_MAX_TURNS),
+            built.messages,
+            state,
+            task,
+            is_fork=True,
+            owner=parent.id,
+        )
+        if self.stagger:
+            self._schedule(run, group)
+        return self._start(run)
+
+    def named(
+        self,
+        parent: AgentRun,
+        agent_type: str,
+        prompt: str,
+        *,
+        description: str,
+        tool_use_id: str | None = None,
+        name: str | None = None,
+        model: str | None = None,
+    ) -> AgentRun:
+        """Prepare (not start) a named agent run; `start` or `run_inline` it."""
+        definitions = self._definitions()
+        definition = definitions.get(agent_type)
+        if definition is None:
+            raise ToolError(unknown_agent_message(agent_type, sorted(definitions)))
+        agent_id = new_agent_id()
+        task = Task(
+            id=agent_id,
+            kind=definition.name,
+            description=description,
+            owner=parent.id,
+            name=name,
+            tool_use_id=tool_use_id,
+        )
+        config = self._named_config(parent, definition, agent_id, model)
+        history = [{"role": "user", "content": [{"type": "text", "text": prompt}]}]
+        return AgentRun(
+            agent_id, config, history, LoopState(), task, owner=parent.id, definition=definition
+        )
+
+    def start(self, run: AgentRun) -> Task:
+        return self._start(run)
+
+    def _start(self, run: AgentRun) -> Task:
+        assert run.task is not None
+        run.config.ctx.services["agent_run"] = run
+        self.registry.register(run.task)
+        self.runs[run.id] = run
+        run.state.inbox = lambda: self._take_inbox(run)
+        run.runner = asyncio.get_running_loop().create_task(self._run(run), name=run.id)
+        return run.task
+
+    def _schedule(self, run: AgentRun, group: _ForkGroup) -> None:
+        """Hold every sibling but the first until the first one's response has started."""
+
+        async def hold() -> None:
+            if group.leader is None:
+                group.leader = run.id
+                run.state.on_first_response_start = group.started.set
+                return
+            try:
+                await asyncio.wait_for(group.started.wait(), LEADER_WAIT_SECONDS)
+            except asyncio.TimeoutError:
+                pass
+
+        run.state.before_first_request = hold
+
+    # -- running ---------------------------------------------------------------------------
+
+    def _take_inbox(self, run: AgentRun) -> list[str]:
+        run.wakeup.clear()
+        texts = [f"{MESSAGE_PREFIX}\n{m}" for m in run.inbox]
+        run.inbox.clear()
+        texts += [c.text for c in self.queue.drain(run.id)]
+        return texts
+
+    async def _run(self, run: AgentRun) -> None:
+        task = run.task
+        assert task is not None
+        stop: Stop | None = None
+        try:
+            while True:
+                async for event in run_turn(run.config, run.history, run.state):
+                    self._observe(task, event)
+                    if isinstance(event, Stop):
+                        stop = event
+                assert stop is not None
+                if stop.reason not in ("end_turn", "max_tokens"):
+                    break
+                # Not done while own workers run or messages wait: continue with them.
+                pending = self._take_inbox(run)
+                while not pending and self.registry.running(owner=run.id):
+                    await self._next_for(run)
+                    pending = self._take_inbox(run)
+                if not pending:
+                    break
+                append_message(
+                    run.history,
+                    {"role": "user", "content": [{"type": "text", "text": t} for t in pending]},
+                )
+        except asyncio.CancelledError:
+            self.registry.finish(task, "killed", result=_last_text(run.history) or None)
+            raise
+        except Exception as exc:  # a bug or an unexpected failure: report, never hang
+            self.registry.finish(task, "failed", error=f"{type(exc).__name__}: {exc}")
+            return
+        if stop is not None and stop.reason in ("error", "refusal", "aborted"):
+            error = stop.error or f"the run ended: {stop.reason}"
+            self.registry.finish(task, "failed", error=error, result=_last_text(run.history) or None)
+            return
+        result = _last_text(run.history)
+        if not result:
+            self.registry.finish(task, "failed", error="the agent produced no text")
+            return
+        self.registry.finish(task, "completed", result=result)
+
+    async def _next_for(self, run: AgentRun) -> None:
+        """Wait until one of `run`'s own workers ends (its notification is then queued)."""
+        children = [t for t in self.registry.running(owner=run.id)]
+        waits = [asyncio.ensure_future(t.wait()) for t in children]
+        inbox_wait = asyncio.ensure_future(run.wakeup.wait())
+        try:
+            await asyncio.wait([*waits, inbox_wait], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in [*waits, inbox_wait]:
+                w.cancel()
+
+    def wake(self, agent_id: str) -> None:
+        """Something arrived for `agent_id` (a message or a notification)."""
+        run = self.runs.get(agent_id)
+        if run is not None:
+            run.wakeup.set()
+
+    def _observe(self, task: Task, event: object) -> None:
+        if isinstance(event, UsageReport):
+            task.usage = task.usage + event.usage
+            task.cost_usd += event.cost_usd
+        elif isinstance(event, ToolUse):
+            task.tool_uses += 1
+            task.current_tool = event.name
+        elif isinstance(event, ToolResult):
+            task.current_tool = None
+        elif isinstance(event, TextDelta):
+            task.preview = (task.preview + event.text)[-400:]
+        elif isinstance(event, AssistantMessage):
+            pass
+        else:
+            return
+        self.registry.changed(task)
+
+    # -- messaging and stopping --------------------------------------------------------------
+
+    def send(self, to: str, message: str) -> str:
+        """Deliver `message` to a running agent, or resume a finished one with it."""
+        if not message.strip():
+            raise UsageError("The message is empty.")
+        task = self.registry.get(to)
+        run = self.runs.get(task.id)
+        if run is None:
+            raise UsageError(f"Agent {to!r} has no conversation to resume.")
+        if not task.done:
+            run.inbox.append(message)
+            run.wakeup.set()
+            return f"Message queued for {task.name or task.id}; it arrives at its next step."
+        previous = task.status
+        self.registry.restart(task)
+        append_message(
+            run.history, {"role": "user", "content": [{"type": "text", "text": message}]}
+        )
+        run.runner = asyncio.get_running_loop().create_task(self._run(run), name=run.id)
+        return (
+            f"Agent {task.name or task.id} had {previous}; it was resumed in the background "
+            f"with your message and will report back when it finishes."
+        )
+
+    async def stop(self, key: str) -> Task:
+        task = self.registry.get(key)
+        if task.done:
+            raise UsageError(f"Task {task.id} is not running (status: {task.status}).")
+        run = self.runs[task.id]
+        if run.runner is not None:
+            run.runner.cancel()
+            await asyncio.wait({run.runner})
+        self.registry.finish(task, "killed", result=_last_text(run.history) or None)
+        return task
+
+    async def stop_all(self) -> list[Task]:
+        return [await self.stop(t.id) for t in self.registry.running()]

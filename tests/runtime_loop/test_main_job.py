@@ -1,0 +1,36 @@
+"""The README's main job: `forkagent demo` runs offline, with no key and no network."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+
+def test_forkagent_demo_runs_offline_without_a_key() -> None:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")
+        and not k.startswith("FORKAGENT_")
+    }
+    # no proxy and an unroutable base: any network attempt would fail loudly
+    env["HTTPS_PROXY"] = env["HTTP_PROXY"] = "http://127.0.0.1:9"
+    out = subprocess.run(
+        [sys.executable, "-m", "forkagent_jupyter.cli", "demo"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert "offline model" in out.stderr  # said once, on stderr
+    assert out.stderr.count("offline model") == 1
+    assert "-> Python call" in out.stdout
+    assert "<- Python result (ok)" in out.stdout
+    assert "'mean': 5.725" in out.stdout
+    assert "[9.7, 9.3, 2.6]" in out.stdout or "[2.6, 9.7, 9.3]" in out.stdout
+    reads = [int(m) for m in re.findall(r"(\d+) cache read", out.stdout)]
+    assert len(reads) == 3  # two turns and the session total
+    assert reads[0] == 0 < reads[1]  # the second turn reads the first turn's prefix
