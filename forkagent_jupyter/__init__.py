@@ -1,6 +1,7 @@
 """forkagent-jupyter: fork subagents in Jupyter.
 
-The public names are imported lazily so that importing the package stays cheap.
+The public names are imported lazily so that importing the package (and `%load_ext`) stays
+cheap.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["Session", "Turn", "__version__"]
+__all__ = ["Session", "Turn", "__version__", "load_ipython_extension", "unload_ipython_extension"]
 
 if TYPE_CHECKING:
     from .runtime.session import Session, Turn
@@ -20,3 +21,17 @@ def __getattr__(name: str) -> Any:
 
         return getattr(session, name)
     raise AttributeError(f"module 'forkagent_jupyter' has no attribute {name!r}")
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """`%load_ext forkagent_jupyter`: magics, the %%agent transformer, the comm target."""
+    from .kernel.extension import load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """`%unload_ext forkagent_jupyter`: stop the workers and remove the magics' hooks."""
+    from .kernel.extension import unload
+
+    unload(ipython)

@@ -41,7 +41,7 @@ from .tools.base import Tool, ToolContext, ToolSet
 from .workers import AgentRun, Workers
 from .usage import Usage
 
-__all__ = ["Backend", "Session", "ToolCall", "Turn"]
+__all__ = ["AutoTurn", "Backend", "Session", "ToolCall", "Turn"]
 
 Backend = Literal["anthropic", "offline"]
 _announced = False
@@ -73,6 +73,15 @@ class Turn:
     @property
     def ok(self) -> bool:
         return self.stop_reason in ("end_turn", "max_turns", "max_tokens")
+
+
+@dataclass
+class AutoTurn:
+    """The parent's automatic answer to notifications: which tasks, their XML, the turn."""
+
+    task_ids: list[str]
+    notifications: list[str]
+    turn: Turn
 
 
 def _has_credentials(api_key: str | None) -> bool:
@@ -170,7 +179,8 @@ class Session:
         )
         self.main = AgentRun("main", self._config(), [], LoopState())
         self.main.config.ctx.services["agent_run"] = self.main
-        self.auto_turns: list[Turn] = []
+        self.auto_turns: list[AutoTurn] = []
+        self.on_auto_turn: Callable[[AutoTurn], None] | None = None
         self._parent_usage = Usage()
         self._parent_cost = 0.0
         self._lock = asyncio.Lock()
@@ -285,6 +295,11 @@ class Session:
         """Run one parent turn to completion and return its outcome."""
         return await fold_turn(self.stream(prompt))
 
+    def reset(self) -> None:
+        """Start a new parent conversation (workers keep running and report to it)."""
+        self.main.history.clear()
+        self.main.state = LoopState()
+
     # -- background work -----------------------------------------------------------------
 
     async def fork(self, directive: str, *, name: str | None = None) -> Task:
@@ -322,11 +337,15 @@ class Session:
         await asyncio.sleep(0)  # let notifications that arrive together be read together
         while self.queue.pending("main"):
             async with self._lock:
-                texts = [c.text for c in self.queue.drain("main")]
-                if not texts:
+                commands = self.queue.drain("main")
+                if not commands:
                     break
+                texts = [c.text for c in commands]
                 turn = await fold_turn(self._turn(texts), self._emit)
-            self.auto_turns.append(turn)
+            auto = AutoTurn([c.task_id or "" for c in commands], texts, turn)
+            self.auto_turns.append(auto)
+            if self.on_auto_turn is not None:
+                self.on_auto_turn(auto)
         self._changed.set()
 
     def _emit(self, event: LoopEvent) -> None:

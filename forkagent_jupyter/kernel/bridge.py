@@ -1,0 +1,110 @@
+"""The comm channel to the JupyterLab extension, and the fallback without it.
+
+The extension opens a comm to the kernel target `forkagent` on every kernel (re)connect; the
+kernel keeps every open comm of that target and broadcasts on all of them. Messages from the
+extension (approval answers, stop requests) go to the handlers registered here. Without the
+extension nothing is open, `connected` is False and callers use their display-id fallback.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["TARGET", "Bridge"]
+
+TARGET = "forkagent"
+log = logging.getLogger(__name__)
+
+Handler = Callable[[dict[str, Any]], None]
+
+
+class Bridge:
+    """Kernel side of the `forkagent` comm target."""
+
+    def __init__(self, kernel: Any) -> None:
+        self.kernel = kernel
+        self.comms: dict[str, Any] = {}
+        self.handlers: dict[str, Handler] = {}
+        self.hello: dict[str, Any] = {}
+        self.loop: Any = None
+
+    @property
+    def manager(self) -> Any:
+        return getattr(self.kernel, "comm_manager", None)
+
+    def register(self) -> None:
+        import asyncio
+
+        try:
+            self.loop: Any = asyncio.get_event_loop()
+        except RuntimeError:
+            self.loop = None
+        if self.manager is not None:
+            self.manager.register_target(TARGET, self._on_open)
+
+    def unregister(self) -> None:
+        if self.manager is not None:
+            try:
+                self.manager.unregister_target(TARGET, self._on_open)
+            except Exception:  # already gone
+                log.debug("forkagent comm target was not registered")
+        for comm in list(self.comms.values()):
+            comm.close()
+        self.comms.clear()
+
+    @property
+    def connected(self) -> bool:
+        return bool(self.comms)
+
+    def on(self, kind: str, handler: Handler) -> None:
+        self.handlers[kind] = handler
+
+    def _on_open(self, comm: Any, open_msg: dict[str, Any]) -> None:
+        self.comms[comm.comm_id] = comm
+        # Trust the frontend's subshell for replies on this comm, so an approval sent during
+        # a busy main shell is handled at once (ipykernel 7.4 routing; see DESIGN.md).
+        if hasattr(comm, "_reply_subshell_for"):
+            comm._reply_subshell_for = lambda _data, default: default
+
+        def closed(_msg: dict[str, Any]) -> None:
+            self.comms.pop(comm.comm_id, None)
+
+        comm.on_msg(self._on_msg)
+        comm.on_close(closed)
+        self.hello = dict(open_msg.get("content", {}).get("data") or {})
+        comm.send({"type": "welcome", "version": 1})
+        if "connected" in self.handlers:
+            self.handlers["connected"]({"comm_id": comm.comm_id})
+
+    def _on_msg(self, msg: dict[str, Any]) -> None:
+        data = msg.get("content", {}).get("data") or {}
+        handler = self.handlers.get(str(data.get("type")))
+        if handler is None:
+            log.debug("forkagent comm: no handler for %r", data.get("type"))
+            return
+        # The message may be handled in a subshell thread: run the handler on the main loop.
+        if self.loop is not None and self.loop.is_running():
+            self.loop.call_soon_threadsafe(self._call, handler, data)
+        else:
+            self._call(handler, data)
+
+    @staticmethod
+    def _call(handler: Handler, data: dict[str, Any]) -> None:
+        try:
+            handler(data)
+        except Exception:
+            log.exception("forkagent comm handler failed")
+
+    def broadcast(self, data: dict[str, Any]) -> int:
+        """Send `data` on every open comm; returns how many received it."""
+        sent = 0
+        for comm in list(self.comms.values()):
+            try:
+                comm.send(data)
+                sent += 1
+            except Exception:
+                log.debug("dropping a closed forkagent comm", exc_info=True)
+                self.comms.pop(comm.comm_id, None)
+        return sent

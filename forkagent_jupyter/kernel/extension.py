@@ -1,0 +1,211 @@
+"""Loading the extension into a kernel and binding the runtime to it.
+
+`%load_ext forkagent_jupyter` is cheap: it registers the magics, the input transformer and the
+`forkagent` comm target. The Session (and the anthropic SDK, ipywidgets) are created on first
+use, on the kernel's own event loop. `%unload_ext` stops the workers.
+
+Settings are the traitlets Configurable `ForkAgent` (`%config ForkAgent.model = "..."`, or
+`c.ForkAgent.model` in ipython_config.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.display import HTML, Markdown, display
+from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
+from traitlets.config import Configurable
+
+from .bridge import Bridge
+from .magics import AgentMagics, split_options, transform_cell
+
+__all__ = ["ForkAgent", "KernelAgent", "load", "unload"]
+
+_VAR = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)\}(?!\})")
+
+
+class ForkAgent(Configurable):  # type: ignore[misc]
+    """Settings of the forkagent extension."""
+
+    model = Unicode("", help="Model id (default: FORKAGENT_MODEL or the built-in default).").tag(
+        config=True
+    )
+    backend = Unicode("", help="'anthropic' or 'offline' (default: by the credentials found).").tag(
+        config=True
+    )
+    permission_mode = CaselessStrEnum(
+        ["default", "acceptEdits", "bypassPermissions", "plan"],
+        default_value="default",
+        help="How tool calls that write or run code are approved.",
+    ).tag(config=True)
+    auto_respond = Bool(
+        True, help="Let the parent answer workers' notifications as they arrive."
+    ).tag(config=True)
+    approval_timeout = Float(
+        600.0, help="Seconds an approval waits for an answer before it counts as a denial."
+    ).tag(config=True)
+    max_workers = Int(16, help="Workers that may run at the same time.").tag(config=True)
+    cache_ttl = CaselessStrEnum(
+        ["5m", "1h"], default_value="5m", help="Prompt-cache lifetime to request."
+    ).tag(config=True)
+
+
+def interpolate(text: str, namespace: dict[str, Any]) -> str:
+    """`{name}` -> str(namespace[name]) for defined names; `{{`/`}}` -> literal braces."""
+
+    def sub(match: re.Match[str]) -> str:
+        name = match.group(1)
+        return str(namespace[name]) if name in namespace else match.group(0)
+
+    return _VAR.sub(sub, text).replace("{{", "{").replace("}}", "}")
+
+
+class KernelAgent:
+    """The kernel side: one Session per kernel, the cards, the bridge, the magics' actions."""
+
+    def __init__(self, shell: Any) -> None:
+        self.shell = shell
+        self.settings = ForkAgent(parent=shell)
+        self.bridge = Bridge(getattr(shell, "kernel", None))
+        self._session: Any = None
+        self._ui: Any = None
+        self._background: set[asyncio.Task[Any]] = set()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def install(self) -> None:
+        self.shell.configurables.append(self.settings)
+        self.shell.register_magics(AgentMagics(self.shell, self))
+        if transform_cell not in self.shell.input_transformers_cleanup:
+            self.shell.input_transformers_cleanup.append(transform_cell)
+        self.shell.user_ns["__forkagent__"] = self
+        self.shell.user_ns_hidden["__forkagent__"] = self
+        self.bridge.register()
+
+    def uninstall(self) -> None:
+        if transform_cell in self.shell.input_transformers_cleanup:
+            self.shell.input_transformers_cleanup.remove(transform_cell)
+        self.shell.user_ns.pop("__forkagent__", None)
+        self.shell.user_ns_hidden.pop("__forkagent__", None)
+        self.bridge.unregister()
+        if self._session is not None:
+            session, self._session = self._session, None
+            self._spawn(session.aclose())
+
+    @property
+    def session(self) -> Any:
+        if self._session is None:
+            from .ui import KernelUI
+
+            self._ui = KernelUI(self)
+            self._session = self._ui.make_session()
+        return self._session
+
+    @property
+    def ui(self) -> Any:
+        _ = self.session
+        return self._ui
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_event_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    # -- %%agent -----------------------------------------------------------------------------
+
+    def _parse_cell_line(self, line: str) -> dict[str, Any]:
+        opts, rest = split_options(line, {"--new": False, "--model": True}, "%agent")
+        if rest:
+            raise UsageError(f"%%agent: unexpected argument {rest.split()[0]!r}")
+        return opts
+
+    async def run_cell(self, line: str, body: str) -> None:
+        """An `%%agent` cell, awaited at top level: streams the answer into this cell."""
+        opts = self._parse_cell_line(line)
+        prompt = interpolate(body, self.shell.user_ns)
+        if not prompt.strip():
+            raise UsageError("%%agent: the cell is empty; write what the agent should do.")
+        if opts.get("new"):
+            self.session.reset()
+        if opts.get("model"):
+            self.session.model = opts["model"]
+        await self.ui.run_turn(prompt)
+
+    def start_cell(self, line: str, body: str) -> Any:
+        """`%%agent` without an await (run_cell_magic from code): run in the background."""
+        return self._spawn(self.run_cell(line, body))
+
+    # -- workers -----------------------------------------------------------------------------
+
+    def fork(self, directive: str, name: str | None = None) -> Any:
+        directive = interpolate(directive, self.shell.user_ns)
+        task = self.session.workers.fork(
+            self.session.main,
+            directive,
+            description=directive.strip().splitlines()[0][:60],
+            name=name,
+        )
+        self.ui.show_card(task)
+        return None
+
+    def send(self, to: str, message: str) -> None:
+        from ..runtime.errors import UsageError as RuntimeUsageError
+
+        try:
+            reply = self.session.workers.send(to, interpolate(message, self.shell.user_ns))
+        except RuntimeUsageError as exc:
+            raise UsageError(f"%send: {exc}") from None
+        task = self.session.registry.get(to)
+        self.ui.show_card(task, note=reply)
+
+    def stop(self, key: str | None) -> None:
+        from ..runtime.errors import UsageError as RuntimeUsageError
+
+        if key is None:
+            self._spawn(self.session.workers.stop_all())
+            return
+        try:
+            self.session.registry.get(key)
+        except RuntimeUsageError as exc:
+            raise UsageError(f"%stop: {exc}") from None
+        self._spawn(self.session.workers.stop(key))
+
+    async def wait_tasks(self, args: str) -> None:
+        from ..runtime.errors import UsageError as RuntimeUsageError
+
+        ids = args.split()
+        try:
+            await self.session.wait(*ids)
+        except RuntimeUsageError as exc:
+            raise UsageError(f"%tasks: {exc}") from None
+        await self.session.idle() if not ids else None
+        display(HTML(self.ui.tasks_html(ids)))
+
+    def start_wait(self, ids: list[str]) -> Any:
+        return self._spawn(self.wait_tasks(" ".join(ids)))
+
+    def tasks_table(self, ids: list[str]) -> None:
+        display(HTML(self.ui.tasks_html(ids)))
+        return None
+
+    def markdown(self, text: str) -> Markdown:
+        return Markdown(text)
+
+
+def load(shell: Any) -> KernelAgent:
+    existing = shell.user_ns.get("__forkagent__")
+    if isinstance(existing, KernelAgent):
+        return existing
+    agent = KernelAgent(shell)
+    agent.install()
+    return agent
+
+
+def unload(shell: Any) -> None:
+    existing = shell.user_ns.get("__forkagent__")
+    if isinstance(existing, KernelAgent):
+        existing.uninstall()

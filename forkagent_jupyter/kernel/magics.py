@@ -1,0 +1,136 @@
+"""The magics: thin - parse, call the runtime through `KernelAgent`, display.
+
+`%%agent` cells and `%tasks --wait` lines are rewritten by an input transformer into a
+top-level `await`, so the cell stays busy while the kernel's event loop stays free (workers
+progress, buttons work). The magic functions below are what runs when no await is possible
+(`run_cell_magic` from code): the turn then starts in the background and its handle is
+returned.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+if TYPE_CHECKING:
+    from .extension import KernelAgent
+
+__all__ = ["AgentMagics", "split_options", "transform_cell"]
+
+_CELL = re.compile(r"^%%agent\b(.*)$")
+_WAIT = re.compile(r"^(\s*)%tasks\s+--wait\b(.*)$")
+
+
+def split_options(line: str, flags: dict[str, bool], magic: str) -> tuple[dict[str, Any], str]:
+    """Leading `--option [value]` pairs, then the free text (kept verbatim, quotes and all).
+
+    `flags` maps each option to whether it takes a value. An unknown option, or one missing
+    its value, is a one-line UsageError."""
+    opts: dict[str, Any] = {}
+    rest = line.strip()
+    while rest.startswith("--"):
+        head, _, tail = rest.partition(" ")
+        name, eq, inline = head.partition("=")
+        if name not in flags:
+            known = ", ".join(sorted(flags)) or "none"
+            raise UsageError(f"%{magic}: unknown option {name} (options: {known})")
+        if flags[name]:
+            if eq:
+                value, rest = inline, tail.strip()
+            else:
+                value, _, rest = tail.strip().partition(" ")
+                rest = rest.strip()
+            if not value:
+                raise UsageError(f"%{magic}: option {name} needs a value")
+            opts[name[2:].replace("-", "_")] = value
+        else:
+            opts[name[2:].replace("-", "_")] = True
+            rest = tail.strip()
+    return opts, rest
+
+
+def transform_cell(lines: list[str]) -> list[str]:
+    """Input transformer: `%%agent` cells and `%tasks --wait` lines become awaits."""
+    if not lines:
+        return lines
+    first = _CELL.match(lines[0].rstrip("\n"))
+    if first:
+        body = "".join(lines[1:])
+        return [f"await __forkagent__.run_cell({first.group(1).strip()!r}, {body!r})\n"]
+    out = []
+    for line in lines:
+        wait = _WAIT.match(line.rstrip("\n"))
+        if wait:
+            line = f"{wait.group(1)}await __forkagent__.wait_tasks({wait.group(2).strip()!r})\n"
+        out.append(line)
+    return out
+
+
+@magics_class
+class AgentMagics(Magics):  # type: ignore[misc]
+    """%%agent, %fork, %send, %tasks, %stop."""
+
+    def __init__(self, shell: Any, agent: KernelAgent) -> None:
+        super().__init__(shell)
+        self.host = agent
+
+    @magic_arguments()
+    @argument("--new", action="store_true", help="start a new parent conversation")
+    @argument("--model", help="switch the conversation to this model")
+    @cell_magic
+    def agent(self, line: str, cell: str) -> Any:
+        """Talk to the agent: the cell body is your turn in the parent conversation.
+
+        The answer streams into the cell; usage and cost come at the end. `{name}` inserts
+        the value of a notebook variable; `{{` and `}}` are literal braces.
+        """
+        parse_argstring(self.agent, line)  # validate: one-line UsageError
+        return self.host.start_cell(line, cell)
+
+    @magic_arguments()
+    @argument("--name", help="a name to address the worker with (%send, %stop)")
+    @argument("directive", nargs="*", help="what the worker should do")
+    @line_magic
+    def fork(self, line: str) -> Any:
+        """Fork the parent conversation into a background worker; returns at once."""
+        opts, directive = split_options(line, {"--name": True}, "fork")
+        if not directive:
+            raise UsageError("%fork: say what the worker should do, e.g. %fork profile each column")
+        return self.host.fork(directive, name=opts.get("name"))
+
+    @magic_arguments()
+    @argument("to", help="worker id or name")
+    @argument("message", nargs="*", help="the message")
+    @line_magic
+    def send(self, line: str) -> Any:
+        """Message a worker: queued if it is running, resumed if it has finished."""
+        to, _, message = line.strip().partition(" ")
+        if not to or not message.strip():
+            raise UsageError("%send: usage: %send <worker id or name> <message>")
+        return self.host.send(to, message.strip())
+
+    @magic_arguments()
+    @argument("--wait", action="store_true", help="wait until the tasks finish")
+    @argument("ids", nargs="*", help="task ids or names (default: all)")
+    @line_magic
+    def tasks(self, line: str) -> Any:
+        """A table of all tasks; `%tasks --wait [IDS]` waits for them to finish."""
+        args = parse_argstring(self.tasks, line)
+        if args.wait:
+            return self.host.start_wait(args.ids)
+        return self.host.tasks_table(args.ids)
+
+    @magic_arguments()
+    @argument("--all", action="store_true", help="stop every running task")
+    @argument("id", nargs="?", help="task id or name")
+    @line_magic
+    def stop(self, line: str) -> Any:
+        """Stop a worker (its partial result is reported), or all of them with --all."""
+        args = parse_argstring(self.stop, line)
+        if args.all == bool(args.id):
+            raise UsageError("%stop: give a task id or name, or --all")
+        return self.host.stop(None if args.all else args.id)

@@ -1,0 +1,244 @@
+"""What the notebook shows of the runtime: streamed turns, cards, approvals, notifications.
+
+`KernelUI` creates the kernel's Session (with this module's permission policy), renders a
+parent turn into the running cell, shows a card per worker in the cell that launched it, and
+delivers each notification with the parent's answer: as a new cell through the JupyterLab
+extension when it is connected, else in the launching cell's notification area (a display id).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from IPython.display import HTML, Markdown, display
+
+from ..runtime.events import LoopEvent, Stop, TextDelta, ToolResult, ToolUse, UsageReport
+from ..runtime.permissions import Deny, PermissionRequest
+from ..runtime.tasks import Task
+from .cards import ApprovalPrompt, CardHub, PendingStrip, TaskCard
+
+if TYPE_CHECKING:
+    from .extension import KernelAgent
+
+__all__ = ["KernelUI", "WidgetPolicy"]
+
+STREAM_INTERVAL = 0.2
+
+
+def _esc(text: object) -> str:
+    return html.escape(str(text))
+
+
+@dataclass
+class Launch:
+    """Where a worker came from: the cell that started it, for its notification."""
+
+    cell_id: str | None
+    display_id: str
+    task_ids: list[str] = field(default_factory=list)
+
+
+class WidgetPolicy:
+    """The notebook's PermissionPolicy: a prompt on the worker's card (or in the running
+    cell for the parent's own calls), answered by buttons or by the JupyterLab extension."""
+
+    def __init__(self, ui: KernelUI) -> None:
+        self.ui = ui
+
+    async def decide(self, request: PermissionRequest) -> Any:
+        prompt = ApprovalPrompt(request, self.ui.workdir)
+        self.ui.pending[id(prompt)] = prompt
+        self.ui.strip.add(prompt)
+        card = self.ui.hub.cards.get(request.task_id or "")
+        if card is not None:
+            card.add_prompt(prompt)
+        else:
+            display(prompt)
+        self.ui.agent.bridge.broadcast(
+            {
+                "type": "approval",
+                "request_id": str(id(prompt)),
+                "task_id": request.task_id,
+                "tool": request.tool_name,
+            }
+        )
+        timeout = self.ui.agent.settings.approval_timeout
+        try:
+            return await asyncio.wait_for(asyncio.shield(prompt.future), timeout)
+        except asyncio.TimeoutError:
+            prompt.answer("deny", f"no answer within {timeout:.0f} s")
+            return Deny(message=f"Not approved: nobody answered within {timeout:.0f} seconds.")
+        finally:
+            self.ui.pending.pop(id(prompt), None)
+            self.ui.agent.bridge.broadcast({"type": "approval_done", "request_id": str(id(prompt))})
+
+
+class KernelUI:
+    def __init__(self, agent: KernelAgent) -> None:
+        self.agent = agent
+        self.hub = CardHub()
+        self.strip = PendingStrip()
+        self.pending: dict[int, ApprovalPrompt] = {}
+        self.launches: dict[str, Launch] = {}
+        self.workdir = Path.cwd()
+        agent.bridge.on("approve", self._on_approve)
+        agent.bridge.on("stop", lambda data: agent.stop(str(data.get("task_id"))))
+
+    def make_session(self) -> Any:
+        from ..runtime.session import Session
+
+        s = self.agent.settings
+        session = Session(
+            s.model or None,
+            backend=s.backend or None,
+            permission_mode=s.permission_mode,
+            permission_policy=WidgetPolicy(self),
+            workdir=self.workdir,
+            auto_respond=s.auto_respond,
+            namespace=self.agent.shell.user_ns,
+            cache_ttl=s.cache_ttl,
+        )
+        session.registry.subscribe(self._on_task)
+        session.on_auto_turn = self._on_auto_turn
+        return session
+
+    # -- parent turns --------------------------------------------------------------------------
+
+    async def run_turn(self, prompt: str) -> None:
+        session = self.agent.session
+        handle = display(Markdown("…"), display_id=True)
+        parts: list[str] = []
+        last = 0.0
+        usage_line = ""
+        try:
+            async for event in session.stream(prompt):
+                line = self._event_markdown(event)
+                if line is not None:
+                    parts.append(line)
+                if isinstance(event, UsageReport):
+                    usage_line = ""
+                if isinstance(event, Stop):
+                    if event.error:
+                        parts.append(f"\n\n**{event.reason}:** {event.error}")
+                now = time.monotonic()
+                if now - last >= STREAM_INTERVAL:
+                    last = now
+                    handle.update(Markdown("".join(parts) or "…"))
+        except asyncio.CancelledError:
+            parts.append("\n\n*Interrupted. Background workers keep running.*")
+            handle.update(Markdown("".join(parts)))
+            return
+        usage_line = self._usage_md(session)
+        handle.update(Markdown("".join(parts) + usage_line))
+
+    def _event_markdown(self, event: LoopEvent) -> str | None:
+        if isinstance(event, TextDelta):
+            return event.text
+        if isinstance(event, ToolUse):
+            preview = str(event.input.get("code") or event.input.get("command") or "")
+            preview = preview.strip().splitlines()[0][:80] if preview.strip() else ""
+            detail = f" `{preview}`" if preview else ""
+            return f"\n\n> **{event.name}**{detail}\n"
+        if isinstance(event, ToolResult):
+            mark = "error" if event.is_error else "ok"
+            first = event.content.strip().splitlines()[0][:100] if event.content.strip() else ""
+            return f"> {mark}: {first}\n\n"
+        return None
+
+    def _usage_md(self, session: Any) -> str:
+        u = session.usage
+        return (
+            f"\n\n<small>tokens: {u.input_tokens:,} in · {u.cache_read_input_tokens:,} cache read"
+            f" · {u.cache_creation_input_tokens:,} cache write · {u.output_tokens:,} out · "
+            f"session ${session.cost_usd:.4f}</small>"
+        )
+
+    # -- workers -------------------------------------------------------------------------------
+
+    def _current_cell(self) -> str | None:
+        kernel = getattr(self.agent.shell, "kernel", None)
+        try:
+            parent = kernel.get_parent() if kernel is not None else {}
+        except Exception:
+            return None
+        meta = parent.get("metadata") or {}
+        return meta.get("cellId")
+
+    def _on_task(self, task: Task) -> None:
+        if task.id not in self.hub.cards and not task.done:
+            self.show_card(task)
+        else:
+            self.hub.mark(task)
+
+    def show_card(self, task: Task, note: str | None = None) -> None:
+        card = self.hub.cards.get(task.id)
+        if card is None:
+            card = TaskCard(task, on_stop=lambda key: self.agent.stop(key))
+            self.hub.add(card)
+            cell = self._current_cell()
+            launch = Launch(cell, display_id=f"forkagent-note-{task.id}", task_ids=[task.id])
+            self.launches[task.id] = launch
+            display(card)
+            display(HTML(""), display_id=launch.display_id)
+        else:
+            self.hub.mark(task)
+            if note:
+                display(HTML(f"<small>{_esc(note)}</small>"))
+            display(card)
+
+    # -- notifications -------------------------------------------------------------------------
+
+    def _on_auto_turn(self, auto: Any) -> None:
+        """The parent answered notifications: deliver them with the answer."""
+        answer = auto.turn.text
+        by_cell: dict[str | None, list[str]] = {}
+        for task_id in auto.task_ids:
+            launch = self.launches.get(task_id)
+            by_cell.setdefault(launch.cell_id if launch else None, []).append(task_id)
+        for cell_id, task_ids in by_cell.items():
+            notes = [n for t, n in zip(auto.task_ids, auto.notifications) if t in task_ids]
+            payload = {
+                "type": "insert_cell",
+                "after_cell_id": cell_id,
+                "task_ids": task_ids,
+                "notifications": notes,
+                "answer": answer,
+            }
+            if self.agent.bridge.broadcast(payload):
+                continue
+            for task_id in task_ids:
+                launch = self.launches.get(task_id)
+                if launch is None:
+                    continue
+                body = "\n\n".join(f"```xml\n{n}\n```" for n in notes) + f"\n\n{answer}"
+                display(Markdown(body), display_id=launch.display_id, update=True)
+
+    def tasks_html(self, ids: list[str]) -> str:
+        session = self.agent.session
+        tasks = [session.registry.get(i) for i in ids] if ids else session.tasks
+        if not tasks:
+            return "<i>No tasks yet.</i>"
+        rows = []
+        for t in tasks:
+            u = t.usage
+            rows.append(
+                f"<tr><td><code>{_esc(t.name or t.id)}</code></td><td>{_esc(t.kind)}</td>"
+                f"<td>{_esc(t.status)}</td><td>{u.total_input_tokens:,} / {u.output_tokens:,}</td>"
+                f"<td>{u.cache_hit_ratio:.0%}</td><td>${t.cost_usd:.4f}</td>"
+                f"<td>{t.elapsed:.1f}s</td></tr>"
+            )
+        head = (
+            "<tr><th>task</th><th>kind</th><th>status</th><th>tokens in / out</th>"
+            "<th>cache hit</th><th>cost</th><th>elapsed</th></tr>"
+        )
+        return f"<table class='forkagent-tasks'>{head}{''.join(rows)}</table>"
+
+    def _on_approve(self, data: dict[str, Any]) -> None:
+        prompt = self.pending.get(int(str(data.get("request_id", "0"))))
+        if prompt is not None:
+            prompt.answer(str(data.get("decision", "deny")), data.get("reason"))
