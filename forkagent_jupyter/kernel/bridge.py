@@ -38,7 +38,7 @@ class Bridge:
         import asyncio
 
         try:
-            self.loop: Any = asyncio.get_event_loop()
+            self.loop = asyncio.get_event_loop()
         except RuntimeError:
             self.loop = None
         if self.manager is not None:

@@ -1,0 +1,61 @@
+"""Shared fixtures: a strict Anthropic-compatible emulator on an ephemeral port, SDK clients.
+
+- ``emulator``: started per test with ``strict=True``. At teardown ``emulator.check()`` fails
+  the test if any request was rejected by validation (a protocol violation by the code under
+  test). A test that sends bad requests on purpose wraps them in
+  ``with emulator.expect_violations(): ...`` or uses ``lenient_emulator``.
+- ``lenient_emulator``: the same server with ``strict=False`` (no teardown check).
+- ``sync_client`` / ``async_client``: ``anthropic.Anthropic`` / ``AsyncAnthropic`` pointed at
+  ``emulator.base_url`` with ``api_key="test-key"`` and the SDK's default retries.
+- Async tests run on anyio's pytest plugin: mark them ``@pytest.mark.anyio`` (or set
+  ``pytestmark = pytest.mark.anyio``); ``anyio_backend`` selects asyncio.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import anthropic
+import pytest
+
+from forkagent_jupyter.emulator import Emulator
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def emulator() -> Iterator[Emulator]:
+    emu = Emulator(strict=True, seed=0)
+    emu.start()
+    try:
+        yield emu
+    finally:
+        emu.stop()
+    emu.check()
+
+
+@pytest.fixture
+def lenient_emulator() -> Iterator[Emulator]:
+    with Emulator(strict=False, seed=0) as emu:
+        yield emu
+
+
+@pytest.fixture
+def sync_client(emulator: Emulator) -> Iterator[anthropic.Anthropic]:
+    client = anthropic.Anthropic(base_url=emulator.base_url, api_key="test-key")
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+async def async_client(emulator: Emulator) -> AsyncIterator[anthropic.AsyncAnthropic]:
+    client = anthropic.AsyncAnthropic(base_url=emulator.base_url, api_key="test-key")
+    try:
+        yield client
+    finally:
+        await client.close()
