@@ -13,12 +13,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import anthropic
 import pytest
 
 from forkagent_jupyter.emulator import Emulator
+from forkagent_jupyter.runtime.permissions import AllowAll
+from forkagent_jupyter.runtime.session import Session
 
 
 @pytest.fixture
@@ -59,3 +63,21 @@ async def async_client(emulator: Emulator) -> AsyncIterator[anthropic.AsyncAnthr
         yield client
     finally:
         await client.close()
+
+
+@pytest.fixture
+async def make_session(emulator: Emulator, tmp_path: Path) -> AsyncIterator[Callable[..., Session]]:
+    """Sessions on the emulator (real SDK over HTTP), closed at the end of the test."""
+    made: list[Session] = []
+
+    def make(**kw: Any) -> Session:
+        kw.setdefault("permission_policy", AllowAll())
+        kw.setdefault("home", tmp_path / "home")
+        kw.setdefault("workdir", tmp_path)
+        session = Session(backend="anthropic", api_key="test-key", base_url=emulator.base_url, **kw)
+        made.append(session)
+        return session
+
+    yield make
+    for session in made:
+        await session.aclose()

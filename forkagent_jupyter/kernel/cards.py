@@ -55,8 +55,10 @@ def input_preview(tool: str, data: dict[str, Any], workdir: Path) -> str:
         else:
             target = str(data.get("old_string", ""))
             repl = str(data.get("new_string", ""))
-            new = old.replace(target, repl) if data.get("replace_all") else old.replace(
-                target, repl, 1
+            new = (
+                old.replace(target, repl)
+                if data.get("replace_all")
+                else old.replace(target, repl, 1)
             )
         diff = difflib.unified_diff(
             old.splitlines(keepends=True),
@@ -192,7 +194,7 @@ class TaskCard(w.VBox):  # type: ignore[misc]
         self.header.value = (
             f"<b>{label}</b> <small>{_esc(t.kind)} · {_esc(t.description)}</small> "
             f"<span style='color:{colour};font-weight:600'>{_esc(t.status)}</span> "
-            f"<small>{t.elapsed:.0f}s · in {u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens:,}"
+            f"<small>{t.elapsed:.0f}s · in {u.total_input_tokens:,}"
             f" / out {u.output_tokens:,} tok · cache read {u.cache_read_input_tokens:,}"
             f" / write {u.cache_creation_input_tokens:,} · ${t.cost_usd:.4f}</small>"
         )
@@ -213,8 +215,13 @@ class TaskCard(w.VBox):  # type: ignore[misc]
         parts = []
         for m in messages[-30:]:
             content = m["content"]
-            text = content if isinstance(content, str) else " ".join(
-                str(b.get("text") or b.get("name") or b.get("content") or "")[:300] for b in content
+            text = (
+                content
+                if isinstance(content, str)
+                else " ".join(
+                    str(b.get("text") or b.get("name") or b.get("content") or "")[:300]
+                    for b in content
+                )
             )
             parts.append(f"<p><b>{_esc(m['role'])}</b>: {_esc(text[:600])}</p>")
         self.transcript.value = "".join(parts)

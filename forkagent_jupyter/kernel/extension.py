@@ -190,7 +190,7 @@ class KernelAgent:
 
     def tasks_table(self, ids: list[str]) -> None:
         display(HTML(self.ui.tasks_html(ids)))
-        return None
+        return
 
     def markdown(self, text: str) -> Markdown:
         return Markdown(text)

@@ -122,9 +122,8 @@ class KernelUI:
                     parts.append(line)
                 if isinstance(event, UsageReport):
                     usage_line = ""
-                if isinstance(event, Stop):
-                    if event.error:
-                        parts.append(f"\n\n**{event.reason}:** {event.error}")
+                if isinstance(event, Stop) and event.error:
+                    parts.append(f"\n\n**{event.reason}:** {event.error}")
                 now = time.monotonic()
                 if now - last >= STREAM_INTERVAL:
                     last = now
@@ -201,7 +200,9 @@ class KernelUI:
             launch = self.launches.get(task_id)
             by_cell.setdefault(launch.cell_id if launch else None, []).append(task_id)
         for cell_id, task_ids in by_cell.items():
-            notes = [n for t, n in zip(auto.task_ids, auto.notifications) if t in task_ids]
+            notes = [
+                n for t, n in zip(auto.task_ids, auto.notifications, strict=False) if t in task_ids
+            ]
             payload = {
                 "type": "insert_cell",
                 "after_cell_id": cell_id,

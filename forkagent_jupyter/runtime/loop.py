@@ -22,7 +22,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import ModelError
-from .history import append_message
 from .events import (
     AssistantMessage,
     LoopEvent,
@@ -34,10 +33,18 @@ from .events import (
     ToolUse,
     UsageReport,
 )
+from .history import append_message
 from .model import CacheTTL, ModelClient, ModelRequest
 from .permissions import Allow, PermissionGate
 from .secrets import redact
-from .tools.base import CallInfo, ToolContext, ToolOutcome, ToolSet, format_validation_error, run_parsed
+from .tools.base import (
+    CallInfo,
+    ToolContext,
+    ToolOutcome,
+    ToolSet,
+    format_validation_error,
+    run_parsed,
+)
 from .usage import cost_usd
 
 __all__ = ["AgentConfig", "LoopState", "ToolRunner", "run_turn"]
@@ -237,9 +244,7 @@ async def run_turn(
             for use in uses:
                 yield ToolUse(str(use["id"]), str(use["name"]), dict(use.get("input") or {}))
             for batch in _batches(cfg, uses):
-                results = await asyncio.gather(
-                    *(_call_tool(cfg, uses[i], history) for i in batch)
-                )
+                results = await asyncio.gather(*(_call_tool(cfg, uses[i], history) for i in batch))
                 for i, outcome in zip(batch, results, strict=True):
                     outcome = ToolOutcome(redact(outcome.content), outcome.is_error)
                     outcomes[i] = outcome

@@ -4,8 +4,8 @@ It is the default when no Anthropic credentials exist, and the emulator's defaul
 What it does, exactly (the reply depends only on the request):
 
 * It reads the last user message. Each fenced ```python block in its text, and each inline
-  `` `py: <expression>` `` span, becomes one `Python` tool call; each line `fork: <directive>` (outside code fences) becomes one `Agent`
-  tool call without `subagent_type` (a fork). All calls go in one assistant turn, after a
+  span `py: <code>` in backquotes, becomes one `Python` tool call; each line
+  `fork: <directive>` (outside code fences) becomes one `Agent` tool call without `subagent_type` (a fork). All calls go in one assistant turn, after a
   short text saying what it is about to do. Tools missing from the request are not called.
 * A user message made only of tool results gets a final answer that reports each result.
 * `<task-notification>` blocks get a short summary of each worker's status and result.
@@ -92,7 +92,8 @@ def _plan_calls(text: str, tools: set[str]) -> tuple[list[dict[str, Any]], str]:
     parts: list[str] = []
     if "Python" in tools:
         codes = [m.group(2) for m in _FENCE.finditer(text) if m.group(1)]
-        codes += [m.group(1).strip() for m in _INLINE.finditer(_FENCE.sub("", text))]
+        plain = _FORK_LINE.sub("", _FENCE.sub("", text))  # a fork's code is the fork's
+        codes += [m.group(1).strip() for m in _INLINE.finditer(plain)]
         calls += [{"type": "tool_use", "name": "Python", "input": {"code": c}} for c in codes]
         if codes:
             parts.append(f"{len(codes)} Python block{'s' if len(codes) > 1 else ''}")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from .agents import AgentDefinition, load_agents
 from .errors import ConfigError, UsageError
 from .events import (
     LoopEvent,
@@ -27,19 +28,18 @@ from .events import (
     UsageReport,
 )
 from .loop import AgentConfig, LoopState, run_turn
-from .notifications import Command, CommandQueue
-from .tasks import Task, TaskRegistry
-from .agents import AgentDefinition, load_agents
 from .model import AnthropicModel, CacheTTL, ModelClient, default_model_name
+from .notifications import Command, CommandQueue
 from .offline import OFFLINE_NOTICE, OfflineModel
 from .permissions import PermissionGate, PermissionMode, PermissionPolicy
 from .prompts import default_system_prompt
 from .secrets import scrubbed_env
+from .tasks import Task, TaskRegistry
 from .tools import builtin_tools
 from .tools.agents import agent_tools
 from .tools.base import Tool, ToolContext, ToolSet
-from .workers import AgentRun, Workers
 from .usage import Usage
+from .workers import AgentRun, Workers
 
 __all__ = ["AutoTurn", "Backend", "Session", "ToolCall", "Turn"]
 
@@ -381,7 +381,14 @@ class Session:
     def cost_usd(self) -> float:
         return self._parent_cost + sum(t.cost_usd for t in self.registry)
 
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
     async def aclose(self) -> None:
+        """Stop the workers and close the model client."""
         await self.workers.stop_all()
         if self._responder is not None:
             self._responder.cancel()

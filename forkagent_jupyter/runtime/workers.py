@@ -32,7 +32,7 @@ from .notifications import CommandQueue
 from .tasks import Task, TaskRegistry
 from .tools.base import ToolError
 
-__all__ = ["AgentRun", "ForkRefused", "Workers", "new_agent_id"]
+__all__ = ["AgentRun", "ForkRefusedError", "Workers", "new_agent_id"]
 
 FORK_MAX_TURNS = 200
 LEADER_WAIT_SECONDS = 60.0
@@ -43,7 +43,7 @@ def new_agent_id() -> str:
     return "a" + _secrets.token_hex(8)
 
 
-class ForkRefused(ToolError):
+class ForkRefusedError(ToolError):
     """A fork was asked for where forking is not allowed."""
 
 
@@ -120,7 +120,7 @@ class Workers:
     ) -> Task:
         """Start a fork of `parent` from `history` (default: the parent's history now)."""
         if parent.is_fork:
-            raise ForkRefused(FORK_RECURSION_ERROR)
+            raise ForkRefusedError(FORK_RECURSION_ERROR)
         if not directive.strip():
             raise UsageError("The fork directive is empty: say what the worker should do.")
         source = parent.history if history is None else history
@@ -252,7 +252,9 @@ class Workers:
             return
         if stop is not None and stop.reason in ("error", "refusal", "aborted"):
             error = stop.error or f"the run ended: {stop.reason}"
-            self.registry.finish(task, "failed", error=error, result=_last_text(run.history) or None)
+            self.registry.finish(
+                task, "failed", error=error, result=_last_text(run.history) or None
+            )
             return
         result = _last_text(run.history)
         if not result:
@@ -262,7 +264,7 @@ class Workers:
 
     async def _next_for(self, run: AgentRun) -> None:
         """Wait until one of `run`'s own workers ends (its notification is then queued)."""
-        children = [t for t in self.registry.running(owner=run.id)]
+        children = list(self.registry.running(owner=run.id))
         waits = [asyncio.ensure_future(t.wait()) for t in children]
         inbox_wait = asyncio.ensure_future(run.wakeup.wait())
         try:

@@ -1,67 +1,95 @@
-"""Forks, named agents and the task lifecycle, through the real SDK against the strict
-emulator (offline brain: ```python blocks and `py:` spans run, `fork:` lines fork)."""
+"""Forks and the task lifecycle, through the real SDK against the strict emulator.
+
+The emulator's default brain is the offline model: ```python blocks and `py: ...` spans
+become Python calls, `fork: ...` lines become Agent calls (forks)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from forkagent_jupyter.runtime.fork import FORK_TAG
-from forkagent_jupyter.runtime.permissions import AllowAll
-from forkagent_jupyter.runtime.session import Session
+from forkagent_jupyter.runtime.fork import FORK_RECURSION_ERROR, FORK_TAG
+
+from .helpers import breakpoint_tokens, dumps, first_fork_requests
 
 pytestmark = pytest.mark.anyio
 
-
-def make_session(emulator: Any, tmp_path: Path, **kw: Any) -> Session:
-    kw.setdefault("permission_policy", AllowAll())
-    kw.setdefault("home", tmp_path / "home")
-    return Session(
-        backend="anthropic", api_key="test-key", base_url=emulator.base_url, workdir=tmp_path, **kw
-    )
+CONTEXT = "Context:\n" + "notes about the data set. " * 300
+SPLIT = "Split it.\nfork: sum `py: sum(data)`\nfork: max `py: max(data)`\nfork: len `py: len(data)`"
 
 
-def fork_bodies(emulator: Any) -> list[dict[str, Any]]:
-    return [
-        r.body
-        for r in emulator.requests
-        if r.path.startswith("/v1/messages") and FORK_TAG in json.dumps(r.body)
-    ]
-
-
-async def test_three_forks_share_one_cached_prefix(emulator: Any, tmp_path: Path) -> None:
-    session = make_session(emulator, tmp_path, auto_respond=False)
+async def test_three_forks_share_one_cached_prefix(emulator: Any, make_session: Any) -> None:
+    session = make_session(auto_respond=False)
     session.namespace["data"] = list(range(10))
-    # a long enough conversation to pass the model's minimum cacheable length
-    await session.ask("Context:\n" + "notes about the data set. " * 300)
-    turn = await session.ask(
-        "Split it.\nfork: sum `py: sum(data)`\nfork: max `py: max(data)`\nfork: len `py: len(data)`"
-    )
+    await session.ask(CONTEXT)
+    turn = await session.ask(SPLIT)
     assert turn.stop_reason == "end_turn", turn.error
-    assert [c.name for c in turn.tool_calls] == ["Agent", "Agent", "Agent"]
+    assert [c.name for c in turn.tool_calls] == ["Agent"] * 3
+    assert all("Started background agent" in c.result for c in turn.tool_calls)
     tasks = await session.wait(timeout=30)
-    assert len(tasks) == 3
     assert [t.status for t in tasks] == ["completed"] * 3
-    results = sorted(t.result or "" for t in tasks)
-    assert any("45" in r for r in results) and any("9" in r for r in results)
+    results = {t.description: t.result or "" for t in tasks}
+    assert "45" in results["sum `py: sum(data)`"]
+    assert "9" in results["max `py: max(data)`"]
+    assert "10" in results["len `py: len(data)`"]
 
-    firsts = fork_bodies(emulator)[:3]
-    texts = [json.dumps(b, ensure_ascii=False) for b in firsts]
+    firsts = first_fork_requests(emulator)
+    assert len(firsts) == 3
+    texts = [dumps(body) for body, _ in firsts]
     cut = texts[0].index(f"<{FORK_TAG}>")
-    assert all(t[:cut] == texts[0][:cut] for t in texts)  # byte-identical up to the directive
-    # ledger: the first fork request writes the shared prefix, the other two read it
-    entries = [e for e in emulator.ledger.entries() if e.request_id in {r for r in []}] or None
-    fork_entries = emulator.ledger.entries()[-6:]  # 3 forks x (tool call + report)
-    firsts_usage = sorted(
-        (e.usage for e in fork_entries[:3]), key=lambda u: u["cache_read_input_tokens"]
-    )
-    assert entries is None
-    assert firsts_usage[0]["cache_creation_input_tokens"] > 0
-    shared = firsts_usage[0]["cache_read_input_tokens"] + firsts_usage[0][
-        "cache_creation_input_tokens"
+    assert len({t[:cut] for t in texts}) == 1  # byte-identical up to the directive
+    assert len({t[cut:] for t in texts}) == 3
+    for body, _ in firsts:  # every tool_use of the parent's message is answered
+        uses = [b["id"] for b in body["messages"][-2]["content"] if b["type"] == "tool_use"]
+        results_ = [b["tool_use_id"] for b in body["messages"][-1]["content"][:3]]
+        assert uses == results_ and len(uses) == 3
+    # one write and two reads of the shared prefix (through the last placeholder)
+    shared = breakpoint_tokens(firsts[0][0])[2]
+    usages = sorted((u for _, u in firsts), key=lambda u: u["cache_read_input_tokens"])
+    leader, followers = usages[0], usages[1:]
+    assert leader["cache_read_input_tokens"] < shared
+    assert leader["cache_read_input_tokens"] + leader["cache_creation_input_tokens"] > shared
+    assert [f["cache_read_input_tokens"] for f in followers] == [shared, shared]
+
+
+async def test_recursion_is_refused_and_the_parent_can_fork_again(
+    emulator: Any, make_session: Any
+) -> None:
+    session = make_session(auto_respond=False)
+    first = await session.fork("Go deeper.\nfork: a nested fork")
+    [done] = await session.wait(first.id, timeout=30)
+    assert done.status == "completed"
+    assert len(session.tasks) == 1  # the nested fork was not created
+    child_results = [
+        b
+        for r in emulator.api_requests()
+        for m in r.body["messages"]
+        if m["role"] == "user"
+        for b in m["content"]
+        if b.get("type") == "tool_result" and b.get("is_error")
     ]
-    assert firsts_usage[1]["cache_read_input_tokens"] >= shared - 200
-    assert firsts_usage[2]["cache_read_input_tokens"] >= shared - 200
+    assert any(FORK_RECURSION_ERROR in str(b["content"]) for b in child_results)
+    # the parent itself is not poisoned: it forks again, several times
+    for i in range(3):
+        task = await session.fork(f"Round {i}: `py: {i} * 10`")
+        [t] = await session.wait(task.id, timeout=30)
+        assert t.status == "completed" and str(i * 10) in (t.result or "")
+    assert len(session.tasks) == 4
+
+
+async def test_notifications_reach_the_parent_once_and_it_answers_them(
+    make_session: Any,
+) -> None:
+    session = make_session()
+    tasks = [await session.fork(f"Part {i}: `py: {i} + 100`") for i in range(5)]
+    await session.idle()
+    assert all(t.status == "completed" for t in tasks)
+    notes = [n for auto in session.auto_turns for n in auto.notifications]
+    assert len(notes) == 5  # one each, none twice
+    assert sorted(t for a in session.auto_turns for t in a.task_ids) == sorted(t.id for t in tasks)
+    texts = [b["text"] for m in session.messages for b in m["content"] if b.get("type") == "text"]
+    delivered = [t for t in texts if t.startswith("<task-notification>")]
+    assert len(delivered) == 5
+    assert all(a.turn.stop_reason == "end_turn" for a in session.auto_turns)
+    assert "reported back" in session.auto_turns[-1].turn.text

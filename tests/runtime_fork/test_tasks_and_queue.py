@@ -89,5 +89,5 @@ def test_unknown_task_is_a_clear_error() -> None:
     registry = TaskRegistry(CommandQueue())
     registry.register(Task(id="a1", kind="fork", description="d", name="profiler"))
     assert registry.get("profiler").id == "a1"
-    with pytest.raises(UsageError, match="No task 'nope'. Known tasks: profiler"):
+    with pytest.raises(UsageError, match=r"No task 'nope'\. Known tasks: profiler"):
         registry.get("nope")

@@ -36,10 +36,8 @@ def test_no_key_means_offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     assert Session(workdir=tmp_path).backend == "anthropic"
 
 
-async def test_empty_prompt(emulator: Any, tmp_path: Path) -> None:
-    session = Session(
-        backend="anthropic", api_key="test-key", base_url=emulator.base_url, workdir=tmp_path
-    )
+async def test_empty_prompt(emulator: Any, make_session: Any) -> None:
+    session = make_session()
     for prompt in ("", "   \n"):
         with pytest.raises(UsageError, match="The prompt is empty"):
             await session.ask(prompt)
@@ -47,14 +45,8 @@ async def test_empty_prompt(emulator: Any, tmp_path: Path) -> None:
     assert emulator.ledger.entries() == []
 
 
-async def test_unknown_model_is_one_clear_error(emulator: Any, tmp_path: Path) -> None:
-    session = Session(
-        "claude-nonexistent-9",
-        backend="anthropic",
-        api_key="test-key",
-        base_url=emulator.base_url,
-        workdir=tmp_path,
-    )
+async def test_unknown_model_is_one_clear_error(emulator: Any, make_session: Any) -> None:
+    session = make_session(model="claude-nonexistent-9")
     with emulator.expect_violations():
         turn = await session.ask("hello")
     assert turn.stop_reason == "error"

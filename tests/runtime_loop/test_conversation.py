@@ -3,26 +3,16 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from forkagent_jupyter.emulator.tokens import ByteTokenizer, flatten
-from forkagent_jupyter.runtime.permissions import AllowAll
-from forkagent_jupyter.runtime.session import Session
 from forkagent_jupyter.runtime.usage import Usage
 
 pytestmark = pytest.mark.anyio
 
 CODE_TURN = "Compute something.\n\n```python\nx = 6 * 7\nprint('x is', x)\nx + 1\n```"
-
-
-def make_session(emulator: Any, tmp_path: Path, **kw: Any) -> Session:
-    kw.setdefault("permission_policy", AllowAll())
-    return Session(
-        backend="anthropic", api_key="test-key", base_url=emulator.base_url, workdir=tmp_path, **kw
-    )
 
 
 def assert_valid_history(messages: list[dict[str, Any]]) -> None:
@@ -45,13 +35,12 @@ def ledger_usage(emulator: Any) -> Usage:
     return total
 
 
-async def test_multi_turn_with_tools_runs_to_end_turn(emulator: Any, tmp_path: Path) -> None:
-    session = make_session(emulator, tmp_path)
+async def test_multi_turn_with_tools_runs_to_end_turn(emulator: Any, make_session: Any) -> None:
+    session = make_session()
     first = await session.ask(CODE_TURN)
     assert first.stop_reason == "end_turn", first.error
     assert [c.name for c in first.tool_calls] == ["Python"]
-    assert "x is 42" in first.tool_calls[0].result
-    assert "43" in first.tool_calls[0].result
+    assert first.tool_calls[0].result == "x is 42\n43"
     assert "x is 42" in first.text  # the final answer reports the output
     second = await session.ask("Again.\n\n```python\nx * 2\n```")
     assert second.stop_reason == "end_turn"
@@ -77,8 +66,8 @@ def _breakpoint_tokens(body: dict[str, Any]) -> list[int]:
     return out
 
 
-async def test_second_turn_reads_first_turns_prefix(emulator: Any, tmp_path: Path) -> None:
-    session = make_session(emulator, tmp_path)
+async def test_second_turn_reads_first_turns_prefix(emulator: Any, make_session: Any) -> None:
+    session = make_session()
     await session.ask(CODE_TURN)
     before = len(emulator.ledger.entries())
     turn = await session.ask("And now?\n\n```python\nx\n```")
@@ -92,8 +81,10 @@ async def test_second_turn_reads_first_turns_prefix(emulator: Any, tmp_path: Pat
     assert all(len(_breakpoint_tokens(b)) <= 4 for b in bodies)
 
 
-async def test_changing_the_tool_list_invalidates_the_cache(emulator: Any, tmp_path: Path) -> None:
-    session = make_session(emulator, tmp_path)
+async def test_changing_the_tool_list_invalidates_the_cache(
+    emulator: Any, make_session: Any
+) -> None:
+    session = make_session()
     await session.ask(CODE_TURN)
     session.tools = session.tools.without(["Grep"])
     turn = await session.ask("Once more.\n\n```python\nx\n```")
@@ -103,8 +94,8 @@ async def test_changing_the_tool_list_invalidates_the_cache(emulator: Any, tmp_p
     assert turn.stop_reason == "end_turn"
 
 
-async def test_history_is_json_and_key_order_is_stable(emulator: Any, tmp_path: Path) -> None:
-    session = make_session(emulator, tmp_path)
+async def test_history_is_json_and_key_order_is_stable(make_session: Any) -> None:
+    session = make_session()
     await session.ask(CODE_TURN)
     dumped = json.dumps(session.messages)
     assert json.loads(dumped) == session.messages

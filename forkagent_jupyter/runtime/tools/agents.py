@@ -120,7 +120,10 @@ class AgentTool(Tool[AgentInput]):
         if task.status != "completed":
             raise ToolError(f"Agent {task.id} {task.status}: {task.error or task.result or ''}")
         workers.queue.discard(task.id)  # the result is returned here instead
-        return f"{task.result}\n\n(agent {task.id}; use SendMessage with to: '{task.id}' to continue it)"
+        return (
+            f"{task.result}\n\n(agent {task.id}; use SendMessage with to: '{task.id}' "
+            "to continue it)"
+        )
 
 
 class SendMessageInput(BaseModel):

@@ -1,0 +1,133 @@
+"""A real IPython kernel (jupyter_client) with the extension loaded, talking to the emulator."""
+
+from __future__ import annotations
+
+import os
+import queue
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_client.manager import KernelManager
+
+from forkagent_jupyter.emulator import Emulator
+
+
+@dataclass
+class Execution:
+    reply: dict[str, Any]
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return str(self.reply["content"]["status"])
+
+    def texts(self) -> str:
+        """Everything the cell displayed or printed, as plain text/markdown/html."""
+        out = []
+        for m in self.messages:
+            c = m["content"]
+            if m["msg_type"] == "stream":
+                out.append(c["text"])
+            elif m["msg_type"] in ("display_data", "update_display_data", "execute_result"):
+                data = c.get("data", {})
+                out.append(
+                    data.get("text/markdown") or data.get("text/html") or data.get("text/plain", "")
+                )
+            elif m["msg_type"] == "error":
+                out.append(f"{c['ename']}: {c['evalue']}")
+        return "\n".join(out)
+
+
+class Kernel:
+    """Drives one kernel: execute cells, read iopub, send comm messages like a frontend."""
+
+    def __init__(self, km: KernelManager) -> None:
+        self.km = km
+        self.client = km.client()
+        self.client.start_channels()
+        self.client.wait_for_ready(timeout=60)
+        self.iopub: list[dict[str, Any]] = []
+
+    def drain(self, until_idle_of: str | None = None, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                msg = self.client.get_iopub_msg(timeout=0.2)
+            except queue.Empty:
+                if until_idle_of is None:
+                    return
+                continue
+            self.iopub.append(msg)
+            if (
+                until_idle_of is not None
+                and msg["msg_type"] == "status"
+                and msg["parent_header"].get("msg_id") == until_idle_of
+                and msg["content"]["execution_state"] == "idle"
+            ):
+                return
+        raise TimeoutError("kernel did not go idle")
+
+    def execute(self, code: str, timeout: float = 60) -> Execution:
+        msg_id = self.client.execute(code)
+        reply = self.client.get_shell_msg(timeout=timeout)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = self.client.get_shell_msg(timeout=timeout)
+        start = len(self.iopub)
+        self.drain(until_idle_of=msg_id, timeout=timeout)
+        mine = [m for m in self.iopub[start:] if m["parent_header"].get("msg_id") == msg_id]
+        return Execution(reply, mine)
+
+    def start(self, code: str) -> str:
+        """Send a cell without waiting for it."""
+        return str(self.client.execute(code))
+
+    def value(self, expr: str) -> Any:
+        result = self.execute(f"print(repr({expr}))")
+        assert result.status == "ok", result.texts()
+        import ast
+
+        return ast.literal_eval(result.texts().strip().splitlines()[-1])
+
+    def comm_msg(self, comm_id: str, data: dict[str, Any]) -> None:
+        msg = self.client.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
+        self.client.shell_channel.send(msg)
+
+    def click(self, comm_id: str) -> None:
+        """A widget Button click exactly as the ipywidgets frontend sends it."""
+        self.comm_msg(comm_id, {"method": "custom", "content": {"event": "click"}})
+
+    def widget_comms(self, **state: Any) -> list[str]:
+        """Comm ids of widgets opened so far whose initial state matches `state`."""
+        found = []
+        for m in self.iopub:
+            if m["msg_type"] != "comm_open":
+                continue
+            st = m["content"].get("data", {}).get("state", {})
+            if all(st.get(k) == v for k, v in state.items()):
+                found.append(m["content"]["comm_id"])
+        return found
+
+
+@pytest.fixture
+def kernel(emulator: Emulator, tmp_path: Path) -> Iterator[Kernel]:
+    env = dict(os.environ)
+    env.update(
+        ANTHROPIC_API_KEY="test-key",
+        ANTHROPIC_BASE_URL=emulator.base_url,
+        FORKAGENT_BACKEND="anthropic",
+        PYTHONPATH=str(Path(__file__).resolve().parents[2]),
+    )
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel(env=env, cwd=str(tmp_path))
+    k = Kernel(km)
+    try:
+        loaded = k.execute("%load_ext forkagent_jupyter")
+        assert loaded.status == "ok", loaded.texts()
+        yield k
+    finally:
+        k.client.stop_channels()
+        km.shutdown_kernel(now=True)

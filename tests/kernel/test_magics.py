@@ -1,0 +1,128 @@
+"""The extension in a real kernel: %%agent, %fork, %tasks, cards, approvals, interrupts."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from .conftest import Kernel
+
+pytestmark = pytest.mark.kernel
+
+AGENT_CELL = "%%agent\nCompute it.\n\n```python\nanswer = 6 * 7\nprint('answer is', answer)\n```"
+
+
+def test_agent_cell_streams_uses_a_tool_and_keeps_history(kernel: Kernel, emulator: Any) -> None:
+    first = kernel.execute(AGENT_CELL)
+    assert first.status == "ok", first.texts()
+    text = first.texts()
+    assert "**Python**" in text and "answer is 42" in text
+    assert "cache read" in text and "session $" in text  # the usage line
+    assert kernel.value("answer") == 42  # the tool ran in the user's namespace
+    second = kernel.execute("%%agent\nAnd double it: `py: answer * 2`")
+    assert "84" in second.texts()
+    assert kernel.value("len(__forkagent__.session.messages)") == 8
+    # streamed: the cell's display was updated more than once
+    updates = [m for m in second.messages if m["msg_type"] == "update_display_data"]
+    assert updates
+
+
+def test_interpolates_kernel_variables(kernel: Kernel) -> None:
+    kernel.execute("n = 21")
+    result = kernel.execute("%%agent\nDouble `py: {n} * 2`")
+    assert "42" in result.texts()
+
+
+def test_bad_magic_arguments_are_one_line_usage_errors(kernel: Kernel) -> None:
+    cases = {
+        "%fork": "%fork: say what the worker should do",
+        "%fork --bogus x": "%fork: unknown option --bogus",
+        "%fork --name": "%fork: option --name needs a value",
+        "%send onlyone": "%send: usage",
+        "%stop": "%stop: give a task id or name, or --all",
+        "%send nobody hello": "%send: No task 'nobody'",
+        "%%agent --frobnicate\nhi": "unknown option --frobnicate",
+        "%%agent\n   ": "the cell is empty",
+    }
+    for code, expected in cases.items():
+        result = kernel.execute(code)
+        assert result.status == "error", code
+        errors = [m["content"] for m in result.messages if m["msg_type"] == "error"]
+        assert errors and errors[0]["ename"] == "UsageError", (code, errors)
+        assert expected in errors[0]["evalue"], (code, errors[0]["evalue"])
+        assert "\n" not in errors[0]["evalue"].strip()
+
+
+def test_three_forks_then_wait(kernel: Kernel, emulator: Any) -> None:
+    kernel.execute("data = list(range(10))")
+    ctx = kernel.execute("%%agent\nContext: " + "facts about data. " * 300)
+    assert ctx.status == "ok"
+    for i, expr in enumerate(["sum(data)", "max(data)", "len(data)"]):
+        r = kernel.execute(f"%fork --name w{i} compute `py: {expr}`")
+        assert r.status == "ok", r.texts()
+        assert kernel.widget_comms(_view_name="VBox")  # a card was displayed
+    done = kernel.execute("%tasks --wait", timeout=120)
+    assert done.status == "ok", done.texts()
+    statuses = kernel.value("[t.status for t in __forkagent__.session.tasks]")
+    assert statuses == ["completed"] * 3
+    assert kernel.value("len(__forkagent__.session.auto_turns)") >= 1
+    table = done.texts()
+    assert table.count("completed") == 3
+    # the emulator saw the siblings read the shared prefix
+    reads = [e.usage["cache_read_input_tokens"] for e in emulator.ledger.entries()]
+    assert sum(1 for r in reads if r > 0) >= 3
+
+
+def _approval_buttons(kernel: Kernel) -> list[str]:
+    kernel.drain()
+    return kernel.widget_comms(_view_name="ButtonView", description="Allow once")
+
+
+def test_permission_click_while_idle_and_during_agent_cell(kernel: Kernel) -> None:
+    kernel.execute("%config ForkAgent.approval_timeout = 60")
+    kernel.execute("%fork --name writer `py: open('a.txt', 'w').write('x')`")
+    deadline = time.monotonic() + 30
+    while not _approval_buttons(kernel) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    [button] = _approval_buttons(kernel)
+    kernel.click(button)  # the kernel is idle
+    kernel.execute("%tasks --wait writer", timeout=60)
+    assert kernel.value("__forkagent__.session.registry.get('writer').status") == "completed"
+    assert kernel.value("open('a.txt').read()") == "x"
+
+    # now a worker asks while an %%agent cell is running
+    kernel.execute("%fork --name writer2 `py: open('b.txt', 'w').write('y')`")
+    busy = kernel.start("%%agent\nWait a little.\n```python\nimport time; time.sleep(0)\n```")
+    deadline = time.monotonic() + 30
+    buttons: list[str] = []
+    while len(buttons) < 2 and time.monotonic() < deadline:
+        buttons = _approval_buttons(kernel)
+        time.sleep(0.2)
+    for b in buttons[1:]:
+        kernel.click(b)
+    kernel.drain(until_idle_of=busy, timeout=60)
+    kernel.execute("%tasks --wait writer2", timeout=60)
+    assert kernel.value("open('b.txt').read()") == "y"
+
+
+def test_unanswered_approval_times_out_as_a_denial(kernel: Kernel) -> None:
+    kernel.execute("%config ForkAgent.approval_timeout = 1")
+    kernel.execute("%fork --name slow `py: open('c.txt', 'w').write('z')`")
+    kernel.execute("%tasks --wait slow", timeout=60)
+    result = kernel.value("__forkagent__.session.registry.get('slow').result")
+    assert "nobody answered" in result
+    assert kernel.value("__import__('os').path.exists('c.txt')") is False
+
+
+def test_interrupt_cancels_the_turn_only(kernel: Kernel) -> None:
+    kernel.execute("%config ForkAgent.approval_timeout = 60")
+    kernel.execute("%fork --name bg `py: 1 + 1`")
+    msg_id = kernel.start("%%agent\nRun it.\n```python\nimport time\ntime.sleep(0)\n```")
+    kernel.km.interrupt_kernel()
+    kernel.drain(until_idle_of=msg_id, timeout=60)
+    after = kernel.execute("%%agent\nStill here? `py: 2 + 3`")
+    assert after.status == "ok" and "5" in after.texts()
+    kernel.execute("%tasks --wait bg", timeout=60)
+    assert kernel.value("__forkagent__.session.registry.get('bg').status") == "completed"

@@ -1,0 +1,36 @@
+"""Reading the emulator's records of fork requests."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from forkagent_jupyter.emulator.tokens import ByteTokenizer, flatten
+from forkagent_jupyter.runtime.fork import FORK_TAG
+
+
+def breakpoint_tokens(body: dict[str, Any]) -> list[int]:
+    """Cumulative token counts at each cache breakpoint of a request body."""
+    out, total = [], 0
+    for block in flatten(body, ByteTokenizer()):
+        total += block.tokens
+        if block.cache_control is not None:
+            out.append(total)
+    return out
+
+
+def first_fork_requests(emulator: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(body, usage) of each fork's first request: its last message holds the directive."""
+    usage = {e.request_id: e.usage for e in emulator.ledger.entries()}
+    out = []
+    for rec in emulator.api_requests():
+        body = rec.body
+        last = body["messages"][-1]
+        texts = [b.get("text", "") for b in last["content"] if b.get("type") == "text"]
+        if any(f"<{FORK_TAG}>" in t for t in texts) and rec.request_id in usage:
+            out.append((body, usage[rec.request_id]))
+    return out
+
+
+def dumps(body: dict[str, Any]) -> str:
+    return json.dumps(body, ensure_ascii=False)
