@@ -11,7 +11,7 @@ Brains:
   (`forkagent_jupyter.runtime.offline.offline_reply`), or "ok" when that is unavailable.
 * `StaticBrain(reply)` answers the same every time; `EchoBrain` repeats the last user text.
 * `ScriptedBrain` answers from rules `(matcher, reply)` first, then from a FIFO queue; when
-  both have nothing it answers "ok", raises `ScriptExhausted`, or asks a fallback brain.
+  both have nothing it answers "ok", raises `ScriptExhaustedError`, or asks a fallback brain.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ __all__ = [
     "Matcher",
     "OfflineBrain",
     "Reply",
-    "ScriptExhausted",
+    "ScriptExhaustedError",
     "ScriptedBrain",
     "StaticBrain",
     "last_user_text",
@@ -106,7 +106,7 @@ class Brain(Protocol):
 Matcher = Callable[[Mapping[str, Any]], bool]
 
 
-class ScriptExhausted(RuntimeError):
+class ScriptExhaustedError(RuntimeError):
     """A `ScriptedBrain` with `when_empty="raise"` had no reply for a request."""
 
 
@@ -166,7 +166,7 @@ class _Rule:
 class ScriptedBrain:
     """Replies from matching rules, then a FIFO queue; thread-safe.
 
-    `when_empty`: "ok" answers text "ok", "raise" raises `ScriptExhausted`, or a `Brain` to
+    `when_empty`: "ok" answers text "ok", "raise" raises `ScriptExhaustedError`, or a `Brain` to
     delegate to. Rules are tried in the order they were added; a rule with `times=None`
     matches forever, otherwise it is used at most `times` times.
     """
@@ -224,7 +224,7 @@ class ScriptedBrain:
         if self.when_empty == "ok":
             return Reply()
         if self.when_empty == "raise":
-            raise ScriptExhausted("the emulator's script has no reply left for this request")
+            raise ScriptExhaustedError("the emulator's script has no reply left for this request")
         return self.when_empty.reply(request)
 
 

@@ -5,8 +5,10 @@ What it does, exactly (the reply depends only on the request):
 
 * It reads the last user message. Each fenced ```python block in its text, and each inline
   span `py: <code>` in backquotes, becomes one `Python` tool call; each line
-  `fork: <directive>` (outside code fences) becomes one `Agent` tool call without `subagent_type` (a fork). All calls go in one assistant turn, after a
-  short text saying what it is about to do. Tools missing from the request are not called.
+  `fork: <directive>` (outside code fences) becomes one `Agent` tool call without
+  `subagent_type` (a fork); the code in a fork line is left to the fork. All calls go in one
+  assistant turn, after a short text saying what it is about to do. Tools missing from the
+  request are not called.
 * A user message made only of tool results gets a final answer that reports each result.
 * `<task-notification>` blocks get a short summary of each worker's status and result.
 * Anything else gets an honest answer saying what the offline model can do.
