@@ -257,6 +257,11 @@ class Workers:
             )
             return
         result = _last_text(run.history)
+        if stop is not None and stop.reason == "max_turns":
+            limit = run.config.max_turns
+            note = f"[stopped at its limit of {limit} model requests before finishing]"
+            self.registry.finish(task, "completed", result=f"{result}\n\n{note}".strip())
+            return
         if not result:
             self.registry.finish(task, "failed", error="the agent produced no text")
             return

@@ -1,0 +1,148 @@
+"""Kill, failure, turn limits, messages, resumes, nested owners, 50 at once."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forkagent_jupyter.emulator.faults import Fault
+from forkagent_jupyter.runtime.agents import AgentFileError
+from forkagent_jupyter.runtime.errors import UsageError
+
+pytestmark = pytest.mark.anyio
+
+SLEEP = "`py: __import__('time').sleep({s}) or 'slept'`"
+
+
+async def wait_for(predicate: Any, timeout: float = 20) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.02)
+
+
+async def test_stop_kills_with_partial_result_and_one_notification(make_session: Any) -> None:
+    session = make_session(auto_respond=False)
+    task = await session.fork("Work slowly: " + SLEEP.format(s=5))
+    await wait_for(lambda: task.current_tool == "Python")
+    stopped = await session.stop(task.id)
+    assert stopped.status == "killed"
+    assert "Running 1 Python block." in (stopped.result or "")  # the partial text
+    with pytest.raises(UsageError, match="is not running"):
+        await session.stop(task.id)
+    notes = session.queue.drain("main")
+    assert len(notes) == 1 and "<status>killed</status>" in notes[0].text
+    assert "Running 1 Python block." in notes[0].text
+
+
+async def test_api_failure_fails_the_task_with_the_error(emulator: Any, make_session: Any) -> None:
+    session = make_session(auto_respond=False)
+    emulator.faults.next(Fault.error(500, "boom", retry_after_ms=0), times=3)
+    task = await session.fork("Anything.")
+    [done] = await session.wait(task.id, timeout=30)
+    assert done.status == "failed"
+    assert "HTTP 500" in (done.error or "") and "boom" in (done.error or "")
+    [note] = session.queue.drain("main")
+    assert "<status>failed</status>" in note.text and "boom" in note.text
+
+
+async def test_max_turns_completes_with_a_note(make_session: Any, tmp_path: Path) -> None:
+    agents = tmp_path / ".forkagent" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "counter.md").write_text(
+        "---\ndescription: counts\ntools: Python\nmaxTurns: 1\n---\nYou count.\n"
+    )
+    session = make_session(auto_respond=False)
+    run = session.workers.named(session.main, "counter", "Count `py: 1 + 1`", description="count")
+    task = session.workers.start(run)
+    [done] = await session.wait(task.id, timeout=30)
+    assert done.status == "completed"
+    assert "limit of 1 model requests" in (done.result or "")
+    assert len(session.queue.drain("main")) == 1
+
+
+async def test_send_to_running_then_completed_agent(emulator: Any, make_session: Any) -> None:
+    session = make_session(auto_respond=False)
+    task = await session.fork("Take your time: " + SLEEP.format(s=1), name="slow")
+    await wait_for(lambda: task.current_tool == "Python")
+    reply = await session.send("slow", "also note the weather")
+    assert "queued" in reply
+    await session.wait(task.id, timeout=30)
+    assert task.status == "completed"
+    bodies = [r.body for r in emulator.api_requests()]
+    assert any("also note the weather" in str(b["messages"][-1]) for b in bodies)
+    assert len(session.queue.drain("main")) == 1
+
+    before = len(emulator.ledger.entries())
+    reply = await session.send(task.id, "one more thing: `py: 7 * 6`")
+    assert "resumed" in reply
+    await session.wait(task.id, timeout=30)
+    assert task.status == "completed" and task.run == 2 and "42" in (task.result or "")
+    notes = session.queue.drain("main")
+    assert len(notes) == 1  # one more notification for the new run
+    resumed = emulator.ledger.entries()[before]
+    assert resumed.usage["cache_read_input_tokens"] > 0  # its own earlier prefix
+
+
+async def test_nested_agent_hears_from_its_own_fork(tmp_path: Path, make_session: Any) -> None:
+    agents = tmp_path / ".forkagent" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "lead.md").write_text(
+        "---\ndescription: delegates\ntools: Agent, Python\n---\nYou delegate.\n"
+    )
+    session = make_session(auto_respond=False)
+    run = session.workers.named(
+        session.main, "lead", "Delegate.\nfork: child work `py: 5 * 5`", description="lead"
+    )
+    lead = session.workers.start(run)
+    await session.wait(lead.id, timeout=30)
+    assert lead.status == "completed"
+    child = next(t for t in session.tasks if t.id != lead.id)
+    assert child.owner == lead.id and child.status == "completed"
+    # the child's notification went to the lead (it read it before completing) ...
+    lead_texts = str(run.history)
+    assert f"<task-id>{child.id}</task-id>" in lead_texts
+    # ... and the parent hears only about the lead
+    main_notes = session.queue.drain("main")
+    assert [n.task_id for n in main_notes] == [lead.id]
+
+
+async def test_fifty_forks_finishing_together_each_notify_once(make_session: Any) -> None:
+    session = make_session()
+    tasks = [await session.fork(f"n{i}: `py: {i}`") for i in range(50)]
+    await asyncio.wait_for(session.idle(), 60)
+    assert all(t.status == "completed" for t in tasks)
+    delivered = [t for a in session.auto_turns for t in a.task_ids]
+    assert sorted(delivered) == sorted(t.id for t in tasks)
+    assert len(session.queue) == 0
+
+
+async def test_clear_errors_for_bad_agents_and_ids(tmp_path: Path, make_session: Any) -> None:
+    session = make_session(auto_respond=False)
+    with pytest.raises(UsageError, match=r"No task 'ghost'\. Known tasks: none yet"):
+        await session.send("ghost", "hi")
+    with pytest.raises(UsageError, match="No task 'ghost'"):
+        await session.stop("ghost")
+    from forkagent_jupyter.runtime.tools.base import ToolError
+
+    with pytest.raises(ToolError, match=r"Agent type 'nope' not found\. Available agents: general"):
+        session.workers.named(session.main, "nope", "x", description="x")
+    agents = tmp_path / ".forkagent" / "agents"
+    agents.mkdir(parents=True)
+    bad = agents / "broken.md"
+    bad.write_text("---\ndescription: x\nmaxTurns: 0\n---\nbody\n")
+    with pytest.raises(AgentFileError, match=r"broken\.md: field 'maxTurns'"):
+        session.agent_definitions()
+    bad.write_text("---\ndescription: x\ncolour: red\n---\nbody\n")
+    with pytest.raises(AgentFileError, match=r"broken\.md: field 'colour': unknown key"):
+        session.agent_definitions()
+    bad.write_text("no front matter")
+    with pytest.raises(AgentFileError, match=r"broken\.md: missing front matter"):
+        session.agent_definitions()
+    bad.write_text("---\ndescription: [x\n---\nbody\n")
+    with pytest.raises(AgentFileError, match=r"broken\.md: front matter is not valid YAML"):
+        session.agent_definitions()
