@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
+
+from ..secrets import redact
 
 __all__ = [
     "CallInfo",
@@ -168,6 +171,6 @@ async def run_parsed(tool: Tool[Any], args: BaseModel, ctx: ToolContext) -> Tool
     except ToolError as exc:
         return ToolOutcome(str(exc) or f"{tool.name} failed", True)
     except Exception as exc:
-        log.warning("tool %s raised", tool.name, exc_info=True)
-        return ToolOutcome(f"{tool.name} raised {type(exc).__name__}: {exc}", True)
+        log.warning("tool %s raised:\n%s", tool.name, redact(traceback.format_exc()))
+        return ToolOutcome(redact(f"{tool.name} raised {type(exc).__name__}: {exc}"), True)
     return ToolOutcome(text if text else "(no output)")
