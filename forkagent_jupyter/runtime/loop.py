@@ -210,6 +210,7 @@ async def run_turn(
         requests += 1
         state.requests += 1
         state.previous_end = len(history) - 1
+        state.cache_points = []  # a fork's shared prefix matters for its first request only
         yield UsageReport(response.usage, response.model, cost_usd(response.usage, response.model))
 
         content = _clean(response.content)

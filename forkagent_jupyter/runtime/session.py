@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,6 +39,7 @@ from .tasks import Task, TaskRegistry
 from .tools import builtin_tools
 from .tools.agents import agent_tools
 from .tools.base import Tool, ToolContext, ToolSet
+from .transcripts import AgentMeta, TranscriptStore
 from .usage import Usage
 from .workers import AgentRun, Workers
 
@@ -138,6 +140,7 @@ class Session:
         stagger_forks: bool = True,
         client: ModelClient | None = None,
         home: str | os.PathLike[str] | None = None,
+        transcripts: bool | str | os.PathLike[str] = True,
     ) -> None:
         self.model = model or default_model_name()
         self.backend: Backend | Literal["custom"]
@@ -166,6 +169,15 @@ class Session:
         self.max_turns = max_turns
         self.max_tokens = max_tokens
         self.cache_ttl: CacheTTL = cache_ttl
+        self.session_id = uuid.uuid4().hex[:12]
+        self.store: TranscriptStore | None = None
+        if transcripts:
+            root = (
+                Path(transcripts)
+                if not isinstance(transcripts, bool)
+                else self.workdir / ".forkagent" / "sessions"
+            )
+            self.store = TranscriptStore(root, self.session_id)
         self.queue = CommandQueue(on_enqueue=self._on_command)
         self.registry = TaskRegistry(self.queue)
         self.workers = Workers(
@@ -176,9 +188,16 @@ class Session:
             fork_config=self._fork_config,
             stagger=stagger_forks,
             forking=forking,
+            store=self.store,
         )
         self.main = AgentRun("main", self._config(), [], LoopState())
         self.main.config.ctx.services["agent_run"] = self.main
+        self.workers.main = self.main
+        if self.store is not None:
+            self.main.transcript = self.store.open(
+                AgentMeta(agent_id="main", kind="main", model=self.model)
+            )
+            self.main.state.on_message = self.main.transcript.append_message
         self.auto_turns: list[AutoTurn] = []
         self.on_auto_turn: Callable[[AutoTurn], None] | None = None
         self._parent_usage = Usage()
@@ -298,7 +317,10 @@ class Session:
     def reset(self) -> None:
         """Start a new parent conversation (workers keep running and report to it)."""
         self.main.history.clear()
-        self.main.state = LoopState()
+        on_message = self.main.state.on_message
+        self.main.state = LoopState(on_message=on_message)
+        if self.main.transcript is not None:
+            self.main.transcript.append_event("reset")
 
     # -- background work -----------------------------------------------------------------
 

@@ -26,11 +26,12 @@ from .agents import AgentDefinition, unknown_agent_message
 from .errors import UsageError
 from .events import AssistantMessage, Stop, TextDelta, ToolResult, ToolUse, UsageReport
 from .fork import FORK_RECURSION_ERROR, build_fork_messages
-from .history import append_message, blocks_of
+from .history import blocks_of
 from .loop import AgentConfig, LoopState, run_turn
 from .notifications import CommandQueue
 from .tasks import Task, TaskRegistry
 from .tools.base import ToolError
+from .transcripts import AgentMeta, Transcript, TranscriptStore
 
 __all__ = ["AgentRun", "ForkRefusedError", "Workers", "new_agent_id"]
 
@@ -62,6 +63,7 @@ class AgentRun:
     inbox: list[str] = field(default_factory=list)
     runner: asyncio.Task[None] | None = None
     wakeup: asyncio.Event = field(default_factory=asyncio.Event)
+    transcript: Transcript | None = None
 
 
 @dataclass(eq=False)
@@ -95,7 +97,10 @@ class Workers:
         fork_config: Callable[[AgentRun, str], AgentConfig],
         stagger: bool = True,
         forking: bool = True,
+        store: TranscriptStore | None = None,
     ) -> None:
+        self.store = store
+        self.main: AgentRun | None = None
         self.stagger = stagger
         self.forking = forking
         self.registry = registry
@@ -151,6 +156,12 @@ class Workers:
         )
         if self.stagger:
             self._schedule(run, group)
+        shared = 0
+        while shared < min(len(source), len(built.messages)) and (
+            built.messages[shared] is source[shared]
+        ):
+            shared += 1
+        self._record(run, parent.id, shared)
         return self._start(run)
 
     def named(
@@ -180,9 +191,33 @@ class Workers:
         )
         config = self._named_config(parent, definition, agent_id, model)
         history = [{"role": "user", "content": [{"type": "text", "text": prompt}]}]
-        return AgentRun(
+        run = AgentRun(
             agent_id, config, history, LoopState(), task, owner=parent.id, definition=definition
         )
+        self._record(run, None, 0)
+        return run
+
+    def _record(self, run: AgentRun, inherits: str | None, shared: int) -> None:
+        """Open the run's transcript and write what it does not inherit."""
+        if self.store is None or run.task is None:
+            return
+        task = run.task
+        meta = AgentMeta(
+            agent_id=run.id,
+            kind=task.kind,
+            description=task.description,
+            name=task.name,
+            model=run.config.model,
+            owner=run.owner,
+            inherits_from=inherits,
+            inherits_count=shared,
+        )
+        run.transcript = self.store.open(meta)
+        for message in run.history[shared:]:
+            run.transcript.append_message(message)
+        run.state.on_message = run.transcript.append_message
+        task.output_file = run.transcript.output_path
+        run.transcript.output(f"started {task.kind} {task.id}: {task.description}")
 
     def start(self, run: AgentRun) -> Task:
         return self._start(run)
@@ -227,7 +262,7 @@ class Workers:
         try:
             while True:
                 async for event in run_turn(run.config, run.history, run.state):
-                    self._observe(task, event)
+                    self._observe(run, event)
                     if isinstance(event, Stop):
                         stop = event
                 assert stop is not None
@@ -240,7 +275,7 @@ class Workers:
                     pending = self._take_inbox(run)
                 if not pending:
                     break
-                append_message(
+                run.state.append(
                     run.history,
                     {"role": "user", "content": [{"type": "text", "text": t} for t in pending]},
                 )
@@ -284,7 +319,21 @@ class Workers:
         if run is not None:
             run.wakeup.set()
 
-    def _observe(self, task: Task, event: object) -> None:
+    def _observe(self, run: AgentRun, event: object) -> None:
+        task = run.task
+        assert task is not None
+        out = run.transcript
+        if out is not None:
+            if isinstance(event, ToolUse):
+                out.output(f"tool {event.name}: {str(event.input)[:200]}")
+            elif isinstance(event, ToolResult):
+                mark = "error" if event.is_error else "ok"
+                out.output(f"  -> {mark}: {event.content[:200]}")
+            elif isinstance(event, Stop):
+                out.output(f"stopped: {event.reason} {event.error or ''}")
+        self._update(task, event)
+
+    def _update(self, task: Task, event: object) -> None:
         if isinstance(event, UsageReport):
             task.usage = task.usage + event.usage
             task.cost_usd += event.cost_usd
@@ -307,7 +356,10 @@ class Workers:
         """Deliver `message` to a running agent, or resume a finished one with it."""
         if not message.strip():
             raise UsageError("The message is empty.")
-        task = self.registry.get(to)
+        task_or_none = self.registry.find(to)
+        if task_or_none is None:
+            return self._revive(to, message)
+        task = task_or_none
         run = self.runs.get(task.id)
         if run is None:
             raise UsageError(f"Agent {to!r} has no conversation to resume.")
@@ -317,13 +369,58 @@ class Workers:
             return f"Message queued for {task.name or task.id}; it arrives at its next step."
         previous = task.status
         self.registry.restart(task)
-        append_message(
+        run.state.append(
             run.history, {"role": "user", "content": [{"type": "text", "text": message}]}
         )
+        if run.transcript is not None:
+            run.transcript.output(f"resumed with a message: {message[:200]}")
         run.runner = asyncio.get_running_loop().create_task(self._run(run), name=run.id)
         return (
             f"Agent {task.name or task.id} had {previous}; it was resumed in the background "
             f"with your message and will report back when it finishes."
+        )
+
+    def _revive(self, key: str, message: str) -> str:
+        """Resume an agent this session does not hold, from its transcript on disk."""
+        agent_id = self.store.agent_id_for(key) if self.store is not None else None
+        if agent_id is None or self.store is None or self.main is None:
+            self.registry.get(key)  # raises the "No task ..." error with the known tasks
+            raise UsageError(f"No transcript found for agent {key!r}.")
+        loaded = self.store.load(agent_id)
+        meta = loaded.meta
+        if meta.kind == "fork":
+            config = replace(self._fork_config(self.main, agent_id), max_turns=FORK_MAX_TURNS)
+            definition = None
+        else:
+            definition = self._definitions().get(meta.kind)
+            if definition is None:
+                definition = self._definitions()["general-purpose"]
+            config = self._named_config(self.main, definition, agent_id, meta.model or None)
+        history = loaded.messages
+        ends = [i for i, m in enumerate(history) if m["role"] == "user"]
+        state = LoopState(previous_end=ends[-1] if ends else None)
+        task = Task(
+            id=agent_id,
+            kind=meta.kind,
+            description=meta.description,
+            owner="main",
+            name=meta.name,
+        )
+        run = AgentRun(
+            agent_id,
+            config,
+            history,
+            state,
+            task,
+            is_fork=meta.kind == "fork",
+            definition=definition,
+        )
+        self._record(run, None, 0)
+        state.append(history, {"role": "user", "content": [{"type": "text", "text": message}]})
+        self._start(run)
+        return (
+            f"Agent {meta.name or agent_id} had no running task here; it was resumed from its "
+            "transcript in the background with your message and will report back."
         )
 
     async def stop(self, key: str) -> Task:

@@ -1,0 +1,85 @@
+"""Transcripts on disk: output files, and resuming a worker after the process restarts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forkagent_jupyter.runtime.transcripts import TranscriptStore
+
+pytestmark = pytest.mark.anyio
+
+
+def strip_cache_control(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: strip_cache_control(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [strip_cache_control(v) for v in value]
+    return value
+
+
+async def test_resume_after_restart_reads_its_own_prefix(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    first = make_session(auto_respond=False)
+    await first.ask("Context:\n" + "observations. " * 400)
+    task = await first.fork("Profile it `py: 2 ** 10`", name="profiler")
+    await first.wait(task.id, timeout=30)
+    assert task.status == "completed" and "1024" in (task.result or "")
+    output = Path(task.output_file or "")
+    assert output.is_file() and "tool Python" in output.read_text()
+    await first.aclose()
+    last_body = emulator.api_requests()[-1].body
+
+    # a new process: a new Session in the same work dir knows nothing of the worker
+    second = make_session(auto_respond=False)
+    assert second.tasks == []
+    reply = await second.send("profiler", "Now `py: 3 ** 3`")
+    assert "resumed from its transcript" in reply
+    [resumed] = await second.wait(timeout=30)
+    assert resumed.id == task.id and resumed.status == "completed"
+    assert "27" in (resumed.result or "")
+    body = emulator.api_requests()[-2].body  # the resumed run's first request
+    n = len(last_body["messages"])
+    old = strip_cache_control(last_body["messages"])
+    new = strip_cache_control(body["messages"][:n])
+    assert json.dumps(old[:-1]) == json.dumps(new[:-1])  # byte-identical history
+    assert strip_cache_control(body["system"]) == strip_cache_control(last_body["system"])
+    assert strip_cache_control(body["tools"]) == strip_cache_control(last_body["tools"])
+    usage = {e.request_id: e.usage for e in emulator.ledger.entries()}
+    rec = emulator.api_requests()[-2]
+    assert usage[rec.request_id]["cache_read_input_tokens"] > 1000
+
+
+async def test_fork_transcripts_share_the_parents_file(make_session: Any, tmp_path: Path) -> None:
+    session = make_session(auto_respond=False)
+    await session.ask("Some context to inherit.")
+    tasks = [await session.fork(f"part {i} `py: {i}`") for i in range(3)]
+    await session.wait(timeout=30)
+    assert session.store is not None
+    store = TranscriptStore(session.store.root, "reader")
+    for task in tasks:
+        loaded = store.load(task.id)
+        assert loaded.meta.inherits_from == "main"
+        assert loaded.messages[: len(session.messages[:2])] == session.messages[:2]
+        own = (session.store.dir / "agents" / f"{task.id}.jsonl").read_text()
+        assert "Some context to inherit." not in own  # not copied: inherited by reference
+    with pytest.raises(Exception, match="No transcript found"):
+        store.load("a0000000000000000")
+
+
+async def test_truncated_last_line_is_skipped(tmp_path: Path) -> None:
+    from forkagent_jupyter.runtime.transcripts import AgentMeta
+
+    store = TranscriptStore(tmp_path, "s1")
+    t = store.open(AgentMeta(agent_id="a1", kind="fork"))
+    t.append_message({"role": "user", "content": [{"type": "text", "text": "héllo"}]})
+    t.append_message({"content": [{"text": "ok", "type": "text"}], "role": "assistant"})
+    with t.path.open("a") as f:
+        f.write('{"seq": 3, "type": "mess')
+    loaded = store.load("a1")
+    assert [m["role"] for m in loaded.messages] == ["user", "assistant"]
+    assert list(loaded.messages[1]) == ["content", "role"]  # key order kept
