@@ -1,0 +1,159 @@
+"""The emulator's control endpoints (JSON in, JSON out; no auth; not recorded as requests).
+
+- `GET  /_emulator/ledger`      billed responses: {"entries", "total", "cost_usd"}
+- `POST /_emulator/reset`       forget requests, ledger, violations, cache, faults, script
+- `GET  /_emulator/cache`       {"now", "entries": [{workspace, model, hash, index, tokens,
+                                ttl, expires_at}]}
+- `GET|POST /_emulator/clock`   POST {"advance": seconds} or {"set": t}; answers {"now"}
+- `GET  /_emulator/requests`    recorded API requests (method, path, headers, body, status)
+- `POST /_emulator/script`      {"replies": [reply, ...], "replace"?: bool,
+                                "when_empty"?: "ok"|"raise"|"fallback"}; a reply is a string,
+                                a list of blocks, or {"content", "stop_reason", "stop_details"}
+- `GET|POST /_emulator/faults`  POST {"faults": [{"fault": {...Fault fields} | status,
+                                "times"?: n|null, "header"?, "user_id"?, "endpoint"?}],
+                                "clear"?: bool, "ttft"?, "token_latency"?, "extra_headers"?}
+- `GET  /_emulator/violations`  {"violations": [...], "strict": bool}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .brains import Brain, Reply, ScriptedBrain
+from .faults import Fault, FaultRule
+
+if TYPE_CHECKING:
+    from .server import Emulator
+    from .transport import Handler
+
+__all__ = ["handle_control"]
+
+
+class _BadControlError(Exception):
+    pass
+
+
+def _obj(body: Any) -> Mapping[str, Any]:
+    if body is None:
+        return {}
+    if not isinstance(body, Mapping):
+        raise _BadControlError("the body must be a JSON object")
+    return body
+
+
+def _ledger(emu: Emulator, body: Any) -> Any:
+    return emu.ledger.to_json()
+
+
+def _reset(emu: Emulator, body: Any) -> Any:
+    emu.reset()
+    return {"ok": True}
+
+
+def _cache(emu: Emulator, body: Any) -> Any:
+    return {"now": emu.clock.now(), "entries": emu.cache.snapshot()}
+
+
+def _clock(emu: Emulator, body: Any) -> Any:
+    data = _obj(body)
+    if "advance" in data:
+        emu.clock.advance(float(data["advance"]))
+    if "set" in data:
+        emu.clock.set(float(data["set"]))
+    return {"now": emu.clock.now()}
+
+
+def _requests(emu: Emulator, body: Any) -> Any:
+    return {"requests": [r.to_json() for r in emu.requests]}
+
+
+def _violations(emu: Emulator, body: Any) -> Any:
+    return {"violations": [v.to_json() for v in emu.all_violations], "strict": emu.strict}
+
+
+def _script(emu: Emulator, body: Any) -> Any:
+    data = _obj(body)
+    replies = [Reply.from_json(r) for r in data.get("replies") or []]
+    when_empty = data.get("when_empty", "ok")
+    if when_empty not in ("ok", "raise", "fallback"):
+        raise _BadControlError("when_empty must be 'ok', 'raise' or 'fallback'")
+    brain = emu.brain
+    if not isinstance(brain, ScriptedBrain) or data.get("replace"):
+        previous: Brain = brain
+        if isinstance(brain, ScriptedBrain) and not isinstance(brain.when_empty, str):
+            previous = brain.when_empty
+        brain = ScriptedBrain(when_empty=previous if when_empty == "fallback" else when_empty)
+        emu.brain = brain
+    elif "when_empty" in data and when_empty != "fallback":
+        brain.when_empty = when_empty
+    brain.push(*replies)
+    return {"pending": brain.pending}
+
+
+def _faults(emu: Emulator, body: Any) -> Any:
+    data = _obj(body)
+    plan = emu.faults
+    if data.get("clear"):
+        plan.clear()
+    for key in ("ttft", "token_latency"):
+        if key in data:
+            setattr(plan, key, float(data[key]))
+    if "extra_headers" in data:
+        plan.extra_headers.update({str(k): str(v) for k, v in _obj(data["extra_headers"]).items()})
+    for item in data.get("faults") or []:
+        spec = _obj(item)
+        fault = Fault.from_json(spec.get("fault", {}))
+        endpoint = spec.get("endpoint")
+        if endpoint not in (None, "messages", "count_tokens"):
+            raise _BadControlError("endpoint must be 'messages' or 'count_tokens'")
+        plan.add(
+            FaultRule(
+                fault,
+                times=spec.get("times", 1),
+                header=spec.get("header"),
+                user_id=spec.get("user_id"),
+                endpoint=endpoint,
+            )
+        )
+    return plan.snapshot()
+
+
+def _faults_get(emu: Emulator, body: Any) -> Any:
+    return emu.faults.snapshot()
+
+
+def _clock_get(emu: Emulator, body: Any) -> Any:
+    return {"now": emu.clock.now()}
+
+
+_ROUTES: dict[tuple[str, str], Callable[[Emulator, Any], Any]] = {
+    ("GET", "ledger"): _ledger,
+    ("POST", "reset"): _reset,
+    ("GET", "cache"): _cache,
+    ("GET", "clock"): _clock_get,
+    ("POST", "clock"): _clock,
+    ("GET", "requests"): _requests,
+    ("POST", "script"): _script,
+    ("GET", "faults"): _faults_get,
+    ("POST", "faults"): _faults,
+    ("GET", "violations"): _violations,
+}
+
+
+def handle_control(emu: Emulator, h: Handler, raw: bytes) -> None:
+    name = h.path_only[len("/_emulator/") :].strip("/")
+    route = _ROUTES.get((h.command, name))
+    if route is None:
+        known = any(n == name for _, n in _ROUTES)
+        status = 405 if known else 404
+        h.send_json(status, {"error": f"no control endpoint {h.command} /_emulator/{name}"})
+        return
+    try:
+        body = json.loads(raw) if raw.strip() else None
+        result = route(emu, body)
+    except (ValueError, TypeError, _BadControlError) as exc:
+        h.send_json(400, {"error": str(exc)})
+        return
+    h.send_json(200, result)

@@ -1,0 +1,580 @@
+"""`Emulator`: the Anthropic-compatible HTTP server the SDK talks to in tests and demos.
+
+Endpoints: `POST /v1/messages` (JSON or `stream: true`), `POST /v1/messages/count_tokens`,
+and the control endpoints under `/_emulator/` (see `control.py`). Query strings are ignored.
+
+Per API request, in this order: parse the JSON body (400), authenticate (`x-api-key` or
+`Authorization: Bearer`; 401), check `anthropic-version` (2023-06-01 or 2026-10-21; 400),
+validate (core rules), plan the cache usage (pure), apply injected faults, ask the brain,
+wait the time-to-first-token, **commit the cache plan** (response start: errors and faults
+before this point write nothing), then send the body or the SSE stream and add a ledger
+entry with the usage actually returned. Every response carries `request-id: req_...`.
+
+Strict mode: every 4xx the emulator produces itself (not an injected fault) and every brain
+failure is recorded as a violation; `check()` raises AssertionError listing them. Wrap
+deliberate bad requests in `with emulator.expect_violations(): ...`.
+
+Clock: by default a `WallClock` (follows real time from 0, and can be advanced or set).
+Pass `clock=VirtualClock()` for a clock that moves only when told to.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, Literal
+
+from .brains import Brain, OfflineBrain, Reply, ScriptedBrain
+from .cache import PromptCache, VirtualClock
+from .catalog import DEFAULT_CATALOG, ModelInfo
+from .errors import STATUS_TYPES, ApiError, error_body
+from .faults import Fault, FaultPlan, error_headers
+from .ids import IdFactory
+from .ledger import Ledger, RequestRecord, Violation, make_entry, summarize_request
+from .sse import SseEvent, StreamOptions, finish_reply, message_dict, message_events
+from .tokens import ByteTokenizer, Tokenizer, count_input_tokens
+from .transport import ClientGoneError, EmulatorHTTPServer, Handler
+from .validation import THINKING_SECRET, sign_thinking, validate_request
+
+__all__ = ["API_VERSIONS", "TRANSPORT_MESSAGES", "Emulator", "IdFactory", "WallClock"]
+
+API_VERSIONS = ("2023-06-01", "2026-10-21")
+
+TRANSPORT_MESSAGES: dict[str, str] = {
+    "bad_json": "There was an error parsing the body of your request: {detail}",
+    "no_key": "x-api-key header is required",
+    "bad_key": "invalid x-api-key",
+    "no_version": "anthropic-version: header is required",
+    "bad_version": "anthropic-version: unsupported version '{version}'",
+    "not_found": "Not Found",
+    "method": "Method Not Allowed",
+    "brain": "Internal server error (emulator brain failed: {detail})",
+}
+
+_NOT_USAGE = ("service_tier", "inference_geo")
+_STATUS_OF_TYPE = {v: k for k, v in STATUS_TYPES.items() if k != 408}
+
+
+class WallClock(VirtualClock):
+    """A cache clock that follows real time from 0 and can also be advanced or set."""
+
+    def __init__(self) -> None:
+        super().__init__(0.0)
+        self._origin = time.monotonic()
+
+    def now(self) -> float:
+        return time.monotonic() - self._origin + super().now()
+
+    def advance(self, seconds: float) -> float:
+        super().advance(seconds)
+        return self.now()
+
+    def set(self, value: float) -> None:
+        super().set(value - (time.monotonic() - self._origin))
+
+
+class _AbortError(Exception):
+    """The emulator is stopping; give up on this request."""
+
+
+class Emulator:
+    """An Anthropic Messages API emulator on a real socket (see the module doc)."""
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        strict: bool = False,
+        api_keys: set[str] | None = None,
+        brain: Brain | None = None,
+        clock: VirtualClock | None = None,
+        seed: int | None = None,
+        catalog: Mapping[str, ModelInfo] | None = None,
+        tokenizer: Tokenizer | None = None,
+        ping_interval: int | None = None,
+        ttft: float = 0.0,
+        token_latency: float = 0.0,
+        stream_options: StreamOptions | None = None,
+        strict_legacy: bool = False,
+        thinking_secret: bytes = THINKING_SECRET,
+        stop_timeout: float = 5.0,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.strict = strict
+        self.api_keys = set(api_keys) if api_keys is not None else None
+        self._brain: Brain = brain if brain is not None else OfflineBrain()
+        self._clock = clock if clock is not None else WallClock()
+        self.catalog: Mapping[str, ModelInfo] = catalog if catalog is not None else DEFAULT_CATALOG
+        self.tokenizer: Tokenizer = tokenizer if tokenizer is not None else ByteTokenizer()
+        opts = stream_options or StreamOptions()
+        if ping_interval is not None:
+            opts = StreamOptions(**{**opts.__dict__, "ping_every": ping_interval})
+        self.stream_options = opts
+        self.strict_legacy = strict_legacy
+        self.thinking_secret = thinking_secret
+        self.stop_timeout = stop_timeout
+        self.ids = IdFactory(seed)
+        self._cache = PromptCache(self._clock)
+        self._faults = FaultPlan(ttft=ttft, token_latency=token_latency)
+        self._ledger = Ledger()
+        self._lock = threading.Lock()
+        self._requests: list[RequestRecord] = []
+        self._violations: list[Violation] = []
+        self._expecting = 0
+        self._stopping = threading.Event()
+        self._httpd: EmulatorHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> Emulator:
+        if self._httpd is not None:
+            return self
+        self._stopping.clear()
+        self._httpd = EmulatorHTTPServer((self.host, self.port), self._dispatch)
+        self.port = int(self._httpd.server_address[1])
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"forkagent-emulator:{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving; open connections are closed; bounded by `stop_timeout`."""
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        self._stopping.set()
+        httpd.shutdown()
+        httpd.close_all(self.stop_timeout)
+        httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(self.stop_timeout)
+            self._thread = None
+
+    def __enter__(self) -> Emulator:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._httpd is not None
+
+    @property
+    def base_url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("the emulator is not running; call start() first")
+        return f"http://{self.host}:{self.port}"
+
+    # -- state ---------------------------------------------------------------------------
+
+    @property
+    def brain(self) -> Brain:
+        return self._brain
+
+    @brain.setter
+    def brain(self, value: Brain) -> None:
+        self._brain = value
+
+    def script(
+        self, *replies: Reply | str | Any, when_empty: Literal["ok", "raise", "fallback"] = "ok"
+    ) -> ScriptedBrain:
+        """Queue `replies` (Reply, str, or JSON as for `Reply.from_json`) on a ScriptedBrain.
+
+        The first call installs the ScriptedBrain. `when_empty` (applied then) says what
+        happens once the queue is empty: answer "ok", "raise" (a 500 and a violation), or
+        "fallback" to the brain that was installed before.
+        """
+        brain = self._brain
+        if not isinstance(brain, ScriptedBrain):
+            empty: Literal["ok", "raise"] | Brain = (
+                brain if when_empty == "fallback" else when_empty
+            )
+            brain = ScriptedBrain(when_empty=empty)
+            self._brain = brain
+        brain.push(*(r if isinstance(r, (Reply, str)) else Reply.from_json(r) for r in replies))
+        return brain
+
+    @property
+    def faults(self) -> FaultPlan:
+        return self._faults
+
+    @property
+    def ledger(self) -> Ledger:
+        return self._ledger
+
+    @property
+    def cache(self) -> PromptCache:
+        return self._cache
+
+    @property
+    def clock(self) -> VirtualClock:
+        return self._clock
+
+    @property
+    def requests(self) -> list[RequestRecord]:
+        with self._lock:
+            return list(self._requests)
+
+    def api_requests(self, path: str = "/v1/messages") -> list[RequestRecord]:
+        """Recorded requests to exactly `path` (query ignored)."""
+        return [r for r in self.requests if r.path == path]
+
+    @property
+    def violations(self) -> list[Violation]:
+        """Violations not covered by `expect_violations`."""
+        with self._lock:
+            return [v for v in self._violations if not v.expected]
+
+    @property
+    def all_violations(self) -> list[Violation]:
+        with self._lock:
+            return list(self._violations)
+
+    def reset(self) -> None:
+        """Forget requests, ledger, violations, cache, faults and any scripted replies."""
+        with self._lock:
+            self._requests.clear()
+            self._violations.clear()
+        self._ledger.clear()
+        self._cache.clear()
+        self._faults.clear()
+        if isinstance(self._brain, ScriptedBrain):
+            self._brain.clear()
+
+    def check(self) -> None:
+        """In strict mode, raise AssertionError listing unexpected violations."""
+        found = self.violations
+        if self.strict and found:
+            lines = "\n".join(f"  - {v.describe()}" for v in found)
+            raise AssertionError(f"the emulator saw {len(found)} protocol violation(s):\n{lines}")
+
+    @contextmanager
+    def expect_violations(self, count: int | None = None) -> Iterator[list[Violation]]:
+        """Violations inside the block are expected (at least one, or exactly `count`)."""
+        with self._lock:
+            self._expecting += 1
+            start = len(self._violations)
+        got: list[Violation] = []
+        try:
+            yield got
+        finally:
+            with self._lock:
+                self._expecting -= 1
+                got.extend(v for v in self._violations[start:] if v.expected)
+        if count is None and not got:
+            raise AssertionError("expected a protocol violation, but the emulator saw none")
+        if count is not None and len(got) != count:
+            raise AssertionError(f"expected {count} violation(s), the emulator saw {len(got)}")
+
+    def _violation(self, rec: RequestRecord, err: ApiError) -> None:
+        with self._lock:
+            self._violations.append(
+                Violation(
+                    rec.request_id,
+                    rec.method,
+                    rec.path,
+                    err.status,
+                    err.error_type,
+                    err.message,
+                    summarize_request(rec.body),
+                    expected=self._expecting > 0,
+                )
+            )
+
+    # -- dispatch ------------------------------------------------------------------------
+
+    def _dispatch(self, h: Handler) -> None:
+        try:
+            raw = h.read_body()
+        except (OSError, ValueError):
+            h.close_connection = True
+            return
+        if h.path_only.startswith("/_emulator/"):
+            from .control import handle_control
+
+            handle_control(self, h, raw)
+            return
+        rec = RequestRecord(
+            method=h.command,
+            path=h.path_only,
+            query=h.query,
+            headers=h.lower_headers(),
+            body=None,
+            raw=raw,
+            time=self._clock.now(),
+            request_id=self.ids.request_id(),
+            peer=f"{h.client_address[0]}:{h.client_address[1]}",
+        )
+        with self._lock:
+            self._requests.append(rec)
+        try:
+            self._api(h, rec)
+        except ClientGoneError:
+            pass
+        except _AbortError:
+            h.drop()
+
+    def _headers(self, rec: RequestRecord) -> dict[str, str]:
+        return {"request-id": rec.request_id, **self._faults.extra_headers}
+
+    def _send_error(self, h: Handler, rec: RequestRecord, err: ApiError, *, fault: bool) -> None:
+        rec.status, rec.fault = err.status, fault
+        headers = {
+            **self._headers(rec),
+            **error_headers(err.status),
+            **err.headers,
+        }
+        h.send_json(err.status, error_body(err, rec.request_id), headers)
+
+    def _reject(self, h: Handler, rec: RequestRecord, err: ApiError) -> None:
+        self._violation(rec, err)
+        self._send_error(h, rec, err, fault=False)
+
+    def _api(self, h: Handler, rec: RequestRecord) -> None:
+        endpoint = {"/v1/messages": "messages", "/v1/messages/count_tokens": "count_tokens"}.get(
+            rec.path
+        )
+        if endpoint is None:
+            self._reject(h, rec, ApiError(404, "not_found_error", TRANSPORT_MESSAGES["not_found"]))
+            return
+        if rec.method != "POST":
+            err = ApiError(405, "invalid_request_error", TRANSPORT_MESSAGES["method"])
+            self._reject(h, rec, err)
+            return
+        start = self._clock.now()
+        try:
+            body = json.loads(rec.raw or b"null")
+        except ValueError as exc:
+            msg = TRANSPORT_MESSAGES["bad_json"].format(detail=exc)
+            self._reject(h, rec, ApiError(400, "invalid_request_error", msg))
+            return
+        rec.body = body
+        try:
+            workspace, version = self._authorize(rec)
+            info = validate_request(
+                body,
+                version=version,
+                catalog=self.catalog,
+                strict_legacy=self.strict_legacy,
+                for_count_tokens=endpoint == "count_tokens",
+                tokenizer=self.tokenizer,
+                thinking_secret=self.thinking_secret,
+            )
+        except ApiError as err:
+            self._reject(h, rec, err)
+            return
+        if endpoint == "count_tokens":
+            fault = self._faults.take("count_tokens", body, rec.headers)
+            if fault is not None and self._apply_early_fault(h, rec, fault, streaming=False):
+                return
+            self._wait(fault.ttft if fault is not None and fault.ttft else 0.0)
+            rec.status = 200
+            tokens = count_input_tokens(body, self.tokenizer)
+            h.send_json(200, {"input_tokens": tokens}, self._headers(rec))
+            return
+        self._messages(h, rec, body, info, workspace, start)
+
+    def _authorize(self, rec: RequestRecord) -> tuple[str, str]:
+        key = rec.headers.get("x-api-key")
+        auth = rec.headers.get("authorization", "")
+        if not key and auth[:7].lower() == "bearer ":
+            key = auth[7:].strip()
+        if not key:
+            raise ApiError(401, "authentication_error", TRANSPORT_MESSAGES["no_key"])
+        if self.api_keys is not None and key not in self.api_keys:
+            raise ApiError(401, "authentication_error", TRANSPORT_MESSAGES["bad_key"])
+        version = rec.headers.get("anthropic-version")
+        if not version:
+            raise ApiError(400, "invalid_request_error", TRANSPORT_MESSAGES["no_version"])
+        if version not in API_VERSIONS:
+            msg = TRANSPORT_MESSAGES["bad_version"].format(version=version)
+            raise ApiError(400, "invalid_request_error", msg)
+        return rec.headers.get("anthropic-workspace-id") or key, version
+
+    def _apply_early_fault(
+        self, h: Handler, rec: RequestRecord, fault: Fault, *, streaming: bool
+    ) -> bool:
+        """Answer a fault that strikes before the response starts; True if it did."""
+        if fault.drop == "before":
+            rec.fault = True
+            h.drop()
+            return True
+        status = fault.status
+        if status is None and fault.stream_error_after is not None and not streaming:
+            status = _STATUS_OF_TYPE.get(fault.stream_error_type, 500)
+            fault = Fault(
+                status=status,
+                error_type=fault.stream_error_type,
+                message=fault.stream_error_message,
+            )
+        if status is None:
+            return False
+        self._wait(fault.ttft or 0.0)
+        err = ApiError(
+            status, fault.error_type_resolved, fault.message_resolved, fault.error_headers()
+        )
+        self._send_error(h, rec, err, fault=True)
+        return True
+
+    def _wait(self, seconds: float) -> None:
+        if seconds > 0 and self._stopping.wait(seconds):
+            raise _AbortError
+
+    def _messages(
+        self,
+        h: Handler,
+        rec: RequestRecord,
+        body: Mapping[str, Any],
+        info: ModelInfo,
+        workspace: str,
+        start: float,
+    ) -> None:
+        streaming = bool(body.get("stream"))
+        plan = self._cache.plan(
+            body, workspace=workspace, model=info, tokenizer=self.tokenizer, request_start=start
+        )
+        fault = self._faults.take("messages", body, rec.headers)
+        if fault is not None and self._apply_early_fault(h, rec, fault, streaming=streaming):
+            return
+        try:
+            warm_up = int(body.get("max_tokens") or 0) == 0  # no brain for a cache pre-warm
+            reply = Reply(()) if warm_up else self._brain.reply(body)
+            outcome = finish_reply(
+                reply,
+                body,
+                tokenizer=self.tokenizer,
+                new_tool_id=self.ids.tool_id,
+                sign=lambda text: sign_thinking(text, self.thinking_secret),
+            )
+        except Exception as exc:
+            err = ApiError(500, "api_error", TRANSPORT_MESSAGES["brain"].format(detail=exc))
+            err.headers["x-should-retry"] = "false"
+            self._violation(rec, err)
+            self._send_error(h, rec, err, fault=False)
+            return
+        ttft = fault.ttft if fault is not None and fault.ttft is not None else self._faults.ttft
+        latency = self._faults.token_latency
+        if fault is not None and fault.token_latency is not None:
+            latency = fault.token_latency
+        self._wait(ttft)
+        self._cache.commit(plan)  # response start: the writes become readable now
+        message_id = self.ids.message_id()
+        message = message_dict(
+            message_id=message_id,
+            model=str(body["model"]),
+            outcome=outcome,
+            usage=plan.usage_dict(),
+        )
+        rec.status = 200
+        billed: list[bool] = []
+
+        def bill(complete: bool) -> None:
+            """Add the ledger entry (once), before the response's last byte leaves."""
+            if billed:
+                return
+            billed.append(complete)
+            usage = dict(message["usage"])
+            if streaming and not complete:
+                usage["output_tokens"] = 1  # only message_start's usage reached the client
+            self._ledger.add(
+                make_entry(
+                    request_id=rec.request_id,
+                    message_id=message_id,
+                    time=start,
+                    model=info.name,
+                    workspace=workspace,
+                    streamed=streaming,
+                    status=200,
+                    usage={k: v for k, v in usage.items() if k not in _NOT_USAGE},
+                    hit_index=plan.hit_index,
+                    breakpoints=list(plan.breakpoints),
+                    complete=complete,
+                    stop_reason=outcome.stop_reason if complete else None,
+                )
+            )
+
+        try:
+            if streaming:
+                self._stream(h, rec, message, fault, latency, bill)
+            else:
+                events = sum(1 for e in message_events(message, self.stream_options) if e.delta)
+                self._wait(latency * events)
+                data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+                partial = fault is not None and fault.drop == "mid"
+                headers = {**self._headers(rec), "Content-Type": "application/json"}
+                bill(not partial)
+                h.send_bytes(200, headers, data, partial=partial)
+        finally:
+            bill(False)  # cut short (client gone, emulator stopping): the cache write stands
+
+    def _stream(
+        self,
+        h: Handler,
+        rec: RequestRecord,
+        message: Mapping[str, Any],
+        fault: Fault | None,
+        latency: float,
+        bill: Callable[[bool], None],
+    ) -> None:
+        """Send the SSE stream (a fault may cut it); `bill` runs before the last write."""
+        headers = {
+            **self._headers(rec),
+            "Content-Type": "text/event-stream; charset=utf-8",
+            "Cache-Control": "no-cache",
+        }
+        h.start_chunked(200, headers)
+        error_after = fault.stream_error_after if fault is not None else None
+        drop_after = fault.drop_after if fault is not None and fault.drop == "mid" else None
+        pending: list[bytes] = []
+        sent_content = 0
+
+        def flush() -> None:
+            if pending:
+                h.write_chunk(b"".join(pending))
+                pending.clear()
+
+        def cut(event: SseEvent | None) -> bool:
+            """Apply a fault due before `event` (None: before message_delta)."""
+            due = event is None or event.content
+            if not due:
+                return False
+            if error_after is not None and sent_content >= error_after:
+                assert fault is not None
+                err = {"type": fault.stream_error_type, "message": fault.stream_error_message}
+                pending.append(SseEvent("error", {"type": "error", "error": err}).encode())
+                bill(False)
+                flush()
+                h.end_chunked()
+                return True
+            if drop_after is not None and sent_content >= drop_after:
+                bill(False)
+                flush()
+                h.drop()
+                return True
+            return False
+
+        for event in message_events(message, self.stream_options):
+            if event.name == "message_delta" and cut(None):
+                return
+            if event.content and cut(event):
+                return
+            if event.delta and latency > 0:
+                flush()
+                self._wait(latency)
+            pending.append(event.encode())
+            if event.content:
+                sent_content += 1
+        bill(True)
+        flush()
+        h.end_chunked()
