@@ -177,6 +177,9 @@ async def run_turn(
         if abort is not None and abort.is_set():
             yield Stop("aborted", "stopped before the next request", turns=requests)
             return
+        if state.before_first_request is not None:
+            hold, state.before_first_request = state.before_first_request, None
+            await hold()
         request = ModelRequest(
             model=cfg.model,
             system=cfg.system,
@@ -190,9 +193,6 @@ async def run_turn(
             on_response_start=state.on_first_response_start,
         )
         state.on_first_response_start = None
-        if state.before_first_request is not None:
-            hold, state.before_first_request = state.before_first_request, None
-            await hold()
         yield RequestSent(index=requests, model=cfg.model, message_count=len(history))
         response: ModelResponse | None = None
         try:
