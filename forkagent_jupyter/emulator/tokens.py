@@ -79,8 +79,8 @@ class MergedMessage:
 
 
 def _as_blocks(content: Any) -> list[dict[str, Any]]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
+    if isinstance(content, str):  # "" is no content at all (an empty message)
+        return [{"type": "text", "text": content}] if content else []
     if isinstance(content, list):
         return [b if isinstance(b, dict) else {"type": "text", "text": str(b)} for b in content]
     return []

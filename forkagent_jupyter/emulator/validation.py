@@ -274,11 +274,14 @@ def _pairing(merged: list[Any]) -> None:
 def _content(merged: list[Any], version: str) -> None:
     last = len(merged) - 1
     for k, message in enumerate(merged):
-        if not message.blocks and not (k == last and message.role == "assistant"):
+        final_assistant = k == last and message.role == "assistant"
+        if not message.blocks and not final_assistant:
             raise _err("empty_message", i=message.first_index)
         for j, block in enumerate(message.blocks):
             i, bj = message.origin[j]
             kind = block.get("type")
+            if kind == "text" and block.get("cache_control") and not block.get("text"):
+                raise _err("cache_empty_text", i=i, j=bj)
             if kind == "text":
                 text = block.get("text")
                 if not isinstance(text, str) or text == "":
@@ -291,10 +294,12 @@ def _content(merged: list[Any], version: str) -> None:
                 raise _err("assistant_document", i=i, j=bj)
 
 
-def _thinking(body: Mapping[str, Any], merged: list[Any], secret: bytes) -> bool:
+def _thinking(
+    body: Mapping[str, Any], merged: list[Any], secret: bytes, counting: bool = False
+) -> bool:
     thinking = body.get("thinking")
     on = isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive")
-    if isinstance(thinking, Mapping) and thinking.get("type") == "enabled":
+    if isinstance(thinking, Mapping) and thinking.get("type") == "enabled" and not counting:
         budget = thinking.get("budget_tokens")
         if (
             not isinstance(budget, int)
@@ -381,7 +386,7 @@ def validate_request(
     _content(merged, version)
     _cache_controls(body, merged)
     _pairing(merged)
-    thinking_on = _thinking(body, merged, thinking_secret)
+    thinking_on = _thinking(body, merged, thinking_secret, for_count_tokens)
     _tool_choice(body, names, thinking_on)
     if merged and merged[-1].role == "assistant" and not model.prefill and not for_count_tokens:
         raise _err("prefill")

@@ -268,7 +268,9 @@ def test_strict_check_lists_violations() -> None:
     emu.stop()
     with pytest.raises(AssertionError, match="1 protocol violation") as info:
         emu.check()
-    assert "POST /v1/messages -> 400 invalid_request_error: messages:" in str(info.value)
+    assert "POST /v1/messages -> 400 invalid_request_error: messages.0: all messages" in str(
+        info.value
+    )
     assert "model='claude-sonnet-5-5'" in str(info.value)
     none_seen = pytest.raises(AssertionError, match="expected a protocol violation")
     with none_seen, emu.expect_violations():

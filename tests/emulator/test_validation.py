@@ -63,7 +63,21 @@ CASES: list[tuple[str, dict[str, Any], int, str, bool]] = [
         msg("empty_message", i=2),
         True,
     ),
+    (
+        "empty-string-message",
+        body(messages=[user("hi"), assistant("ok"), user("")]),
+        400,
+        msg("empty_message", i=2),
+        True,
+    ),
     ("empty-text", body(messages=[user([text("")])]), 400, msg("empty_text"), True),
+    (
+        "cache-on-empty-text",
+        body(messages=[user([text("a"), text("", cache_control=EPHEMERAL)])]),
+        400,
+        msg("cache_empty_text", i=0, j=1),
+        True,
+    ),
     ("blank-text", body(messages=[user([text("  \n")])]), 400, msg("blank_text"), True),
     (
         "five-breakpoints",
@@ -284,7 +298,6 @@ CASES: list[tuple[str, dict[str, Any], int, str, bool]] = [
 
 # core validation checks budget_tokens < max_tokens on count_tokens too, which has no
 # max_tokens, so every count_tokens body with thinking enabled gets the budget error first
-COUNT_TOKENS_BUDGET = "core: budget_tokens is compared with the absent max_tokens on count_tokens"
 
 EXCEPTIONS = {400: anthropic.BadRequestError, 404: anthropic.NotFoundError}
 
@@ -323,19 +336,7 @@ def test_rule_through_sdk(
 
 @pytest.mark.parametrize(
     ("request_body", "status", "message"),
-    [
-        pytest.param(
-            b,
-            s,
-            m,
-            id=i,
-            marks=[pytest.mark.xfail(reason=COUNT_TOKENS_BUDGET, strict=False)]
-            if "thinking" in b and b["thinking"].get("type") == "enabled"
-            else [],
-        )
-        for i, b, s, m, ct in CASES
-        if ct
-    ],
+    [pytest.param(b, s, m, id=i) for i, b, s, m, ct in CASES if ct],
 )
 def test_rule_on_count_tokens(
     emulator: Emulator,
