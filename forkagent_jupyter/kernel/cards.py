@@ -102,8 +102,10 @@ class ApprovalPrompt(w.VBox):  # type: ignore[misc]
         once.on_click(lambda _b: self.answer("allow"))
         always.on_click(lambda _b: self.answer("always"))
         deny.on_click(lambda _b: self.answer("deny"))
-        super().__init__([title, body, w.HBox([once, always, deny, self.reason])])
-        self.add_class("forkagent-approval")
+        super().__init__(
+            [title, body, w.HBox([once, always, deny, self.reason])],
+            _dom_classes=["forkagent-approval"],
+        )
 
     def answer(self, choice: str, reason: str | None = None) -> None:
         if self.future.done():
@@ -172,10 +174,9 @@ class TaskCard(w.VBox):  # type: ignore[misc]
                 self.approvals,
                 self.result,
                 self.details,
-            ]
+            ],
+            _dom_classes=["forkagent-card", f"forkagent-task-{task.id}"],
         )
-        self.add_class("forkagent-card")
-        self.add_class(f"forkagent-task-{task.id}")
         self.final_sent_at: float | None = None
         self.render()
 

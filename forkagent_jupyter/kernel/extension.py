@@ -149,8 +149,7 @@ class KernelAgent:
             description=directive.strip().splitlines()[0][:60],
             name=name,
         )
-        self.ui.show_card(task)
-        return None
+        self.ui.show_card(task)  # shown once: a card is displayed where its task started
 
     def send(self, to: str, message: str) -> None:
         from ..runtime.errors import UsageError as RuntimeUsageError

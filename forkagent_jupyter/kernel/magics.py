@@ -92,7 +92,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
         return self.host.start_cell(line, cell)
 
     @magic_arguments()
-    @argument("--name", help="a name to address the worker with (%send, %stop)")
+    @argument("--name", help="a name to address the worker with (%%send, %%stop)")
     @argument("directive", nargs="*", help="what the worker should do")
     @line_magic
     def fork(self, line: str) -> Any:

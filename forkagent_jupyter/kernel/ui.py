@@ -9,7 +9,9 @@ extension when it is connected, else in the launching cell's notification area (
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
+import io
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +22,7 @@ from IPython.display import HTML, Markdown, display
 from ..runtime.events import LoopEvent, Stop, TextDelta, ToolResult, ToolUse, UsageReport
 from ..runtime.permissions import Deny, PermissionRequest
 from ..runtime.tasks import Task
+from ..runtime.tools.python import ExecResult, execute_source
 from .cards import ApprovalPrompt, CardHub, PendingStrip, TaskCard
 
 if TYPE_CHECKING:
@@ -78,6 +81,17 @@ class WidgetPolicy:
             self.ui.agent.bridge.broadcast({"type": "approval_done", "request_id": str(id(prompt))})
 
 
+class LoopExecutor:
+    """Runs the `Python` tool's code on the kernel's own thread, like a cell: one call at a
+    time (the loop runs nothing else meanwhile), output captured for the tool result."""
+
+    async def run(self, code: str, namespace: dict[str, Any]) -> ExecResult:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            value, error = execute_source(code, namespace)
+        return ExecResult(out.getvalue(), err.getvalue(), value, error)
+
+
 class KernelUI:
     def __init__(self, agent: KernelAgent) -> None:
         self.agent = agent
@@ -85,6 +99,7 @@ class KernelUI:
         self.strip = PendingStrip()
         self.pending: dict[int, ApprovalPrompt] = {}
         self.launches: dict[str, Launch] = {}
+        self._strip_cells: set[str | None] = set()
         self.workdir = Path.cwd()
         agent.bridge.on("approve", self._on_approve)
         agent.bridge.on("stop", lambda data: agent.stop(str(data.get("task_id"))))
@@ -102,6 +117,7 @@ class KernelUI:
             auto_respond=s.auto_respond,
             namespace=self.agent.shell.user_ns,
             cache_ttl=s.cache_ttl,
+            services={"python_executor": LoopExecutor()},
         )
         session.registry.subscribe(self._on_task)
         session.on_auto_turn = self._on_auto_turn
@@ -175,13 +191,19 @@ class KernelUI:
             self.hub.mark(task)
 
     def show_card(self, task: Task, note: str | None = None) -> None:
+        """Display the task's card (once, where it started) or, with a note, again here."""
         card = self.hub.cards.get(task.id)
+        if card is not None and note is None:
+            return
         if card is None:
             card = TaskCard(task, on_stop=lambda key: self.agent.stop(key))
             self.hub.add(card)
             cell = self._current_cell()
             launch = Launch(cell, display_id=f"forkagent-note-{task.id}", task_ids=[task.id])
             self.launches[task.id] = launch
+            if cell not in self._strip_cells:  # the pending-approvals strip, once per cell
+                self._strip_cells.add(cell)
+                display(self.strip)
             display(card)
             display(HTML(""), display_id=launch.display_id)
         else:

@@ -141,7 +141,9 @@ class Session:
         client: ModelClient | None = None,
         home: str | os.PathLike[str] | None = None,
         transcripts: bool | str | os.PathLike[str] = True,
+        services: dict[str, Any] | None = None,
     ) -> None:
+        self.services: dict[str, Any] = dict(services or {})
         self.model = model or default_model_name()
         self.backend: Backend | Literal["custom"]
         if client is not None:
@@ -221,7 +223,7 @@ class Session:
             namespace=self.namespace,
             agent_id=agent_id,
             env=scrubbed_env(),
-            services={"workers": self.workers},
+            services={**self.services, "workers": self.workers},
         )
 
     def _config(self) -> AgentConfig:
@@ -251,7 +253,9 @@ class Session:
         return replace(
             base,
             gate=base.gate.for_worker(agent_id),
-            ctx=replace(base.ctx, agent_id=agent_id, services={"workers": self.workers}),
+            ctx=replace(
+                base.ctx, agent_id=agent_id, services={**self.services, "workers": self.workers}
+            ),
         )
 
     def _named_config(
@@ -270,7 +274,9 @@ class Session:
             system=[{"type": "text", "text": definition.prompt or self.system_prompt}],
             tools=tools,
             gate=base.gate.for_worker(agent_id, mode=definition.permissionMode),
-            ctx=replace(base.ctx, agent_id=agent_id, services={"workers": self.workers}),
+            ctx=replace(
+                base.ctx, agent_id=agent_id, services={**self.services, "workers": self.workers}
+            ),
             max_turns=definition.maxTurns or self.max_turns,
             thinking=None,
         )

@@ -51,6 +51,7 @@ class Kernel:
         self.client.start_channels()
         self.client.wait_for_ready(timeout=60)
         self.iopub: list[dict[str, Any]] = []
+        self.clicked: set[str] = set()
 
     def drain(self, until_idle_of: str | None = None, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
@@ -81,6 +82,36 @@ class Kernel:
         mine = [m for m in self.iopub[start:] if m["parent_header"].get("msg_id") == msg_id]
         return Execution(reply, mine)
 
+    def run_approving(self, code: str, timeout: float = 60) -> Execution:
+        """Run a cell and click "Allow once" on every approval that appears meanwhile."""
+        msg_id = self.client.execute(code)
+        start = len(self.iopub)
+        clicked = self.clicked
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                msg = self.client.get_iopub_msg(timeout=0.1)
+            except queue.Empty:
+                continue
+            self.iopub.append(msg)
+            for comm_id in self.widget_comms(description="Allow once"):
+                if comm_id not in clicked:
+                    clicked.add(comm_id)
+                    self.click(comm_id)
+            if (
+                msg["msg_type"] == "status"
+                and msg["parent_header"].get("msg_id") == msg_id
+                and msg["content"]["execution_state"] == "idle"
+            ):
+                break
+        else:
+            raise TimeoutError("cell did not finish")
+        reply = self.client.get_shell_msg(timeout=timeout)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = self.client.get_shell_msg(timeout=timeout)
+        mine = [m for m in self.iopub[start:] if m["parent_header"].get("msg_id") == msg_id]
+        return Execution(reply, mine)
+
     def start(self, code: str) -> str:
         """Send a cell without waiting for it."""
         return str(self.client.execute(code))
@@ -98,7 +129,18 @@ class Kernel:
 
     def click(self, comm_id: str) -> None:
         """A widget Button click exactly as the ipywidgets frontend sends it."""
+        self.clicked.add(comm_id)
         self.comm_msg(comm_id, {"method": "custom", "content": {"event": "click"}})
+
+    def cards(self) -> list[str]:
+        """Comm ids of the task cards opened so far."""
+        return [
+            m["content"]["comm_id"]
+            for m in self.iopub
+            if m["msg_type"] == "comm_open"
+            and "forkagent-card"
+            in m["content"].get("data", {}).get("state", {}).get("_dom_classes", [])
+        ]
 
     def widget_comms(self, **state: Any) -> list[str]:
         """Comm ids of widgets opened so far whose initial state matches `state`."""

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from forkagent_jupyter.emulator.faults import Fault
+
 from .conftest import Kernel
 
 pytestmark = pytest.mark.kernel
@@ -15,13 +17,13 @@ AGENT_CELL = "%%agent\nCompute it.\n\n```python\nanswer = 6 * 7\nprint('answer i
 
 
 def test_agent_cell_streams_uses_a_tool_and_keeps_history(kernel: Kernel, emulator: Any) -> None:
-    first = kernel.execute(AGENT_CELL)
+    first = kernel.run_approving(AGENT_CELL)
     assert first.status == "ok", first.texts()
     text = first.texts()
     assert "**Python**" in text and "answer is 42" in text
     assert "cache read" in text and "session $" in text  # the usage line
     assert kernel.value("answer") == 42  # the tool ran in the user's namespace
-    second = kernel.execute("%%agent\nAnd double it: `py: answer * 2`")
+    second = kernel.run_approving("%%agent\nAnd double it: `py: answer * 2`")
     assert "84" in second.texts()
     assert kernel.value("len(__forkagent__.session.messages)") == 8
     # streamed: the cell's display was updated more than once
@@ -31,7 +33,7 @@ def test_agent_cell_streams_uses_a_tool_and_keeps_history(kernel: Kernel, emulat
 
 def test_interpolates_kernel_variables(kernel: Kernel) -> None:
     kernel.execute("n = 21")
-    result = kernel.execute("%%agent\nDouble `py: {n} * 2`")
+    result = kernel.run_approving("%%agent\nDouble `py: {n} * 2`")
     assert "42" in result.texts()
 
 
@@ -49,10 +51,12 @@ def test_bad_magic_arguments_are_one_line_usage_errors(kernel: Kernel) -> None:
     for code, expected in cases.items():
         result = kernel.execute(code)
         assert result.status == "error", code
-        errors = [m["content"] for m in result.messages if m["msg_type"] == "error"]
-        assert errors and errors[0]["ename"] == "UsageError", (code, errors)
-        assert expected in errors[0]["evalue"], (code, errors[0]["evalue"])
-        assert "\n" not in errors[0]["evalue"].strip()
+        reply = result.reply["content"]
+        assert reply["ename"] == "UsageError", (code, reply)
+        assert expected in reply["evalue"], (code, reply["evalue"])
+        assert "\n" not in reply["evalue"].strip()
+        shown = result.texts()  # IPython shows one line, no traceback
+        assert "Traceback" not in shown and expected in shown
 
 
 def test_three_forks_then_wait(kernel: Kernel, emulator: Any) -> None:
@@ -62,8 +66,8 @@ def test_three_forks_then_wait(kernel: Kernel, emulator: Any) -> None:
     for i, expr in enumerate(["sum(data)", "max(data)", "len(data)"]):
         r = kernel.execute(f"%fork --name w{i} compute `py: {expr}`")
         assert r.status == "ok", r.texts()
-        assert kernel.widget_comms(_view_name="VBox")  # a card was displayed
-    done = kernel.execute("%tasks --wait", timeout=120)
+        assert len(kernel.cards()) == i + 1  # a card was displayed
+    done = kernel.run_approving("%tasks --wait", timeout=120)  # approves the workers' calls
     assert done.status == "ok", done.texts()
     statuses = kernel.value("[t.status for t in __forkagent__.session.tasks]")
     assert statuses == ["completed"] * 3
@@ -116,13 +120,30 @@ def test_unanswered_approval_times_out_as_a_denial(kernel: Kernel) -> None:
     assert kernel.value("__import__('os').path.exists('c.txt')") is False
 
 
-def test_interrupt_cancels_the_turn_only(kernel: Kernel) -> None:
+def test_interrupt_cancels_the_turn_only(kernel: Kernel, emulator: Any) -> None:
     kernel.execute("%config ForkAgent.approval_timeout = 60")
-    kernel.execute("%fork --name bg `py: 1 + 1`")
-    msg_id = kernel.start("%%agent\nRun it.\n```python\nimport time\ntime.sleep(0)\n```")
+    kernel.execute("%fork --name bg `py: 1 + 1`")  # waits for its approval meanwhile
+    deadline = time.monotonic() + 30
+    while not _approval_buttons(kernel) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    emulator.faults.next(Fault.delay(ttft=3))
+    seen = len(emulator.requests)
+    msg_id = kernel.start("%%agent\nA slow answer, please.")
+    deadline = time.monotonic() + 30
+    while len(emulator.requests) <= seen and time.monotonic() < deadline:
+        time.sleep(0.05)
     kernel.km.interrupt_kernel()
     kernel.drain(until_idle_of=msg_id, timeout=60)
-    after = kernel.execute("%%agent\nStill here? `py: 2 + 3`")
+    shown = "".join(
+        m["content"]["data"].get("text/markdown", "")
+        for m in kernel.iopub
+        if m["parent_header"].get("msg_id") == msg_id and "data" in m["content"]
+    )
+    assert "Interrupted. Background workers keep running." in shown
+    # the history stays valid: the prompt is kept, nothing half-made was added
+    assert kernel.value("[m['role'] for m in __forkagent__.session.messages]")[-1] == "user"
+    assert kernel.value("__forkagent__.session.registry.get('bg').status") == "running"
+    after = kernel.run_approving("%%agent\nStill here? `py: 2 + 3`")
     assert after.status == "ok" and "5" in after.texts()
-    kernel.execute("%tasks --wait bg", timeout=60)
+    kernel.run_approving("%tasks --wait bg", timeout=60)
     assert kernel.value("__forkagent__.session.registry.get('bg').status") == "completed"
