@@ -235,16 +235,53 @@ async def run(quick: bool) -> dict[str, Any]:
     }
 
 
+# Bounds checked by `--check` (CI): the targets of the fork issue. The quick run's largest
+# context is 10k tokens, where output tokens weigh more, hence its looser cost bound.
+BOUNDS = {
+    "min_read_ratio": 0.99,
+    "cost_vs_unstaggered_n8_expired": {"full": 0.25, "quick": 0.30},
+    "wall_ratio": 1.3,
+    "build_ms": 50.0,
+    "added_mb": 5.0,
+}
+
+
+def check(result: dict[str, Any]) -> list[str]:
+    """The bounds this run breaks (empty when all hold)."""
+    size = "quick" if result["quick"] else "full"
+    cost_bound = BOUNDS["cost_vs_unstaggered_n8_expired"][size]  # type: ignore[index]
+    failures = []
+    t = result["targets"]
+    if t["min_read_ratio"] < BOUNDS["min_read_ratio"]:
+        failures.append(f"cache-read ratio {t['min_read_ratio']:.4f} < {BOUNDS['min_read_ratio']}")
+    if t["cost_vs_unstaggered_n8_expired"] > cost_bound:
+        failures.append(
+            f"cost vs unstaggered {t['cost_vs_unstaggered_n8_expired']:.3f} > {cost_bound}"
+        )
+    if result["wall_time"]["ratio"] > BOUNDS["wall_ratio"]:
+        failures.append(f"wall-time ratio {result['wall_time']['ratio']:.2f} > 1.3")
+    c = result["construction"]
+    if c["build_ms"] > BOUNDS["build_ms"] or c["added_mb"] > BOUNDS["added_mb"]:
+        failures.append(f"fork construction {c['build_ms']:.1f} ms / {c['added_mb']:.2f} MB")
+    return failures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="the CI size")
+    parser.add_argument("--check", action="store_true", help="fail when a bound is broken")
     parser.add_argument("--out", type=Path)
     ns = parser.parse_args(argv)
     result = asyncio.run(run(ns.quick))
+    failures = check(result)
+    result["bounds"] = {"checked": ns.check, "failures": failures}
     text = json.dumps(result, indent=2)
     if ns.out:
         ns.out.write_text(text + "\n")
     print(text)
+    if ns.check and failures:
+        print("fork_cache: bounds broken: " + "; ".join(failures), file=sys.stderr)
+        return 1
     return 0
 
 
