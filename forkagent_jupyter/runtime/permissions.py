@@ -1,60 +1,74 @@
 """Permissions: modes, allow/deny rules, and the policy that answers everything else.
 
-The loop asks `PermissionGate.check` once per tool call. In order:
-1. a matching deny rule denies;
-2. a path outside the work directory (symlinks and `..` resolved) is denied unless an allow
-   rule for that tool matches it - this applies to read-only tools too;
-3. `bypassPermissions` allows everything;
-4. `plan` denies every tool that changes something (the model is told it is planning);
-5. read-only tools are allowed;
-6. a matching allow rule allows; `acceptEdits` allows Write and Edit (inside the work dir);
-7. otherwise the `PermissionPolicy` decides (`bubble`, the mode of workers, is the same with
-   the worker's task id in the request so a UI can show it on the worker's card); with no
-   policy the call is denied with a message that says how to allow it.
+The loop asks `PermissionGate.check` once per tool call, after validating the input. In order:
 
-Rules are `Tool` (every call) or `Tool(spec)`. For Bash the spec is the command: exact, or a
-prefix when it ends in `:*` (`Bash(git status:*)` matches `git status` and `git status -s`,
-not `git statusx`). For file tools the spec is a glob over the path (relative to the work dir
-when inside it, absolute otherwise; `**` crosses directories, `*` does not, `~` is home).
-An "allow for session" answer adds a rule, shared by the session and all its workers.
+1. a matching **deny rule** denies (deny always wins);
+2. **containment**: a path outside the work directory (symlinks and `..` resolved) is denied
+   unless an allow rule *with a spec* for that tool matches it (`Read(/data/**)`); this holds
+   in every mode and for read-only tools too;
+3. mode `bypassPermissions` allows;
+4. mode `plan` denies every tool that is not read-only, telling the model it is planning;
+5. read-only tools are allowed;
+6. a matching **allow rule** allows;
+7. mode `acceptEdits` allows Write and Edit (their paths are inside the work dir by step 2);
+8. otherwise the `PermissionPolicy` decides - in `bubble` (the mode of forked workers) the same,
+   and the request carries the worker's task id so a UI can show it on the worker's card.
+   Without a policy the call is denied with a message saying how to allow it.
+
+An `Allow` may carry `updated_input` (validated against the tool's input model and checked
+again by steps 1-2) and `remember_rule` / `remember` ("allow for session": the gate adds the
+rule, shared by the session and all its workers). Every decision is logged (`gate.log`).
+Rule syntax and matching: `permission_rules`.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
+import logging
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from .tools.base import Tool, ToolContext
+from .permission_rules import Rule, command_parts
+from .secrets import redact
+from .tools.base import Tool, ToolContext, format_validation_error
+from .tools.paths import is_inside, real, shown_path
 
 __all__ = [
     "Allow",
     "AllowAll",
+    "CallbackPolicy",
+    "Decision",
     "Deny",
     "DenyAll",
     "PermissionGate",
     "PermissionMode",
     "PermissionPolicy",
     "PermissionRequest",
+    "RecordingPolicy",
     "Rule",
+    "RuleBook",
     "ScriptedPolicy",
 ]
 
+log = logging.getLogger(__name__)
+
 PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan", "bubble"]
+MODES: tuple[str, ...] = get_args(PermissionMode)
 EDIT_TOOLS = frozenset({"Write", "Edit"})
-FILE_TOOLS = frozenset({"Read", "Write", "Edit", "Glob", "Grep"})
+MAX_LOG = 10_000
 
 
 @dataclass(frozen=True)
 class Allow:
-    """Run the call (with `updated_input` instead, if given); `remember` allows similar calls
-    for the rest of the session."""
+    """Run the call - with `updated_input` instead of the model's input, if given.
+    `remember_rule` (e.g. "Bash(git status:*)") is added to the allow rules for the rest of
+    the session; `remember=True` adds the request's `suggested_rule` instead."""
 
     updated_input: dict[str, Any] | None = None
+    remember_rule: str | None = None
     remember: bool = False
     behavior: Literal["allow"] = "allow"
 
@@ -67,27 +81,36 @@ class Deny:
     behavior: Literal["deny"] = "deny"
 
 
+Decision = Allow | Deny
+
+
 @dataclass(frozen=True)
 class PermissionRequest:
-    """What a policy is asked about."""
+    """What a policy is asked about. `summary` is one human-readable line; `outside_paths`
+    lists real paths outside the work directory (only present when a rule let them through);
+    `suggested_rule` is what "allow for session" would add."""
 
     tool_name: str
     input: dict[str, Any]
     agent_id: str
     task_id: str | None
     read_only: bool
-    subject: str
     summary: str
+    subject: str = ""
+    outside_paths: tuple[str, ...] = ()
+    suggested_rule: str | None = None
 
 
 @runtime_checkable
 class PermissionPolicy(Protocol):
+    """Answers the calls that modes and rules leave open (a notebook UI is one policy)."""
+
     async def decide(self, request: PermissionRequest) -> Allow | Deny: ...
 
 
 @dataclass
 class AllowAll:
-    """Approve every call (a user who trusts the model, or a test)."""
+    """Approve every call that reaches the policy (a user who trusts the model, or a test)."""
 
     async def decide(self, request: PermissionRequest) -> Allow | Deny:
         return Allow()
@@ -95,6 +118,8 @@ class AllowAll:
 
 @dataclass
 class DenyAll:
+    """Refuse every call that reaches the policy, with `message` for the model."""
+
     message: str = "Denied: this session approves no tool that changes files or runs code."
 
     async def decide(self, request: PermissionRequest) -> Allow | Deny:
@@ -103,7 +128,8 @@ class DenyAll:
 
 @dataclass
 class ScriptedPolicy:
-    """Answers from a list in order (then `default`), recording every request."""
+    """Answers from `answers` in order, then `default`; records every request (tests, demos,
+    and a model for UI policies)."""
 
     answers: list[Allow | Deny] = field(default_factory=list)
     default: Allow | Deny = field(default_factory=lambda: Deny("No more scripted answers."))
@@ -114,74 +140,68 @@ class ScriptedPolicy:
         return self.answers.pop(0) if self.answers else self.default
 
 
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    out = []
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        out.append("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c))
-        i += 1
-    return re.compile("^" + "".join(out) + "$")
-
-
-@dataclass(frozen=True)
-class Rule:
-    """`Tool` or `Tool(spec)`."""
-
-    tool: str
-    spec: str | None = None
-
-    @classmethod
-    def parse(cls, text: str) -> Rule:
-        m = re.fullmatch(r"\s*([A-Za-z0-9_-]+)\s*(?:\((.*)\))?\s*", text)
-        if not m:
-            raise ValueError(f"bad permission rule {text!r}: use Tool or Tool(spec)")
-        spec = m.group(2)
-        return cls(m.group(1), spec.strip() if spec is not None and spec.strip() else None)
-
-    def __str__(self) -> str:
-        return self.tool if self.spec is None else f"{self.tool}({self.spec})"
-
-    def matches(self, tool: str, subject: str, paths: Sequence[str] = ()) -> bool:
-        if tool != self.tool:
-            return False
-        if self.spec is None:
-            return True
-        if tool in FILE_TOOLS:
-            spec = str(Path(self.spec).expanduser()) if self.spec.startswith("~") else self.spec
-            regex = _glob_regex(spec)
-            return any(regex.match(p) for p in [subject, *paths] if p)
-        if self.spec.endswith(":*"):
-            prefix = self.spec[:-2].rstrip()
-            return subject == prefix or subject.startswith(prefix + " ")
-        return subject.strip() == self.spec
-
-
-def _inside(workdir: Path, path: Path) -> bool:
-    try:
-        path.resolve().relative_to(workdir.resolve())
-    except ValueError:
-        return False
-    return True
+RecordingPolicy = ScriptedPolicy
 
 
 @dataclass
-class _Rules:
+class CallbackPolicy:
+    """Delegates to a function of the request, sync or async."""
+
+    fn: Callable[[PermissionRequest], Allow | Deny | Awaitable[Allow | Deny]]
+
+    async def decide(self, request: PermissionRequest) -> Allow | Deny:
+        answer = self.fn(request)
+        if isinstance(answer, (Allow, Deny)):
+            return answer
+        return await answer
+
+
+@dataclass
+class RuleBook:
+    """Allow and deny rules plus the decision log; shared by a session and its workers."""
+
     allow: list[Rule] = field(default_factory=list)
     deny: list[Rule] = field(default_factory=list)
     log: list[dict[str, Any]] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class _Facts:
+    """One call as the rules see it."""
+
+    tool: str
+    subject: str
+    paths: list[Path]
+    forms: list[list[str]]  # per path: the forms rules match against
+    outside: list[Path]
+
+
+def summarize(tool: str, data: dict[str, Any], subject: str) -> str:
+    """One readable line about a call, for a prompt or the log (secrets masked)."""
+
+    def cut(text: object, n: int = 60) -> str:
+        s = " ".join(str(text).split())
+        return s if len(s) <= n else s[: n - 1] + "…"
+
+    if tool == "Bash":
+        why = f"  # {cut(data['description'])}" if data.get("description") else ""
+        text = f"Bash: {cut(subject, 240)}{why}"
+    elif tool == "Write":
+        text = f"Write {subject} ({len(str(data.get('content', '')).splitlines())} lines)"
+    elif tool == "Edit":
+        text = f"Edit {subject}: {cut(data.get('old_string'))!r} -> {cut(data.get('new_string'))!r}"
+    elif tool == "Python":
+        lines = subject.splitlines() or [""]
+        more = f"  (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+        text = f"Python: {cut(lines[0], 200)}{more}"
+    else:
+        text = f"{tool}: {cut(subject, 240)}" if subject else tool
+    return redact(text)
+
+
 class PermissionGate:
-    """Decides each tool call (see the module doc). Workers' gates share the rules."""
+    """Decides each tool call (see the module doc). `mode` may be changed at any time;
+    `for_worker` makes the gate of a background agent, sharing this gate's rules and log."""
 
     def __init__(
         self,
@@ -191,117 +211,276 @@ class PermissionGate:
         allow: Sequence[str] = (),
         deny: Sequence[str] = (),
         task_id: str | None = None,
-        _rules: _Rules | None = None,
+        rules: RuleBook | None = None,
     ) -> None:
-        if mode not in ("default", "acceptEdits", "bypassPermissions", "plan", "bubble"):
-            raise ValueError(f"unknown permission mode {mode!r}")
+        if mode not in MODES:
+            raise ValueError(f"Unknown permission mode {mode!r}; use one of {', '.join(MODES)}.")
         self.mode: PermissionMode = mode
         self.policy = policy
         self.task_id = task_id
-        self.rules = _rules or _Rules([Rule.parse(r) for r in allow], [Rule.parse(r) for r in deny])
+        self.rules = rules if rules is not None else RuleBook()
+        for text in allow:
+            self.add_rule(text)
+        for text in deny:
+            self.add_rule(text, deny=True)
 
     @property
     def log(self) -> list[dict[str, Any]]:
-        """Every decision: tool, subject, decision, by whom, task."""
+        """Every decision: tool, summary, decision, by (rule/workdir/mode/read-only/policy/
+        no-policy/input/error), rule, message, agent_id, task_id."""
         return self.rules.log
 
-    def add_rule(self, rule: str) -> None:
+    def add_rule(self, rule: str, *, deny: bool = False) -> Rule:
+        """Add an allow (or deny) rule for the rest of the session; raises ValueError if the
+        text is not a rule."""
         parsed = Rule.parse(rule)
-        if parsed not in self.rules.allow:
-            self.rules.allow.append(parsed)
+        target = self.rules.deny if deny else self.rules.allow
+        if parsed not in target:
+            target.append(parsed)
+        return parsed
+
+    def remove_rule(self, rule: str, *, deny: bool = False) -> None:
+        parsed = Rule.parse(rule)
+        target = self.rules.deny if deny else self.rules.allow
+        if parsed in target:
+            target.remove(parsed)
 
     def for_worker(self, task_id: str, mode: PermissionMode | None = None) -> PermissionGate:
-        """The gate of a worker: `bubble` (its questions reach this session's policy, tagged
-        with its task id) unless this session allows more, or `mode` says otherwise."""
-        chosen: PermissionMode = mode or (
-            self.mode if self.mode in ("bypassPermissions", "acceptEdits", "plan") else "bubble"
-        )
-        return PermissionGate(mode=chosen, policy=self.policy, task_id=task_id, _rules=self.rules)
+        """A worker's gate. Its mode: `plan` if this session or the agent definition says so
+        (restricting is always allowed); this session's `bypassPermissions`/`acceptEdits`
+        otherwise; else the definition's mode, else `bubble` (ask this session's policy)."""
+        chosen: PermissionMode
+        if "plan" in (self.mode, mode):
+            chosen = "plan"
+        elif self.mode in ("bypassPermissions", "acceptEdits"):
+            chosen = self.mode
+        else:
+            chosen = mode or "bubble"
+        return PermissionGate(mode=chosen, policy=self.policy, task_id=task_id, rules=self.rules)
 
-    def _record(self, tool: str, subject: str, decision: str, by: str, ctx: ToolContext) -> None:
-        self.rules.log.append(
-            {
-                "tool": tool,
-                "subject": subject[:200],
-                "decision": decision,
-                "by": by,
-                "agent_id": ctx.agent_id,
-                "task_id": self.task_id,
-            }
-        )
+    # -- deciding ------------------------------------------------------------------------
 
     async def check(
-        self, tool: Tool[Any], args: BaseModel, ctx: ToolContext, raw: dict[str, Any]
+        self, tool: Tool[Any], args: BaseModel, ctx: ToolContext, raw_input: dict[str, Any]
     ) -> Allow | Deny:
-        decision, by = await self._decide(tool, args, ctx, raw)
-        subject = tool.permission_subject(args)
-        self._record(tool.name, subject, decision.behavior, by, ctx)
+        """The decision for one validated call (never raises, except cancellation)."""
+        subject = ""
+        try:
+            facts = self._facts(tool, args, ctx)
+            subject = facts.subject
+            if facts.paths and tool.read_only:
+                ctx.services["read_guard"] = self._read_guard(tool.name, ctx.workdir)
+            decision, by, rule = await self._decide(tool, args, ctx, raw_input, facts)
+        except Exception as exc:  # a bad path (NUL byte...) or a bug: refuse, never crash
+            log.warning("permission check of %s failed: %s", tool.name, redact(repr(exc)))
+            decision = Deny(f"{tool.name} refused: its input could not be checked ({exc}).")
+            by, rule = "error", None
+        entry: dict[str, Any] = {
+            "tool": tool.name,
+            "summary": summarize(tool.name, dict(raw_input), subject),
+            "decision": decision.behavior,
+            "by": by,
+            "rule": rule,
+            "agent_id": ctx.agent_id,
+            "task_id": self.task_id,
+        }
+        if isinstance(decision, Deny):
+            entry["message"] = redact(decision.message)
+        self.rules.log.append(entry)
+        if len(self.rules.log) > MAX_LOG:
+            del self.rules.log[: MAX_LOG // 10]
         return decision
 
-    async def _decide(
-        self, tool: Tool[Any], args: BaseModel, ctx: ToolContext, raw: dict[str, Any]
-    ) -> tuple[Allow | Deny, str]:
-        name = tool.name
-        subject = tool.permission_subject(args)
-        paths = [p.resolve() for p in tool.paths(args, ctx)]
-        path_texts = [str(p) for p in paths]
+    def _facts(self, tool: Tool[Any], args: BaseModel, ctx: ToolContext) -> _Facts:
+        root = real(ctx.workdir)
+        paths = [real(p) for p in tool.paths(args, ctx)]
+        forms: list[list[str]] = []
+        for p in paths:
+            shown = shown_path(root, p)
+            forms.append([shown, str(p)] if shown != str(p) else [str(p)])
+        outside = [p for p in paths if not is_inside(root, p)]
+        return _Facts(tool.name, tool.permission_subject(args), paths, forms, outside)
+
+    def _read_guard(self, tool: str, workdir: Path) -> Callable[[Path], bool]:
+        root = real(workdir)
+
+        def allowed(path: Path) -> bool:
+            shown = shown_path(root, path)
+            forms = [shown, str(path)] if shown != str(path) else [str(path)]
+            return not any(
+                r.spec is not None and r.covers(tool) and r.matches_path(forms)
+                for r in self.rules.deny
+            )
+
+        return allowed
+
+    def _denied_by(self, facts: _Facts) -> Rule | None:
         for rule in self.rules.deny:
-            if rule.matches(name, subject, path_texts):
-                return Deny(f"{name} call denied by the rule {rule}."), "rule"
-        outside = [p for p in paths if not _inside(ctx.workdir, p)]
-        for p in outside:
-            if not any(r.matches(name, str(p), [str(p)]) for r in self.rules.allow):
-                return (
-                    Deny(
-                        f"{name} refused: {p} is outside the work directory {ctx.workdir}. "
-                        f"Stay inside it, or ask the user to allow it with a rule such as "
-                        f"{name}({p.parent}/**)."
-                    ),
-                    "workdir",
+            if not rule.covers(facts.tool):
+                continue
+            if rule.spec is None:
+                return rule
+            if facts.paths:
+                if any(rule.matches_path(forms) for forms in facts.forms):
+                    return rule
+            elif facts.tool == "Bash":
+                parts = command_parts(facts.subject)
+                candidates = [w for w in [parts.whole, *parts.loose] if w]
+                if any(rule.matches_words(words) for words in candidates):
+                    return rule
+            elif rule.matches_text(facts.subject):
+                return rule
+        return None
+
+    def _allowed_by(self, facts: _Facts) -> Rule | None:
+        rules = [r for r in self.rules.allow if r.covers(facts.tool)]
+        for rule in rules:
+            if rule.spec is None:
+                return rule
+        specific = [r for r in rules if r.spec is not None]
+        if not specific:
+            return None
+        if facts.paths:
+            chosen: list[Rule] = []
+            for forms in facts.forms:
+                hit = next((r for r in specific if r.matches_path(forms)), None)
+                if hit is None:
+                    return None
+                chosen.append(hit)
+            return chosen[0]
+        if facts.tool == "Bash":
+            parts = command_parts(facts.subject)
+            exact = [r for r in specific if not r.prefix]
+            if parts.whole is not None:
+                whole = next((r for r in exact if r.matches_words(parts.whole)), None)
+                if whole is not None:
+                    return whole
+            if not parts.parts:
+                return None
+            hits = [next((r for r in specific if r.matches_words(w)), None) for w in parts.parts]
+            return hits[0] if all(h is not None for h in hits) else None
+        return next((r for r in specific if r.matches_text(facts.subject)), None)
+
+    def _outside_denial(self, facts: _Facts, workdir: Path) -> Deny | None:
+        for p in facts.outside:
+            if not any(
+                r.spec is not None and r.covers(facts.tool) and r.matches_path([str(p)])
+                for r in self.rules.allow
+            ):
+                family = "Read" if facts.tool in ("Read", "Glob", "Grep") else facts.tool
+                where = p if p.is_dir() else p.parent
+                return Deny(
+                    f"{facts.tool} refused: {p} is outside the work directory {real(workdir)}. "
+                    "Work inside it. Files elsewhere can be allowed only by the user, with a "
+                    f"rule such as {family}({where}/**)."
                 )
+        return None
+
+    async def _decide(
+        self,
+        tool: Tool[Any],
+        args: BaseModel,
+        ctx: ToolContext,
+        raw_input: dict[str, Any],
+        facts: _Facts,
+    ) -> tuple[Allow | Deny, str, str | None]:
+        name = tool.name
+        denied = self._denied_by(facts)
+        if denied is not None:
+            return Deny(f"{name} call denied by the rule {denied}."), "rule", str(denied)
+        outside = self._outside_denial(facts, ctx.workdir)
+        if outside is not None:
+            return outside, "workdir", None
         if self.mode == "bypassPermissions":
-            return Allow(), "mode"
+            return Allow(), "mode", None
         if self.mode == "plan" and not tool.read_only:
             return (
                 Deny(
-                    f"{name} is not available in plan mode: investigate with read-only tools "
-                    "and present a plan instead of making changes."
+                    f"{name} is not available in plan mode. Investigate with read-only tools "
+                    "(Read, Glob, Grep) and present your plan; changes come after the user "
+                    "approves it and leaves plan mode."
                 ),
                 "mode",
+                None,
             )
         if tool.read_only:
-            return Allow(), "read-only"
-        if any(r.matches(name, subject, path_texts) for r in self.rules.allow):
-            return Allow(), "rule"
+            return Allow(), "read-only", None
+        allowed = self._allowed_by(facts)
+        if allowed is not None:
+            return Allow(), "rule", str(allowed)
         if self.mode == "acceptEdits" and name in EDIT_TOOLS:
-            return Allow(), "mode"
+            return Allow(), "mode", None
+        suggestion = _suggest_rule(facts, ctx.workdir)
         if self.policy is None:
             return (
                 Deny(
-                    f"{name} needs the user's approval and nobody can approve it here. The user "
-                    f"can allow it with permission_mode='acceptEdits' (file edits), "
-                    f"'bypassPermissions', or a rule such as {name}({subject or '...'})."
+                    f"{name} needs the user's approval, and no one can give it in this "
+                    "session (no permission policy). Tell the user what you wanted to do; they "
+                    "can allow it with permission_mode='acceptEdits' (file edits in the work "
+                    "directory) or 'bypassPermissions', or with a rule such as "
+                    f"{suggestion or name}."
                 ),
                 "no-policy",
+                None,
             )
         request = PermissionRequest(
             tool_name=name,
-            input=dict(raw),
+            input=dict(raw_input),
             agent_id=ctx.agent_id,
             task_id=self.task_id,
             read_only=tool.read_only,
-            subject=subject,
-            summary=f"{name}: {subject}" if subject else name,
+            summary=summarize(name, dict(raw_input), facts.subject),
+            subject=facts.subject,
+            outside_paths=tuple(str(p) for p in facts.outside),
+            suggested_rule=suggestion,
         )
-        decision = await self.policy.decide(request)
-        if isinstance(decision, Allow) and decision.remember:
-            self.add_rule(self._session_rule(name, subject))
-        return decision, "policy"
+        decision = await self._ask(request)
+        if isinstance(decision, Deny):
+            return decision, "policy", None
+        if decision.updated_input is not None:
+            problem = self._recheck(tool, decision.updated_input, ctx)
+            if problem is not None:
+                return problem, "input", None
+        remembered = decision.remember_rule or (suggestion if decision.remember else None)
+        if remembered:
+            try:
+                self.add_rule(remembered)
+            except ValueError as exc:
+                log.warning("policy asked to remember an invalid rule: %s", exc)
+        return decision, "policy", remembered
 
-    @staticmethod
-    def _session_rule(name: str, subject: str) -> str:
-        if name == "Bash" and subject:
-            return f"Bash({subject}:*)"
-        if name in FILE_TOOLS and subject:
-            return f"{name}({subject})"
-        return name
+    async def _ask(self, request: PermissionRequest) -> Allow | Deny:
+        assert self.policy is not None
+        try:
+            decision = await self.policy.decide(request)
+        except Exception as exc:
+            log.warning("permission policy failed: %s", redact(repr(exc)))
+            return Deny(f"{request.tool_name} was not approved: the approval step failed ({exc}).")
+        if not isinstance(decision, (Allow, Deny)):
+            return Deny(f"{request.tool_name} was not approved (the policy gave no decision).")
+        return decision
+
+    def _recheck(self, tool: Tool[Any], data: dict[str, Any], ctx: ToolContext) -> Deny | None:
+        """A policy's replacement input must be valid and pass the deny rules and
+        containment like the original."""
+        try:
+            args = tool.parse(data)
+        except ValidationError as exc:
+            return Deny("The approved input is invalid. " + format_validation_error(tool.name, exc))
+        facts = self._facts(tool, args, ctx)
+        denied = self._denied_by(facts)
+        if denied is not None:
+            return Deny(f"{tool.name} call denied by the rule {denied}.")
+        return self._outside_denial(facts, ctx.workdir)
+
+
+def _suggest_rule(facts: _Facts, workdir: Path) -> str | None:
+    """What "allow for session" adds: the exact command, the exact file, or the tool."""
+    if facts.tool == "Bash":
+        words = command_parts(facts.subject).whole
+        if not words or "\n" in facts.subject:
+            return None
+        return f"Bash({facts.subject})"
+    if facts.paths:
+        return f"{facts.tool}({shown_path(workdir, facts.paths[0])})"
+    return facts.tool

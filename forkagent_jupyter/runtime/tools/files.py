@@ -1,267 +1,270 @@
-"""File tools: Read, Write, Edit, Glob, Grep.
+"""File tools: Read, Write, Edit (and, from `search.py`, Glob and Grep).
 
-Relative paths resolve against the work directory. Each tool reports the paths it touches
-(`paths`, resolved through symlinks) so the permission gate can keep calls inside the work
-directory, and its `permission_subject` (the path relative to the work directory when inside,
-absolute otherwise) for rules such as `Write(src/**)`.
+Relative paths resolve against the work directory (`ctx.workdir`). Each tool reports the real
+paths it touches (`paths`: symlinks followed, `..` folded) so the permission gate can keep
+calls inside the work directory and match rules such as `Write(src/**)` against them; its
+`permission_subject` is the path as the model wrote it, tidied (what a person reads).
+Problems the model can fix (missing file, ambiguous edit, binary file) are `ToolError`s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
+import threading
 from pathlib import Path
-from typing import Literal
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .base import Tool, ToolContext, ToolError
+from .paths import resolve_in
+from .search import GlobTool, GrepTool, tidy
+from .search import display_path as _shown
 
-__all__ = ["EditTool", "GlobTool", "GrepTool", "ReadTool", "WriteTool", "resolve", "subject"]
+__all__ = ["EditTool", "GlobTool", "GrepTool", "ReadTool", "WriteTool"]
 
-MAX_READ_LINES = 2000
-MAX_LINE = 2000
-MAX_MATCHES = 200
-
-
-def resolve(workdir: Path, path: str) -> Path:
-    p = Path(path).expanduser()
-    return (p if p.is_absolute() else workdir / p).resolve()
-
-
-def subject(workdir: Path, path: str) -> str:
-    full = resolve(workdir, path)
-    try:
-        return full.relative_to(workdir.resolve()).as_posix()
-    except ValueError:
-        return str(full)
+READ_LINES = 2000  # default number of lines Read returns
+READ_CHARS = 60_000  # Read stops (and says where to continue) past this many characters
+LINE_CHARS = 2000  # longer lines are cut in Read output
+SNIFF = 8192  # a NUL byte in the first SNIFF bytes means binary
 
 
-class _PathInput(BaseModel):
+def _io_error(action: str, shown: str, exc: OSError) -> ToolError:
+    return ToolError(f"Could not {action} {shown}: {exc.strerror or exc}")
+
+
+_locks_guard = threading.Lock()
+_file_locks: dict[str, threading.Lock] = {}
+
+
+def _file_lock(path: Path) -> threading.Lock:
+    """One lock per file, so Write and Edit calls from parallel agents never interleave."""
+    with _locks_guard:
+        return _file_locks.setdefault(str(path), threading.Lock())
+
+
+def _is_binary(head: bytes) -> bool:
+    return b"\0" in head
+
+
+class _Input(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class ReadInput(_PathInput):
+class _FileInput(_Input):
+    file_path: str = Field(min_length=1, description="Path of the file.")
+
+
+FileInputT = TypeVar("FileInputT", bound=_FileInput)
+
+
+class _FileTool(Tool[FileInputT]):
+    """Shared path plumbing of the tools that take one `file_path`."""
+
+    def permission_subject(self, args: FileInputT) -> str:
+        return tidy(args.file_path)
+
+    def paths(self, args: FileInputT, ctx: ToolContext) -> list[Path]:
+        return [resolve_in(ctx.workdir, args.file_path)]
+
+
+# -- Read ----------------------------------------------------------------------------------
+
+
+class ReadInput(_FileInput):
     file_path: str = Field(
-        description="Path of the file (relative to the work directory or absolute)."
+        min_length=1, description="File to read: relative to the work directory, or absolute."
     )
-    offset: int | None = Field(default=None, ge=1, description="First line to read (1-based).")
-    limit: int | None = Field(default=None, ge=1, description="How many lines to read.")
+    offset: int | None = Field(
+        default=None, ge=1, description="Line number to start at (1-based). Omit for the top."
+    )
+    limit: int | None = Field(
+        default=None, ge=1, description=f"Number of lines to return (default {READ_LINES})."
+    )
 
 
-class ReadTool(Tool[ReadInput]):
+class ReadTool(_FileTool[ReadInput]):
     name = "Read"
     description = (
-        "Read a text file. Lines come numbered (like `cat -n`); use offset and limit for long "
-        "files."
+        "Read a text file. Lines come numbered like `cat -n` (number, tab, text); the numbers "
+        f"are not part of the file. Returns up to {READ_LINES} lines; for longer files pass "
+        "offset and limit to read further. Folders cannot be read (use Glob), nor binary files "
+        "(use Python to load data files such as parquet or images)."
     )
     input_model = ReadInput
     read_only = True
 
-    def permission_subject(self, args: ReadInput) -> str:
-        return args.file_path
-
-    def paths(self, args: ReadInput, ctx: ToolContext) -> list[Path]:
-        return [resolve(ctx.workdir, args.file_path)]
-
     async def run(self, args: ReadInput, ctx: ToolContext) -> str:
-        path = resolve(ctx.workdir, args.file_path)
-        return await asyncio.to_thread(self._read, path, args)
-
-    def _read(self, path: Path, args: ReadInput) -> str:
-        if path.is_dir():
-            raise ToolError(f"{path} is a directory; use Glob to list files in it.")
-        if not path.exists():
-            raise ToolError(f"File not found: {path}")
-        data = path.read_bytes()
-        if b"\0" in data[:8192]:
-            raise ToolError(f"{path} looks like a binary file; Read shows text files only.")
-        lines = data.decode("utf-8", errors="replace").splitlines()
-        start = (args.offset or 1) - 1
-        chosen = lines[start : start + (args.limit or MAX_READ_LINES)]
-        if not chosen:
-            return f"(empty: the file has {len(lines)} lines)"
-        out = [f"{start + i + 1:6}\t{line[:MAX_LINE]}" for i, line in enumerate(chosen)]
-        rest = len(lines) - start - len(chosen)
-        if rest > 0:
-            out.append(f"... {rest} more lines (use offset={start + len(chosen) + 1})")
-        return "\n".join(out)
+        path = resolve_in(ctx.workdir, args.file_path)
+        return await asyncio.to_thread(_read, path, _shown(ctx, path), args)
 
 
-class WriteInput(_PathInput):
-    file_path: str = Field(description="Path of the file to create or replace.")
-    content: str = Field(description="The whole new content of the file.")
+def _read(path: Path, shown: str, args: ReadInput) -> str:
+    if path.is_dir():
+        raise ToolError(f"{shown} is a folder. Use Glob (pattern '{shown}/*') to list it.")
+    if not path.exists():
+        raise ToolError(f"File not found: {shown}")
+    start = args.offset or 1
+    want = args.limit or READ_LINES
+    out: list[str] = []
+    used = 0
+    total: int | None = None
+    try:
+        with path.open("rb") as f:
+            if _is_binary(f.read(SNIFF)):
+                size = path.stat().st_size
+                raise ToolError(
+                    f"{shown} is a binary file ({size} bytes); Read shows text only. "
+                    "Use Python to load or inspect it."
+                )
+            f.seek(0)
+            n = 0
+            for n, raw in enumerate(f, 1):
+                if n < start:
+                    continue
+                if len(out) >= want or used >= READ_CHARS:
+                    total = n + sum(1 for _ in f) if path.stat().st_size < 50_000_000 else None
+                    break
+                line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+                if len(line) > LINE_CHARS:
+                    line = f"{line[:LINE_CHARS]}... [{len(line) - LINE_CHARS} more characters]"
+                out.append(f"{n:>6}\t{line}")
+                used += len(line) + 8
+            else:
+                total = n
+    except OSError as exc:
+        raise _io_error("read", shown, exc) from None
+    if total == 0:
+        return f"{shown} is empty."
+    if not out:
+        raise ToolError(f"{shown} has {total} lines; offset {start} is past the end.")
+    last = start + len(out) - 1
+    if total is None or last < total:
+        of = f" of {total}" if total is not None else ""
+        out.append(f"... [lines {start}-{last}{of} shown; continue with offset={last + 1}]")
+    return "\n".join(out)
 
 
-class WriteTool(Tool[WriteInput]):
+# -- Write ---------------------------------------------------------------------------------
+
+
+class WriteInput(_FileInput):
+    file_path: str = Field(
+        min_length=1, description="File to create or overwrite (relative or absolute)."
+    )
+    content: str = Field(description="The complete new content of the file.")
+
+
+class WriteTool(_FileTool[WriteInput]):
     name = "Write"
-    description = "Create a file, or replace a file's whole content. Parent folders are created."
+    description = (
+        "Create a file, or replace everything in an existing one, with `content`. Missing "
+        "parent folders are created. To change part of a file, prefer Edit."
+    )
     input_model = WriteInput
 
-    def permission_subject(self, args: WriteInput) -> str:
-        return args.file_path
-
-    def paths(self, args: WriteInput, ctx: ToolContext) -> list[Path]:
-        return [resolve(ctx.workdir, args.file_path)]
-
     async def run(self, args: WriteInput, ctx: ToolContext) -> str:
-        path = resolve(ctx.workdir, args.file_path)
+        path = resolve_in(ctx.workdir, args.file_path)
+        shown = _shown(ctx, path)
 
         def write() -> str:
             if path.is_dir():
-                raise ToolError(f"{path} is a directory.")
-            existed = path.exists()
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(args.content, encoding="utf-8")
-            verb = "Replaced" if existed else "Created"
-            return f"{verb} {path} ({len(args.content.splitlines())} lines)."
+                raise ToolError(f"{shown} is a folder; give a file path.")
+            with _file_lock(path):
+                existed = path.exists()
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    with path.open("w", encoding="utf-8", newline="") as f:
+                        f.write(args.content)
+                except OSError as exc:
+                    raise _io_error("write", shown, exc) from None
+            lines = args.content.count("\n") + (not args.content.endswith("\n"))
+            lines = lines if args.content else 0
+            verb = "Overwrote" if existed else "Created"
+            return f"{verb} {shown} ({lines} lines, {len(args.content)} characters)."
 
         return await asyncio.to_thread(write)
 
 
-class EditInput(_PathInput):
-    file_path: str = Field(description="Path of the file to change.")
-    old_string: str = Field(description="The exact text to replace (must occur once).")
-    new_string: str = Field(description="The text to put in its place.")
-    replace_all: bool = Field(default=False, description="Replace every occurrence.")
+# -- Edit ----------------------------------------------------------------------------------
 
 
-class EditTool(Tool[EditInput]):
+class EditInput(_FileInput):
+    file_path: str = Field(min_length=1, description="File to change (relative or absolute).")
+    old_string: str = Field(
+        description="Exact text to find, including indentation and line breaks. It must occur "
+        "exactly once unless replace_all is true; add surrounding lines to make it unique."
+    )
+    new_string: str = Field(description="Text to put in its place (must differ).")
+    replace_all: bool = Field(
+        default=False, description="Replace every occurrence instead of exactly one."
+    )
+
+
+class EditTool(_FileTool[EditInput]):
     name = "Edit"
     description = (
-        "Replace an exact piece of text in a file. old_string must occur exactly once unless "
-        "replace_all is true; include enough surrounding text to make it unique."
+        "Replace exact text in a file: old_string becomes new_string. old_string must match "
+        "the file character for character (copy it from Read output without the line-number "
+        "prefix) and occur exactly once, unless replace_all is set. Returns the changed lines."
     )
     input_model = EditInput
 
-    def permission_subject(self, args: EditInput) -> str:
-        return args.file_path
-
-    def paths(self, args: EditInput, ctx: ToolContext) -> list[Path]:
-        return [resolve(ctx.workdir, args.file_path)]
-
     async def run(self, args: EditInput, ctx: ToolContext) -> str:
-        path = resolve(ctx.workdir, args.file_path)
-
-        def edit() -> str:
-            if not path.is_file():
-                raise ToolError(f"File not found: {path}")
-            if args.old_string == args.new_string:
-                raise ToolError("old_string and new_string are the same; nothing to change.")
-            text = path.read_text(encoding="utf-8")
-            count = text.count(args.old_string) if args.old_string else 0
-            if count == 0:
-                raise ToolError(f"old_string was not found in {path}.")
-            if count > 1 and not args.replace_all:
-                raise ToolError(
-                    f"old_string occurs {count} times in {path}; add context to make it unique "
-                    "or set replace_all."
-                )
-            new = text.replace(args.old_string, args.new_string, -1 if args.replace_all else 1)
-            path.write_text(new, encoding="utf-8")
-            return f"Edited {path}: {count if args.replace_all else 1} replacement(s)."
-
-        return await asyncio.to_thread(edit)
+        path = resolve_in(ctx.workdir, args.file_path)
+        return await asyncio.to_thread(_edit, path, _shown(ctx, path), args)
 
 
-class GlobInput(_PathInput):
-    pattern: str = Field(description="Glob pattern, e.g. '**/*.py' or 'data/*.csv'.")
-    path: str | None = Field(default=None, description="Folder to search (default: work dir).")
-
-
-class GlobTool(Tool[GlobInput]):
-    name = "Glob"
-    description = "List files matching a glob pattern ('**' searches subfolders), sorted."
-    input_model = GlobInput
-    read_only = True
-
-    def permission_subject(self, args: GlobInput) -> str:
-        return args.path or "."
-
-    def paths(self, args: GlobInput, ctx: ToolContext) -> list[Path]:
-        return [resolve(ctx.workdir, args.path or ".")]
-
-    async def run(self, args: GlobInput, ctx: ToolContext) -> str:
-        base = resolve(ctx.workdir, args.path or ".")
-
-        def glob() -> str:
-            if not base.is_dir():
-                raise ToolError(f"Not a folder: {base}")
-            found = sorted(p for p in base.glob(args.pattern) if p.is_file())
-            shown = [
-                p.relative_to(base).as_posix() if p.is_relative_to(base) else str(p)
-                for p in found[:MAX_MATCHES]
-            ]
-            if not shown:
-                return f"No files match {args.pattern!r} in {base}."
-            more = len(found) - len(shown)
-            return "\n".join(shown) + (f"\n... {more} more" if more > 0 else "")
-
-        return await asyncio.to_thread(glob)
-
-
-class GrepInput(_PathInput):
-    pattern: str = Field(description="Regular expression (Python syntax).")
-    path: str | None = Field(
-        default=None, description="File or folder to search (default: work dir)."
-    )
-    glob: str | None = Field(
-        default=None, description="Only files matching this glob, e.g. '*.py'."
-    )
-    case_insensitive: bool = Field(default=False, description="Ignore case.")
-    output_mode: Literal["content", "files_with_matches", "count"] = Field(
-        default="files_with_matches", description="What to return."
-    )
-
-
-class GrepTool(Tool[GrepInput]):
-    name = "Grep"
-    description = (
-        "Search file contents with a regular expression. Returns matching files (default), "
-        "matching lines with line numbers (output_mode='content'), or counts."
-    )
-    input_model = GrepInput
-    read_only = True
-
-    def permission_subject(self, args: GrepInput) -> str:
-        return args.path or "."
-
-    def paths(self, args: GrepInput, ctx: ToolContext) -> list[Path]:
-        return [resolve(ctx.workdir, args.path or ".")]
-
-    async def run(self, args: GrepInput, ctx: ToolContext) -> str:
+def _edit(path: Path, shown: str, args: EditInput) -> str:
+    if not args.old_string:
+        raise ToolError("old_string is empty. To create or replace a whole file, use Write.")
+    if args.old_string == args.new_string:
+        raise ToolError("old_string and new_string are identical; there is nothing to change.")
+    if path.is_dir():
+        raise ToolError(f"{shown} is a folder, not a file.")
+    if not path.exists():
+        raise ToolError(f"File not found: {shown} (use Write to create it).")
+    with _file_lock(path):
         try:
-            regex = re.compile(args.pattern, re.IGNORECASE if args.case_insensitive else 0)
-        except re.error as exc:
-            raise ToolError(f"Invalid regular expression: {exc}") from None
-        base = resolve(ctx.workdir, args.path or ".")
-        return await asyncio.to_thread(self._grep, regex, base, args)
+            data = path.read_bytes()
+        except OSError as exc:
+            raise _io_error("read", shown, exc) from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ToolError(f"{shown} is not UTF-8 text; Edit cannot change it.") from None
+        old, new = args.old_string, args.new_string
+        if old not in text and "\r\n" in text and "\r\n" not in old and "\n" in old:
+            old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+        count = text.count(old)
+        if count == 0:
+            hint = (
+                " The text exists but with different leading or trailing whitespace."
+                if old.strip() and old.strip() in text
+                else " It must match exactly, including indentation; Read the file again."
+            )
+            raise ToolError(f"old_string was not found in {shown}.{hint}")
+        if count > 1 and not args.replace_all:
+            raise ToolError(
+                f"old_string occurs {count} times in {shown}. Include more surrounding text so "
+                "it matches exactly one place, or set replace_all to change all of them."
+            )
+        at = text.index(old)
+        updated = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
+        try:
+            with path.open("w", encoding="utf-8", newline="") as f:
+                f.write(updated)
+        except OSError as exc:
+            raise _io_error("write", shown, exc) from None
+    done = f"{count} replacements" if args.replace_all and count > 1 else "1 replacement"
+    return f"Edited {shown} ({done}).\n{_snippet(updated, at, new)}"
 
-    def _grep(self, regex: re.Pattern[str], base: Path, args: GrepInput) -> str:
-        if not base.exists():
-            raise ToolError(f"Not found: {base}")
-        files = [base] if base.is_file() else sorted(base.rglob(args.glob or "*"))
-        out: list[str] = []
-        for f in files:
-            if not f.is_file() or any(
-                part.startswith(".") for part in f.relative_to(base.parent).parts[1:-1]
-            ):
-                continue
-            try:
-                text = f.read_text(encoding="utf-8")
-            except (UnicodeDecodeError, OSError):
-                continue
-            name = f.relative_to(base).as_posix() if f != base else f.name
-            hits = [(i, line) for i, line in enumerate(text.splitlines(), 1) if regex.search(line)]
-            if not hits:
-                continue
-            if args.output_mode == "files_with_matches":
-                out.append(name)
-            elif args.output_mode == "count":
-                out.append(f"{name}:{len(hits)}")
-            else:
-                out.extend(f"{name}:{i}:{line[:MAX_LINE]}" for i, line in hits)
-            if len(out) >= MAX_MATCHES:
-                out.append("... (more matches not shown)")
-                break
-        return "\n".join(out) if out else f"No matches for {args.pattern!r}."
+
+def _snippet(text: str, at: int, new: str, around: int = 3, most: int = 30) -> str:
+    """Numbered lines around the first replacement, as they read now."""
+    lines = text.splitlines()
+    first = text.count("\n", 0, at)
+    last = first + new.count("\n")
+    lo, hi = max(0, first - around), min(len(lines), last + around + 1)
+    hi = min(hi, lo + most)
+    return "\n".join(f"{i + 1:>6}\t{lines[i][:LINE_CHARS]}" for i in range(lo, hi))

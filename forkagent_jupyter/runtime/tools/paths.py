@@ -10,7 +10,8 @@ Two glob dialects share one translator:
 - `rule_match` (permission rules, gitignore-like): the same syntax, plus: a pattern without a
   `/` matches a name at any depth (`*.py` matches `a/b/c.py`); a pattern that matches a
   folder matches everything inside it (`src` and `src/**` both match `src/a/b.py`); a trailing
-  `/` means "inside this folder" (`build/` matches `build/x`, not a file named `build`).
+  `/` means "inside this folder" (`build/` matches `build/x`, not a file named `build`);
+  `x/**` matches the folder `x` itself as well as everything in it.
 """
 
 from __future__ import annotations
@@ -55,13 +56,13 @@ NOISE_DIRS = frozenset(
 
 def real(path: str | os.PathLike[str]) -> Path:
     """The canonical absolute form of `path` (symlinks followed, `~` expanded)."""
-    return Path(os.path.realpath(os.path.expanduser(os.fspath(path))))
+    return Path(os.path.realpath(Path(path).expanduser()))
 
 
 def resolve_in(workdir: str | os.PathLike[str], path: str | os.PathLike[str]) -> Path:
     """`path` as the file tools see it: `~` expanded, relative paths taken from `workdir`,
     then made real (symlinks followed, `..` folded)."""
-    p = Path(os.path.expanduser(os.fspath(path)))
+    p = Path(path).expanduser()
     if not p.is_absolute():
         p = Path(workdir) / p
     return Path(os.path.realpath(p))
@@ -175,6 +176,8 @@ def _rule_regex(pattern: str) -> re.Pattern[str]:
     if body.startswith("./"):
         body = body[2:]
     anywhere = "/" not in body
+    if body.endswith("/**") and not folder_only:
+        body = body[:-3]  # `x/**` covers the folder x itself too (so a search of x matches)
     regex = _translate(body)
     if anywhere:
         regex = "(?:.*/)?" + regex

@@ -1,7 +1,10 @@
 """Bash: one shell command in the work directory, with a timeout and an output cap.
 
-The command gets an environment without credentials (never the API key). On timeout or
-cancellation its whole process group is killed.
+The command runs in its own process group (session) with stdin closed and an environment
+without credentials (`ctx.env` if the host gave one, else `os.environ`; credential variables
+are removed from either). stdout and stderr share one pipe, so their output keeps its order.
+On timeout or cancellation the whole process group is killed. Memory stays bounded however
+much the command prints (the head and the tail are kept).
 """
 
 from __future__ import annotations
@@ -9,42 +12,49 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..secrets import scrubbed_env
 from .base import Tool, ToolContext, ToolError
+from .output import MAX_OUTPUT, HeadTail, cap_output
 
-__all__ = ["BashTool", "cap_output"]
+__all__ = ["BashInput", "BashTool", "cap_output"]
 
-MAX_OUTPUT = 30_000
-
-
-def cap_output(text: str, limit: int = MAX_OUTPUT) -> str:
-    """Keep the head and the tail of a long output, with a marker between."""
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    cut = len(text) - 2 * half
-    return f"{text[:half]}\n... [{cut} characters cut] ...\n{text[-half:]}"
+DEFAULT_TIMEOUT = 120.0
+MAX_TIMEOUT = 600.0
+# After the shell exits, how long to keep reading output that its background children may
+# still write to the shared pipe before returning.
+DRAIN_AFTER_EXIT = 0.5
 
 
 class BashInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    command: str = Field(description="The shell command to run (bash).")
+    command: str = Field(min_length=1, description="The command line to run with bash.")
     timeout: float = Field(
-        default=120, gt=0, le=600, description="Seconds before the command is killed (max 600)."
+        default=DEFAULT_TIMEOUT,
+        gt=0,
+        le=MAX_TIMEOUT,
+        description=f"Seconds before the command is killed (default {DEFAULT_TIMEOUT:g}, "
+        f"max {MAX_TIMEOUT:g}).",
     )
-    description: str | None = Field(default=None, description="What the command does, briefly.")
+    description: str | None = Field(
+        default=None, description="A few words on what the command does (shown to the user)."
+    )
 
 
 class BashTool(Tool[BashInput]):
     name = "Bash"
     description = (
-        "Run a shell command in the work directory and return its combined output and exit "
-        "code. Use it for git, package tools and quick file operations."
+        "Run a bash command in the work directory and return its output (stdout and stderr "
+        "together, in order). A non-zero exit code is reported as an error together with the "
+        f"output. Each call starts a fresh shell (cd and variables do not persist); stdin is "
+        f"closed, so interactive commands fail. Killed after `timeout` seconds (default "
+        f"{DEFAULT_TIMEOUT:g}). Long output keeps its first and last {MAX_OUTPUT // 2000}k "
+        "characters. Prefer Read, Grep and Glob for looking at files."
     )
     input_model = BashInput
 
@@ -52,28 +62,95 @@ class BashTool(Tool[BashInput]):
         return args.command.strip()
 
     async def run(self, args: BashInput, ctx: ToolContext) -> str:
-        env = dict(ctx.env) if ctx.env is not None else scrubbed_env()
-        proc = await asyncio.create_subprocess_exec(
-            "bash",
-            "-c",
-            args.command,
-            cwd=str(ctx.workdir),
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
+        if not ctx.workdir.is_dir():
+            raise ToolError(f"The work directory {ctx.workdir} does not exist.")
+        sink = HeadTail()
+        # Our own pipe (not asyncio's): we own the read end, so we can stop reading when
+        # the shell has exited but a background child still holds the write end.
+        read_fd, write_fd = os.pipe()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                shutil.which("bash") or "/bin/sh",
+                "-c",
+                args.command,
+                cwd=ctx.workdir,
+                env=scrubbed_env(ctx.env),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=write_fd,
+                stderr=write_fd,
+                start_new_session=True,
+            )
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
+        loop = asyncio.get_running_loop()
+        transport, reader = await loop.connect_read_pipe(
+            lambda: _Collect(sink, loop), os.fdopen(read_fd, "rb", buffering=0)
         )
         try:
-            out, _ = await asyncio.wait_for(proc.communicate(), args.timeout)
-        except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            await proc.wait()
-            if isinstance(exc, asyncio.CancelledError):
+            try:
+                await asyncio.wait_for(proc.wait(), args.timeout)
+            except asyncio.TimeoutError:
+                await _kill(proc)
+                await _drain(reader, DRAIN_AFTER_EXIT)
+                text = sink.text().rstrip("\n")
+                raise ToolError(
+                    (f"{text}\n" if text else "")
+                    + f"Command timed out after {args.timeout:g} s; it and its child processes "
+                    "were killed."
+                ) from None
+            except asyncio.CancelledError:
+                await _kill(proc)
                 raise
-            raise ToolError(f"Command timed out after {args.timeout:g} s and was killed.") from None
-        text = cap_output(out.decode("utf-8", errors="replace"))
+            held = not await _drain(reader, DRAIN_AFTER_EXIT)
+        finally:
+            transport.close()
+        text = sink.text().rstrip("\n")
+        if held:
+            text += (
+                "\n(background processes still hold the output open; their further output is "
+                "not shown - redirect it to a file, e.g. `cmd > log.txt 2>&1 &`)"
+            )
         if proc.returncode:
-            raise ToolError(f"{text}\n(exit code {proc.returncode})".lstrip())
-        return text or "(no output; exit code 0)"
+            raise ToolError(f"{text}\nExit code {proc.returncode}".lstrip("\n"))
+        return text or "(no output)"
+
+
+class _Collect(asyncio.Protocol):
+    """Feeds the pipe into a HeadTail; `done` resolves at end of file."""
+
+    def __init__(self, sink: HeadTail, loop: asyncio.AbstractEventLoop) -> None:
+        self.sink = sink
+        self.done: asyncio.Future[None] = loop.create_future()
+
+    def data_received(self, data: bytes) -> None:
+        self.sink.write(data)
+
+    def eof_received(self) -> bool:
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.done.done():
+            self.done.set_result(None)
+
+
+async def _drain(reader: _Collect, seconds: float) -> bool:
+    """Wait up to `seconds` for the rest of the output; whether it ended."""
+    try:
+        await asyncio.wait_for(asyncio.shield(reader.done), seconds)
+    except asyncio.TimeoutError:
+        return False
+    return True
+
+
+async def _kill(proc: asyncio.subprocess.Process) -> None:
+    """Kill the command's whole process group and reap the shell."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    # Reap the shell (bounded: SIGKILL cannot be ignored).
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(asyncio.shield(proc.wait()), 5)
