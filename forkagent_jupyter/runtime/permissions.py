@@ -58,6 +58,7 @@ log = logging.getLogger(__name__)
 PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan", "bubble"]
 MODES: tuple[str, ...] = get_args(PermissionMode)
 EDIT_TOOLS = frozenset({"Write", "Edit"})
+READ_TOOLS = frozenset({"Read", "Glob", "Grep"})
 MAX_LOG = 10_000
 
 
@@ -269,7 +270,7 @@ class PermissionGate:
             facts = self._facts(tool, args, ctx)
             subject = facts.subject
             if facts.paths and tool.read_only:
-                ctx.services["read_guard"] = self._read_guard(tool.name, ctx.workdir)
+                ctx.services["read_guard"] = self._read_guard(ctx.workdir)
             decision, by, rule = await self._decide(tool, args, ctx, raw_input, facts)
         except Exception as exc:  # a bad path (NUL byte...) or a bug: refuse, never crash
             log.warning("permission check of %s failed: %s", tool.name, redact(repr(exc)))
@@ -301,14 +302,18 @@ class PermissionGate:
         outside = [p for p in paths if not is_inside(root, p)]
         return _Facts(tool.name, tool.permission_subject(args), paths, forms, outside)
 
-    def _read_guard(self, tool: str, workdir: Path) -> Callable[[Path], bool]:
+    def _read_guard(self, workdir: Path) -> Callable[[Path], bool]:
+        """For Glob and Grep: hide files that a deny rule for any reading tool matches (the
+        same for every call, so parallel searches sharing `ctx.services` agree)."""
         root = real(workdir)
 
         def allowed(path: Path) -> bool:
             shown = shown_path(root, path)
             forms = [shown, str(path)] if shown != str(path) else [str(path)]
             return not any(
-                r.spec is not None and r.covers(tool) and r.matches_path(forms)
+                r.spec is not None
+                and any(r.covers(t) for t in READ_TOOLS)
+                and r.matches_path(forms)
                 for r in self.rules.deny
             )
 
@@ -367,7 +372,7 @@ class PermissionGate:
                 r.spec is not None and r.covers(facts.tool) and r.matches_path([str(p)])
                 for r in self.rules.allow
             ):
-                family = "Read" if facts.tool in ("Read", "Glob", "Grep") else facts.tool
+                family = "Read" if facts.tool in READ_TOOLS else facts.tool
                 where = p if p.is_dir() else p.parent
                 return Deny(
                     f"{facts.tool} refused: {p} is outside the work directory {real(workdir)}. "
