@@ -23,6 +23,7 @@ Rule syntax and matching: `permission_rules`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -213,12 +214,14 @@ class PermissionGate:
         deny: Sequence[str] = (),
         task_id: str | None = None,
         rules: RuleBook | None = None,
+        approval_timeout: float | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"Unknown permission mode {mode!r}; use one of {', '.join(MODES)}.")
         self.mode: PermissionMode = mode
         self.policy = policy
         self.task_id = task_id
+        self.approval_timeout = approval_timeout
         self.rules = rules if rules is not None else RuleBook()
         for text in allow:
             self.add_rule(text)
@@ -257,7 +260,13 @@ class PermissionGate:
             chosen = self.mode
         else:
             chosen = mode or "bubble"
-        return PermissionGate(mode=chosen, policy=self.policy, task_id=task_id, rules=self.rules)
+        return PermissionGate(
+            mode=chosen,
+            policy=self.policy,
+            task_id=task_id,
+            rules=self.rules,
+            approval_timeout=self.approval_timeout,
+        )
 
     # -- deciding ------------------------------------------------------------------------
 
@@ -457,7 +466,12 @@ class PermissionGate:
     async def _ask(self, request: PermissionRequest) -> Allow | Deny:
         assert self.policy is not None
         try:
-            decision = await self.policy.decide(request)
+            decision = await asyncio.wait_for(self.policy.decide(request), self.approval_timeout)
+        except asyncio.TimeoutError:
+            return Deny(
+                f"{request.tool_name} was not approved: nobody answered within "
+                f"{self.approval_timeout:g} seconds. Do without it, or ask the user."
+            )
         except Exception as exc:
             log.warning("permission policy failed: %s", redact(repr(exc)))
             return Deny(f"{request.tool_name} was not approved: the approval step failed ({exc}).")

@@ -142,6 +142,7 @@ class Session:
         home: str | os.PathLike[str] | None = None,
         transcripts: bool | str | os.PathLike[str] = True,
         services: dict[str, Any] | None = None,
+        approval_timeout: float | None = 600.0,
     ) -> None:
         self.services: dict[str, Any] = dict(services or {})
         self.model = model or default_model_name()
@@ -164,7 +165,11 @@ class Session:
         self.forking = forking
         self.namespace: dict[str, Any] = namespace if namespace is not None else {}
         self.gate = PermissionGate(
-            mode=permission_mode, policy=permission_policy, allow=list(allow), deny=list(deny)
+            mode=permission_mode,
+            policy=permission_policy,
+            allow=list(allow),
+            deny=list(deny),
+            approval_timeout=approval_timeout,
         )
         self.tools = ToolSet([*builtin_tools(), *agent_tools()] if tools is None else tools)
         self.system_prompt = system_prompt or default_system_prompt(self.workdir)

@@ -146,3 +146,50 @@ async def test_clear_errors_for_bad_agents_and_ids(tmp_path: Path, make_session:
     bad.write_text("---\ndescription: [x\n---\nbody\n")
     with pytest.raises(AgentFileError, match=r"broken\.md: front matter is not valid YAML"):
         session.agent_definitions()
+
+
+class SlowPolicy:
+    """Never answers (a user who walked away)."""
+
+    def __init__(self) -> None:
+        self.requests: list[Any] = []
+
+    async def decide(self, request: Any) -> Any:
+        self.requests.append(request)
+        await asyncio.Event().wait()
+
+
+async def test_worker_approvals_bubble_with_task_id_and_time_out(make_session: Any) -> None:
+    policy = SlowPolicy()
+    session = make_session(auto_respond=False, permission_policy=policy, approval_timeout=0.5)
+    task = await session.fork("write `py: open('x.txt', 'w').write('1')`")
+    [done] = await session.wait(task.id, timeout=30)
+    [request] = policy.requests
+    assert request.task_id == task.id and request.tool_name == "Python"
+    assert "open('x.txt', 'w')" in request.input["code"]
+    assert done.status == "completed"
+    assert "nobody answered within 0.5 seconds" in (done.result or "")
+    assert any(e["decision"] == "deny" and e["task_id"] == task.id for e in session.gate.log)
+
+
+async def test_task_output_tool_waits_and_reports(emulator: Any, make_session: Any) -> None:
+    from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
+
+    brain = ScriptedBrain(when_empty=OfflineBrain())  # the worker gets the offline model
+    brain.when_last_user_contains(
+        "what did w find?",
+        Reply(({"type": "tool_use", "name": "TaskOutput", "input": {"task_id": "w"}},)),
+        times=1,
+    )
+    brain.add_rule(
+        lambda req: "<retrieval_status>" in str(req["messages"][-1]), Reply.text("got it")
+    )
+    emulator.brain = brain
+    session = make_session(auto_respond=False)
+    task = await session.fork("slow " + SLEEP.format(s=0.3), name="w")
+    turn = await session.ask("what did w find?")
+    [call] = turn.tool_calls
+    assert "<retrieval_status>success</retrieval_status>" in call.result
+    assert "<status>completed</status>" in call.result and "slept" in call.result
+    assert task.status == "completed"
+    assert session.queue.drain("main") == []  # read through TaskOutput: not notified again
