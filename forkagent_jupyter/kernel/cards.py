@@ -231,7 +231,7 @@ class TaskCard(w.VBox):  # type: ignore[misc]
 class CardHub:
     """Owns the cards and coalesces their updates (see the module doc)."""
 
-    def __init__(self, *, interval: float = 0.25, per_flush: int = 40) -> None:
+    def __init__(self, *, interval: float = 0.25, per_flush: int = 20) -> None:
         self.interval = interval
         self.per_flush = per_flush
         self.cards: dict[str, TaskCard] = {}

@@ -99,7 +99,8 @@ class KernelUI:
         self.strip = PendingStrip()
         self.pending: dict[int, ApprovalPrompt] = {}
         self.launches: dict[str, Launch] = {}
-        self._strip_cells: set[str | None] = set()
+        self._cell_notes: dict[str | None, str] = {}
+        self._notes: dict[str, list[str]] = {}
         self.workdir = Path.cwd()
         agent.bridge.on("approve", self._on_approve)
         agent.bridge.on("stop", lambda data: agent.stop(str(data.get("task_id"))))
@@ -199,13 +200,15 @@ class KernelUI:
             card = TaskCard(task, on_stop=lambda key: self.agent.stop(key))
             self.hub.add(card)
             cell = self._current_cell()
-            launch = Launch(cell, display_id=f"forkagent-note-{task.id}", task_ids=[task.id])
-            self.launches[task.id] = launch
-            if cell not in self._strip_cells:  # the pending-approvals strip, once per cell
-                self._strip_cells.add(cell)
+            fresh = cell not in self._cell_notes
+            if fresh:  # once per cell: the approvals strip and the notification area
+                self._cell_notes[cell] = f"forkagent-notes-{len(self._cell_notes)}-{task.id}"
                 display(self.strip)
+            launch = Launch(cell, display_id=self._cell_notes[cell], task_ids=[task.id])
+            self.launches[task.id] = launch
             display(card)
-            display(HTML(""), display_id=launch.display_id)
+            if fresh:
+                display(HTML(""), display_id=launch.display_id)
         else:
             self.hub.mark(task)
             if note:
@@ -234,12 +237,12 @@ class KernelUI:
             }
             if self.agent.bridge.broadcast(payload):
                 continue
-            for task_id in task_ids:
-                launch = self.launches.get(task_id)
-                if launch is None:
-                    continue
-                body = "\n\n".join(f"```xml\n{n}\n```" for n in notes) + f"\n\n{answer}"
-                display(Markdown(body), display_id=launch.display_id, update=True)
+            launch = self.launches.get(task_ids[0])
+            if launch is None:
+                continue
+            shown = self._notes.setdefault(launch.display_id, [])
+            shown.append("\n\n".join(f"```xml\n{n}\n```" for n in notes) + f"\n\n{answer}")
+            display(Markdown("\n\n---\n\n".join(shown)), display_id=launch.display_id, update=True)
 
     def tasks_html(self, ids: list[str]) -> str:
         session = self.agent.session

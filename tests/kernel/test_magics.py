@@ -74,6 +74,18 @@ def test_three_forks_then_wait(kernel: Kernel, emulator: Any) -> None:
     assert kernel.value("len(__forkagent__.session.auto_turns)") >= 1
     table = done.texts()
     assert table.count("completed") == 3
+    # without the JupyterLab extension, each launching cell's notification area shows the
+    # notifications and the parent's answer (an update of its display id)
+    kernel.drain()
+    notes = [
+        m["content"]["data"]["text/markdown"]
+        for m in kernel.iopub
+        if m["msg_type"] == "update_display_data"
+        and "<task-notification>" in m["content"]["data"].get("text/markdown", "")
+    ]
+    assert len(notes) >= 1
+    assert all(n.count("<task-notification>") >= 1 for n in notes)
+    assert "reported back" in notes[-1]
     # the emulator saw the siblings read the shared prefix
     reads = [e.usage["cache_read_input_tokens"] for e in emulator.ledger.entries()]
     assert sum(1 for r in reads if r > 0) >= 3
