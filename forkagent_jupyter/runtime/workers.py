@@ -20,18 +20,19 @@ import asyncio
 import secrets as _secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from .agents import AgentDefinition, unknown_agent_message
 from .errors import UsageError
 from .events import AssistantMessage, Stop, TextDelta, ToolResult, ToolUse, UsageReport
 from .fork import FORK_RECURSION_ERROR, build_fork_messages
-from .history import blocks_of
+from .history import append_message, blocks_of
 from .loop import AgentConfig, LoopState, run_turn
 from .notifications import CommandQueue
 from .tasks import Task, TaskRegistry
 from .tools.base import ToolError
 from .transcripts import AgentMeta, Transcript, TranscriptStore
+from .worktree import Worktree, worktree_notice
 
 __all__ = ["AgentRun", "ForkRefusedError", "Workers", "new_agent_id"]
 
@@ -64,6 +65,7 @@ class AgentRun:
     runner: asyncio.Task[None] | None = None
     wakeup: asyncio.Event = field(default_factory=asyncio.Event)
     transcript: Transcript | None = None
+    worktree: Worktree | None = None
 
 
 @dataclass(eq=False)
@@ -122,6 +124,8 @@ class Workers:
         tool_use_id: str | None = None,
         history: list[dict[str, Any]] | None = None,
         name: str | None = None,
+        agent_id: str | None = None,
+        worktree: Worktree | None = None,
     ) -> Task:
         """Start a fork of `parent` from `history` (default: the parent's history now)."""
         if parent.is_fork:
@@ -134,7 +138,7 @@ class Workers:
         group = self._groups.get(key)
         if group is None or group.anchor is not (source[-1] if source else None):
             group = self._groups[key] = _ForkGroup(anchor=source[-1] if source else None)
-        agent_id = new_agent_id()
+        agent_id = agent_id or new_agent_id()
         task = Task(
             id=agent_id,
             kind="fork",
@@ -154,6 +158,7 @@ class Workers:
             is_fork=True,
             owner=parent.id,
         )
+        self._isolate(run, worktree)
         if self.stagger:
             self._schedule(run, group)
         shared = 0
@@ -163,6 +168,14 @@ class Workers:
             shared += 1
         self._record(run, parent.id, shared)
         return self._start(run)
+
+    def definition(self, agent_type: str) -> AgentDefinition:
+        """The named agent `agent_type`, or a ToolError listing the available ones."""
+        definitions = self._definitions()
+        found = definitions.get(agent_type)
+        if found is None:
+            raise ToolError(unknown_agent_message(agent_type, sorted(definitions)))
+        return found
 
     def named(
         self,
@@ -174,13 +187,15 @@ class Workers:
         tool_use_id: str | None = None,
         name: str | None = None,
         model: str | None = None,
+        agent_id: str | None = None,
+        worktree: Worktree | None = None,
     ) -> AgentRun:
-        """Prepare (not start) a named agent run; `start` or `run_inline` it."""
+        """Prepare (not start) a named agent run; `start` it."""
         definitions = self._definitions()
         definition = definitions.get(agent_type)
         if definition is None:
             raise ToolError(unknown_agent_message(agent_type, sorted(definitions)))
-        agent_id = new_agent_id()
+        agent_id = agent_id or new_agent_id()
         task = Task(
             id=agent_id,
             kind=definition.name,
@@ -194,8 +209,19 @@ class Workers:
         run = AgentRun(
             agent_id, config, history, LoopState(), task, owner=parent.id, definition=definition
         )
+        self._isolate(run, worktree)
         self._record(run, None, 0)
         return run
+
+    @staticmethod
+    def _isolate(run: AgentRun, worktree: Worktree | None) -> None:
+        """Move the run into its worktree and tell it so (its own last message)."""
+        if worktree is None:
+            return
+        run.worktree = worktree
+        run.config = replace(run.config, ctx=replace(run.config.ctx, workdir=worktree.workdir))
+        notice = worktree_notice(worktree.parent_workdir, worktree.workdir)
+        append_message(run.history, {"role": "user", "content": [{"type": "text", "text": notice}]})
 
     def _record(self, run: AgentRun, inherits: str | None, shared: int) -> None:
         """Open the run's transcript and write what it does not inherit."""
@@ -280,10 +306,10 @@ class Workers:
                     {"role": "user", "content": [{"type": "text", "text": t} for t in pending]},
                 )
         except asyncio.CancelledError:
-            self.registry.finish(task, "killed", result=_last_text(run.history) or None)
+            await self._end(run, "killed", result=_last_text(run.history) or None)
             raise
         except Exception as exc:  # a bug or an unexpected failure: report, never hang
-            self.registry.finish(task, "failed", error=f"{type(exc).__name__}: {exc}")
+            await self._end(run, "failed", error=f"{type(exc).__name__}: {exc}")
             return
         if stop is not None and stop.reason in ("error", "refusal", "aborted"):
             error = stop.error or f"the run ended: {stop.reason}"
@@ -295,12 +321,29 @@ class Workers:
         if stop is not None and stop.reason == "max_turns":
             limit = run.config.max_turns
             note = f"[stopped at its limit of {limit} model requests before finishing]"
-            self.registry.finish(task, "completed", result=f"{result}\n\n{note}".strip())
+            await self._end(run, "completed", result=f"{result}\n\n{note}".strip())
             return
         if not result:
-            self.registry.finish(task, "failed", error="the agent produced no text")
+            await self._end(run, "failed", error="the agent produced no text")
             return
-        self.registry.finish(task, "completed", result=result)
+        await self._end(run, "completed", result=result)
+
+    async def _end(
+        self,
+        run: AgentRun,
+        status: Literal["completed", "failed", "killed"],
+        *,
+        result: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Clean up the worktree (kept when it changed), then the one terminal transition."""
+        task = run.task
+        assert task is not None
+        if run.worktree is not None and task.status == "running":
+            outcome = await asyncio.shield(run.worktree.finish())
+            task.worktree_path = str(outcome.path) if outcome.kept else None
+            task.worktree_branch = outcome.branch if outcome.kept else None
+        self.registry.finish(task, status, result=result, error=error)
 
     async def _next_for(self, run: AgentRun) -> None:
         """Wait until one of `run`'s own workers ends (its notification is then queued)."""

@@ -9,11 +9,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import UsageError
+from ..errors import ConfigError, UsageError
+from ..fork import FORK_RECURSION_ERROR
 from ..tasks import Task
+from ..worktree import create_worktree
 from .base import Tool, ToolContext, ToolError
 
 __all__ = ["AgentTool", "SendMessageTool", "TaskOutputTool", "TaskStopTool", "agent_tools"]
+
+
+def new_agent_id() -> str:
+    from ..workers import new_agent_id as make
+
+    return make()
 
 
 def _workers(ctx: ToolContext) -> tuple[Any, Any]:
@@ -83,7 +91,15 @@ class AgentTool(Tool[AgentInput]):
         agent_type = args.subagent_type
         if agent_type is None and not workers.forking:
             agent_type = "general-purpose"
+        agent_id = new_agent_id()
+        definition = None if agent_type is None else workers.definition(agent_type)
+        isolation = args.isolation or (definition.isolation if definition else None)
+        worktree = None
         try:
+            if isolation == "worktree":
+                if parent.is_fork and agent_type is None:
+                    raise ToolError(FORK_RECURSION_ERROR)
+                worktree = await create_worktree(ctx.workdir, agent_id)
             if agent_type is None:
                 history = call.history if call else None
                 task = workers.fork(
@@ -93,12 +109,10 @@ class AgentTool(Tool[AgentInput]):
                     tool_use_id=tool_use_id,
                     history=history,
                     name=args.name,
+                    agent_id=agent_id,
+                    worktree=worktree,
                 )
                 return launched_text(task)
-            if args.isolation is not None:
-                raise ToolError(
-                    "isolation is not supported yet: run the agent in the shared work directory."
-                )
             run = workers.named(
                 parent,
                 agent_type,
@@ -107,12 +121,16 @@ class AgentTool(Tool[AgentInput]):
                 tool_use_id=tool_use_id,
                 name=args.name,
                 model=args.model,
+                agent_id=agent_id,
+                worktree=worktree,
             )
-        except UsageError as exc:
+        except (UsageError, ConfigError) as exc:
+            if worktree is not None:
+                await worktree.finish()
             raise ToolError(str(exc)) from None
         background = args.run_in_background
         if background is None:
-            background = True
+            background = True if definition is None else definition.background or True
         task = workers.start(run)
         if background:
             return launched_text(task)
