@@ -129,6 +129,12 @@ def measure(n: int) -> dict[str, Any]:
                 if time.monotonic() - start > 600:
                     raise TimeoutError("workers did not finish")
             wall = time.monotonic() - start
+            settle = time.monotonic()
+            while (
+                client.value("len(__forkagent__.ui.hub._dirty)") and time.monotonic() - settle < 120
+            ):
+                time.sleep(0.2)  # coalesced card updates still being flushed
+            settled_s = time.monotonic() - settle
             time.sleep(1.5)  # the final re-send of card states
             client.pump()
             final = client.value(
@@ -153,6 +159,7 @@ def measure(n: int) -> dict[str, Any]:
         "iopub_rate_mean": len(times) / wall,
         "iopub_rate_peak_1s": max(per_second.values()) if per_second else 0,
         "wall_s": wall,
+        "cards_settled_after_s": settled_s,
     }
 
 

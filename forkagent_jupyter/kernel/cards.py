@@ -231,7 +231,7 @@ class TaskCard(w.VBox):  # type: ignore[misc]
 class CardHub:
     """Owns the cards and coalesces their updates (see the module doc)."""
 
-    def __init__(self, *, interval: float = 0.25, per_flush: int = 20) -> None:
+    def __init__(self, *, interval: float = 0.25, per_flush: int = 10) -> None:
         self.interval = interval
         self.per_flush = per_flush
         self.cards: dict[str, TaskCard] = {}
@@ -263,13 +263,14 @@ class CardHub:
             self.flush()
 
     def flush(self) -> None:
+        """Render the dirty cards within budget: final states first (up to `per_flush` * 4),
+        then progress of running cards (up to `per_flush`), oldest first."""
         self.flushes += 1
         now = time.monotonic()
-        order = sorted(
-            self._dirty.items(),
-            key=lambda kv: (not self.cards[kv[0]].task.done, kv[1]),
-        )
-        for task_id, _since in order[: self.per_flush]:
+        dirty = sorted(self._dirty.items(), key=lambda kv: kv[1])
+        done = [t for t, _ in dirty if self.cards[t].task.done][: self.per_flush * 4]
+        running = [t for t, _ in dirty if not self.cards[t].task.done][: self.per_flush]
+        for task_id in [*done, *running]:
             del self._dirty[task_id]
             card = self.cards[task_id]
             card.render()

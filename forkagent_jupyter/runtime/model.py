@@ -20,6 +20,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from .errors import ConfigError, ModelError
 from .events import ModelEvent, ModelResponse, TextDelta
 from .secrets import redact, register_secret
+from .stream import MessageReducer, StreamError, sse_events
 from .usage import DEFAULT_MODEL, Usage
 
 __all__ = [
@@ -205,17 +206,25 @@ class AnthropicModel:
         import anthropic
 
         body = build_request(request)
+        reducer = MessageReducer()
         try:
-            async with self._client.messages.stream(**body) as stream:
-                started = False
-                async for event in stream:
-                    if not started:
-                        started = True
-                        if request.on_response_start is not None:
-                            request.on_response_start()
-                    if event.type == "text":
-                        yield TextDelta(event.text)
-                final = await stream.get_final_message()
+            async with self._client.messages.with_streaming_response.create(
+                **body, stream=True
+            ) as response:
+                async for name, event in sse_events(response.iter_lines()):
+                    was_started = reducer.started
+                    text = reducer.feed(name, event)
+                    if reducer.started and not was_started and request.on_response_start:
+                        request.on_response_start()
+                    if text:
+                        yield TextDelta(text)
+        except StreamError as exc:
+            raise ModelError(
+                f"The model API failed during the response (HTTP 200, {exc.error_type}): "
+                f"{redact(exc.message)}",
+                status=200,
+                retryable=True,
+            ) from None
         except anthropic.NotFoundError as exc:
             raise ModelError(
                 f"Model {request.model!r} was not found by the API ({_api_message(exc)}).",
@@ -232,12 +241,26 @@ class AnthropicModel:
             raise ModelError(
                 f"Could not reach the model API: {redact(str(exc))}", retryable=True
             ) from None
+        except (OSError, ValueError, RuntimeError) as exc:  # the connection broke mid-stream
+            raise ModelError(
+                f"The response stream broke off: {type(exc).__name__}: {redact(str(exc))}",
+                retryable=True,
+            ) from None
+        except Exception as exc:
+            if type(exc).__module__.split(".")[0] not in ("httpx2", "httpcore2", "httpx", "anyio"):
+                raise
+            raise ModelError(
+                f"The response stream broke off: {type(exc).__name__}: {redact(str(exc))}",
+                retryable=True,
+            ) from None
+        if not reducer.finished:
+            raise ModelError("The response stream ended before the message was complete.")
         yield ModelResponse(
-            content=content_to_dicts(final.content),
-            stop_reason=final.stop_reason or "end_turn",
-            usage=Usage.from_api(final.usage),
-            model=final.model,
-            message_id=final.id,
+            content=reducer.blocks(),
+            stop_reason=reducer.stop_reason or "end_turn",
+            usage=Usage.from_api(reducer.usage),
+            model=reducer.model or request.model,
+            message_id=reducer.id,
         )
 
     async def aclose(self) -> None:

@@ -10,6 +10,7 @@ turned into `is_error` results too, so a tool never ends a run; only cancellatio
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import traceback
 from abc import ABC, abstractmethod
@@ -76,6 +77,9 @@ class ToolOutcome:
     is_error: bool = False
 
 
+_SPECS: dict[type[Any], dict[str, Any]] = {}
+
+
 class Tool(ABC, Generic[InputT]):
     """Base class of every tool. Subclasses set the class attributes and implement `run`."""
 
@@ -85,10 +89,15 @@ class Tool(ABC, Generic[InputT]):
     read_only: ClassVar[bool] = False
 
     def spec(self) -> dict[str, Any]:
-        """The tool's definition as the Messages API takes it (stable key order)."""
-        schema = self.input_model.model_json_schema()
-        schema.pop("title", None)
-        return {"name": self.name, "description": self.description, "input_schema": schema}
+        """The tool's definition as the Messages API takes it (stable key order). Built once
+        per tool class: the same bytes every request, and no schema work per request."""
+        cached = _SPECS.get(type(self))
+        if cached is None:
+            schema = self.input_model.model_json_schema()
+            schema.pop("title", None)
+            cached = {"name": self.name, "description": self.description, "input_schema": schema}
+            _SPECS[type(self)] = cached
+        return copy.deepcopy(cached)
 
     def parse(self, raw: Mapping[str, Any]) -> InputT:
         """Validate the model's input; raises pydantic.ValidationError."""
@@ -122,6 +131,7 @@ class ToolSet:
 
     def __init__(self, tools: Iterable[Tool[Any]] = ()) -> None:
         self._tools: dict[str, Tool[Any]] = {}
+        self._specs: list[dict[str, Any]] | None = None
         for tool in tools:
             self.add(tool)
 
@@ -129,6 +139,7 @@ class ToolSet:
         if tool.name in self._tools:
             raise ValueError(f"duplicate tool name {tool.name!r}")
         self._tools[tool.name] = tool
+        self._specs = None
 
     def get(self, name: str) -> Tool[Any] | None:
         return self._tools.get(name)
@@ -137,7 +148,9 @@ class ToolSet:
         return list(self._tools)
 
     def specs(self) -> list[dict[str, Any]]:
-        return [t.spec() for t in self._tools.values()]
+        if self._specs is None:
+            self._specs = [t.spec() for t in self._tools.values()]
+        return self._specs
 
     def without(self, names: Iterable[str]) -> ToolSet:
         drop = set(names)
