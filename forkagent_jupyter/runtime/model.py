@@ -29,7 +29,6 @@ __all__ = [
     "ModelClient",
     "ModelRequest",
     "build_request",
-    "content_to_dicts",
     "default_model_name",
 ]
 
@@ -140,28 +139,6 @@ def build_request(req: ModelRequest) -> dict[str, Any]:
     if req.metadata:
         body["metadata"] = req.metadata
     return body
-
-
-def content_to_dicts(blocks: Sequence[Any]) -> list[dict[str, Any]]:
-    """SDK content blocks as API dicts with a stable key order (what is sent back later)."""
-    out: list[dict[str, Any]] = []
-    for block in blocks:
-        kind = block.type
-        if kind == "text":
-            out.append({"type": "text", "text": block.text})
-        elif kind == "tool_use":
-            out.append(
-                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-            )
-        elif kind == "thinking":
-            out.append(
-                {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
-            )
-        elif kind == "redacted_thinking":
-            out.append({"type": "redacted_thinking", "data": block.data})
-        else:
-            out.append(block.model_dump(mode="json", exclude_none=True))
-    return out
 
 
 class AnthropicModel:

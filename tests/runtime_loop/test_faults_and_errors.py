@@ -49,6 +49,19 @@ async def test_mid_stream_error_ends_the_turn_and_keeps_history(
     assert_valid_history(session.messages)
 
 
+async def test_dropped_connection_mid_stream_ends_the_turn_cleanly(
+    emulator: Any, make_session: Any
+) -> None:
+    session = make_session()
+    emulator.faults.next(Fault.dropped(after=2))
+    turn = await session.ask("hello there")
+    assert turn.stop_reason == "error"
+    assert turn.error is not None and "broke off" in turn.error
+    assert [m["role"] for m in session.messages] == ["user"]
+    again = await session.ask("and now `py: 6 * 7`")
+    assert again.stop_reason == "end_turn" and "42" in again.tool_calls[0].result
+
+
 class BoomInput(BaseModel):
     what: str
 
