@@ -159,3 +159,52 @@ def test_interrupt_cancels_the_turn_only(kernel: Kernel, emulator: Any) -> None:
     assert after.status == "ok" and "5" in after.texts()
     kernel.run_approving("%tasks --wait bg", timeout=60)
     assert kernel.value("__forkagent__.session.registry.get('bg').status") == "completed"
+
+
+def test_notifications_reach_an_open_forkagent_comm(kernel: Kernel) -> None:
+    """The JupyterLab extension's side, as the frontend does it: open a comm to the kernel
+    target `forkagent`; finished workers then arrive as insert_cell messages on it."""
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    comm_id = "frontend-comm-1"
+    msg = kernel.client.session.msg(
+        "comm_open",
+        {"comm_id": comm_id, "target_name": "forkagent", "data": {"client": "test"}},
+        metadata={},
+    )
+    kernel.client.shell_channel.send(msg)
+    deadline = time.monotonic() + 10
+    welcome: list[dict[str, Any]] = []
+    while not welcome and time.monotonic() < deadline:
+        kernel.drain()
+        welcome = [
+            m
+            for m in kernel.iopub
+            if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == comm_id
+        ]
+    assert welcome and welcome[0]["content"]["data"]["type"] == "welcome"
+    kernel.execute("%fork --name viacomm `py: 40 + 2`")
+    kernel.execute("%tasks --wait", timeout=60)
+    kernel.drain()
+    inserts = [
+        m["content"]["data"]
+        for m in kernel.iopub
+        if m["msg_type"] == "comm_msg"
+        and m["content"]["comm_id"] == comm_id
+        and m["content"]["data"].get("type") == "insert_cell"
+    ]
+    assert len(inserts) == 1
+    [insert] = inserts
+    task_id = kernel.value("__forkagent__.session.registry.get('viacomm').id")
+    assert insert["task_ids"] == [task_id]
+    assert (
+        "<task-notification>" in insert["notifications"][0] and "42" in insert["notifications"][0]
+    )
+    assert "reported back" in insert["answer"]
+    # with the extension connected the fallback area is not used
+    fallback = [
+        m
+        for m in kernel.iopub
+        if m["msg_type"] == "update_display_data"
+        and "<task-notification>" in str(m["content"]["data"].get("text/markdown", ""))
+    ]
+    assert fallback == []
