@@ -240,6 +240,7 @@ class CardHub:
         self._flusher: asyncio.Task[None] | None = None
         self.flushes = 0
         self.renders = 0
+        self.history_of: Callable[[str], list[dict[str, Any]]] | None = None
 
     def add(self, card: TaskCard) -> None:
         self.cards[card.task.id] = card
@@ -277,6 +278,8 @@ class CardHub:
             self.renders += 1
             if card.task.done:
                 self._final[task_id] = now + 1.0
+                if self.history_of is not None:
+                    card.show_transcript(self.history_of(task_id))
         for task_id, due in list(self._final.items()):
             if due <= now and task_id not in self._dirty:
                 del self._final[task_id]

@@ -121,6 +121,9 @@ class KernelUI:
             services={"python_executor": LoopExecutor()},
         )
         session.registry.subscribe(self._on_task)
+        self.hub.history_of = lambda task_id: (
+            session.workers.runs[task_id].history if task_id in session.workers.runs else []
+        )
         session.on_auto_turn = self._on_auto_turn
         return session
 

@@ -222,6 +222,8 @@ class PermissionGate:
         self.policy = policy
         self.task_id = task_id
         self.approval_timeout = approval_timeout
+        self.recorder: Callable[[dict[str, Any]], None] | None = None
+        """Called with each decision (the runtime writes them to the agent's transcript)."""
         self.rules = rules if rules is not None else RuleBook()
         for text in allow:
             self.add_rule(text)
@@ -297,6 +299,8 @@ class PermissionGate:
         if isinstance(decision, Deny):
             entry["message"] = redact(decision.message)
         self.rules.log.append(entry)
+        if self.recorder is not None:
+            self.recorder(entry)
         if len(self.rules.log) > MAX_LOG:
             del self.rules.log[: MAX_LOG // 10]
         return decision

@@ -205,6 +205,8 @@ class Session:
                 AgentMeta(agent_id="main", kind="main", model=self.model)
             )
             self.main.state.on_message = self.main.transcript.append_message
+            main_transcript = self.main.transcript
+            self.gate.recorder = lambda e: main_transcript.append_event("permission", e)
         self.auto_turns: list[AutoTurn] = []
         self.on_auto_turn: Callable[[AutoTurn], None] | None = None
         self._parent_usage = Usage()

@@ -242,6 +242,8 @@ class Workers:
         for message in run.history[shared:]:
             run.transcript.append_message(message)
         run.state.on_message = run.transcript.append_message
+        transcript = run.transcript
+        run.config.gate.recorder = lambda entry: transcript.append_event("permission", entry)
         task.output_file = run.transcript.output_path
         run.transcript.output(f"started {task.kind} {task.id}: {task.description}")
 

@@ -107,6 +107,14 @@ def test_permission_click_while_idle_and_during_agent_cell(kernel: Kernel) -> No
     kernel.execute("%tasks --wait writer", timeout=60)
     assert kernel.value("__forkagent__.session.registry.get('writer').status") == "completed"
     assert kernel.value("open('a.txt').read()") == "x"
+    expr = (
+        "__forkagent__.ui.hub.cards[__forkagent__.session.registry.get('writer').id]"
+        ".transcript.value"
+    )
+    deadline = time.monotonic() + 10  # cards are refreshed by the coalescing flusher
+    while not kernel.value(expr) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "Running 1 Python block." in kernel.value(expr)  # the card's transcript
 
     # now a worker asks while an %%agent cell is running
     kernel.execute("%fork --name writer2 `py: open('b.txt', 'w').write('y')`")

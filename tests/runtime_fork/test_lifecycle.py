@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +171,10 @@ async def test_worker_approvals_bubble_with_task_id_and_time_out(make_session: A
     assert done.status == "completed"
     assert "nobody answered within 0.5 seconds" in (done.result or "")
     assert any(e["decision"] == "deny" and e["task_id"] == task.id for e in session.gate.log)
+    assert session.store is not None  # the decision is in the worker's transcript too
+    lines = (session.store.dir / "agents" / f"{task.id}.jsonl").read_text().splitlines()
+    events = [json.loads(x) for x in lines if '"type":"event"' in x]
+    assert any(e["kind"] == "permission" and e["data"]["decision"] == "deny" for e in events)
 
 
 async def test_task_output_tool_waits_and_reports(emulator: Any, make_session: Any) -> None:
