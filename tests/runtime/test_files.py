@@ -45,8 +45,10 @@ def test_resolve_in_and_is_inside(work: Path, tmp_path: Path) -> None:
 
 def test_builtin_tools_order_and_schemas() -> None:
     tools = builtin_tools()
-    assert [t.name for t in tools] == ["Read", "Write", "Edit", "Glob", "Grep", "Bash", "Python"]
-    assert [t.name for t in tools if t.read_only] == ["Read", "Glob", "Grep"]
+    names = ["Read", "Write", "Edit", "Glob", "Grep", "Bash", "Python", "Variables", "DescribeData"]
+    assert [t.name for t in tools] == names
+    read_only = ["Read", "Glob", "Grep", "Variables", "DescribeData"]
+    assert [t.name for t in tools if t.read_only] == read_only
     for tool in tools:
         spec = tool.spec()
         assert spec["description"] and spec["input_schema"]["type"] == "object"
