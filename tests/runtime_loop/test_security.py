@@ -20,7 +20,7 @@ from forkagent_jupyter.runtime.tools.base import Tool, ToolContext
 
 pytestmark = pytest.mark.anyio
 
-SECRET = "sk-ant-api03-SECRETSECRETSECRETSECRET-0123456789abcdef"
+SECRET = "sk-" + "ant-api03-SECRETSECRETSECRETSECRET-0123456789abcdef"  # fake
 
 
 class LeakyInput(BaseModel):
