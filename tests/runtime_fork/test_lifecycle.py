@@ -198,3 +198,47 @@ async def test_task_output_tool_waits_and_reports(emulator: Any, make_session: A
     assert "<status>completed</status>" in call.result and "slept" in call.result
     assert task.status == "completed"
     assert session.queue.drain("main") == []  # read through TaskOutput: not notified again
+
+
+async def test_routing_without_forking_and_inline_named_agents(
+    emulator: Any, make_session: Any
+) -> None:
+    from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
+
+    # forking off: an Agent call without subagent_type runs the general-purpose agent
+    session = make_session(auto_respond=False, forking=False)
+    await session.ask("Delegate.\nfork: count `py: 2 + 2`")
+    [task] = await session.wait(timeout=30)
+    assert task.kind == "general-purpose" and task.status == "completed"
+    assert "4" in (task.result or "")
+    first = next(
+        r.body for r in emulator.api_requests() if "count `py: 2 + 2`" in str(r.body["messages"][0])
+    )
+    assert len(first["messages"]) == 1  # only its prompt: not the parent's history
+
+    # a named agent with run_in_background=false answers inline, with no notification
+    brain = ScriptedBrain(when_empty=OfflineBrain())
+    brain.when_last_user_contains(
+        "INLINE",
+        Reply(
+            (
+                {
+                    "type": "tool_use",
+                    "name": "Agent",
+                    "input": {
+                        "description": "inline check",
+                        "prompt": "check `py: 3 * 3`",
+                        "subagent_type": "general-purpose",
+                        "run_in_background": False,
+                    },
+                },
+            )
+        ),
+        times=1,
+    )
+    emulator.brain = brain
+    other = make_session(auto_respond=False)
+    turn = await other.ask("INLINE please")
+    [call] = turn.tool_calls
+    assert not call.is_error and "9" in call.result and "SendMessage" in call.result
+    assert other.queue.drain("main") == []
