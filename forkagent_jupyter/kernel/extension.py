@@ -86,6 +86,10 @@ class KernelAgent:
         self.bridge.register()
 
     def uninstall(self) -> None:
+        magics = self.shell.magics_manager.magics
+        magics["cell"].pop("agent", None)
+        for name in ("fork", "send", "tasks", "stop"):
+            magics["line"].pop(name, None)
         if transform_cell in self.shell.input_transformers_cleanup:
             self.shell.input_transformers_cleanup.remove(transform_cell)
         self.shell.user_ns.pop("__forkagent__", None)

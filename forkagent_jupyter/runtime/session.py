@@ -423,10 +423,13 @@ class Session:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Stop the workers and close the model client."""
+        """Stop the workers (no automatic answer to their last notifications) and close the
+        model client once nothing uses it."""
+        self.auto_respond = False
         await self.workers.stop_all()
-        if self._responder is not None:
+        if self._responder is not None and not self._responder.done():
             self._responder.cancel()
+            await asyncio.wait({self._responder})
         await self.client.aclose()
 
 

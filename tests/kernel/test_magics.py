@@ -216,3 +216,23 @@ def test_notifications_reach_an_open_forkagent_comm(kernel: Kernel) -> None:
         and "<task-notification>" in str(m["content"]["data"].get("text/markdown", ""))
     ]
     assert fallback == []
+
+
+def test_help_is_generated_and_unload_stops_workers(kernel: Kernel) -> None:
+    helped = kernel.execute("print(__forkagent__.shell.find_line_magic('fork').__doc__)")
+    text = helped.texts()
+    assert "--name NAME" in text and "Fork the parent conversation" in text
+    kernel.execute("%config ForkAgent.approval_timeout = 60")
+    kernel.execute("%fork --name waiting `py: 1 + 1`")  # will wait for an approval
+    deadline = time.monotonic() + 30
+    while not _approval_buttons(kernel) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    kernel.execute("__session = __forkagent__.session")
+    unloaded = kernel.execute("%unload_ext forkagent_jupyter")
+    assert unloaded.status == "ok", unloaded.texts()
+    deadline = time.monotonic() + 10
+    while kernel.value("[t.status for t in __session.tasks]") != ["killed"]:
+        assert time.monotonic() < deadline, "the worker was not stopped"
+        time.sleep(0.1)
+    gone = kernel.execute("%%agent\nhello")
+    assert gone.status == "error" and "UsageError" in gone.reply["content"]["ename"]
