@@ -3,27 +3,52 @@
 A definition file is Markdown with YAML front matter; the body is the agent's system prompt:
 
     ---
-    name: reviewer
+    name: reviewer                  # optional: defaults to the file name without `.md`
     description: Reviews a change and reports problems
-    tools: Read, Grep, Glob
+    tools: Read, Grep, Glob         # a YAML list or a comma-separated string; omit for all
+    disallowedTools: [Bash]
     model: inherit
+    permissionMode: plan
+    background: true
+    isolation: worktree
     maxTurns: 20
     ---
     You review code...
 
-Files in `~/.forkagent/agents/` (user) are read first, then `<workdir>/.forkagent/agents/`
-(project), which override user files of the same name. A malformed file is an
-`AgentFileError` naming the file and the field; unknown keys are errors too, so a typo does
-not pass silently.
+Where definitions come from, later ones replacing earlier ones of the same name: the built-in
+`general-purpose`, then `<home>/.forkagent/agents/*.md` (user), then
+`<workdir>/.forkagent/agents/*.md` (project). Files whose name starts with `.` are skipped.
+
+Errors: a file that cannot be used is an `AgentFileError` whose one-line message names the
+file and, where there is one, the field. Unknown keys are errors (a typo must not silently
+drop a setting), and so are two files in one folder that define the same name.
+
+Two ways to load:
+
+* `load_agents(workdir, home)` returns the definitions and raises the first error
+  (`strict=False` skips bad files instead, logging each one);
+* `scan_agents(workdir, home)` never raises: it returns the usable definitions together
+  with every error, for a UI that lists what is wrong.
 """
 
 from __future__ import annotations
 
+import difflib
+import logging
+import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+)
 
 from .errors import ConfigError
 
@@ -31,10 +56,26 @@ __all__ = [
     "GENERAL_PURPOSE",
     "AgentDefinition",
     "AgentFileError",
+    "AgentScan",
     "load_agent_file",
     "load_agents",
+    "scan_agents",
     "unknown_agent_message",
 ]
+
+log = logging.getLogger(__name__)
+
+NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
+_NAME_RULE = "1 to 64 letters, digits, '_' or '-'"
+_LOADER_FIELDS = {
+    "prompt": "the Markdown body after the front matter is the prompt",
+    "source": "it is set by where the file is",
+    "path": "it is set by where the file is",
+}
+
+Source = Literal["built-in", "project", "user"]
+PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan", "bubble"]
+_Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
 
 class AgentFileError(ConfigError):
@@ -45,96 +86,206 @@ class AgentFileError(ConfigError):
         super().__init__(where + problem)
         self.path = path
         self.field = field
+        self.problem = problem
 
 
 class AgentDefinition(BaseModel):
+    """One named agent. Field names are the front-matter keys, spelled as in the file."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")
-    description: str = Field(min_length=1)
+    name: str = Field(pattern=NAME_PATTERN)
+    description: _Text
     tools: list[str] | None = None
+    """Tool names the agent may use; None means every tool of the session."""
     disallowedTools: list[str] = Field(default_factory=list)  # noqa: N815 (file key)
     prompt: str = ""
-    model: str | None = None
-    permissionMode: (  # noqa: N815
-        Literal["default", "acceptEdits", "bypassPermissions", "plan", "bubble"] | None
-    ) = None
+    """The agent's system prompt (the file's Markdown body)."""
+    model: _Text | None = None
+    """A model name, "inherit" (the parent's model), or None (the session's default)."""
+    permissionMode: PermissionMode | None = None  # noqa: N815
     background: bool = False
     isolation: Literal["worktree"] | None = None
     maxTurns: int | None = Field(default=None, gt=0)  # noqa: N815
-    source: Literal["built-in", "project", "user"] = "project"
+    source: Source
     path: Path | None = None
 
     @field_validator("tools", "disallowedTools", mode="before")
     @classmethod
-    def _split(cls, value: Any) -> Any:
+    def _tool_list(cls, value: Any) -> Any:
+        """Accept "Read, Grep" as well as a YAML list; ["*"] means every tool."""
         if isinstance(value, str):
-            return [v.strip() for v in value.split(",") if v.strip()]
+            value = value.split(",")
+        if isinstance(value, list):
+            value = [v.strip() if isinstance(v, str) else v for v in value]
+            value = [v for v in value if v != ""]
         return value
+
+    @field_validator("tools")
+    @classmethod
+    def _star_means_all(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is not None and "*" in value else value
 
 
 GENERAL_PURPOSE = AgentDefinition(
     name="general-purpose",
-    description="A capable worker for any self-contained task: research, analysis, code.",
+    description=(
+        "A capable worker for any self-contained task: research, data analysis, code changes. "
+        "It starts with only the prompt you give it, so say everything it needs."
+    ),
     prompt=(
-        "You are a worker agent started by another agent for one task. You have only the "
-        "task's text as context, so read what you need with your tools before acting. Do the "
-        "task completely, then reply once with a concise report: what you found or changed, "
-        "the key numbers or file paths, and anything left open."
+        "You are a worker agent. Another agent handed you one task, and the task text is all "
+        "the context you get: look up what you need with your tools instead of guessing. "
+        "Work until the task is done, checking your results where you can. Then reply once "
+        "with a short report for the agent that started you: the answer or what you changed, "
+        "the numbers, names and file paths that matter, and anything you could not finish. "
+        "No preamble and no suggestions beyond the task."
     ),
     source="built-in",
 )
 
 
-def load_agent_file(path: Path, source: Literal["project", "user"] = "project") -> AgentDefinition:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise AgentFileError(path, None, f"cannot be read ({exc.strerror})") from None
-    if not text.startswith("---"):
+class AgentScan(NamedTuple):
+    """What `scan_agents` found: the usable definitions and the files that are not."""
+
+    agents: dict[str, AgentDefinition]
+    errors: list[AgentFileError]
+
+
+def _split_front_matter(path: Path, text: str) -> tuple[str, str]:
+    """(YAML text, body) of a definition file."""
+    lines = text.removeprefix("\ufeff").split("\n")
+    if lines[0].rstrip() != "---":
         raise AgentFileError(path, None, "missing front matter (the file must start with '---')")
-    head, sep, body = text[3:].partition("\n---")
-    if not sep:
-        raise AgentFileError(path, None, "front matter is not closed by a '---' line")
+    for i, line in enumerate(lines[1:], start=1):
+        if line.rstrip() == "---":
+            return "\n".join(lines[1:i]), "\n".join(lines[i + 1 :])
+    raise AgentFileError(path, None, "front matter has no closing '---' line")
+
+
+def _parse_yaml(path: Path, head: str) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(head) or {}
+        data = yaml.safe_load(head)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        line = f" (line {mark.line + 2})" if mark is not None else ""
-        raise AgentFileError(path, None, f"front matter is not valid YAML{line}") from None
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        where = f"line {mark.line + 2}: " if mark is not None else ""  # +1 for '---', +1 base
+        problem = f"front matter is not valid YAML ({where}{problem})"
+        raise AgentFileError(path, None, problem) from None
+    if data is None:
+        return {}
     if not isinstance(data, dict):
-        raise AgentFileError(path, None, "front matter must be a mapping of keys to values")
-    if "prompt" in data or "source" in data or "path" in data:
-        bad = next(k for k in ("prompt", "source", "path") if k in data)
-        raise AgentFileError(path, bad, "not allowed in front matter")
-    data.setdefault("name", path.stem)
-    data["prompt"] = body.lstrip("\n").lstrip("-").strip()
-    data["source"] = source
-    data["path"] = path
+        raise AgentFileError(path, None, "front matter must be 'key: value' lines")
+    return {str(k): v for k, v in data.items()}
+
+
+def _validation_problem(path: Path, exc: ValidationError) -> AgentFileError:
+    errors = exc.errors()
+    first = errors[0]
+    loc = [str(p) for p in first["loc"]]
+    field = loc[0] if loc else None
+    if first["type"] == "extra_forbidden" and field is not None:
+        keys = [k for k in AgentDefinition.model_fields if k not in _LOADER_FIELDS]
+        close = difflib.get_close_matches(field, keys, n=1)
+        problem = "unknown key" + (f" (did you mean '{close[0]}'?)" if close else "")
+    else:
+        problem = first["msg"]
+        if first["type"] == "string_pattern_mismatch" and field == "name":
+            problem = f"{first['input']!r} is not a valid name ({_NAME_RULE})"
+        position = first["loc"][1] if len(first["loc"]) > 1 else None
+        if isinstance(position, int):
+            problem = f"item {position + 1}: {problem}"
+    if len(errors) > 1:
+        problem += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    return AgentFileError(path, field, problem)
+
+
+def load_agent_file(path: Path, source: Literal["project", "user"] = "project") -> AgentDefinition:
+    """Parse one definition file; every problem is an `AgentFileError`."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise AgentFileError(path, None, "is not UTF-8 text") from None
+    except OSError as exc:
+        raise AgentFileError(path, None, f"cannot be read ({exc.strerror})") from None
+    head, body = _split_front_matter(path, text)
+    data = _parse_yaml(path, head)
+    for key, why in _LOADER_FIELDS.items():
+        if key in data:
+            raise AgentFileError(path, key, f"not allowed in front matter ({why})")
+    if "name" not in data:
+        data["name"] = path.stem
+        if not re.fullmatch(NAME_PATTERN, path.stem):
+            raise AgentFileError(
+                path,
+                "name",
+                f"the file name {path.stem!r} is not a valid name ({_NAME_RULE}); "
+                "rename the file or set 'name'",
+            )
+    data.update(prompt=body.strip("\n").rstrip(), source=source, path=path)
     try:
         return AgentDefinition.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or None
-        problem = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-        raise AgentFileError(path, field, problem) from None
+        raise _validation_problem(path, exc) from None
 
 
-def load_agents(workdir: Path, home: Path | None = None) -> dict[str, AgentDefinition]:
-    """Built-in, then user, then project definitions (later ones override earlier ones).
-    The first malformed file raises its AgentFileError."""
-    agents = {GENERAL_PURPOSE.name: GENERAL_PURPOSE}
+def _folders(workdir: Path, home: Path | None) -> list[tuple[Path, Literal["project", "user"]]]:
     places: list[tuple[Path, Literal["project", "user"]]] = []
     if home is not None:
-        places.append((home / ".forkagent" / "agents", "user"))
-    places.append((workdir / ".forkagent" / "agents", "project"))
-    for folder, source in places:
-        if folder.is_dir():
-            for file in sorted(folder.glob("*.md")):
+        places.append((Path(home) / ".forkagent" / "agents", "user"))
+    places.append((Path(workdir) / ".forkagent" / "agents", "project"))
+    if len(places) == 2 and places[0][0].resolve() == places[1][0].resolve():
+        places.pop(0)  # the work dir is the home dir: read the folder once, as project
+    return places
+
+
+def scan_agents(workdir: Path, home: Path | None = None) -> AgentScan:
+    """All usable definitions (built-in, then user, then project) and every file error."""
+    agents = {GENERAL_PURPOSE.name: GENERAL_PURPOSE}
+    errors: list[AgentFileError] = []
+    for folder, source in _folders(workdir, home):
+        if not folder.is_dir():
+            continue
+        seen: dict[str, Path] = {}
+        for file in sorted(folder.glob("*.md")):
+            if file.name.startswith(".") or not file.is_file():
+                continue
+            try:
                 definition = load_agent_file(file, source)
-                agents[definition.name] = definition
+            except AgentFileError as exc:
+                errors.append(exc)
+                continue
+            if definition.name in seen:
+                errors.append(
+                    AgentFileError(
+                        file,
+                        "name",
+                        f"{definition.name!r} is already defined by {seen[definition.name].name}",
+                    )
+                )
+                continue
+            seen[definition.name] = file
+            agents[definition.name] = definition
+    return AgentScan(agents, errors)
+
+
+def load_agents(
+    workdir: Path, home: Path | None = None, *, strict: bool = True
+) -> dict[str, AgentDefinition]:
+    """Definitions by name: built-in, then user, then project (later ones win).
+
+    With `strict` (the default) the first bad file raises its `AgentFileError`; without it,
+    bad files are left out and logged. `scan_agents` returns the errors instead."""
+    agents, errors = scan_agents(workdir, home)
+    if errors and strict:
+        raise errors[0]
+    for error in errors:
+        log.warning("agent definition skipped: %s", error)
     return agents
 
 
-def unknown_agent_message(name: str, available: list[str]) -> str:
-    return f"Agent type '{name}' not found. Available agents: {', '.join(sorted(available))}"
+def unknown_agent_message(name: str, available: Iterable[str]) -> str:
+    """The error for an agent type that is not defined, listing the defined ones."""
+    names = ", ".join(sorted(available)) or "none"
+    return f"Agent type '{name}' not found. Available agents: {names}"

@@ -1,176 +1,461 @@
 """Sidechain transcripts: one JSON-lines file per agent, enough to resume after a restart.
 
-Layout under the store's root (by default `<workdir>/.forkagent/sessions`):
+    <root>/<session>/agents/<agent_id>.jsonl      records: {"type": "message"|"event", ...,
+                                                  "seq": n, "t": unix time}, one per line
+    <root>/<session>/agents/<agent_id>.meta.json  `AgentMeta` (kind, parent, worktree, ...)
+    <root>/<session>/tasks/<agent_id>.output      plain text to `tail -f`: progress, result
 
-    <session>/agents/<agent_id>.jsonl      every message appended to the agent's history
-    <session>/agents/<agent_id>.meta.json  kind, name, description, model, owner, and what
-                                           it inherits from its parent
-    <session>/tasks/<agent_id>.output      human-readable progress and the final result
+Messages keep their key order and unicode, so a loaded history serializes to the bytes that
+were sent and a resumed request reads the prompt cache. Each record is one unbuffered write,
+on disk before `append_*` returns; everything written passes through `redact`. A fork does
+not copy what it inherits: its meta names the parent, the number of shared messages and the
+parent's record count at the start. A failing write is logged and ends that transcript (the
+agent runs on).
 
-A fork's file does not copy the history it inherits: its metadata names the parent's
-transcript and how many of the parent's messages it shares, and loading joins the two. Each
-line is written and flushed before the runtime moves on, message dicts keep their key order
-(a resumed request must be byte-identical to the earlier ones to read them from the cache),
-and everything written passes through `redact` (no API key on disk). Loading replays the
-appends with the same merging rule as in memory and skips a truncated last line.
+Loading replays the records as the runtime builds histories (same-role messages merge, a
+`reset` event starts over), skips a truncated last line with a warning, then repairs the end
+(`repair_for_resume`). The repair only appends or drops at the end, so every message sent
+before stays byte-identical. Tool calls without a result are answered with an error result
+saying the run was interrupted, rather than dropped: the model learns that the call may have
+taken effect. Trailing assistant messages with nothing to send back are dropped.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import os
+import re
 import time
-from dataclasses import asdict, dataclass, field
+import weakref
+from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from .errors import UsageError
-from .history import append_message
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import AgentError, UsageError
+from .history import append_message, blocks_of
 from .secrets import redact
 
-__all__ = ["AgentMeta", "LoadedTranscript", "Transcript", "TranscriptStore"]
+__all__ = [
+    "RESET_EVENT",
+    "AgentMeta",
+    "LoadedTranscript",
+    "Transcript",
+    "TranscriptError",
+    "TranscriptStore",
+    "fingerprint",
+    "repair_for_resume",
+]
 
 log = logging.getLogger(__name__)
 
+RESET_EVENT = "reset"
+INTERRUPTED_RESULT = (
+    "The run was interrupted before this tool call's result was recorded; it may or may not "
+    "have taken effect. Check before relying on it."
+)
+MAX_OPEN_FILES = 64
+_FILE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}")
 
-@dataclass
-class AgentMeta:
+
+class TranscriptError(AgentError):
+    """A transcript on disk is damaged beyond its last line."""
+
+
+def fingerprint(value: Any) -> str:
+    """sha256 of `value`'s exact JSON (key order kept), e.g. of the system blocks or tools."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class AgentMeta(BaseModel):
+    """What a transcript needs besides its messages to resume the agent."""
+
+    model_config = ConfigDict(extra="ignore")
+
     agent_id: str
     kind: str
+    """Either 'fork', 'main', or the agent type's name."""
     description: str = ""
     name: str | None = None
     model: str = ""
     owner: str = "main"
+    """The parent: the agent that launched this one and receives its notification."""
     inherits_from: str | None = None
     inherits_count: int = 0
-    created_at: float = field(default_factory=time.time)
+    inherits_seq: int | None = None
+    """The parent's last record number when this agent was opened (None: not known)."""
+    worktree_path: str | None = None
+    system_hash: str | None = None
+    tools_hash: str | None = None
+    created_at: float = Field(default_factory=time.time)
+
+    def cache_mismatches(self, *, system: Any | None = None, tools: Any | None = None) -> list[str]:
+        """Which of `system`/`tools` differ from what the agent ran with (unknown: no)."""
+        pairs = (("system", system, self.system_hash), ("tools", tools, self.tools_hash))
+        return [n for n, value, h in pairs if value is not None and h and fingerprint(value) != h]
 
 
-@dataclass
-class LoadedTranscript:
+class LoadedTranscript(NamedTuple):
     meta: AgentMeta
     messages: list[dict[str, Any]]
+    """The history, repaired so that a resumed request is valid."""
     session_dir: Path
+    repairs: list[str]
+    """What the repair changed, for people (empty when nothing)."""
+
+
+# Characters that `str.splitlines` (and many editors) treat as line breaks although JSON
+# leaves them raw: escaped, so every record stays on one line for every reader.
+_LINE_BREAKS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
 
 
 def _dumps(record: dict[str, Any]) -> str:
-    return redact(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=_unknown)
+    return redact(text.translate(_LINE_BREAKS))
+
+
+def _unknown(value: Any) -> str:
+    log.warning("transcript: %s written as text (not JSON)", type(value).__name__)
+    return str(value)
+
+
+class _Files:
+    """Append-only file descriptors, at most MAX_OPEN_FILES open at once (hundreds of agents).
+
+    Raw descriptors in O_APPEND mode: one unbuffered write per line (nothing to flush), and
+    the descriptors are closed with the store or when it is garbage collected."""
+
+    _FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+
+    def __init__(self) -> None:
+        self._open: OrderedDict[Path, int] = OrderedDict()
+        self._finalizer = weakref.finalize(self, _close_all, self._open)
+
+    def append(self, path: Path, text: str) -> None:
+        fd = self._open.pop(path, None)
+        if fd is None:
+            if len(self._open) >= MAX_OPEN_FILES:
+                os.close(self._open.popitem(last=False)[1])
+            fd = os.open(path, self._FLAGS | getattr(os, "O_BINARY", 0), 0o644)
+        self._open[path] = fd
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            data = data[os.write(fd, data) :]
+
+    def close(self, *paths: Path) -> None:
+        for path in paths or list(self._open):
+            fd = self._open.pop(path, None)
+            if fd is not None:
+                os.close(fd)
+
+
+def _close_all(fds: OrderedDict[Path, int]) -> None:
+    while fds:
+        os.close(fds.popitem()[1])
 
 
 class Transcript:
-    """The open files of one agent."""
+    """The files of one agent, open for appending."""
 
-    def __init__(self, path: Path, output_path: Path) -> None:
-        self.path = path
-        self.output_path = output_path
-        self._seq = 0
+    def __init__(self, store: TranscriptStore, meta: AgentMeta, seq: int = 0) -> None:
+        self.store = store
+        self.meta = meta
+        self.agent_id = meta.agent_id
+        self.path = _transcript_path(store.dir, meta.agent_id)
+        self.meta_path = _meta_path(store.dir, meta.agent_id)
+        self.output_path = store.output_path(meta.agent_id)
+        self.seq = seq
+        self.broken = False
 
-    @staticmethod
-    def _append(path: Path, line: str) -> None:
-        # Opened per line: nothing stays open, and each line is on disk when this returns.
-        with path.open("a", encoding="utf-8") as f:
-            f.write(line + "\n")
+    def _append(self, path: Path, text: str) -> None:
+        if self.broken:
+            return
+        try:
+            self.store._files.append(path, text)
+        except OSError as exc:
+            self.broken = True
+            log.error("transcript of %s stops here: cannot write %s (%s)", self.agent_id, path, exc)
 
-    def _write(self, record: dict[str, Any]) -> None:
-        self._seq += 1
-        self._append(self.path, _dumps({"seq": self._seq, "t": round(time.time(), 3), **record}))
+    def _record(self, record: dict[str, Any]) -> None:
+        self.seq += 1
+        line = _dumps({**record, "seq": self.seq, "t": round(time.time(), 3)})
+        self._append(self.path, line + "\n")
 
     def append_message(self, message: dict[str, Any]) -> None:
-        self._write({"type": "message", "message": message})
+        """Record one message of the agent's history (on disk when this returns)."""
+        self._record({"type": "message", "message": message})
 
     def append_event(self, kind: str, data: dict[str, Any] | None = None) -> None:
-        self._write({"type": "event", "kind": kind, "data": data or {}})
+        """Record something that is not a message: a permission decision, a status, usage."""
+        self._record({"type": "event", "kind": kind, "data": data or {}})
 
     def output(self, line: str) -> None:
+        """Add a line to the human-readable output file (continuation lines indented)."""
         stamp = time.strftime("%H:%M:%S")
-        self._append(self.output_path, redact(f"[{stamp}] {line.rstrip()}"))
+        text = line.rstrip().replace("\n", "\n" + " " * (len(stamp) + 3))
+        self._append(self.output_path, redact(f"[{stamp}] {text}\n"))
+
+    def set_result(self, text: str) -> None:
+        """The final result: the end of the output file, and an event in the transcript."""
+        self.append_event("result", {"text": text})
+        body = text.strip() or "(no text)"
+        self._append(self.output_path, redact(f"[{time.strftime('%H:%M:%S')}] result:\n{body}\n"))
+
+    def update_meta(self, **changes: Any) -> None:
+        """Change fields of the meta file (e.g. `worktree_path=None` once it is removed)."""
+        self.meta = self.meta.model_copy(update=changes)
+        try:
+            self.store._write_meta(self.meta)
+        except OSError as exc:
+            log.error("cannot update %s: %s", self.meta_path, exc)
+
+    def close(self) -> None:
+        """Release the file handles (a later append opens them again)."""
+        self.store._files.close(self.path, self.output_path)
 
 
 class TranscriptStore:
     """Transcripts of one session, and lookup across earlier sessions under the same root."""
 
     def __init__(self, root: Path, session_id: str) -> None:
-        self.root = root
+        self.root = Path(root)
         self.session_id = session_id
-        self.dir = root / session_id
+        self.dir = self.root / session_id
         (self.dir / "agents").mkdir(parents=True, exist_ok=True)
         (self.dir / "tasks").mkdir(parents=True, exist_ok=True)
-        ignore = root / ".gitignore"
+        ignore = self.root / ".gitignore"
         if not ignore.exists():
             ignore.write_text("*\n")
+        self._files = _Files()
+        self._transcripts: dict[str, Transcript] = {}
 
     def output_path(self, agent_id: str) -> Path:
         return self.dir / "tasks" / f"{agent_id}.output"
 
-    def open(self, meta: AgentMeta) -> Transcript:
-        agents = self.dir / "agents"
-        (agents / f"{meta.agent_id}.meta.json").write_text(
-            redact(json.dumps(asdict(meta), ensure_ascii=False, indent=1))
-        )
-        return Transcript(agents / f"{meta.agent_id}.jsonl", self.output_path(meta.agent_id))
+    def _write_meta(self, meta: AgentMeta) -> None:
+        """Replace the meta file in one step (a reader never sees half of it)."""
+        text = json.dumps(meta.model_dump(mode="json"), ensure_ascii=False, indent=1)
+        tmp = _meta_path(self.dir, meta.agent_id).with_suffix(".tmp")
+        tmp.write_text(redact(text) + "\n", encoding="utf-8")
+        tmp.replace(_meta_path(self.dir, meta.agent_id))
 
-    def locate(self, key: str) -> Path | None:
-        """The session folder holding agent `key` (an id or a name), newest first."""
-        sessions = sorted(
-            (p for p in self.root.iterdir() if p.is_dir()),
-            key=lambda p: p.stat().st_mtime,
-            reverse=True,
-        )
-        sessions.sort(key=lambda p: p != self.dir)  # this session first
-        for session in sessions:
-            if (session / "agents" / f"{key}.meta.json").exists():
-                return session
-        for session in sessions:
-            for meta_file in (session / "agents").glob("*.meta.json"):
-                try:
-                    if json.loads(meta_file.read_text()).get("name") == key:
-                        return session
-                except (OSError, json.JSONDecodeError):
-                    continue
-        return None
+    def open(self, agent_id: str | AgentMeta, meta: AgentMeta | None = None) -> Transcript:
+        """Start or continue an agent's transcript: `open(meta)` or `open(agent_id, meta)`.
 
-    def agent_id_for(self, key: str) -> str | None:
-        session = self.locate(key)
-        if session is None:
+        Writes the meta file and creates the output file, so both exist from the start."""
+        if isinstance(agent_id, AgentMeta):
+            meta = agent_id
+        elif meta is None or meta.agent_id != agent_id:
+            raise UsageError(f"open({agent_id!r}, meta): the meta is of another agent")
+        if not _is_file_id(meta.agent_id):
+            raise UsageError(f"{meta.agent_id!r} cannot name a transcript file")
+        parent = self._transcripts.get(meta.inherits_from or "")
+        if parent is not None and meta.inherits_seq is None:
+            meta = meta.model_copy(update={"inherits_seq": parent.seq})
+        self._write_meta(meta)
+        transcript = self._transcripts.get(meta.agent_id)
+        if transcript is None:  # else: already open here, its record count carries on
+            seq = _continue(_transcript_path(self.dir, meta.agent_id))
+            transcript = self._transcripts[meta.agent_id] = Transcript(self, meta, seq)
+        transcript.meta = meta
+        transcript.output_path.touch()
+        return transcript
+
+    def close(self) -> None:
+        self._files.close()
+
+    # -- finding ---------------------------------------------------------------------------
+
+    def exists(self, agent_id: str, session_dir: Path | None = None) -> bool:
+        """Whether this session (or `session_dir`) has a transcript of `agent_id`."""
+        where = session_dir or self.dir
+        return _is_file_id(agent_id) and _meta_path(where, agent_id).is_file()
+
+    def agent_ids(self) -> list[str]:
+        """Agents with a transcript in this session, oldest first."""
+        return [m.agent_id for m in _metas(self.dir)]
+
+    def find(self, name_or_id: str) -> str | None:
+        """The agent id in this session for an id or a name (the newest of that name)."""
+        found = self.search(self.root, name_or_id, sessions=[self.dir])
+        return found[1] if found else None
+
+    @staticmethod
+    def search(
+        root: Path, name_or_id: str, *, sessions: list[Path] | None = None
+    ) -> tuple[Path, str] | None:
+        """(session folder, agent id) of `name_or_id` under `root`, whatever session wrote it.
+
+        An id wins over a name; of several matches the newest wins (a resumed agent's copy)."""
+        if sessions is None:
+            root = Path(root)
+            sessions = [p for p in root.iterdir() if p.is_dir()] if root.is_dir() else []
+        found = [
+            (_read_meta(_meta_path(s, name_or_id)), s)
+            for s in sessions
+            if _is_file_id(name_or_id) and _meta_path(s, name_or_id).is_file()
+        ] or [(m, s) for s in sessions for m in _metas(s) if m.name == name_or_id]
+        if not found:
             return None
-        if (session / "agents" / f"{key}.meta.json").exists():
-            return key
-        for meta_file in (session / "agents").glob("*.meta.json"):
-            if json.loads(meta_file.read_text()).get("name") == key:
-                return meta_file.name.removesuffix(".meta.json")
-        return None
+        meta, session = max(found, key=lambda pair: pair[0].created_at)
+        return session, meta.agent_id
+
+    def _anywhere(self, name_or_id: str) -> tuple[Path, str] | None:
+        here = self.search(self.root, name_or_id, sessions=[self.dir])
+        return here or self.search(self.root, name_or_id)
+
+    def agent_id_for(self, name_or_id: str) -> str | None:
+        """The agent id for an id or a name: this session first, then the newest other."""
+        found = self._anywhere(name_or_id)
+        return found[1] if found else None
+
+    # -- loading ---------------------------------------------------------------------------
 
     def load(self, agent_id: str, session_dir: Path | None = None) -> LoadedTranscript:
-        session = session_dir or self.locate(agent_id)
-        if session is None:
+        """The agent's meta and history, repaired for resuming (this session first, else the
+        newest session that has it)."""
+        found = (session_dir, agent_id) if session_dir else self._anywhere(agent_id)
+        if not (found and found[1] == agent_id and self.exists(agent_id, found[0])):
             raise UsageError(f"No transcript found for agent {agent_id!r}.")
-        meta_file = session / "agents" / f"{agent_id}.meta.json"
-        meta = AgentMeta(**json.loads(meta_file.read_text()))
-        messages: list[dict[str, Any]] = []
-        if meta.inherits_from:
-            parent = self.load(meta.inherits_from, session)
-            messages = parent.messages[: meta.inherits_count]
-        for record in _records(session / "agents" / f"{agent_id}.jsonl"):
-            if record.get("type") == "message":
-                append_message(messages, record["message"])
-            elif record.get("type") == "event" and record.get("kind") == "reset":
-                messages = []
-        return LoadedTranscript(meta, messages, session)
+        session = found[0]
+        meta = _read_meta(_meta_path(session, agent_id))
+        messages, repairs = repair_for_resume(_replay(session, meta, upto=None, seen=set()))
+        return LoadedTranscript(meta, messages, session, repairs)
+
+
+def _is_file_id(agent_id: str) -> bool:
+    return bool(_FILE_ID.fullmatch(agent_id))
+
+
+def _meta_path(session_dir: Path, agent_id: str) -> Path:
+    return session_dir / "agents" / f"{agent_id}.meta.json"
+
+
+def _transcript_path(session_dir: Path, agent_id: str) -> Path:
+    return session_dir / "agents" / f"{agent_id}.jsonl"
+
+
+def _continue(path: Path) -> int:
+    """The number of records in `path`, after cutting off a truncated last line (a crash)."""
+    if not path.exists():
+        return 0
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        keep = data.rfind(b"\n") + 1
+        log.warning("%s: removing a truncated last line before appending", path)
+        os.truncate(path, keep)
+        data = data[:keep]
+    return sum(1 for line in data.split(b"\n") if line.strip())
+
+
+def _read_meta(path: Path) -> AgentMeta:
+    try:
+        return AgentMeta.model_validate_json(path.read_bytes())
+    except ValueError as exc:
+        raise TranscriptError(f"{path}: not a valid meta file ({exc})") from None
+
+
+def _metas(session: Path) -> list[AgentMeta]:
+    metas = []
+    for path in (session / "agents").glob("*.meta.json") if (session / "agents").is_dir() else []:
+        try:
+            metas.append(_read_meta(path))
+        except (OSError, TranscriptError) as exc:
+            log.warning("skipping %s: %s", path, exc)
+    return sorted(metas, key=lambda m: m.created_at)
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
-    out = []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
+    lines = [x for x in path.read_text(encoding="utf-8", errors="replace").split("\n") if x.strip()]
+    records = []
+    for number, line in enumerate(lines, start=1):  # we never write blank lines
         try:
-            out.append(json.loads(line))
+            records.append(json.loads(line))
         except json.JSONDecodeError:
-            if i == len(lines) - 1:
-                log.warning("%s: skipping a truncated last line", path)
-                continue
-            raise
-    return out
+            if number < len(lines):
+                raise TranscriptError(f"{path}: line {number} is not valid JSON") from None
+            log.warning("%s: skipping a truncated last line (line %d)", path, number)
+    return [r for r in records if isinstance(r, dict)]
+
+
+def _replay(
+    session: Path, meta: AgentMeta, upto: int | None, seen: set[str]
+) -> list[dict[str, Any]]:
+    """The agent's history as the runtime built it, from its records up to seq `upto`."""
+    if meta.agent_id in seen:
+        raise TranscriptError(f"transcripts of {sorted(seen)} inherit from each other")
+    seen.add(meta.agent_id)
+    messages: list[dict[str, Any]] = []
+    if meta.inherits_from:
+        parent_meta = _meta_path(session, meta.inherits_from)
+        if not parent_meta.is_file():
+            raise TranscriptError(
+                f"{meta.agent_id} inherits from {meta.inherits_from}, whose transcript is missing"
+            )
+        parent = _replay(session, _read_meta(parent_meta), meta.inherits_seq, seen)
+        messages = parent[: meta.inherits_count]
+    for record in _records(_transcript_path(session, meta.agent_id)):
+        if upto is not None and int(record.get("seq", 0)) > upto:
+            break
+        if record.get("type") == "message" and isinstance(record.get("message"), dict):
+            append_message(messages, record["message"])
+        elif record.get("type") == "event" and record.get("kind") == RESET_EVENT:
+            messages = []
+    return messages
+
+
+def _is_empty_assistant(message: dict[str, Any]) -> bool:
+    """An assistant message with nothing to send back: no text, no tool use, only thinking."""
+    for block in blocks_of(message):
+        kind = block.get("type")
+        if kind == "text" and str(block.get("text", "")).strip():
+            return False
+        if kind not in ("text", "thinking", "redacted_thinking"):
+            return False
+    return True
+
+
+def repair_for_resume(
+    messages: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """`messages` made valid to continue: only the end changes, the rest stays identical.
+
+    Drops trailing assistant messages that carry nothing usable (whitespace, thinking only),
+    and answers tool_use blocks of the last assistant message that have no tool_result with
+    an error result. Never leaves two messages of one role next to each other."""
+    out = list(messages)
+    repairs: list[str] = []
+    while out and out[-1].get("role") == "assistant" and _is_empty_assistant(out[-1]):
+        out.pop()
+        repairs.append("dropped an empty assistant message at the end")
+    last = max((i for i, m in enumerate(out) if m.get("role") == "assistant"), default=None)
+    if last is None:
+        return out, repairs
+    asked = [str(b.get("id")) for b in blocks_of(out[last]) if b.get("type") == "tool_use"]
+    answered = {
+        str(b.get("tool_use_id"))
+        for m in out[last + 1 :]
+        for b in blocks_of(m)
+        if b.get("type") == "tool_result"
+    }
+    missing = [i for i in asked if i not in answered]
+    if not missing:
+        return out, repairs
+    results = [
+        {"type": "tool_result", "tool_use_id": i, "content": INTERRUPTED_RESULT, "is_error": True}
+        for i in missing
+    ]
+    if last + 1 < len(out):  # a user message with some results: add the others after them
+        blocks = blocks_of(out[last + 1])
+        at = sum(1 for b in blocks if b.get("type") == "tool_result")
+        out[last + 1] = {**out[last + 1], "content": [*blocks[:at], *results, *blocks[at:]]}
+    else:
+        append_message(out, {"role": "user", "content": results})
+    repairs.append(f"answered {len(missing)} interrupted tool call(s) with an error result")
+    return out, repairs

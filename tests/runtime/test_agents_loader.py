@@ -1,0 +1,229 @@
+"""Named agent definitions: parsing `.forkagent/agents/*.md`, overrides, and clear errors."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from forkagent_jupyter.runtime.agents import (
+    GENERAL_PURPOSE,
+    AgentDefinition,
+    AgentFileError,
+    load_agent_file,
+    load_agents,
+    scan_agents,
+    unknown_agent_message,
+)
+from forkagent_jupyter.runtime.errors import ConfigError
+
+FULL = """\
+---
+name: reviewer
+description: Reviews a change and reports problems
+tools: [Read, Grep, Glob]
+disallowedTools: Bash, Write
+model: inherit
+permissionMode: plan
+background: true
+isolation: worktree
+maxTurns: 12
+---
+
+You review code.
+
+Report problems only.
+"""
+
+
+def write_agent(folder: Path, filename: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / filename
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def project_dir(root: Path) -> Path:
+    return root / ".forkagent" / "agents"
+
+
+def test_a_file_with_every_field(tmp_path: Path) -> None:
+    path = write_agent(tmp_path, "anything.md", FULL)
+    agent = load_agent_file(path)
+    assert agent == AgentDefinition(
+        name="reviewer",
+        description="Reviews a change and reports problems",
+        tools=["Read", "Grep", "Glob"],
+        disallowedTools=["Bash", "Write"],
+        prompt="You review code.\n\nReport problems only.",
+        model="inherit",
+        permissionMode="plan",
+        background=True,
+        isolation="worktree",
+        maxTurns=12,
+        source="project",
+        path=path,
+    )
+
+
+def test_defaults_name_from_file_and_tool_strings(tmp_path: Path) -> None:
+    text = "---\ndescription: Counts rows\ntools: 'Read,  Python ,'\n---\nCount.\n"
+    agent = load_agent_file(write_agent(tmp_path, "row-counter.md", text), source="user")
+    assert agent.name == "row-counter"
+    assert agent.tools == ["Read", "Python"]
+    assert agent.disallowedTools == []
+    assert agent.model is None and agent.permissionMode is None and agent.maxTurns is None
+    assert agent.background is False and agent.isolation is None
+    assert agent.source == "user"
+    everything = "---\ndescription: All tools\ntools: '*'\n---\n"
+    assert load_agent_file(write_agent(tmp_path, "all.md", everything)).tools is None
+
+
+def test_windows_line_endings_and_empty_body(tmp_path: Path) -> None:
+    path = tmp_path / "crlf.md"
+    path.write_bytes(b"---\r\ndescription: x\r\nmaxTurns: 3\r\n---\r\n")
+    agent = load_agent_file(path)
+    assert (agent.name, agent.maxTurns, agent.prompt) == ("crlf", 3, "")
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "problem"),
+    [
+        ("---\ndescription: x\nmaxTurns: 0\n---\nbody\n", "maxTurns", "greater than 0"),
+        ("---\ndescription: x\nmaxTurns: many\n---\n", "maxTurns", "valid integer"),
+        ("---\ndescription: x\ncolour: red\n---\n", "colour", "unknown key"),
+        ("---\ndescription: x\nmaxturns: 3\n---\n", "maxturns", "did you mean 'maxTurns'?"),
+        ("---\ndescription: x\ntools: 5\n---\n", "tools", "valid list"),
+        ("---\ndescription: x\ntools: [Read, 7]\n---\n", "tools", "item 2: "),
+        ("---\ndescription: x\nbackground: maybe\n---\n", "background", "valid boolean"),
+        ("---\ndescription: x\npermissionMode: yolo\n---\n", "permissionMode", "'bubble'"),
+        ("---\ndescription: x\nisolation: docker\n---\n", "isolation", "'worktree'"),
+        ("---\ndescription: x\nname: two words\n---\n", "name", "'two words' is not a valid"),
+        ("---\ndescription: x\nname: " + "n" * 65 + "\n---\n", "name", "1 to 64"),
+        ("---\nname: quiet\n---\n", "description", "Field required"),
+        ("---\ndescription: '   '\n---\n", "description", "at least 1 character"),
+        ("---\ndescription: x\nprompt: hi\n---\n", "prompt", "Markdown body"),
+        ("---\ndescription: x\nsource: user\n---\n", "source", "not allowed"),
+    ],
+)
+def test_malformed_fields_name_the_file_and_the_field(
+    tmp_path: Path, text: str, field: str, problem: str
+) -> None:
+    path = write_agent(tmp_path, "broken.md", text)
+    with pytest.raises(AgentFileError) as caught:
+        load_agent_file(path)
+    error = caught.value
+    assert isinstance(error, ConfigError)
+    assert error.path == path and error.field == field
+    message = str(error)
+    assert message.startswith(f"{path}: field '{field}': ")
+    assert problem in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("no front matter\n", "missing front matter (the file must start with '---')"),
+        ("", "missing front matter"),
+        ("---\ndescription: x\n", "front matter has no closing '---' line"),
+        ("---\ndescription: x\n  tools: [a\n---\n", "front matter is not valid YAML (line 3: "),
+        ('---\ndescription: "x\n---\n', "front matter is not valid YAML (line "),
+        ("---\n- a\n- b\n---\n", "front matter must be 'key: value' lines"),
+    ],
+)
+def test_malformed_files_name_the_file(tmp_path: Path, text: str, problem: str) -> None:
+    path = write_agent(tmp_path, "broken.md", text)
+    with pytest.raises(AgentFileError) as caught:
+        load_agent_file(path)
+    assert caught.value.path == path and caught.value.field is None
+    assert str(caught.value).startswith(f"{path}: {problem}")
+    assert "\n" not in str(caught.value)
+
+
+def test_file_name_that_is_not_a_valid_name(tmp_path: Path) -> None:
+    path = write_agent(tmp_path, "my agent.md", "---\ndescription: x\n---\n")
+    with pytest.raises(AgentFileError, match=r"field 'name': the file name 'my agent'") as caught:
+        load_agent_file(path)
+    assert caught.value.field == "name"
+    named = write_agent(tmp_path, "my other agent.md", "---\nname: ok\ndescription: x\n---\n")
+    assert load_agent_file(named).name == "ok"
+
+
+def test_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "latin.md"
+    path.write_bytes("---\ndescription: café\n---\n".encode("latin-1"))
+    with pytest.raises(AgentFileError, match=r"latin\.md: is not UTF-8 text"):
+        load_agent_file(path)
+
+
+def test_built_in_is_always_there(tmp_path: Path) -> None:
+    agents = load_agents(tmp_path, tmp_path / "no-home")
+    assert list(agents) == ["general-purpose"]
+    gp = agents["general-purpose"]
+    assert gp is GENERAL_PURPOSE and gp.source == "built-in" and gp.tools is None
+    assert gp.description and len(gp.prompt) > 100
+
+
+def test_project_overrides_user(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    write_agent(project_dir(home), "reviewer.md", "---\ndescription: user's\n---\nUser.\n")
+    write_agent(project_dir(home), "helper.md", "---\ndescription: only user\n---\nHelp.\n")
+    write_agent(project_dir(work), "reviewer.md", "---\ndescription: project's\n---\nProj.\n")
+    agents = load_agents(work, home)
+    assert sorted(agents) == ["general-purpose", "helper", "reviewer"]
+    assert agents["reviewer"].description == "project's"
+    assert agents["reviewer"].source == "project"
+    assert agents["reviewer"].path == project_dir(work) / "reviewer.md"
+    assert agents["helper"].source == "user"
+    # a file may replace the built-in one, by name
+    write_agent(project_dir(work), "gp.md", "---\nname: general-purpose\ndescription: own\n---\n")
+    assert load_agents(work, home)["general-purpose"].source == "project"
+
+
+def test_home_equal_to_workdir_reads_the_folder_once(tmp_path: Path) -> None:
+    write_agent(project_dir(tmp_path), "a.md", "---\ndescription: x\n---\n")
+    assert load_agents(tmp_path, tmp_path)["a"].source == "project"
+
+
+def test_strict_raises_lenient_skips_scan_lists(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = project_dir(tmp_path)
+    write_agent(folder, "a-good.md", "---\ndescription: fine\n---\nOK.\n")
+    bad1 = write_agent(folder, "b-bad.md", "---\ndescription: x\nmaxTurns: 0\n---\n")
+    bad2 = write_agent(folder, "c-bad.md", "nothing")
+    write_agent(folder, ".hidden.md", "not even front matter")  # skipped
+    write_agent(folder, "notes.txt", "not an agent")  # skipped
+
+    with pytest.raises(AgentFileError) as caught:
+        load_agents(tmp_path)
+    assert caught.value.path == bad1
+
+    with caplog.at_level(logging.WARNING, logger="forkagent_jupyter.runtime.agents"):
+        agents = load_agents(tmp_path, strict=False)
+    assert sorted(agents) == ["a-good", "general-purpose"]
+    assert "b-bad.md: field 'maxTurns'" in caplog.text and "c-bad.md" in caplog.text
+
+    scan = scan_agents(tmp_path)
+    assert sorted(scan.agents) == ["a-good", "general-purpose"]
+    assert [e.path for e in scan.errors] == [bad1, bad2]
+    assert [e.field for e in scan.errors] == ["maxTurns", None]
+
+
+def test_two_files_with_one_name_in_a_folder(tmp_path: Path) -> None:
+    folder = project_dir(tmp_path)
+    write_agent(folder, "one.md", "---\nname: dup\ndescription: first\n---\n")
+    two = write_agent(folder, "two.md", "---\nname: dup\ndescription: second\n---\n")
+    agents, errors = scan_agents(tmp_path)
+    assert agents["dup"].description == "first"
+    [error] = errors
+    assert error.path == two and error.field == "name"
+    assert "'dup' is already defined by one.md" in str(error)
+
+
+def test_unknown_agent_message_is_sorted() -> None:
+    message = unknown_agent_message("X", ["general-purpose", "b", "a"])
+    assert message == "Agent type 'X' not found. Available agents: a, b, general-purpose"
+    assert unknown_agent_message("X", []).endswith("Available agents: none")
