@@ -1,22 +1,38 @@
-"""Prompt-cache accounting: the documented rules, on a virtual clock.
+"""Prompt-cache accounting (spec §6.1–6.3) on a virtual clock.
 
-For a request, `PromptCache.plan` computes (without touching the store):
+`PromptCache.plan(body, ...)` computes, without touching the store:
 
-1. the flattened prompt (tools -> system -> messages; see tokens.py) and a hash chain over
-   the blocks' canonical forms (cache_control excluded), seeded with the workspace and the
-   model, salted before the system tier (speed, web search, citations) and before the
-   messages tier (tool_choice, images anywhere, thinking settings, effort), so a change in a
-   tier invalidates that tier and the ones after it;
-2. the breakpoints: blocks with `cache_control`, plus the automatic one (top-level
-   `cache_control` -> the last cacheable block);
-3. the hit A: for each breakpoint, the first live entry among it and the 19 positions before
-   it; A is the highest such hit;
-4. the writes: breakpoints above A whose prefix reaches the model's minimum length. B is the
-   highest 1h one (else A), C the highest one (else A). Usage: read = tok(A),
-   1h write = tok(B) - tok(A), 5m write = tok(C) - tok(B), input = total - tok(C).
+1. the flattened prompt (`tokens.flatten`: tools -> system -> messages after merging; models
+   with `strips_thinking` drop thinking blocks of earlier turns) and a hash chain over it:
+   `h_0 = H(workspace, model)` (plus the thinking settings and effort when the model has
+   `thinking_before_tools`), the system salt (speed, a web search server tool present,
+   `citations: {"enabled": true}` on any message block) before the first system position,
+   the messages salt (tool_choice, any image in the prompt, thinking settings, effort; all
+   as sent, so an absent tool_choice differs from {"type": "auto"}) before the first message
+   position, each added even when its tier is empty; then
+   `h_i = H(h_{i-1}, role mark + canonical form of block i)`. `cache_control` is never
+   hashed, so moving a marker invalidates nothing. The role mark (message role, and whether
+   the block starts a merged message) keeps [user: A, B] and [user: A][assistant: B] apart;
+2. `tok_i`, the cumulative tokens through block i;
+3. the breakpoints K: blocks with `cache_control`, plus the automatic one (top-level
+   `cache_control` -> the last cacheable block, walking back over ineligible ones; it merges
+   with an explicit marker already on that block);
+4. the hit A: for each breakpoint b, the first live entry among h_b, h_{b-1}, ...,
+   h_{b-19}; A is the highest hit over all windows (none: tok_A = 0);
+5. the writes: every breakpoint above A with tok_b >= the model's minimum. B = the highest
+   1h one (else A), C = the highest one (else A). Usage: cache_read = tok_A,
+   ephemeral_1h = tok_B - tok_A, ephemeral_5m = tok_C - tok_B,
+   cache_creation = their sum, input = total - tok_C. Without breakpoints everything is
+   input and the cache fields are 0.
 
-`commit` then writes the entries (expiry = request start + TTL) and refreshes the hit, at
-"response start": an entry is readable only by requests planned after that.
+`commit(plan)` happens at "response start" (the server calls it after validation and any
+prefill delay, before the first byte of the reply): the writes become entries with
+expiry = request start + TTL (5m = 300 s, 1h = 3600 s), and the hit entry's expiry is
+refreshed to request start + its own TTL. A request planned before another commits cannot
+read that other request's entries (concurrent identical requests both miss). An entry is
+live for a request that starts before its `expires_at`. Entries are isolated
+by (workspace, model). A 1h breakpoint that reads a 5m entry does not upgrade it (our
+choice; the spec leaves it open).
 """
 
 from __future__ import annotations
@@ -24,24 +40,34 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .catalog import ModelInfo
-from .tokens import FlatBlock, Tokenizer, flatten
+from .tokens import FlatBlock, Tokenizer, flatten, is_server_tool
 
-__all__ = ["LOOKBACK", "TTL_SECONDS", "CachePlan", "PromptCache", "VirtualClock", "breakpoints"]
+__all__ = [
+    "LOOKBACK",
+    "TTL_SECONDS",
+    "CachePlan",
+    "CacheWrite",
+    "PromptCache",
+    "VirtualClock",
+    "auto_breakpoint",
+    "breakpoints",
+    "hash_chain",
+]
 
 LOOKBACK = 20
-TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
+TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
 
 
 class VirtualClock:
-    """Seconds as a float; moves only when told to (thread-safe)."""
+    """Seconds as a float that move only when told to (thread-safe)."""
 
     def __init__(self, start: float = 0.0) -> None:
-        self._now = start
+        self._now = float(start)
         self._lock = threading.Lock()
 
     def now(self) -> float:
@@ -49,13 +75,24 @@ class VirtualClock:
             return self._now
 
     def advance(self, seconds: float) -> float:
+        """Move forward by `seconds`; returns the new time."""
         with self._lock:
             self._now += seconds
             return self._now
 
     def set(self, value: float) -> None:
         with self._lock:
-            self._now = value
+            self._now = float(value)
+
+
+class CacheWrite(NamedTuple):
+    """One entry a plan writes: prefix hash, block index, cumulative tokens, TTL, expiry."""
+
+    digest: str
+    position: int
+    tokens: int
+    ttl: str
+    expires_at: float
 
 
 @dataclass
@@ -68,7 +105,7 @@ class _Entry:
 
 @dataclass
 class CachePlan:
-    """The usage of one request and what committing it would change."""
+    """The usage of one request and what committing it changes in the store."""
 
     workspace: str
     model: str
@@ -80,11 +117,12 @@ class CachePlan:
     ephemeral_1h_input_tokens: int = 0
     hit_index: int = -1
     breakpoints: list[tuple[int, str, int]] = field(default_factory=list)
-    writes: list[tuple[str, int, int, str]] = field(default_factory=list)
+    writes: list[CacheWrite] = field(default_factory=list)
     refresh: str | None = None
     request_start: float = 0.0
 
     def usage_dict(self) -> dict[str, Any]:
+        """The input and cache fields of the API's `usage` object (ints, never None)."""
         return {
             "input_tokens": self.input_tokens,
             "cache_creation_input_tokens": self.cache_creation_input_tokens,
@@ -96,41 +134,17 @@ class CachePlan:
         }
 
 
-def _salt(*parts: Any) -> str:
-    return json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+def _ttl(cache_control: Mapping[str, Any]) -> str:
+    ttl = cache_control.get("ttl")
+    return ttl if isinstance(ttl, str) and ttl in TTL_SECONDS else "5m"
 
 
-def _salts(body: Mapping[str, Any]) -> tuple[str, str]:
-    tools = [t for t in body.get("tools") or [] if isinstance(t, Mapping)]
-    web = any(str(t.get("type", "")).startswith("web_search") for t in tools)
-    citations = "citations" in json.dumps(body.get("messages") or [])
-    system = _salt("system", body.get("speed"), web, citations)
-    images = '"type":"image"' in json.dumps(
-        [body.get("system"), body.get("messages")], separators=(",", ":")
-    )
-    effort = (body.get("output_config") or {}).get("effort")
-    messages = _salt("messages", body.get("tool_choice"), images, body.get("thinking"), effort)
-    return system, messages
-
-
-def _chain(body: Mapping[str, Any], blocks: list[FlatBlock], workspace: str) -> list[str]:
-    system_salt, messages_salt = _salts(body)
-    h = hashlib.sha256(_salt(workspace, body.get("model")).encode()).hexdigest()
-    out: list[str] = []
-    salted = {"tools"}
-    for block in blocks:
-        if block.tier == "system" and "system" not in salted:
-            h = hashlib.sha256((h + system_salt).encode()).hexdigest()
-            salted.add("system")
-        if block.tier == "messages" and "messages" not in salted:
-            if "system" not in salted:
-                h = hashlib.sha256((h + system_salt).encode()).hexdigest()
-                salted.add("system")
-            h = hashlib.sha256((h + messages_salt).encode()).hexdigest()
-            salted.add("messages")
-        h = hashlib.sha256((h + block.canon).encode("utf-8")).hexdigest()
-        out.append(h)
-    return out
+def auto_breakpoint(blocks: list[FlatBlock]) -> int:
+    """Where automatic caching puts its breakpoint: the last cacheable block, or -1."""
+    for i in range(len(blocks) - 1, -1, -1):
+        if blocks[i].cacheable:
+            return i
+    return -1
 
 
 def breakpoints(body: Mapping[str, Any], blocks: list[FlatBlock]) -> list[tuple[int, str]]:
@@ -138,18 +152,76 @@ def breakpoints(body: Mapping[str, Any], blocks: list[FlatBlock]) -> list[tuple[
     points: dict[int, str] = {}
     for i, block in enumerate(blocks):
         if block.cache_control is not None:
-            points[i] = str(block.cache_control.get("ttl", "5m"))
+            points[i] = _ttl(block.cache_control)
     auto = body.get("cache_control")
     if isinstance(auto, Mapping):
-        for i in range(len(blocks) - 1, -1, -1):
-            if blocks[i].cacheable:
-                points.setdefault(i, str(auto.get("ttl", "5m")))
-                break
+        i = auto_breakpoint(blocks)
+        if i >= 0:
+            points.setdefault(i, _ttl(auto))
     return sorted(points.items())
 
 
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _h(previous: str, data: str) -> str:
+    return hashlib.sha256(f"{previous}\x1f{data}".encode()).hexdigest()
+
+
+def _citations_enabled(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        cit = value.get("citations")
+        if isinstance(cit, Mapping) and cit.get("enabled") is True:
+            return True
+        return any(_citations_enabled(v) for v in value.values() if isinstance(v, (list, Mapping)))
+    if isinstance(value, list):
+        return any(_citations_enabled(v) for v in value)
+    return False
+
+
+def _salts(body: Mapping[str, Any], blocks: Iterable[FlatBlock]) -> tuple[str, str, dict[str, Any]]:
+    tools = [t for t in body.get("tools") or [] if isinstance(t, Mapping)]
+    web = any(is_server_tool(t) and str(t.get("type", "")).startswith("web_search") for t in tools)
+    citations = _citations_enabled(body.get("messages") or [])
+    system = _json(["system", body.get("speed") or "standard", web, citations])
+    output_config = body.get("output_config")
+    effort = output_config.get("effort") if isinstance(output_config, Mapping) else None
+    thinking = {
+        "thinking": body.get("thinking"),
+        "effort": effort,
+    }
+    images = any(b.is_image for b in blocks)
+    messages = _json(["messages", body.get("tool_choice"), images, thinking])
+    return system, messages, thinking
+
+
+def hash_chain(
+    body: Mapping[str, Any], blocks: list[FlatBlock], workspace: str, model: ModelInfo
+) -> list[str]:
+    """h_i for every position of `blocks` (spec §6.3 step 3)."""
+    system_salt, messages_salt, thinking = _salts(body, blocks)
+    seed: list[Any] = [workspace, model.name]
+    if model.thinking_before_tools:
+        seed.append(thinking)
+    h = _h("", _json(seed))
+    out: list[str] = []
+    salted: set[str] = set()
+    for block in blocks:
+        if block.tier != "tools" and "system" not in salted:
+            h = _h(h, system_salt)
+            salted.add("system")
+        if block.tier == "messages" and "messages" not in salted:
+            h = _h(h, messages_salt)
+            salted.add("messages")
+        mark = f"{block.role}{'^' if block.starts_message else '+'}" if block.role else ""
+        h = _h(h, mark + block.canon)
+        out.append(h)
+    return out
+
+
 class PromptCache:
-    """The cache store, isolated per (workspace, model)."""
+    """The cache store, isolated per (workspace, model), on `clock`."""
 
     def __init__(self, clock: VirtualClock) -> None:
         self.clock = clock
@@ -165,8 +237,9 @@ class PromptCache:
         tokenizer: Tokenizer | None = None,
         request_start: float | None = None,
     ) -> CachePlan:
+        """The request's cache usage; the store is only read (`commit` applies the plan)."""
         start = self.clock.now() if request_start is None else request_start
-        blocks = flatten(body, tokenizer)
+        blocks = flatten(body, tokenizer, strip_previous_thinking=model.strips_thinking)
         cumulative: list[int] = []
         running = 0
         for block in blocks:
@@ -178,7 +251,7 @@ class PromptCache:
         if not points:
             plan.input_tokens = running
             return plan
-        hashes = _chain(body, blocks, workspace)
+        hashes = hash_chain(body, blocks, workspace, model)
         hit = -1
         with self._lock:
             for b, _ttl in points:
@@ -191,8 +264,8 @@ class PromptCache:
         writable = [
             (i, ttl) for i, ttl in points if i > hit and cumulative[i] >= model.min_cache_tokens
         ]
-        ones = [i for i, ttl in writable if ttl == "1h"]
-        tok_b = cumulative[max(ones)] if ones else tok_a
+        one_hour = [i for i, ttl in writable if ttl == "1h"]
+        tok_b = cumulative[max(one_hour)] if one_hour else tok_a
         tok_c = cumulative[max(i for i, _ in writable)] if writable else tok_a
         plan.hit_index = hit
         plan.cache_read_input_tokens = tok_a
@@ -200,28 +273,33 @@ class PromptCache:
         plan.ephemeral_5m_input_tokens = tok_c - tok_b
         plan.cache_creation_input_tokens = tok_c - tok_a
         plan.input_tokens = running - tok_c
-        plan.writes = [(hashes[i], i, cumulative[i], ttl) for i, ttl in writable]
+        plan.writes = [
+            CacheWrite(hashes[i], i, cumulative[i], ttl, start + TTL_SECONDS[ttl])
+            for i, ttl in writable
+        ]
         plan.refresh = hashes[hit] if hit >= 0 else None
         return plan
 
     def commit(self, plan: CachePlan) -> None:
-        """Make the plan's writes readable and refresh its hit (at response start)."""
+        """Apply a plan at response start: write its entries, refresh its hit."""
         with self._lock:
-            for digest, index, tokens, ttl in plan.writes:
-                key = (plan.workspace, plan.model, digest)
-                expires = plan.request_start + TTL_SECONDS.get(ttl, 300.0)
+            for write in plan.writes:
+                key = (plan.workspace, plan.model, write.digest)
                 old = self._entries.get(key)
-                if old is None or old.expires_at < expires:
-                    self._entries[key] = _Entry(index, tokens, ttl, expires)
+                if old is None or old.expires_at < write.expires_at:
+                    new = _Entry(write.position, write.tokens, write.ttl, write.expires_at)
+                    self._entries[key] = new
             if plan.refresh is not None:
                 entry = self._entries.get((plan.workspace, plan.model, plan.refresh))
                 if entry is not None:
-                    entry.expires_at = max(
-                        entry.expires_at, plan.request_start + TTL_SECONDS.get(entry.ttl, 300.0)
-                    )
+                    refreshed = plan.request_start + TTL_SECONDS[entry.ttl]
+                    entry.expires_at = max(entry.expires_at, refreshed)
 
     def snapshot(self) -> list[dict[str, Any]]:
+        """Every stored entry (expired ones included, with `live` telling them apart)."""
+        now = self.clock.now()
         with self._lock:
+            items = sorted(self._entries.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[1].index))
             return [
                 {
                     "workspace": ws,
@@ -231,10 +309,9 @@ class PromptCache:
                     "tokens": e.tokens,
                     "ttl": e.ttl,
                     "expires_at": e.expires_at,
+                    "live": e.expires_at > now,
                 }
-                for (ws, model, digest), e in sorted(
-                    self._entries.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[1].index)
-                )
+                for (ws, model, digest), e in items
             ]
 
     def clear(self) -> None:

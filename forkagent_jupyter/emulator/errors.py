@@ -1,4 +1,14 @@
-"""API errors as the Messages API returns them."""
+"""API errors as the Messages API returns them.
+
+`ApiError` carries an HTTP status, the `error.type` string, the `error.message` string and any
+extra response headers (for example `retry-after`). `error_body` renders the JSON body every
+error response carries:
+
+    {"type": "error", "error": {"type": ..., "message": ...}, "request_id": "req_..."}
+
+`STATUS_TYPES` maps a status to its `error.type` (spec §7). 408 is not listed by the API
+documentation; the emulator answers it as `timeout_error` (our choice, like 504).
+"""
 
 from __future__ import annotations
 
@@ -23,7 +33,11 @@ STATUS_TYPES: dict[int, str] = {
 
 
 class ApiError(Exception):
-    """An error response: HTTP status, `error.type`, `error.message`, extra headers."""
+    """An error response: HTTP `status`, `error_type`, `message` and extra `headers`.
+
+    `error_type` may be left empty: it then follows `STATUS_TYPES` (`api_error` for a status
+    the table does not list).
+    """
 
     def __init__(
         self,
@@ -36,10 +50,14 @@ class ApiError(Exception):
         self.status = status
         self.error_type = error_type or STATUS_TYPES.get(status, "api_error")
         self.message = message
-        self.headers = dict(headers or {})
+        self.headers: dict[str, str] = dict(headers or {})
+
+    def __repr__(self) -> str:
+        return f"ApiError({self.status}, {self.error_type!r}, {self.message!r})"
 
 
 def error_body(err: ApiError, request_id: str) -> dict[str, Any]:
+    """The JSON body of an error response, exactly as the API shapes it."""
     return {
         "type": "error",
         "error": {"type": err.error_type, "message": err.message},

@@ -139,7 +139,7 @@ CASES: list[tuple[str, dict[str, Any], int, str, bool]] = [
             messages=[user("go"), assistant([use()]), user([text("first"), result()])],
         ),
         400,
-        msg("results_first", i=2, kind="text"),
+        msg("results_first", i=2, n=1),
         True,
     ),
     (
