@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.display import HTML, Markdown, display
+from IPython.display import HTML, display
 from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 from traitlets.config import Configurable
 
@@ -194,9 +194,6 @@ class KernelAgent:
     def tasks_table(self, ids: list[str]) -> None:
         display(HTML(self.ui.tasks_html(ids)))
         return
-
-    def markdown(self, text: str) -> Markdown:
-        return Markdown(text)
 
 
 def load(shell: Any) -> KernelAgent:

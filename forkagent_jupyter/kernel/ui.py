@@ -13,7 +13,7 @@ import contextlib
 import html
 import io
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +43,6 @@ class Launch:
 
     cell_id: str | None
     display_id: str
-    task_ids: list[str] = field(default_factory=list)
 
 
 class WidgetPolicy:
@@ -207,7 +206,7 @@ class KernelUI:
             if fresh:  # once per cell: the approvals strip and the notification area
                 self._cell_notes[cell] = f"forkagent-notes-{len(self._cell_notes)}-{task.id}"
                 display(self.strip)
-            launch = Launch(cell, display_id=self._cell_notes[cell], task_ids=[task.id])
+            launch = Launch(cell, display_id=self._cell_notes[cell])
             self.launches[task.id] = launch
             display(card)
             if fresh:

@@ -430,6 +430,8 @@ class Session:
         if self._responder is not None and not self._responder.done():
             self._responder.cancel()
             await asyncio.wait({self._responder})
+        if self.store is not None:
+            self.store.close()
         await self.client.aclose()
 
 

@@ -345,6 +345,10 @@ class Workers:
             outcome = await asyncio.shield(run.worktree.finish())
             task.worktree_path = str(outcome.path) if outcome.kept else None
             task.worktree_branch = outcome.branch if outcome.kept else None
+            if run.transcript is not None:
+                run.transcript.update_meta(worktree_path=task.worktree_path)
+        if run.transcript is not None and task.status == "running":
+            run.transcript.set_result(result or error or "")
         self.registry.finish(task, status, result=result, error=error)
 
     async def _next_for(self, run: AgentRun) -> None:

@@ -31,6 +31,7 @@ async def test_resume_after_restart_reads_its_own_prefix(
     assert task.status == "completed" and "1024" in (task.result or "")
     output = Path(task.output_file or "")
     assert output.is_file() and "tool Python" in output.read_text()
+    assert "result:" in output.read_text() and "1024" in output.read_text().split("result:")[-1]
     await first.aclose()
     last_body = emulator.api_requests()[-1].body
 

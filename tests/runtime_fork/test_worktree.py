@@ -84,6 +84,9 @@ async def test_changed_worktree_is_kept_and_reported(
     assert git(repo, "status", "--porcelain") == ""  # and still clean
     [note] = session.queue.drain("main")
     assert f"<worktreePath>{wt}</worktreePath>" in note.text
+    assert session.store is not None
+    meta = (session.store.dir / "agents" / f"{task.id}.meta.json").read_text()
+    assert str(wt) in meta  # the kept worktree is recorded for a later resume
 
 
 async def test_unchanged_worktree_is_removed(
