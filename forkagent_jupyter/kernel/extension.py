@@ -73,6 +73,14 @@ class KernelAgent:
         self._session: Any = None
         self._ui: Any = None
         self._background: set[asyncio.Task[Any]] = set()
+        self.bridge.snapshot = self._snapshot
+
+    def _snapshot(self) -> dict[str, Any]:
+        """What a connecting frontend is told: the tasks and pending approvals (none before
+        the first use; the session is not created for this)."""
+        if self._ui is None:
+            return {"tasks": [], "approvals": []}
+        return dict(self._ui.snapshot())
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -88,7 +96,7 @@ class KernelAgent:
     def uninstall(self) -> None:
         magics = self.shell.magics_manager.magics
         magics["cell"].pop("agent", None)
-        for name in ("fork", "send", "tasks", "stop"):
+        for name in ("fork", "send", "tasks", "stop", "notifications"):
             magics["line"].pop(name, None)
         if transform_cell in self.shell.input_transformers_cleanup:
             self.shell.input_transformers_cleanup.remove(transform_cell)
@@ -190,6 +198,9 @@ class KernelAgent:
 
     def start_wait(self, ids: list[str]) -> Any:
         return self._spawn(self.wait_tasks(" ".join(ids)))
+
+    def replay(self, keys: list[str]) -> None:
+        self.ui.replay(keys)
 
     def tasks_table(self, ids: list[str]) -> None:
         display(HTML(self.ui.tasks_html(ids)))

@@ -171,43 +171,39 @@ def test_interrupt_cancels_the_turn_only(kernel: Kernel, emulator: Any) -> None:
 
 def test_notifications_reach_an_open_forkagent_comm(kernel: Kernel) -> None:
     """The JupyterLab extension's side, as the frontend does it: open a comm to the kernel
-    target `forkagent`; finished workers then arrive as insert_cell messages on it."""
+    target `forkagent`; the task table follows, and finished workers arrive as complete
+    notification cells (insert_cell) on it."""
     kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
     comm_id = "frontend-comm-1"
-    msg = kernel.client.session.msg(
-        "comm_open",
-        {"comm_id": comm_id, "target_name": "forkagent", "data": {"client": "test"}},
-        metadata={},
-    )
-    kernel.client.shell_channel.send(msg)
-    deadline = time.monotonic() + 10
-    welcome: list[dict[str, Any]] = []
-    while not welcome and time.monotonic() < deadline:
-        kernel.drain()
-        welcome = [
-            m
-            for m in kernel.iopub
-            if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == comm_id
-        ]
-    assert welcome and welcome[0]["content"]["data"]["type"] == "welcome"
+    welcome = kernel.open_comm(comm_id)
+    assert welcome["version"] == 2 and welcome["tasks"] == [] and welcome["approvals"] == []
     kernel.execute("%fork --name viacomm `py: 40 + 2`")
     kernel.execute("%tasks --wait", timeout=60)
     kernel.drain()
-    inserts = [
-        m["content"]["data"]
-        for m in kernel.iopub
-        if m["msg_type"] == "comm_msg"
-        and m["content"]["comm_id"] == comm_id
-        and m["content"]["data"].get("type") == "insert_cell"
-    ]
-    assert len(inserts) == 1
-    [insert] = inserts
     task_id = kernel.value("__forkagent__.session.registry.get('viacomm').id")
-    assert insert["task_ids"] == [task_id]
-    assert (
-        "<task-notification>" in insert["notifications"][0] and "42" in insert["notifications"][0]
+    # the task table: a full snapshot per message, the last one shows the finished task
+    tables = kernel.wait_comm(
+        comm_id, "tasks", until=lambda ts: ts and ts[-1]["tasks"][0]["status"] == "completed"
     )
-    assert "reported back" in insert["answer"]
+    assert tables[0]["tasks"][0]["status"] == "running"  # the first change is sent at once
+    [row] = tables[-1]["tasks"]
+    assert row["id"] == task_id and row["name"] == "viacomm" and row["status"] == "completed"
+    assert row["output_tokens"] > 0 and row["cost_usd"] > 0 and 0 <= row["cache_hit_ratio"] <= 1
+    [insert] = kernel.comm_data(comm_id, "insert_cell")
+    assert insert["task_ids"] == [task_id]
+    cell = insert["cell"]
+    assert cell["cell_type"] == "code" and cell["source"] == f"%notifications {task_id}"
+    assert cell["metadata"]["forkagent"] == {
+        "kind": "notification",
+        "key": insert["key"],
+        "task_ids": [task_id],
+    }
+    note, answer = cell["outputs"]
+    payload = note["data"]["application/vnd.forkagent.notification+json"]
+    assert payload["task_id"] == task_id and payload["status"] == "completed"
+    assert "<task-notification>" in payload["notification"] and "42" in payload["result"]
+    assert "viacomm" in note["data"]["text/plain"] and "42" in note["data"]["text/plain"]
+    assert "reported back" in answer["data"]["text/markdown"]
     # with the extension connected the fallback area is not used
     fallback = [
         m
@@ -216,6 +212,55 @@ def test_notifications_reach_an_open_forkagent_comm(kernel: Kernel) -> None:
         and "<task-notification>" in str(m["content"]["data"].get("text/markdown", ""))
     ]
     assert fallback == []
+    # a second frontend connecting later is told the current table at once
+    assert kernel.open_comm("frontend-comm-2")["tasks"][0]["status"] == "completed"
+
+
+def test_replay_and_resume_after_a_kernel_restart(kernel: Kernel, emulator: Any) -> None:
+    """Re-running an inserted notification cell shows it again from the transcripts without
+    calling the model, also in a restarted kernel; `%send` resumes a finished worker there."""
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    kernel.open_comm("c1")
+    kernel.execute("%fork --name keeper remember `py: 6 * 7`")
+    kernel.execute("%tasks --wait", timeout=60)
+    kernel.drain()
+    [insert] = kernel.comm_data("c1", "insert_cell")
+    calls = len(emulator.api_requests())
+    again = kernel.execute(insert["cell"]["source"])
+    assert again.status == "ok", again.texts()
+    shown = [m["content"]["data"] for m in again.messages if m["msg_type"] == "display_data"]
+    assert [list(d) for d in shown] == [list(o["data"]) for o in insert["cell"]["outputs"]]
+    assert (
+        shown[0]["application/vnd.forkagent.notification+json"]["result"]
+        == (
+            insert["cell"]["outputs"][0]["data"]["application/vnd.forkagent.notification+json"][
+                "result"
+            ]
+        )
+    )
+    assert len(emulator.api_requests()) == calls  # no model call
+    bad = kernel.execute("%notifications nosuchtask")
+    assert bad.status == "error" and "no recorded notification" in bad.texts()
+
+    kernel.km.restart_kernel(now=True)
+    kernel.client.wait_for_ready(timeout=60)
+    assert kernel.execute("%load_ext forkagent_jupyter").status == "ok"
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    welcome = kernel.open_comm("c2")
+    assert welcome["tasks"] == []  # a new kernel: nothing runs here yet
+    replayed = kernel.execute("%notifications keeper")
+    assert replayed.status == "ok", replayed.texts()
+    assert "42" in replayed.texts() and len(emulator.api_requests()) == calls
+    resumed = kernel.execute("%send keeper and now `py: 6 * 8`")
+    assert resumed.status == "ok", resumed.texts()
+    assert "resumed from its transcript" in resumed.texts()
+    kernel.execute("%tasks --wait", timeout=60)
+    assert kernel.value("__forkagent__.session.registry.get('keeper').status") == "completed"
+    assert "48" in kernel.value("__forkagent__.session.registry.get('keeper').result")
+    assert len(emulator.api_requests()) > calls
+    kernel.drain()
+    [second] = kernel.comm_data("c2", "insert_cell")
+    assert second["task_ids"] == [kernel.value("__forkagent__.session.registry.get('keeper').id")]
 
 
 def test_help_is_generated_and_unload_stops_workers(kernel: Kernel) -> None:
