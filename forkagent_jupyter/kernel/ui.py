@@ -66,6 +66,7 @@ class WidgetPolicy:
         else:
             display(prompt)
         self.ui.agent.bridge.broadcast({"type": "approval", **self.ui.approval_row(prompt)})
+        self.ui._tasks_changed()
         timeout = self.ui.agent.settings.approval_timeout
         try:
             return await asyncio.wait_for(asyncio.shield(prompt.future), timeout)
@@ -75,6 +76,7 @@ class WidgetPolicy:
         finally:
             self.ui.pending.pop(id(prompt), None)
             self.ui.agent.bridge.broadcast({"type": "approval_done", "request_id": str(id(prompt))})
+            self.ui._tasks_changed()
 
 
 class LoopExecutor:
@@ -202,6 +204,9 @@ class KernelUI:
         launch = self.launches.get(task.id)
         row["cell_id"] = launch.cell_id if launch else None
         row["started_at"] = task.started_at
+        row["pending_approvals"] = sum(
+            1 for p in self.pending.values() if p.request.task_id == task.id
+        )
         return row
 
     def approval_row(self, prompt: ApprovalPrompt) -> dict[str, Any]:

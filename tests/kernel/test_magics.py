@@ -131,6 +131,56 @@ def test_permission_click_while_idle_and_during_agent_cell(kernel: Kernel) -> No
     assert kernel.value("open('b.txt').read()") == "y"
 
 
+def test_approvals_and_stop_through_the_comm(kernel: Kernel) -> None:
+    """The extension's pending-approvals indicator and tasks panel: approval requests arrive
+    with the full input; answers and stops sent on the comm act like the card's buttons."""
+    kernel.execute("%config ForkAgent.approval_timeout = 60")
+    kernel.open_comm("ext")
+    kernel.execute("%fork --name ok `py: open('ok.txt', 'w').write('ok')`")
+    kernel.execute("%fork --name no `py: open('no.txt', 'w').write('no')`")
+    asks = kernel.wait_comm("ext", "approval", until=lambda a: len(a) == 2)
+    ids = {kernel.value(f"__forkagent__.session.registry.get('{n}').id"): n for n in ("ok", "no")}
+    by_name = {ids[a["task_id"]]: a for a in asks}
+    assert by_name["ok"]["tool"] == "Python" and "ok.txt" in by_name["ok"]["preview"]
+    tables = kernel.wait_comm(
+        "ext",
+        "tasks",
+        until=lambda ts: ts and [r["pending_approvals"] for r in ts[-1]["tasks"]] == [1, 1],
+    )
+    assert {r["name"] for r in tables[-1]["tasks"]} == {"ok", "no"}
+    # a late frontend sees both pending requests at once
+    assert len(kernel.open_comm("ext2")["approvals"]) == 2
+    kernel.comm_msg(
+        "ext", {"type": "approve", "request_id": by_name["ok"]["request_id"], "decision": "allow"}
+    )
+    kernel.comm_msg(
+        "ext",
+        {
+            "type": "approve",
+            "request_id": by_name["no"]["request_id"],
+            "decision": "deny",
+            "reason": "not in this notebook",
+        },
+    )
+    kernel.execute("%tasks --wait ok no", timeout=60)
+    assert kernel.value("open('ok.txt').read()") == "ok"
+    assert kernel.value("__import__('os').path.exists('no.txt')") is False
+    assert "not in this notebook" in kernel.value(
+        "str(__forkagent__.session.workers.runs["
+        "__forkagent__.session.registry.get('no').id].history)"
+    )
+    done = kernel.wait_comm("ext", "approval_done", until=lambda d: len(d) == 2)
+    assert {d["request_id"] for d in done} == {a["request_id"] for a in asks}
+
+    # the tasks panel's stop button
+    kernel.execute("%fork --name long `py: 1 + 1`")  # waits for an approval: still running
+    kernel.wait_comm("ext", "approval", until=lambda a: len(a) == 3)
+    long_id = kernel.value("__forkagent__.session.registry.get('long').id")
+    kernel.comm_msg("ext", {"type": "stop", "task_id": long_id})
+    kernel.execute("%tasks --wait long", timeout=60)
+    assert kernel.value("__forkagent__.session.registry.get('long').status") == "killed"
+
+
 def test_unanswered_approval_times_out_as_a_denial(kernel: Kernel) -> None:
     kernel.execute("%config ForkAgent.approval_timeout = 1")
     kernel.execute("%fork --name slow `py: open('c.txt', 'w').write('z')`")
