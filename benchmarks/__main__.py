@@ -3,7 +3,8 @@
 ``python -m benchmarks [--quick] [--check] [--out FILE] [--markdown FILE]`` (or
 ``forkagent bench``) runs each benchmark in its own process, then writes the combined JSON
 (default benchmarks/results.json) and a Markdown table (default benchmarks/results.md) with
-the machine it ran on. ``--quick`` is the CI size; ``--check`` fails when a bound is broken.
+the machine it ran on; a full run also refreshes benchmarks/results/<name>.json. ``--quick``
+is the CI size; ``--check`` fails when a bound is broken.
 
 The bounds are stated where they are measured (``fork_cache.BOUNDS``,
 ``kernel_load.RTT_RATIO_MAX`` and friends) and collected here; every bound is a ratio or a
@@ -26,6 +27,7 @@ from typing import Any
 from .report import markdown
 
 ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks/results"
 
 # name -> (has its own --check, extra arguments)
 BENCHMARKS: dict[str, tuple[bool, list[str]]] = {
@@ -102,6 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     }
     ns.out.parent.mkdir(parents=True, exist_ok=True)
     ns.out.write_text(json.dumps(report, indent=2) + "\n")
+    if not ns.quick:  # a full run also refreshes each benchmark's own results file
+        for name, r in results.items():
+            if r["exit_code"] == 0:
+                (RESULTS / f"{name}.json").write_text(json.dumps(r, indent=2) + "\n")
     ns.markdown.parent.mkdir(parents=True, exist_ok=True)
     ns.markdown.write_text(markdown(report))
     print(f"benchmarks: wrote {ns.out} and {ns.markdown}", file=sys.stderr)

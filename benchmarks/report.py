@@ -114,10 +114,10 @@ def _loop_overhead(r: dict[str, Any]) -> list[str]:
 def _emulator(r: dict[str, Any]) -> list[str]:
     out = ["### Emulator throughput (`emulator_throughput`)", ""]
     out += _table(
-        ["stream", "clients", "requests", "req/s", "p50 ms", "p95 ms"],
+        ["response", "clients", "requests", "req/s", "p50 ms", "p95 ms"],
         [
             [
-                row["stream"],
+                "SSE stream" if row["stream"] else "JSON",
                 row["clients"],
                 row["requests"],
                 row["requests_per_s"],
