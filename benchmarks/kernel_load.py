@@ -1,11 +1,15 @@
 """Kernel responsiveness with many workers streaming, through a real kernel.
 
 For N workers (default 50, 200, 1000) forked at once in a real IPython kernel with the
-extension loaded, all streaming from the emulator (latency on), it measures:
+extension loaded, all streaming from the emulator (latency on; the emulator runs in its own
+process), it measures:
 * the median round trip of an `execute_request` ("pass") while they run, as a ratio to the
-  same kernel's idle median measured just before;
-* the kernel's IOPub message rate (messages per second over the run, and the busiest second);
-* that every card ends in its task's final state.
+  same kernel's idle median measured just before (about 100 idle samples);
+* the kernel's IOPub message rate (messages per second from the fork to the last message,
+  counted as jupyter_server's rate limiter counts them, and the busiest second), with the
+  count of every message type;
+* that every card's final state reached the client (the last value the client received for
+  each card's line holds the task's final status).
 Prints JSON and writes it to `--out` (benchmarks/results/kernel_load.json); `--quick` runs
 N=50 and 200; `--check` fails when a bound below does not hold.
 """
