@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
 from .runtime.usage import Usage
 
@@ -64,6 +66,15 @@ async def _demo(backend: str | None) -> int:
     return 0
 
 
+def _bench(args: list[str]) -> int:
+    """The benchmarks live in the source tree (`benchmarks/`), not in the installed package."""
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "benchmarks" / "__main__.py").is_file():
+        print("forkagent bench: run it from a source checkout (benchmarks/ not found)")
+        return 2
+    return subprocess.call([sys.executable, "-m", "benchmarks", *args], cwd=root)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="forkagent", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -71,7 +82,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--backend", choices=["offline", "anthropic"], default="offline")
     emu = sub.add_parser("emulator", help="serve the Anthropic-compatible emulator")
     emu.add_argument("args", nargs=argparse.REMAINDER)
-    ns = parser.parse_args(argv)
+    bench = sub.add_parser(
+        "bench", help="run the benchmarks against the emulator (python -m benchmarks)"
+    )
+    bench.add_argument("args", nargs=argparse.REMAINDER)
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["bench"]:  # every option goes to `python -m benchmarks`
+        return _bench(args[1:])
+    ns = parser.parse_args(args)
     if ns.command == "demo":
         return asyncio.run(_demo(ns.backend))
     from .emulator.__main__ import main as emulator_main

@@ -6,16 +6,17 @@ its result and notification. Cards never print: everything they show is widget s
 worker's output never lands in whatever cell runs now.
 
 Updates are coalesced by `CardHub`: runtime events only mark a card dirty; a flusher on the
-event loop refreshes at most `per_flush` dirty cards every `interval` seconds (oldest first,
-status changes first), so the IOPub rate stays bounded however many workers stream. Widgets
-send only values that changed, and a card's final state is re-sent once a second later in
-case the server's rate limiter dropped it.
+event loop sends at most `rate` widget messages a second (final states first, then progress,
+oldest first), so the IOPub rate stays bounded however many workers stream. The cards a cell
+starts live in one container, so a burst of forks costs one message, not one display each.
+Widgets send only values that changed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import difflib
+import functools
 import html
 import time
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets as w
+from ipywidgets.widgets.widget_string import HTMLStyle
 
 from ..runtime.permissions import Allow, Deny, PermissionRequest
 from ..runtime.tasks import Task
@@ -151,48 +153,69 @@ class PendingStrip(w.HBox):  # type: ignore[misc]
         self.label.value = f"<b>{len(self.prompts)} pending approval(s):</b> {items}"
 
 
+@functools.cache
+def _shared() -> tuple[w.Layout, HTMLStyle, w.ButtonStyle]:
+    """One Layout and one style model for every card part: a card then opens 5 widget
+    models instead of about 20 (each part would otherwise bring its own layout and style)."""
+    return w.Layout(), HTMLStyle(), w.ButtonStyle()
+
+
 class TaskCard(w.VBox):  # type: ignore[misc]
-    """The live view of one worker."""
+    """The live view of one worker: one HTML line with status, activity and result, a Stop
+    button, approvals when asked, and the transcript, filled when it is opened."""
 
     def __init__(self, task: Task, on_stop: Callable[[str], None]) -> None:
         self.task = task
-        self.header = w.HTML()
-        self.activity = w.HTML()
+        layout, html_style, button_style = _shared()
+        # every initial value goes in the widgets' comm_open: no update message at creation
+        self.header = w.HTML(value=self._line(), layout=layout, style=html_style)
         self.stop_button = w.Button(
-            description="Stop", button_style="warning", tooltip=f"Stop worker {task.id}"
+            description="Stop",
+            disabled=task.done,
+            button_style="warning",
+            tooltip=f"Stop worker {task.id}",
+            layout=layout,
+            style=button_style,
         )
         self.stop_button.on_click(lambda _b: on_stop(task.id))
-        self.approvals = w.VBox()
-        self.result = w.HTML()
-        self.transcript = w.HTML()
-        self.details = w.Accordion(children=[self.transcript], selected_index=None)
-        self.details.set_title(0, "Transcript")
-        super().__init__(
-            [
-                w.HBox([self.header, self.stop_button]),
-                self.activity,
-                self.approvals,
-                self.result,
-                self.details,
-            ],
-            _dom_classes=["forkagent-card", f"forkagent-task-{task.id}"],
+        self.approvals: w.VBox | None = None
+        self.transcript = w.HTML(layout=layout, style=html_style)
+        self.details = w.Accordion(
+            children=[self.transcript], titles=("Transcript",), selected_index=None, layout=layout
         )
-        self.final_sent_at: float | None = None
-        self.render()
+        self.details.observe(self._on_open, names="selected_index")
+        self.history: Callable[[], list[dict[str, Any]]] | None = None
+        super().__init__(
+            [self.header, self.stop_button, self.details],
+            _dom_classes=["forkagent-card", f"forkagent-task-{task.id}"],
+            layout=layout,
+        )
 
     def add_prompt(self, prompt: ApprovalPrompt) -> None:
+        if self.approvals is None:
+            self.approvals = w.VBox(layout=_shared()[0])
+            self.children = (self.header, self.stop_button, self.approvals, self.details)
         self.approvals.children = (*self.approvals.children, prompt)
         prompt.future.add_done_callback(lambda _f: self._drop(prompt))
 
     def _drop(self, prompt: ApprovalPrompt) -> None:
-        self.approvals.children = tuple(c for c in self.approvals.children if c is not prompt)
+        if self.approvals is not None:
+            self.approvals.children = tuple(c for c in self.approvals.children if c is not prompt)
 
     def render(self) -> None:
+        t = self.task
+        self.header.value = self._line()
+        if self.stop_button.disabled != t.done:
+            self.stop_button.disabled = t.done
+        if self.details.selected_index == 0:
+            self.fill_transcript()
+
+    def _line(self) -> str:
         t = self.task
         u = t.usage
         colour = STATUS_COLOURS.get(t.status, "inherit")
         label = _esc(t.name or t.id)
-        self.header.value = (
+        line = (
             f"<b>{label}</b> <small>{_esc(t.kind)} · {_esc(t.description)}</small> "
             f"<span style='color:{colour};font-weight:600'>{_esc(t.status)}</span> "
             f"<small>{t.elapsed:.0f}s · in {u.total_input_tokens:,}"
@@ -200,17 +223,23 @@ class TaskCard(w.VBox):  # type: ignore[misc]
             f" / write {u.cache_creation_input_tokens:,} · ${t.cost_usd:.4f}</small>"
         )
         if t.done:
-            self.activity.value = ""
-            self.stop_button.disabled = True
             body = t.result or t.error or ""
-            self.result.value = (
+            line += (
                 "<div style='white-space:pre-wrap;border-left:3px solid "
                 f"{colour};padding-left:6px'>{_esc(body)}</div>"
             )
         else:
             tool = f"running <code>{_esc(t.current_tool)}</code> · " if t.current_tool else ""
-            self.activity.value = f"<small>{tool}{_esc(t.preview[-200:])}</small>"
-            self.stop_button.disabled = False
+            line += f"<div><small>{tool}{_esc(t.preview[-200:])}</small></div>"
+        return line
+
+    def _on_open(self, change: dict[str, Any]) -> None:
+        if change.get("new") == 0:
+            self.fill_transcript()
+
+    def fill_transcript(self) -> None:
+        if self.history is not None:
+            self.show_transcript(self.history())
 
     def show_transcript(self, messages: list[dict[str, Any]]) -> None:
         parts = []
@@ -228,59 +257,81 @@ class TaskCard(w.VBox):  # type: ignore[misc]
         self.transcript.value = "".join(parts)
 
 
+# IOPub messages a render costs: a running card's line; a final card's line and Stop button.
+RUNNING_COST = 1
+FINAL_COST = 2
+
+
 class CardHub:
     """Owns the cards and coalesces their updates (see the module doc)."""
 
-    def __init__(self, *, interval: float = 0.25, per_flush: int = 10) -> None:
+    def __init__(self, *, interval: float = 0.25, rate: float = 200.0) -> None:
         self.interval = interval
-        self.per_flush = per_flush
+        self.rate = rate
         self.cards: dict[str, TaskCard] = {}
         self._dirty: dict[str, float] = {}
-        self._final: dict[str, float] = {}
+        self._pending: dict[int, tuple[w.VBox, list[TaskCard]]] = {}
         self._flusher: asyncio.Task[None] | None = None
         self.flushes = 0
         self.renders = 0
         self.history_of: Callable[[str], list[dict[str, Any]]] | None = None
 
-    def add(self, card: TaskCard) -> None:
+    def add(self, card: TaskCard, container: w.VBox | None = None) -> None:
+        """Register a card; with a container, append it there at the next flush (all cards
+        started together then cost one message, not one display each)."""
         self.cards[card.task.id] = card
+        task_id = card.task.id
+        card.history = lambda: self.history_of(task_id) if self.history_of is not None else []
+        if container is None:
+            return
+        self._pending.setdefault(id(container), (container, []))[1].append(card)
+        if not self._ensure_flusher():
+            self._append_pending()
 
     def mark(self, task: Task) -> None:
         if task.id in self.cards:
             self._dirty.setdefault(task.id, time.monotonic())
             self._ensure_flusher()
 
-    def _ensure_flusher(self) -> None:
+    def _ensure_flusher(self) -> bool:
         if self._flusher is None or self._flusher.done():
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
-                return
+                return False
             self._flusher = loop.create_task(self._run())
+        return True
 
     async def _run(self) -> None:
-        while self._dirty or self._final:
+        while self._dirty or self._pending:
             await asyncio.sleep(self.interval)
             self.flush()
 
+    def _append_pending(self) -> int:
+        sent = 0
+        for container, cards in self._pending.values():
+            container.children = (*container.children, *cards)
+            sent += 1
+        self._pending.clear()
+        return sent
+
     def flush(self) -> None:
-        """Render the dirty cards within budget: final states first (up to `per_flush` * 4),
-        then progress of running cards (up to `per_flush`), oldest first."""
+        """Send what is due within the budget of `rate * interval` messages: new cards into
+        their containers, then final states, then progress of running cards, oldest first.
+        Nothing is dropped: what does not fit stays dirty for the next flush, and final
+        states go first, so every card reaches its final state. The budget keeps the whole
+        kernel far below the server's IOPub rate limit, so no state needs re-sending."""
         self.flushes += 1
-        now = time.monotonic()
+        budget = self.rate * self.interval - self._append_pending()
         dirty = sorted(self._dirty.items(), key=lambda kv: kv[1])
-        done = [t for t, _ in dirty if self.cards[t].task.done][: self.per_flush * 4]
-        running = [t for t, _ in dirty if not self.cards[t].task.done][: self.per_flush]
+        done = [t for t, _ in dirty if self.cards[t].task.done]
+        running = [t for t, _ in dirty if not self.cards[t].task.done]
         for task_id in [*done, *running]:
-            del self._dirty[task_id]
             card = self.cards[task_id]
+            cost = FINAL_COST if card.task.done else RUNNING_COST
+            if budget < cost:
+                break
+            budget -= cost
+            del self._dirty[task_id]
             card.render()
             self.renders += 1
-            if card.task.done:
-                self._final[task_id] = now + 1.0
-                if self.history_of is not None:
-                    card.show_transcript(self.history_of(task_id))
-        for task_id, due in list(self._final.items()):
-            if due <= now and task_id not in self._dirty:
-                del self._final[task_id]
-                self.cards[task_id].header.send_state()  # re-send the final state once

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import ipywidgets as w
 from IPython.core.error import UsageError
 from IPython.display import HTML, Markdown, display
 
@@ -98,6 +99,7 @@ class KernelUI:
         self.pending: dict[int, ApprovalPrompt] = {}
         self.launches: dict[str, Launch] = {}
         self._cell_notes: dict[str | None, str] = {}
+        self._cell_cards: dict[str | None, w.VBox] = {}
         self._notes: dict[str, list[str]] = {}
         self.workdir = Path.cwd()
         self._tasks_flush: asyncio.TimerHandle | None = None
@@ -256,15 +258,16 @@ class KernelUI:
             return
         if card is None:
             card = TaskCard(task, on_stop=lambda key: self.agent.stop(key))
-            self.hub.add(card)
             cell = self._current_cell()
             fresh = cell not in self._cell_notes
-            if fresh:  # once per cell: the approvals strip and the notification area
+            if fresh:  # once per cell: the approvals strip, the cards, the notification area
                 self._cell_notes[cell] = f"forkagent-notes-{len(self._cell_notes)}-{task.id}"
+                self._cell_cards[cell] = w.VBox(_dom_classes=["forkagent-cards"])
                 display(self.strip)
+                display(self._cell_cards[cell])
+            self.hub.add(card, self._cell_cards[cell])
             launch = Launch(cell, display_id=self._cell_notes[cell])
             self.launches[task.id] = launch
-            display(card)
             if fresh:
                 display(HTML(""), display_id=launch.display_id)
         else:

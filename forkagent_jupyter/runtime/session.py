@@ -350,8 +350,12 @@ class Session:
         return await self.workers.stop(task_id)
 
     async def wait(self, *task_ids: str, timeout: float | None = None) -> list[Task]:
-        """Wait for the given tasks (default: all running ones) to end."""
-        tasks = [self.registry.get(t) for t in task_ids] or self.registry.running()
+        """Wait for the given tasks (default: every task of the session) to end.
+
+        Tasks that already ended are returned as they are, so a caller that starts work and
+        then waits sees every task even when some finished before the wait began.
+        """
+        tasks = [self.registry.get(t) for t in task_ids] or list(self.registry)
         waiting = asyncio.gather(*(t.wait() for t in tasks))
         await asyncio.wait_for(waiting, timeout)
         return tasks

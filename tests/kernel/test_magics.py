@@ -111,7 +111,25 @@ def test_permission_click_while_idle_and_during_agent_cell(kernel: Kernel) -> No
         "__forkagent__.ui.hub.cards[__forkagent__.session.registry.get('writer').id]"
         ".transcript.value"
     )
-    deadline = time.monotonic() + 10  # cards are refreshed by the coalescing flusher
+    assert kernel.value(expr) == ""  # filled only when opened
+    task_id = kernel.value("__forkagent__.session.registry.get('writer').id")
+    # open the card's transcript as the frontend does when the accordion is clicked
+    [card] = kernel.widget_comms(_dom_classes=["forkagent-card", f"forkagent-task-{task_id}"])
+    accordions = set(kernel.widget_comms(_view_name="AccordionView"))
+    [card_state] = [
+        m["content"]["data"]["state"]
+        for m in kernel.iopub
+        if m["msg_type"] == "comm_open" and m["content"]["comm_id"] == card
+    ]
+    [accordion] = [
+        c.removeprefix("IPY_MODEL_")
+        for c in card_state["children"]
+        if c.removeprefix("IPY_MODEL_") in accordions
+    ]
+    kernel.comm_msg(
+        accordion, {"method": "update", "state": {"selected_index": 0}, "buffer_paths": []}
+    )
+    deadline = time.monotonic() + 10
     while not kernel.value(expr) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert "Running 1 Python block." in kernel.value(expr)  # the card's transcript

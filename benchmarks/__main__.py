@@ -1,0 +1,121 @@
+"""Run every benchmark against the emulator and write one report.
+
+``python -m benchmarks [--quick] [--check] [--out FILE] [--markdown FILE]`` (or
+``forkagent bench``) runs each benchmark in its own process, then writes the combined JSON
+(default benchmarks/results.json) and a Markdown table (default benchmarks/results.md) with
+the machine it ran on; a full run also refreshes benchmarks/results/<name>.json. ``--quick``
+is the CI size; ``--check`` fails when a bound is broken.
+
+The bounds are stated where they are measured (``fork_cache.BOUNDS``,
+``kernel_load.RTT_RATIO_MAX`` and friends) and collected here; every bound is a ratio or a
+count within one run, never an absolute time of this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .report import markdown
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks/results"
+
+# name -> (has its own --check, extra arguments)
+BENCHMARKS: dict[str, tuple[bool, list[str]]] = {
+    "fork_cache": (True, []),
+    "kernel_load": (True, []),
+    "loop_overhead": (False, []),
+    "emulator_throughput": (False, []),
+}
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "os": platform.platform(),
+    }
+
+
+def run_one(name: str, quick: bool, check: bool) -> dict[str, Any]:
+    """Run one benchmark in a fresh process; its JSON plus how it ended."""
+    own_check, extra = BENCHMARKS[name]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / f"{name}.json"
+        args = [sys.executable, "-m", f"benchmarks.{name}", "--out", str(out), *extra]
+        if quick:
+            args.append("--quick")
+        if check and own_check:
+            args.append("--check")
+        start = time.monotonic()
+        proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
+        seconds = time.monotonic() - start
+        result: dict[str, Any] = json.loads(out.read_text()) if out.exists() else {}
+    result["exit_code"] = proc.returncode
+    result["run_s"] = round(seconds, 1)
+    if proc.returncode != 0:
+        result["stderr_tail"] = proc.stderr.strip().splitlines()[-5:]
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--quick", action="store_true", help="the CI size")
+    parser.add_argument("--check", action="store_true", help="fail when a bound is broken")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results.json")
+    parser.add_argument("--markdown", type=Path, default=ROOT / "benchmarks/results.md")
+    parser.add_argument(
+        "--only", nargs="*", choices=sorted(BENCHMARKS), help="run only these benchmarks"
+    )
+    ns = parser.parse_args(argv)
+    names = ns.only or list(BENCHMARKS)
+    results = {}
+    for name in names:
+        print(f"benchmarks: {name} ...", file=sys.stderr, flush=True)
+        results[name] = run_one(name, ns.quick, ns.check)
+    failed = {n: r for n, r in results.items() if r["exit_code"] != 0}
+    report = {
+        "quick": ns.quick,
+        "checked": ns.check,
+        "machine": machine(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "benchmarks": results,
+        "failed": sorted(failed),
+    }
+    ns.out.parent.mkdir(parents=True, exist_ok=True)
+    ns.out.write_text(json.dumps(report, indent=2) + "\n")
+    if not ns.quick:  # a full run also refreshes each benchmark's own results file
+        for name, r in results.items():
+            if r["exit_code"] == 0:
+                (RESULTS / f"{name}.json").write_text(json.dumps(r, indent=2) + "\n")
+    ns.markdown.parent.mkdir(parents=True, exist_ok=True)
+    ns.markdown.write_text(markdown(report))
+    print(f"benchmarks: wrote {ns.out} and {ns.markdown}", file=sys.stderr)
+    for name, r in failed.items():
+        tail = "; ".join(r.get("stderr_tail", []))
+        print(f"benchmarks: {name} failed (exit {r['exit_code']}): {tail}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+"""The Markdown tables of a combined benchmark report (see `benchmarks/__main__.py`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+def _fork_cache(r: dict[str, Any]) -> list[str]:
+    out = ["### Fork cache efficiency and cost (`fork_cache`)", ""]
+    out += [
+        "Cache read of the forks' first requests against the theoretical maximum, and cost "
+        "against naive (no cache) and unstaggered (all forks sent at once) fan-out.",
+        "",
+    ]
+    out += _table(
+        [
+            "forks",
+            "context tokens",
+            "parent cache",
+            "read / max",
+            "cost vs naive",
+            "vs unstaggered",
+        ],
+        [
+            [
+                row["forks"],
+                f"{row['context_tokens']:,}",
+                row["parent_cache"],
+                f"{row['read_ratio']:.3f}",
+                f"{row['cost_vs_naive']:.3f}",
+                f"{row['cost_vs_unstaggered']:.3f}",
+            ]
+            for row in r.get("rows", [])
+        ],
+    )
+    wall = r.get("wall_time")
+    if wall:
+        out += [
+            f"Fan-out wall time with emulator latency on: {wall['forks']} forks "
+            f"{wall['many_forks_s']:.2f} s vs one fork {wall['one_fork_s']:.2f} s "
+            f"(ratio **{wall['ratio']:.2f}**).",
+            "",
+        ]
+    c = r.get("construction")
+    if c:
+        out += [
+            f"Fork construction: {c['forks']} forks of a {c['history_bytes'] / 1e6:.1f} MB "
+            f"history in **{c['build_ms']:.1f} ms**, **{c['added_mb']:.2f} MB** added "
+            "(histories shared, not copied).",
+            "",
+        ]
+    return out
+
+
+def _kernel_load(r: dict[str, Any]) -> list[str]:
+    out = ["### Kernel responsiveness and widget message rate (`kernel_load`)", ""]
+    out += [
+        "A real kernel with N workers streaming from the emulator: median `execute_request` "
+        "round trip against the same kernel idle, IOPub messages per second as the server's "
+        "rate limiter counts them, and cards whose final state reached the client.",
+        "",
+    ]
+    out += _table(
+        [
+            "workers",
+            "idle RTT ms",
+            "busy RTT ms",
+            "RTT ratio",
+            "IOPub msg/s (mean)",
+            "busiest second",
+            "cards final",
+            "wall s",
+        ],
+        [
+            [
+                row["workers"],
+                f"{row['idle_rtt_ms_median']:.1f}",
+                f"{row['busy_rtt_ms_median']:.1f}",
+                f"**{row['rtt_ratio']:.2f}**",
+                f"**{row['iopub_rate_mean']:.0f}**",
+                row["iopub_rate_peak_1s"],
+                f"{row['cards_in_final_state']}/{row['workers']}",
+                f"{row['wall_s']:.1f}",
+            ]
+            for row in r.get("rows", [])
+        ],
+    )
+    return out
+
+
+def _loop_overhead(r: dict[str, Any]) -> list[str]:
+    out = ["### Agent loop overhead (`loop_overhead`)", ""]
+    out += _table(
+        ["history messages", "turn ms (median)", "overhead ms", "overhead share"],
+        [
+            [
+                row["history_messages"],
+                f"{row['turn_ms_median']:.1f}",
+                f"{row['overhead_ms_median']:.2f}",
+                f"{row['overhead_share']:.1%}",
+            ]
+            for row in r.get("rows", [])
+        ],
+    )
+    return out
+
+
+def _emulator(r: dict[str, Any]) -> list[str]:
+    out = ["### Emulator throughput (`emulator_throughput`)", ""]
+    out += _table(
+        ["response", "clients", "requests", "req/s", "p50 ms", "p95 ms"],
+        [
+            [
+                "SSE stream" if row["stream"] else "JSON",
+                row["clients"],
+                row["requests"],
+                row["requests_per_s"],
+                row["latency_p50_ms"],
+                row["latency_p95_ms"],
+            ]
+            for row in r.get("results", [])
+        ],
+    )
+    return out
+
+
+SECTIONS = {
+    "fork_cache": _fork_cache,
+    "kernel_load": _kernel_load,
+    "loop_overhead": _loop_overhead,
+    "emulator_throughput": _emulator,
+}
+
+
+def _failures(name: str, r: dict[str, Any]) -> list[str]:
+    if name == "fork_cache":
+        return list(r.get("bounds", {}).get("failures", []))
+    return list(r.get("failures", []))
+
+
+def markdown(report: dict[str, Any]) -> str:
+    m = report["machine"]
+    size = "CI size (`--quick`)" if report["quick"] else "full size"
+    out = [
+        f"## Benchmark results ({size}, {report['date']})",
+        "",
+        f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, {m['os']}.",
+        "",
+    ]
+    for name, r in report["benchmarks"].items():
+        if r.get("exit_code") and not r.get("benchmark"):
+            out += [f"### `{name}`: did not finish (exit {r['exit_code']})", ""]
+            continue
+        out += SECTIONS[name](r)
+        broken = _failures(name, r)
+        if broken:
+            out += ["Bounds broken: " + "; ".join(broken), ""]
+    return "\n".join(out)

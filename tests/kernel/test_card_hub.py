@@ -1,0 +1,49 @@
+"""CardHub's message budget: bounded per flush, final states first, none left behind."""
+
+from __future__ import annotations
+
+from forkagent_jupyter.kernel.cards import FINAL_COST, RUNNING_COST, CardHub, TaskCard
+from forkagent_jupyter.runtime.tasks import Task
+
+
+def _hub(n: int, rate: float) -> tuple[CardHub, list[TaskCard]]:
+    hub = CardHub(interval=0.25, rate=rate)
+    cards = [
+        TaskCard(Task(id=f"t{i}", kind="fork", description=f"part {i}"), print) for i in range(n)
+    ]
+    for card in cards:
+        hub.add(card)
+    return hub, cards
+
+
+def test_flush_stays_within_budget_and_sends_final_states_first() -> None:
+    hub, cards = _hub(40, rate=40.0)  # 10 messages per flush
+    for card in cards[:20]:
+        card.task.preview = "working"
+        hub.mark(card.task)  # running, marked first (oldest)
+    for card in cards[20:]:
+        card.task.status = "completed"
+        card.task.result = f"result of {card.task.id}"
+        hub.mark(card.task)
+    hub.flush()
+    assert hub.renders == 10 // FINAL_COST  # only final states in the first flush
+    assert all("completed" not in c.header.value for c in cards[:20])
+    flushes = 1
+    while hub._dirty:
+        before = hub.renders
+        hub.flush()
+        flushes += 1
+        assert hub.renders - before <= 10 // min(FINAL_COST, RUNNING_COST)
+    # every card got its final or latest state, none was dropped
+    assert all(f"result of {c.task.id}" in c.header.value for c in cards[20:])
+    assert all(c.stop_button.disabled for c in cards[20:])
+    assert all("working" in c.header.value for c in cards[:20])
+    assert flushes == 20 * FINAL_COST // 10 + 20 * RUNNING_COST // 10
+
+
+def test_transcript_is_filled_when_opened() -> None:
+    hub, [card] = _hub(1, rate=40.0)
+    hub.history_of = lambda task_id: [{"role": "assistant", "content": f"hello from {task_id}"}]
+    assert card.transcript.value == ""
+    card.details.selected_index = 0
+    assert "hello from t0" in card.transcript.value
