@@ -1,0 +1,77 @@
+"""Executing the example notebooks with nbclient in a real kernel, outputs kept for asserts."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = ROOT / "example_notebooks"
+
+
+@dataclass
+class Executed:
+    nb: Any
+    workdir: Path
+    seconds: float
+
+    def cell(self, starts: str) -> Any:
+        """The first code cell whose source starts with `starts`."""
+        for cell in self.nb.cells:
+            if cell.cell_type == "code" and cell.source.startswith(starts):
+                return cell
+        raise AssertionError(f"no code cell starts with {starts!r}")
+
+    def text(self, starts: str) -> str:
+        """What that cell showed: streams, markdown, html, plain text, errors."""
+        out = []
+        for o in self.cell(starts).outputs:
+            if o.output_type == "stream":
+                out.append(o.text)
+            elif o.output_type == "error":
+                out.append(f"{o.ename}: {o.evalue}")
+            else:
+                data = o.get("data", {})
+                out.append(
+                    data.get("text/markdown") or data.get("text/html") or data.get("text/plain", "")
+                )
+        return "\n".join(out)
+
+    def all_text(self) -> str:
+        return "\n".join(self.text(c.source) for c in self.nb.cells if c.cell_type == "code")
+
+
+@pytest.fixture
+def run_notebook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[..., Executed]]:
+    """Execute `example_notebooks/<name>` in `tmp_path` (a real kernel, this checkout on its
+    path). The kernel inherits the environment: the offline model unless `env` says else."""
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("FORKAGENT_BACKEND", "offline")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+
+    def run(name: str, env: dict[str, str] | None = None, timeout: int = 90) -> Executed:
+        for key, value in (env or {}).items():
+            monkeypatch.setenv(key, value)
+        nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+        client = NotebookClient(
+            nb,
+            timeout=timeout,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(tmp_path)}},
+        )
+        start = time.monotonic()
+        client.execute()
+        return Executed(nb, tmp_path, time.monotonic() - start)
+
+    yield run
