@@ -56,6 +56,31 @@ class CostReport:
         base = self.uncached_cost_usd
         return 1 - self.cost_usd / base if base else 0.0
 
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (JSON-ready): per agent and the totals."""
+
+        def row(name: str, status: str, u: Usage, cost: float, base: float) -> dict[str, Any]:
+            return {
+                "name": name,
+                "status": status,
+                "prompt_tokens": u.total_input_tokens,
+                "cache_read_tokens": u.cache_read_input_tokens,
+                "cache_write_tokens": u.cache_creation_input_tokens,
+                "output_tokens": u.output_tokens,
+                "cache_hit_ratio": u.cache_hit_ratio,
+                "cost_usd": cost,
+                "uncached_cost_usd": base,
+            }
+
+        return {
+            "model": self.model,
+            "agents": [
+                row(x.name, x.status, x.usage, x.cost_usd, x.uncached_cost_usd) for x in self.lines
+            ],
+            "total": row("total", "", self.usage, self.cost_usd, self.uncached_cost_usd),
+            "saving": self.saving,
+        }
+
     def text(self) -> str:
         rows = [
             f"{'agent':<14} {'status':<10} {'prompt tok':>10} {'cache read':>10} "
