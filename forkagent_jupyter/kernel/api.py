@@ -6,6 +6,7 @@ that want the runtime's own data::
     from forkagent_jupyter.kernel import api
     api.allow("Python")             # an allow rule for this session and all its workers
     api.pending()                   # approvals waiting for an answer
+    await api.wait_pending("writer")  # ... or wait for one to appear
     api.answer("allow")             # answer them as the card's buttons would
     print(api.costs().text())       # per-agent and total cost, with and without the cache
     api.notifications()             # the workers' notifications and the parent's answers
@@ -20,7 +21,17 @@ from IPython.core.error import UsageError
 
 from ..runtime.report import CostReport, cost_report
 
-__all__ = ["agent", "allow", "answer", "costs", "deny", "notifications", "pending", "session"]
+__all__ = [
+    "agent",
+    "allow",
+    "answer",
+    "costs",
+    "deny",
+    "notifications",
+    "pending",
+    "session",
+    "wait_pending",
+]
 
 ANSWERS = ("allow", "always", "deny")
 
@@ -54,11 +65,24 @@ def deny(*rules: str) -> None:
 def pending(task: str | None = None) -> list[Any]:
     """The approval prompts waiting for an answer (of one task id or name, if given)."""
     ui = agent().ui
-    prompts = list(ui.pending.values())
+    prompts = [p for p in ui.pending.values() if not p.future.done()]
     if task is not None:
         task_id = session().registry.get(task).id
         prompts = [p for p in prompts if p.request.task_id == task_id]
     return prompts
+
+
+async def wait_pending(task: str | None = None, timeout: float = 30.0) -> list[Any]:
+    """Wait (without blocking the kernel) until an approval is pending, then return them."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not (found := pending(task)):
+        if loop.time() > deadline:
+            raise TimeoutError(f"no approval was requested within {timeout:.0f} s")
+        await asyncio.sleep(0.05)
+    return found
 
 
 def answer(choice: str, task: str | None = None, reason: str | None = None) -> int:

@@ -91,3 +91,37 @@ def test_fan_out(run_notebook: RunNotebook) -> None:
     assert 0 < cost < uncached
     saved = re.search(r"\((\d+)% saved\)", ran.text("print(api.costs()"))
     assert saved and int(saved.group(1)) > 0
+
+
+def test_permissions(run_notebook: RunNotebook) -> None:
+    ran = run_notebook("03_permissions.ipynb")
+    print(f"03_permissions.ipynb executed in {ran.seconds:.1f} s")
+    # the Write waited on the writer's card, shown as a diff; then the Bash call
+    first = ran.text('[write] = await api.wait_pending("writer")')
+    assert "Write wants approval" in first and "+3 species, 344 rows" in first
+    second = ran.text('api.answer("allow", task="writer")')
+    assert "Bash wants approval" in second and "wc -c summary.txt" in second
+    # allowed once, then for the session: the file is real and the rule was added
+    assert (ran.workdir / "summary.txt").read_text() == "3 species, 344 rows\n"
+    assert "['Bash(wc -c summary.txt)']" in ran.text('api.answer("always"')
+    # the next worker ran the same command by that rule, without asking
+    checker = ran.text("%fork --name checker")
+    assert "approvals asked: 0" in checker and "Bash allow by rule Bash(wc -c" in checker
+    # the denial reached the model with its reason, and the command did not run
+    deleter = ran.text("%fork --name deleter")
+    assert "summary.txt still there: True" in deleter
+    assert "**Bash** failed" in deleter and "keep it, the report needs it" in deleter
+    # plan mode: reading allowed, writing denied with the plan-mode message, nobody asked
+    planner = ran.text('api.session().gate.mode = "plan"')
+    assert "**Read** returned" in planner
+    assert "Write is not available in plan mode" in planner
+    assert "summary.txt unchanged: True" in planner
+    log = ran.text("for e in api.session().gate.log")
+    assert [line.split()[:4] for line in log.splitlines()] == [
+        ["Write", "allow", "by", "policy"],
+        ["Bash", "allow", "by", "policy"],
+        ["Bash", "allow", "by", "rule"],
+        ["Bash", "deny", "by", "policy"],
+        ["Read", "allow", "by", "read-only"],
+        ["Write", "deny", "by", "mode"],
+    ]
