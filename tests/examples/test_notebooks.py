@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.resources
 import json
+import random
 import re
 from collections.abc import Callable
 
@@ -125,3 +126,36 @@ def test_permissions(run_notebook: RunNotebook) -> None:
         ["Read", "allow", "by", "read-only"],
         ["Write", "deny", "by", "mode"],
     ]
+
+
+def test_how_forking_works(run_notebook: RunNotebook) -> None:
+    ran = run_notebook("02_how_forking_works.ipynb")
+    print(f"02_how_forking_works.ipynb executed in {ran.seconds:.1f} s")
+    assert "requests go to the emulator" in ran.text("import os")
+    side = ran.text("def first_request")
+    shared = re.search(r"identical for the first ([\d,]+) bytes \(([\d.]+)% of the first\)", side)
+    assert shared and float(shared.group(2)) > 90
+    assert re.search(r"total: .*\| Compute the total sales", side)
+    assert re.search(r"best: .*\| Find the best month", side)
+    marks = ran.text("for name, body in")
+    assert marks.count("(shared with the sibling)") >= 4 and marks.count("(this fork only)") == 2
+    # the server's ledger: the second sibling read more from the cache than the first wrote
+    rows = {}
+    for line in ran.text("if emulator is None").splitlines()[1:]:
+        parts = line.split()
+        rows.setdefault(parts[1], []).append([int(x.replace(",", "")) for x in parts[2:5]])
+    assert set(rows) == {"parent", "total", "best"}
+    first_total, first_best = rows["total"][0], rows["best"][0]
+    assert first_best[2] > first_total[2] > 0  # cache reads
+    assert first_best[1] < first_total[1]  # cache writes
+    assert "saved)" in ran.text("print(api.costs()")
+    states = ran.text("from typing import get_args")
+    assert "terminal: ['completed', 'failed', 'killed']" in states
+    assert "total: completed, run 1" in states
+    note = ran.text("print(t.notification)")
+    assert note.startswith("<task-notification>") and "<status>completed</status>" in note
+    resumed = ran.text("%send total")
+    rng = random.Random(7)  # the notebook's data, made again here
+    sales = {i: [rng.randint(50, 500) for _ in range(12)] for i in range(40)}
+    assert "total: completed, run 2" in resumed
+    assert f"\n{sum(sum(v) for v in sales.values())}\n" in resumed
