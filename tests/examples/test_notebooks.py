@@ -159,3 +159,30 @@ def test_how_forking_works(run_notebook: RunNotebook) -> None:
     sales = {i: [rng.randint(50, 500) for _ in range(12)] for i in range(40)}
     assert "total: completed, run 2" in resumed
     assert f"\n{sum(sum(v) for v in sales.values())}\n" in resumed
+
+
+def test_your_own_agents(run_notebook: RunNotebook) -> None:
+    ran = run_notebook("04_your_own_agents.ipynb")
+    print(f"04_your_own_agents.ipynb executed in {ran.seconds:.1f} s")
+    defn = ran.text("%load_ext forkagent_jupyter")
+    assert defn.startswith("reviewer - Reviews Python code")
+    assert "mode: acceptEdits | background: True | isolation: worktree" in defn
+    # the parent started the named agent in the background; its card showed in that cell
+    started = ran.text("%%agent\nAsk the reviewer")
+    assert "**Agent**" in started and "Started background agent" in started
+    assert any(
+        "<b>rev</b>" in o.get("data", {}).get("text/plain", "") for o in ran.cell("%%agent").outputs
+    )
+    done = ran.text("%tasks --wait")
+    assert "reviewer completed" in done
+    repo = ran.workdir / "shop"
+    worktree = repo / ".forkagent" / "worktrees"
+    assert f"worktree: {worktree}/agent-" in done and "branch:   forkagent/agent-" in done
+    # the fix is in the kept worktree, on its branch; the user's checkout is untouched
+    [kept] = list(worktree.glob("agent-*"))
+    assert "return total / len(xs)" in (kept / "calc.py").read_text()
+    assert "return total / (len(xs) - 1)" in (repo / "calc.py").read_text()
+    shown = ran.text('print(git("diff", cwd=rev.worktree_path))')
+    assert "+    return total / len(xs)" in shown and "your status: clean" in shown
+    note = ran.text("api.notifications()")
+    assert "<status>completed</status>" in note and "<worktreeBranch>forkagent/agent-" in note
