@@ -117,6 +117,10 @@ def test_permissions(run_notebook: RunNotebook) -> None:
     assert "**Read** returned" in planner
     assert "Write is not available in plan mode" in planner
     assert "summary.txt unchanged: True" in planner
+    # a deny rule: nobody asked, the model told why, the file kept
+    denied = ran.text('api.deny("Bash(rm:*)")')
+    assert "approvals asked: 0" in denied and "summary.txt still there: True" in denied
+    assert "**Bash** failed" in denied and "Bash(rm:*)" in denied
     log = ran.text("for e in api.session().gate.log")
     assert [line.split()[:4] for line in log.splitlines()] == [
         ["Write", "allow", "by", "policy"],
@@ -125,6 +129,7 @@ def test_permissions(run_notebook: RunNotebook) -> None:
         ["Bash", "deny", "by", "policy"],
         ["Read", "allow", "by", "read-only"],
         ["Write", "deny", "by", "mode"],
+        ["Bash", "deny", "by", "rule"],
     ]
 
 
