@@ -1,4 +1,6 @@
-"""The `forkagent` command: `forkagent demo` (offline, no key needed) and `forkagent emulator`."""
+"""The `forkagent` command: `forkagent demo` (the fan-out notebook, headless; offline, no key
+needed), `forkagent demo --quick` (a two-turn conversation in the terminal) and
+`forkagent emulator`."""
 
 from __future__ import annotations
 
@@ -75,11 +77,39 @@ def _bench(args: list[str]) -> int:
     return subprocess.call([sys.executable, "-m", "benchmarks", *args], cwd=root)
 
 
+def _notebook_demo(out: Path, backend: str) -> int:
+    from .kernel.headless import format_report, run_demo
+
+    print(f"forkagent demo: executing the fan-out notebook ({backend} backend)...", flush=True)
+    try:
+        report = run_demo(out, backend=backend)
+    except (RuntimeError, FileNotFoundError) as exc:
+        print(f"forkagent demo: {exc}", file=sys.stderr)
+        return 2
+    print(format_report(report, out))
+    print(f"open it: jupyter lab {out}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="forkagent", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run a short conversation with a tool call (offline)")
+    demo = sub.add_parser(
+        "demo",
+        help="run the fan-out example notebook headless and report its tasks, tokens and cost",
+    )
     demo.add_argument("--backend", choices=["offline", "anthropic"], default="offline")
+    demo.add_argument(
+        "--out",
+        type=Path,
+        default=Path("forkagent-demo.ipynb"),
+        help="where to write the executed notebook (default: ./forkagent-demo.ipynb)",
+    )
+    demo.add_argument(
+        "--quick",
+        action="store_true",
+        help="instead: a two-turn conversation with a tool call, in the terminal",
+    )
     emu = sub.add_parser("emulator", help="serve the Anthropic-compatible emulator")
     emu.add_argument("args", nargs=argparse.REMAINDER)
     bench = sub.add_parser(
@@ -90,8 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args[:1] == ["bench"]:  # every option goes to `python -m benchmarks`
         return _bench(args[1:])
     ns = parser.parse_args(args)
-    if ns.command == "demo":
+    if ns.command == "demo" and ns.quick:
         return asyncio.run(_demo(ns.backend))
+    if ns.command == "demo":
+        return _notebook_demo(ns.out, ns.backend)
     from .emulator.__main__ import main as emulator_main
 
     return emulator_main(ns.args)

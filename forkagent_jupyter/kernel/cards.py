@@ -28,6 +28,7 @@ from ipywidgets.widgets.widget_string import HTMLStyle
 
 from ..runtime.permissions import Allow, Deny, PermissionRequest
 from ..runtime.tasks import Task
+from .parents import in_latest_request
 
 __all__ = ["ApprovalPrompt", "CardHub", "PendingStrip", "TaskCard", "input_preview"]
 
@@ -275,6 +276,10 @@ class CardHub:
         self.flushes = 0
         self.renders = 0
         self.history_of: Callable[[str], list[dict[str, Any]]] | None = None
+        # between cells nothing is running to own a message: headless clients (nbclient)
+        # drop what is sent then, so lasting changes sent then are sent again in the next cell
+        self.in_cell = False
+        self._unseen: dict[int, tuple[w.Widget, tuple[str, ...]]] = {}
 
     def add(self, card: TaskCard, container: w.VBox | None = None) -> None:
         """Register a card; with a container, append it there at the next flush (all cards
@@ -299,7 +304,7 @@ class CardHub:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
                 return False
-            self._flusher = loop.create_task(self._run())
+            self._flusher = in_latest_request(loop.create_task, self._run())
         return True
 
     async def _run(self) -> None:
@@ -312,8 +317,31 @@ class CardHub:
         for container, cards in self._pending.values():
             container.children = (*container.children, *cards)
             sent += 1
+            self._sent(container, "children")
         self._pending.clear()
         return sent
+
+    def _sent(self, widget: w.Widget, *names: str) -> None:
+        if not self.in_cell:
+            self._unseen[id(widget)] = (widget, names)
+
+    def settle(self) -> None:
+        """At the end of a cell: put the cards it started into their containers now, and send
+        again the final states sent while no cell ran, so a client that keeps only the
+        messages of the running cell (nbclient, papermill) saves them. Costs one message per
+        container and per card that ended between cells; progress waits for the flusher."""
+        self._append_pending()
+        unseen, self._unseen = self._unseen, {}
+        for widget, names in unseen.values():
+            widget.send_state(list(names))
+        self.in_cell = False
+
+    async def drained(self) -> None:
+        """Return once every ended task's card has sent its final state."""
+        while self._pending or any(self.cards[t].task.done for t in self._dirty):
+            if not self._ensure_flusher():
+                self.flush()
+            await asyncio.sleep(self.interval / 2)
 
     def flush(self) -> None:
         """Send what is due within the budget of `rate * interval` messages: new cards into
@@ -335,3 +363,6 @@ class CardHub:
             del self._dirty[task_id]
             card.render()
             self.renders += 1
+            if card.task.done:
+                self._sent(card.header, "value")
+                self._sent(card.stop_button, "disabled")

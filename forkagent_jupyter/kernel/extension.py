@@ -120,6 +120,16 @@ class KernelAgent:
         self.shell.user_ns["__forkagent__"] = self
         self.shell.user_ns_hidden["__forkagent__"] = self
         self.bridge.register()
+        self.shell.events.register("pre_run_cell", self._before_cell)
+        self.shell.events.register("post_run_cell", self._after_cell)
+
+    def _before_cell(self, _info: Any) -> None:
+        if self._ui is not None:
+            self._ui.hub.in_cell = True
+
+    def _after_cell(self, _result: Any) -> None:
+        if self._ui is not None:
+            self._ui.hub.settle()
 
     def uninstall(self) -> None:
         magics = self.shell.magics_manager.magics
@@ -131,6 +141,9 @@ class KernelAgent:
         self.shell.user_ns.pop("__forkagent__", None)
         self.shell.user_ns_hidden.pop("__forkagent__", None)
         self.bridge.unregister()
+        with contextlib.suppress(ValueError):
+            self.shell.events.unregister("pre_run_cell", self._before_cell)
+            self.shell.events.unregister("post_run_cell", self._after_cell)
         if self._session is not None:
             session, self._session = self._session, None
             self._spawn(session.aclose())
@@ -224,6 +237,7 @@ class KernelAgent:
             except RuntimeUsageError as exc:
                 raise UsageError(f"%tasks: {exc}") from None
             await self.session.idle() if not ids else None
+            await self.ui.hub.drained()  # the cards' final states belong to this cell
         display(HTML(self.ui.tasks_html(ids)))
 
     def start_wait(self, ids: list[str]) -> Any:

@@ -28,6 +28,7 @@ from ..runtime.tools.python import ExecResult, execute_source
 from ..runtime.transcripts import answered_notifications
 from .cards import ApprovalPrompt, CardHub, PendingStrip, TaskCard, input_preview
 from .delivery import answer_bundle, notification_bundle, notification_cell
+from .parents import in_latest_request
 
 if TYPE_CHECKING:
     from .extension import KernelAgent
@@ -310,7 +311,8 @@ class KernelUI:
             shown = self._notes.setdefault(launch.display_id, [])
             notes = "\n\n".join(f"```xml\n{xml}\n```" for _, xml in pairs)
             shown.append(f"{notes}\n\n{answer}")
-            display(Markdown("\n\n---\n\n".join(shown)), display_id=launch.display_id, update=True)
+            body = Markdown("\n\n---\n\n".join(shown))
+            in_latest_request(display, body, display_id=launch.display_id, update=True)
 
     def replay(self, keys: list[str]) -> None:
         """`%notifications ID ...`: show recorded notifications and the answer again."""

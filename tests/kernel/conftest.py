@@ -26,10 +26,18 @@ class Execution:
         return str(self.reply["content"]["status"])
 
     def texts(self) -> str:
-        """Everything the cell displayed or printed, as plain text/markdown/html."""
+        """Everything the cell displayed or printed, as plain text/markdown/html. An update of
+        a display shown by another cell changes that cell, not this one: it is left out."""
         out = []
+        own = {
+            m["content"].get("transient", {}).get("display_id")
+            for m in self.messages
+            if m["msg_type"] == "display_data"
+        }
         for m in self.messages:
             c = m["content"]
+            if m["msg_type"] == "update_display_data" and c["transient"]["display_id"] not in own:
+                continue
             if m["msg_type"] == "stream":
                 out.append(c["text"])
             elif m["msg_type"] in ("display_data", "update_display_data", "execute_result"):

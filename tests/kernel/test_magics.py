@@ -96,6 +96,37 @@ def _approval_buttons(kernel: Kernel) -> list[str]:
     return kernel.widget_comms(_view_name="ButtonView", description="Allow once")
 
 
+def test_card_states_sent_between_cells_are_sent_again_in_the_next(kernel: Kernel) -> None:
+    """A headless client (nbclient, papermill) keeps only the messages of the cell it runs: a
+    card that ended while no cell ran sends its final state again in the next cell."""
+    fork = kernel.execute("%fork --name quick say hello")
+    assert fork.status == "ok", fork.texts()
+    [card] = kernel.cards()
+    header = next(
+        m["content"]["data"]["state"]["children"][0].removeprefix("IPY_MODEL_")
+        for m in kernel.iopub
+        if m["msg_type"] == "comm_open" and m["content"]["comm_id"] == card
+    )
+
+    def final_states(messages: list[dict[str, Any]]) -> list[str]:
+        return [
+            m["content"]["data"]["state"]["value"]
+            for m in messages
+            if m["msg_type"] == "comm_msg"
+            and m["content"]["comm_id"] == header
+            and ">completed<" in m["content"]["data"].get("state", {}).get("value", "")
+        ]
+
+    deadline = time.monotonic() + 30
+    while not final_states(kernel.iopub) and time.monotonic() < deadline:
+        kernel.drain(timeout=0.5)  # no cell runs meanwhile
+    [between] = [m for m in kernel.iopub if final_states([m]) and m["parent_header"].get("msg_id")]
+    assert between["parent_header"]["msg_id"] == fork.reply["parent_header"]["msg_id"]
+    nxt = kernel.execute("1 + 1")
+    assert len(final_states(nxt.messages)) == 1  # sent again, owned by the running cell
+    assert final_states(kernel.execute("2 + 2").messages) == []  # once
+
+
 def test_permission_click_while_idle_and_during_agent_cell(kernel: Kernel) -> None:
     kernel.execute("%config ForkAgent.approval_timeout = 60")
     kernel.execute("%fork --name writer `py: open('a.txt', 'w').write('x')`")

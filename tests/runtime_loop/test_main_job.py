@@ -1,4 +1,4 @@
-"""The README's main job: `forkagent demo` runs offline, with no key and no network."""
+"""`forkagent demo --quick` runs offline, with no key and no network."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def test_forkagent_demo_runs_offline_without_a_key() -> None:
     # no proxy and an unroutable base: any network attempt would fail loudly
     env["HTTPS_PROXY"] = env["HTTP_PROXY"] = "http://127.0.0.1:9"
     out = subprocess.run(
-        [sys.executable, "-m", "forkagent_jupyter.cli", "demo"],
+        [sys.executable, "-m", "forkagent_jupyter.cli", "demo", "--quick"],
         env=env,
         capture_output=True,
         text=True,

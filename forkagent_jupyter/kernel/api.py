@@ -1,0 +1,114 @@
+"""Notebook code's handle on the extension: the session, rules, pending approvals, costs.
+
+For cells that run without a person to click (a notebook executed headless) and for cells
+that want the runtime's own data::
+
+    from forkagent_jupyter.kernel import api
+    api.allow("Python")             # an allow rule for this session and all its workers
+    api.pending()                   # approvals waiting for an answer
+    await api.wait_pending("writer")  # ... or wait for one to appear
+    api.answer("allow")             # answer them as the card's buttons would
+    print(api.costs().text())       # per-agent and total cost, with and without the cache
+    api.notifications()             # the workers' notifications and the parent's answers
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython import get_ipython
+from IPython.core.error import UsageError
+
+from ..runtime.report import CostReport, cost_report
+
+__all__ = [
+    "agent",
+    "allow",
+    "answer",
+    "costs",
+    "deny",
+    "notifications",
+    "pending",
+    "session",
+    "wait_pending",
+]
+
+ANSWERS = ("allow", "always", "deny")
+
+
+def agent() -> Any:
+    """The `KernelAgent` of this kernel (`%load_ext forkagent_jupyter` first)."""
+    shell = get_ipython()
+    found = shell.user_ns.get("__forkagent__") if shell is not None else None
+    if found is None:
+        raise UsageError("forkagent is not loaded: run %load_ext forkagent_jupyter first")
+    return found
+
+
+def session() -> Any:
+    """This kernel's `Session` (created on first use, like the magics do)."""
+    return agent().session
+
+
+def allow(*rules: str) -> None:
+    """Add allow rules (`"Python"`, `"Bash(git status:*)"`, `"Write(out/**)"`) to the session."""
+    for rule in rules:
+        session().gate.add_rule(rule)
+
+
+def deny(*rules: str) -> None:
+    """Add deny rules; a deny rule wins over every allow rule and mode."""
+    for rule in rules:
+        session().gate.add_rule(rule, deny=True)
+
+
+def pending(task: str | None = None) -> list[Any]:
+    """The approval prompts waiting for an answer (of one task id or name, if given)."""
+    ui = agent().ui
+    prompts = [p for p in ui.pending.values() if not p.future.done()]
+    if task is not None:
+        task_id = session().registry.get(task).id
+        prompts = [p for p in prompts if p.request.task_id == task_id]
+    return prompts
+
+
+async def wait_pending(task: str | None = None, timeout: float = 30.0) -> list[Any]:
+    """Wait (without blocking the kernel) until an approval is pending, then return them."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not (found := pending(task)):
+        if loop.time() > deadline:
+            raise TimeoutError(f"no approval was requested within {timeout:.0f} s")
+        await asyncio.sleep(0.05)
+    return found
+
+
+def answer(choice: str, task: str | None = None, reason: str | None = None) -> int:
+    """Answer the pending approvals (of `task`, if given) as the buttons would:
+    "allow" (once), "always" (allow for the session) or "deny" (`reason` goes to the model).
+    Returns how many were answered."""
+    if choice not in ANSWERS:
+        raise UsageError(f"answer: choice must be one of {', '.join(ANSWERS)}, not {choice!r}")
+    prompts = pending(task)
+    for prompt in prompts:
+        prompt.answer(choice, reason)
+    return len(prompts)
+
+
+def costs() -> CostReport:
+    """Tokens and cost of the parent and each task, with what they would cost uncached."""
+    return cost_report(session())
+
+
+def notifications() -> Any:
+    """Every `<task-notification>` the parent received so far, each with the parent's answer,
+    as Markdown (what the JupyterLab extension inserts as new cells)."""
+    from IPython.display import Markdown
+
+    parts = []
+    for auto in session().auto_turns:
+        xml = "\n\n".join(f"```xml\n{note}\n```" for note in auto.notifications)
+        parts.append(f"{xml}\n\n**parent:** {auto.turn.text}")
+    return Markdown("\n\n---\n\n".join(parts) or "*No notifications yet.*")

@@ -1,0 +1,189 @@
+"""The example notebooks, each executed end to end in a real kernel (nbclient)."""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import random
+import re
+from collections.abc import Callable
+
+import pandas as pd
+import pytest
+
+from .conftest import NOTEBOOKS, Executed
+
+pytestmark = pytest.mark.kernel
+
+RunNotebook = Callable[..., Executed]
+
+
+def test_committed_notebooks_have_no_outputs() -> None:
+    names = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
+    assert "01_fan_out.ipynb" in names
+    for name in names:
+        nb = json.loads((NOTEBOOKS / name).read_text())
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "code":
+                assert cell["outputs"] == [], f"{name}: a cell has outputs"
+                assert cell["execution_count"] is None, f"{name}: a cell has an execution count"
+
+
+def test_notebooks_say_how_to_run_with_a_key() -> None:
+    for path in NOTEBOOKS.glob("*.ipynb"):
+        first = json.loads(path.read_text())["cells"][0]
+        assert "ANTHROPIC_API_KEY" in "".join(first["source"]), path.name
+        assert "offline" in "".join(first["source"]), path.name
+
+
+def _cost_rows(text: str) -> dict[str, list[str]]:
+    rows = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if parts and parts[0] in ("parent", "profile", "outliers", "correlations", "plot", "total"):
+            rows[parts[0]] = parts
+    return rows
+
+
+def test_fan_out(run_notebook: RunNotebook) -> None:
+    ran = run_notebook("01_fan_out.ipynb")
+    print(f"01_fan_out.ipynb executed in {ran.seconds:.1f} s")
+    # the parent ran its inspection through the Python tool, in the kernel
+    inspect = ran.text("%%agent\n`df`")
+    assert "**Python**" in inspect and "(344, 8)" in inspect
+    assert "cache write" in inspect
+    # four live cards in the fork cell, all finished
+    cards = ran.cards("%fork")
+    assert len(cards) == 4 and all(">completed<" in c for c in cards), cards
+    # no JupyterLab extension here: the notifications and the answer fill the fork cell's area
+    assert ran.text("%fork").count("<task-notification>") == 4
+    table = ran.text("%tasks --wait")
+    assert table.count("<td>completed</td>") == 4
+    # every worker's notification reached the parent, which answered them
+    notes = ran.text("api.notifications()")
+    assert notes.count("<task-notification>") == 4
+    assert notes.count("<status>completed</status>") == 4
+    assert "reported back" in notes
+    # the workers' findings are real: computed from the shipped CSV
+    csv = importlib.resources.files("palmerpenguins") / "data" / "penguins.csv"
+    df = pd.read_csv(str(csv))
+    r = df["flipper_length_mm"].corr(df["body_mass_g"])
+    findings = ran.workdir / "findings"
+    assert (
+        f"flipper_length_mm ~ body_mass_g: r = {r:+.2f}"
+        in (findings / "correlations.md").read_text()
+    )
+    assert (findings / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (
+        f"| sex | {df['sex'].dtype} | {df['sex'].isna().sum()} |"
+        in (findings / "profile.md").read_text()
+    )
+    synthesis = (findings / "synthesis.md").read_text()
+    assert all(f"## {n}" in synthesis for n in ("profile", "outliers", "correlations", "plot"))
+    # costs: every worker read the shared prefix from the cache, which made the run cheaper
+    rows = _cost_rows(ran.text("print(api.costs()"))
+    assert set(rows) == {"parent", "profile", "outliers", "correlations", "plot", "total"}
+    for name in ("profile", "outliers", "correlations", "plot"):
+        prompt, read = (int(x.replace(",", "")) for x in rows[name][2:4])
+        assert read > prompt / 2, rows[name]
+    cost, uncached = float(rows["total"][-2]), float(rows["total"][-1])
+    assert 0 < cost < uncached
+    saved = re.search(r"\((\d+)% saved\)", ran.text("print(api.costs()"))
+    assert saved and int(saved.group(1)) > 0
+
+
+def test_permissions(run_notebook: RunNotebook) -> None:
+    ran = run_notebook("03_permissions.ipynb")
+    print(f"03_permissions.ipynb executed in {ran.seconds:.1f} s")
+    # the Write waited on the writer's card, shown as a diff; then the Bash call
+    first = ran.text('[write] = await api.wait_pending("writer")')
+    assert "Write wants approval" in first and "+3 species, 344 rows" in first
+    second = ran.text('api.answer("allow", task="writer")')
+    assert "Bash wants approval" in second and "wc -c summary.txt" in second
+    # allowed once, then for the session: the file is real and the rule was added
+    assert (ran.workdir / "summary.txt").read_text() == "3 species, 344 rows\n"
+    assert "['Bash(wc -c summary.txt)']" in ran.text('api.answer("always"')
+    # the next worker ran the same command by that rule, without asking
+    checker = ran.text("%fork --name checker")
+    assert "approvals asked: 0" in checker and "Bash allow by rule Bash(wc -c" in checker
+    # the denial reached the model with its reason, and the command did not run
+    deleter = ran.text("%fork --name deleter")
+    assert "summary.txt still there: True" in deleter
+    assert "**Bash** failed" in deleter and "keep it, the report needs it" in deleter
+    # plan mode: reading allowed, writing denied with the plan-mode message, nobody asked
+    planner = ran.text('api.session().gate.mode = "plan"')
+    assert "**Read** returned" in planner
+    assert "Write is not available in plan mode" in planner
+    assert "summary.txt unchanged: True" in planner
+    # a deny rule: nobody asked, the model told why, the file kept
+    denied = ran.text('api.deny("Bash(rm:*)")')
+    assert "approvals asked: 0" in denied and "summary.txt still there: True" in denied
+    assert "**Bash** failed" in denied and "Bash(rm:*)" in denied
+    log = ran.text("for e in api.session().gate.log")
+    assert [line.split()[:4] for line in log.splitlines()] == [
+        ["Write", "allow", "by", "policy"],
+        ["Bash", "allow", "by", "policy"],
+        ["Bash", "allow", "by", "rule"],
+        ["Bash", "deny", "by", "policy"],
+        ["Read", "allow", "by", "read-only"],
+        ["Write", "deny", "by", "mode"],
+        ["Bash", "deny", "by", "rule"],
+    ]
+
+
+def test_how_forking_works(run_notebook: RunNotebook) -> None:
+    ran = run_notebook("02_how_forking_works.ipynb")
+    print(f"02_how_forking_works.ipynb executed in {ran.seconds:.1f} s")
+    assert "requests go to the emulator" in ran.text("import os")
+    side = ran.text("def first_request")
+    shared = re.search(r"identical for the first ([\d,]+) bytes \(([\d.]+)% of the first\)", side)
+    assert shared and float(shared.group(2)) > 90
+    assert re.search(r"total: .*\| Compute the total sales", side)
+    assert re.search(r"best: .*\| Find the best month", side)
+    marks = ran.text("for name, body in")
+    assert marks.count("(shared with the sibling)") >= 4 and marks.count("(this fork only)") == 2
+    # the server's ledger: the second sibling read more from the cache than the first wrote
+    rows = {}
+    for line in ran.text("if emulator is None").splitlines()[1:]:
+        parts = line.split()
+        rows.setdefault(parts[1], []).append([int(x.replace(",", "")) for x in parts[2:5]])
+    assert set(rows) == {"parent", "total", "best"}
+    first_total, first_best = rows["total"][0], rows["best"][0]
+    assert first_best[2] > first_total[2] > 0  # cache reads
+    assert first_best[1] < first_total[1]  # cache writes
+    assert "saved)" in ran.text("print(api.costs()")
+    states = ran.text("from typing import get_args")
+    assert "terminal: ['completed', 'failed', 'killed']" in states
+    assert "total: completed, run 1" in states
+    note = ran.text("print(t.notification)")
+    assert note.startswith("<task-notification>") and "<status>completed</status>" in note
+    resumed = ran.text("%send total")
+    rng = random.Random(7)  # the notebook's data, made again here
+    sales = {i: [rng.randint(50, 500) for _ in range(12)] for i in range(40)}
+    assert "total: completed, run 2" in resumed
+    assert f"\n{sum(sum(v) for v in sales.values())}\n" in resumed
+
+
+def test_your_own_agents(run_notebook: RunNotebook) -> None:
+    ran = run_notebook("04_your_own_agents.ipynb")
+    print(f"04_your_own_agents.ipynb executed in {ran.seconds:.1f} s")
+    defn = ran.text("%load_ext forkagent_jupyter")
+    assert defn.startswith("reviewer - Reviews Python code")
+    assert "mode: acceptEdits | background: True | isolation: worktree" in defn
+    # the parent started the named agent in the background; its card showed in that cell
+    started = ran.text("%%agent\nAsk the reviewer")
+    assert "**Agent**" in started and "Started background agent" in started
+    assert [c for c in ran.cards("%%agent\nAsk the reviewer") if "<b>rev</b>" in c]
+    done = ran.text("%tasks --wait")
+    assert "reviewer completed" in done
+    repo = ran.workdir / "shop"
+    worktree = repo / ".forkagent" / "worktrees"
+    assert f"worktree: {worktree}/agent-" in done and "branch:   forkagent/agent-" in done
+    # the fix is in the kept worktree, on its branch; the user's checkout is untouched
+    [kept] = list(worktree.glob("agent-*"))
+    assert "return total / len(xs)" in (kept / "calc.py").read_text()
+    assert "return total / (len(xs) - 1)" in (repo / "calc.py").read_text()
+    shown = ran.text('print(git("diff", cwd=rev.worktree_path))')
+    assert "+    return total / len(xs)" in shown and "your status: clean" in shown
+    note = ran.text("api.notifications()")
+    assert "<status>completed</status>" in note and "<worktreeBranch>forkagent/agent-" in note
