@@ -4,6 +4,13 @@ The extension opens a comm to the kernel target `forkagent` on every kernel (re)
 kernel keeps every open comm of that target and broadcasts on all of them. Messages from the
 extension (approval answers, stop requests) go to the handlers registered here. Without the
 extension nothing is open, `connected` is False and callers use their display-id fallback.
+
+Protocol (version 2). Frontend to kernel: comm_open `{"type": "hello", ...}`; `approve`
+{request_id, decision: allow|always|deny, reason?}; `stop` {task_id}. Kernel to frontend:
+`welcome` {version, tasks, approvals} on every open; `tasks` {tasks} (a full snapshot, at most
+twice a second, when something changed); `approval` {request_id, task_id, tool, preview,
+cell_id} and `approval_done` {request_id}; `insert_cell` {key, after_cell_id, task_ids, cell}
+where `cell` is a complete nbformat code cell (see `delivery.notification_cell`).
 """
 
 from __future__ import annotations
@@ -12,9 +19,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["TARGET", "Bridge"]
+__all__ = ["TARGET", "VERSION", "Bridge"]
 
 TARGET = "forkagent"
+VERSION = 2
 log = logging.getLogger(__name__)
 
 Handler = Callable[[dict[str, Any]], None]
@@ -29,6 +37,8 @@ class Bridge:
         self.handlers: dict[str, Handler] = {}
         self.hello: dict[str, Any] = {}
         self.loop: Any = None
+        self.snapshot: Callable[[], dict[str, Any]] | None = None
+        """What a newly connected frontend is told at once (tasks, pending approvals)."""
 
     @property
     def manager(self) -> Any:
@@ -74,7 +84,8 @@ class Bridge:
         comm.on_msg(self._on_msg)
         comm.on_close(closed)
         self.hello = dict(open_msg.get("content", {}).get("data") or {})
-        comm.send({"type": "welcome", "version": 1})
+        state = self.snapshot() if self.snapshot is not None else {}
+        comm.send({"type": "welcome", "version": VERSION, **state})
         if "connected" in self.handlers:
             self.handlers["connected"]({"comm_id": comm.comm_id})
 

@@ -104,7 +104,7 @@ class ApprovalPrompt(w.VBox):  # type: ignore[misc]
         deny.on_click(lambda _b: self.answer("deny"))
         super().__init__(
             [title, body, w.HBox([once, always, deny, self.reason])],
-            _dom_classes=["forkagent-approval"],
+            _dom_classes=["forkagent-approval", f"forkagent-request-{id(self)}"],
         )
 
     def answer(self, choice: str, reason: str | None = None) -> None:

@@ -11,7 +11,9 @@ Settings are the traitlets Configurable `ForkAgent` (`%config ForkAgent.model = 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
+from collections.abc import AsyncIterator
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -63,6 +65,32 @@ def interpolate(text: str, namespace: dict[str, Any]) -> str:
     return _VAR.sub(sub, text).replace("{{", "{").replace("}}", "}")
 
 
+WAKE_INTERVAL = 0.1
+
+
+@contextlib.asynccontextmanager
+async def interruptible() -> AsyncIterator[None]:
+    """Keep the event loop waking up while a cell awaits, so an interrupt ends it at once.
+
+    ipykernel turns SIGINT during an async cell into a callback that cancels the cell, but
+    queues it without waking the loop: with nothing else to do (a slow first token, workers
+    waiting for approval) the cell would only end at the loop's next event."""
+
+    loop = asyncio.get_running_loop()
+    timer: asyncio.TimerHandle | None = None
+
+    def wake() -> None:
+        nonlocal timer
+        timer = loop.call_later(WAKE_INTERVAL, wake)
+
+    wake()
+    try:
+        yield
+    finally:
+        if timer is not None:
+            timer.cancel()
+
+
 class KernelAgent:
     """The kernel side: one Session per kernel, the cards, the bridge, the magics' actions."""
 
@@ -73,6 +101,14 @@ class KernelAgent:
         self._session: Any = None
         self._ui: Any = None
         self._background: set[asyncio.Task[Any]] = set()
+        self.bridge.snapshot = self._snapshot
+
+    def _snapshot(self) -> dict[str, Any]:
+        """What a connecting frontend is told: the tasks and pending approvals (none before
+        the first use; the session is not created for this)."""
+        if self._ui is None:
+            return {"tasks": [], "approvals": []}
+        return dict(self._ui.snapshot())
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -88,7 +124,7 @@ class KernelAgent:
     def uninstall(self) -> None:
         magics = self.shell.magics_manager.magics
         magics["cell"].pop("agent", None)
-        for name in ("fork", "send", "tasks", "stop"):
+        for name in ("fork", "send", "tasks", "stop", "notifications"):
             magics["line"].pop(name, None)
         if transform_cell in self.shell.input_transformers_cleanup:
             self.shell.input_transformers_cleanup.remove(transform_cell)
@@ -137,7 +173,8 @@ class KernelAgent:
             self.session.reset()
         if opts.get("model"):
             self.session.model = opts["model"]
-        await self.ui.run_turn(prompt)
+        async with interruptible():
+            await self.ui.run_turn(prompt)
 
     def start_cell(self, line: str, body: str) -> Any:
         """`%%agent` without an await (run_cell_magic from code): run in the background."""
@@ -181,15 +218,19 @@ class KernelAgent:
         from ..runtime.errors import UsageError as RuntimeUsageError
 
         ids = args.split()
-        try:
-            await self.session.wait(*ids)
-        except RuntimeUsageError as exc:
-            raise UsageError(f"%tasks: {exc}") from None
-        await self.session.idle() if not ids else None
+        async with interruptible():
+            try:
+                await self.session.wait(*ids)
+            except RuntimeUsageError as exc:
+                raise UsageError(f"%tasks: {exc}") from None
+            await self.session.idle() if not ids else None
         display(HTML(self.ui.tasks_html(ids)))
 
     def start_wait(self, ids: list[str]) -> Any:
         return self._spawn(self.wait_tasks(" ".join(ids)))
+
+    def replay(self, keys: list[str]) -> None:
+        self.ui.replay(keys)
 
     def tasks_table(self, ids: list[str]) -> None:
         display(HTML(self.ui.tasks_html(ids)))

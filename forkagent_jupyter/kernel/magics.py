@@ -72,7 +72,7 @@ def transform_cell(lines: list[str]) -> list[str]:
 
 @magics_class
 class AgentMagics(Magics):  # type: ignore[misc]
-    """%%agent, %fork, %send, %tasks, %stop."""
+    """%%agent, %fork, %send, %tasks, %stop, %notifications."""
 
     def __init__(self, shell: Any, agent: KernelAgent) -> None:
         super().__init__(shell)
@@ -134,3 +134,13 @@ class AgentMagics(Magics):  # type: ignore[misc]
         if args.all == bool(args.id):
             raise UsageError("%stop: give a task id or name, or --all")
         return self.host.stop(None if args.all else args.id)
+
+    @magic_arguments()
+    @argument("ids", nargs="+", help="task ids or names")
+    @line_magic
+    def notifications(self, line: str) -> Any:
+        """Show the notifications of these tasks and the parent's answer again, from the
+        transcripts on disk (no model call). Cells inserted by the JupyterLab extension run
+        this when re-executed."""
+        args = parse_argstring(self.notifications, line)
+        return self.host.replay(args.ids)

@@ -17,13 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from IPython.core.error import UsageError
 from IPython.display import HTML, Markdown, display
 
 from ..runtime.events import LoopEvent, Stop, TextDelta, ToolResult, ToolUse, UsageReport
 from ..runtime.permissions import Deny, PermissionRequest
-from ..runtime.tasks import Task
+from ..runtime.tasks import Task, task_snapshot
 from ..runtime.tools.python import ExecResult, execute_source
-from .cards import ApprovalPrompt, CardHub, PendingStrip, TaskCard
+from ..runtime.transcripts import answered_notifications
+from .cards import ApprovalPrompt, CardHub, PendingStrip, TaskCard, input_preview
+from .delivery import answer_bundle, notification_bundle, notification_cell
 
 if TYPE_CHECKING:
     from .extension import KernelAgent
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["KernelUI", "WidgetPolicy"]
 
 STREAM_INTERVAL = 0.2
+TASKS_INTERVAL = 0.5
 
 
 def _esc(text: object) -> str:
@@ -61,14 +65,8 @@ class WidgetPolicy:
             card.add_prompt(prompt)
         else:
             display(prompt)
-        self.ui.agent.bridge.broadcast(
-            {
-                "type": "approval",
-                "request_id": str(id(prompt)),
-                "task_id": request.task_id,
-                "tool": request.tool_name,
-            }
-        )
+        self.ui.agent.bridge.broadcast({"type": "approval", **self.ui.approval_row(prompt)})
+        self.ui._tasks_changed()
         timeout = self.ui.agent.settings.approval_timeout
         try:
             return await asyncio.wait_for(asyncio.shield(prompt.future), timeout)
@@ -78,6 +76,7 @@ class WidgetPolicy:
         finally:
             self.ui.pending.pop(id(prompt), None)
             self.ui.agent.bridge.broadcast({"type": "approval_done", "request_id": str(id(prompt))})
+            self.ui._tasks_changed()
 
 
 class LoopExecutor:
@@ -101,8 +100,10 @@ class KernelUI:
         self._cell_notes: dict[str | None, str] = {}
         self._notes: dict[str, list[str]] = {}
         self.workdir = Path.cwd()
+        self._tasks_flush: asyncio.TimerHandle | None = None
+        self._tasks_sent_at = 0.0
         agent.bridge.on("approve", self._on_approve)
-        agent.bridge.on("stop", lambda data: agent.stop(str(data.get("task_id"))))
+        agent.bridge.on("stop", self._on_stop)
 
     def make_session(self) -> Any:
         from ..runtime.session import Session
@@ -192,6 +193,61 @@ class KernelUI:
             self.show_card(task)
         else:
             self.hub.mark(task)
+        self._tasks_changed()
+
+    # -- the frontend's view: task rows and pending approvals ----------------------------------
+
+    def task_row(self, task: Task) -> dict[str, Any]:
+        row = task_snapshot(task)
+        for key in ("result", "notification", "summary"):
+            row.pop(key, None)
+        launch = self.launches.get(task.id)
+        row["cell_id"] = launch.cell_id if launch else None
+        row["started_at"] = task.started_at
+        row["pending_approvals"] = sum(
+            1 for p in self.pending.values() if p.request.task_id == task.id
+        )
+        return row
+
+    def approval_row(self, prompt: ApprovalPrompt) -> dict[str, Any]:
+        request = prompt.request
+        launch = self.launches.get(request.task_id or "")
+        return {
+            "request_id": str(id(prompt)),
+            "task_id": request.task_id,
+            "tool": request.tool_name,
+            "preview": input_preview(request.tool_name, dict(request.input), self.workdir)[:4000],
+            "cell_id": launch.cell_id if launch else None,
+        }
+
+    def snapshot(self) -> dict[str, Any]:
+        tasks = self.agent.session.tasks
+        return {
+            "tasks": [self.task_row(t) for t in tasks],
+            "approvals": [self.approval_row(p) for p in self.pending.values()],
+        }
+
+    def _tasks_changed(self) -> None:
+        """Send the task table to connected frontends, at most every TASKS_INTERVAL."""
+        if self._tasks_flush is not None or not self.agent.bridge.connected:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        wait = self._tasks_sent_at + TASKS_INTERVAL - time.monotonic()
+        self._tasks_flush = loop.call_later(max(wait, 0.0), self._send_tasks)
+
+    def _send_tasks(self) -> None:
+        self._tasks_flush = None
+        self._tasks_sent_at = time.monotonic()
+        tasks = self.agent.session.tasks
+        self.agent.bridge.broadcast({"type": "tasks", "tasks": [self.task_row(t) for t in tasks]})
+
+    def _on_stop(self, data: dict[str, Any]) -> None:
+        task = self.agent.session.registry.find(str(data.get("task_id")))
+        if task is not None and not task.done:
+            self.agent.stop(task.id)
 
     def show_card(self, task: Task, note: str | None = None) -> None:
         """Display the task's card (once, where it started) or, with a note, again here."""
@@ -220,31 +276,60 @@ class KernelUI:
     # -- notifications -------------------------------------------------------------------------
 
     def _on_auto_turn(self, auto: Any) -> None:
-        """The parent answered notifications: deliver them with the answer."""
+        """The parent answered notifications: deliver them with the answer, as a new cell
+        below each launching cell (extension connected) or in that cell's notification area."""
         answer = auto.turn.text
-        by_cell: dict[str | None, list[str]] = {}
-        for task_id in auto.task_ids:
+        registry = self.agent.session.registry
+        by_cell: dict[str | None, list[tuple[str, str]]] = {}
+        for task_id, xml in zip(auto.task_ids, auto.notifications, strict=False):
             launch = self.launches.get(task_id)
-            by_cell.setdefault(launch.cell_id if launch else None, []).append(task_id)
-        for cell_id, task_ids in by_cell.items():
-            notes = [
-                n for t, n in zip(auto.task_ids, auto.notifications, strict=False) if t in task_ids
-            ]
+            by_cell.setdefault(launch.cell_id if launch else None, []).append((task_id, xml))
+        for cell_id, pairs in by_cell.items():
+            snapshots = []
+            for task_id, xml in pairs:
+                task = registry.find(task_id)
+                snapshots.append(
+                    task_snapshot(task, xml) if task else {"id": task_id, "notification": xml}
+                )
+            cell = notification_cell(snapshots, answer)
             payload = {
                 "type": "insert_cell",
+                "key": cell["metadata"]["forkagent"]["key"],
                 "after_cell_id": cell_id,
-                "task_ids": task_ids,
-                "notifications": notes,
-                "answer": answer,
+                "task_ids": [t for t, _ in pairs],
+                "cell": cell,
             }
             if self.agent.bridge.broadcast(payload):
                 continue
-            launch = self.launches.get(task_ids[0])
+            launch = self.launches.get(pairs[0][0])
             if launch is None:
                 continue
             shown = self._notes.setdefault(launch.display_id, [])
-            shown.append("\n\n".join(f"```xml\n{n}\n```" for n in notes) + f"\n\n{answer}")
+            notes = "\n\n".join(f"```xml\n{xml}\n```" for _, xml in pairs)
+            shown.append(f"{notes}\n\n{answer}")
             display(Markdown("\n\n---\n\n".join(shown)), display_id=launch.display_id, update=True)
+
+    def replay(self, keys: list[str]) -> None:
+        """`%notifications ID ...`: show recorded notifications and the answer again."""
+        session = self.agent.session
+        ids = []
+        for key in keys:
+            task = session.registry.find(key)
+            found = task.id if task else None
+            if found is None and session.store is not None:
+                found = session.store.agent_id_for(key)
+            ids.append(found or key)
+        root = session.store.root if session.store is not None else None
+        record = answered_notifications(root, ids) if root is not None else None
+        if record is None:
+            raise UsageError(
+                f"%notifications: no recorded notification for {' '.join(keys)} "
+                "(notifications are recorded when the parent answers them)"
+            )
+        for snapshot in record.get("tasks") or []:
+            display(notification_bundle(snapshot), raw=True)
+        if str(record.get("answer") or "").strip():
+            display(answer_bundle(str(record["answer"])), raw=True)
 
     def tasks_html(self, ids: list[str]) -> str:
         session = self.agent.session

@@ -35,7 +35,7 @@ from .offline import OFFLINE_NOTICE, OfflineModel
 from .permissions import PermissionGate, PermissionMode, PermissionPolicy
 from .prompts import default_system_prompt
 from .secrets import scrubbed_env
-from .tasks import Task, TaskRegistry
+from .tasks import Task, TaskRegistry, task_snapshot
 from .tools import builtin_tools
 from .tools.agents import agent_tools
 from .tools.base import Tool, ToolContext, ToolSet
@@ -379,9 +379,23 @@ class Session:
                 turn = await fold_turn(self._turn(texts), self._emit)
             auto = AutoTurn([c.task_id or "" for c in commands], texts, turn)
             self.auto_turns.append(auto)
+            self._record_answer(auto)
             if self.on_auto_turn is not None:
                 self.on_auto_turn(auto)
         self._changed.set()
+
+    def _record_answer(self, auto: AutoTurn) -> None:
+        """Keep the answered notifications in the parent's transcript, with what each task
+        looked like, so they can be shown again later (also after a restart)."""
+        if self.main.transcript is None:
+            return
+        tasks = []
+        for task_id, xml in zip(auto.task_ids, auto.notifications, strict=False):
+            task = self.registry.find(task_id) if task_id else None
+            tasks.append(task_snapshot(task, xml) if task else {"id": task_id, "notification": xml})
+        self.main.transcript.append_event(
+            "notifications_answered", {"tasks": tasks, "answer": auto.turn.text}
+        )
 
     def _emit(self, event: LoopEvent) -> None:
         for listener in list(self._listeners):

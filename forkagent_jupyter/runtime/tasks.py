@@ -18,13 +18,13 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from .errors import UsageError
 from .notifications import CommandQueue, format_task_notification
 from .usage import Usage
 
-__all__ = ["TERMINAL", "Task", "TaskRegistry", "TaskStatus"]
+__all__ = ["TERMINAL", "Task", "TaskRegistry", "TaskStatus", "task_snapshot"]
 
 TaskStatus = Literal["running", "completed", "failed", "killed"]
 TERMINAL: frozenset[str] = frozenset({"completed", "failed", "killed"})
@@ -77,6 +77,29 @@ class Task:
         if self.status == "failed":
             return f"{label} failed: {self.error or 'unknown error'}"
         return f"{label} was stopped"
+
+
+def task_snapshot(task: Task, notification: str | None = None) -> dict[str, Any]:
+    """What a task looks like now, as JSON-ready data (for panels, transcripts, replays)."""
+    u = task.usage
+    return {
+        "id": task.id,
+        "name": task.name,
+        "kind": task.kind,
+        "status": task.status,
+        "description": task.description,
+        "summary": task.summary() if task.done else "",
+        "result": task.result or task.error or "",
+        "elapsed": round(task.elapsed, 3),
+        "input_tokens": u.total_input_tokens,
+        "output_tokens": u.output_tokens,
+        "cache_read_tokens": u.cache_read_input_tokens,
+        "cache_write_tokens": u.cache_creation_input_tokens,
+        "cache_hit_ratio": round(u.cache_hit_ratio, 4),
+        "cost_usd": round(task.cost_usd, 6),
+        "current_tool": task.current_tool,
+        "notification": notification if notification is not None else task.notification,
+    }
 
 
 Listener = Callable[[Task], None]

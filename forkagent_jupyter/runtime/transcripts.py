@@ -46,6 +46,7 @@ __all__ = [
     "Transcript",
     "TranscriptError",
     "TranscriptStore",
+    "answered_notifications",
     "fingerprint",
     "repair_for_resume",
 ]
@@ -325,6 +326,31 @@ class TranscriptStore:
         meta = _read_meta(_meta_path(session, agent_id))
         messages, repairs = repair_for_resume(_replay(session, meta, upto=None, seen=set()))
         return LoadedTranscript(meta, messages, session, repairs)
+
+
+def answered_notifications(root: Path, task_ids: list[str]) -> dict[str, Any] | None:
+    """The newest recorded answer of the parent to notifications of exactly these tasks (or,
+    failing that, of any of them): {"tasks": [...], "answer": str}, from any session's
+    parent transcript under `root`."""
+    root = Path(root)
+    wanted = set(task_ids)
+    best: tuple[float, int, dict[str, Any]] | None = None
+    sessions = [p for p in root.iterdir() if p.is_dir()] if root.is_dir() else []
+    for session in sessions:
+        try:
+            records = _records(_transcript_path(session, "main"))
+        except (OSError, TranscriptError) as exc:
+            log.warning("skipping %s: %s", session, exc)
+            continue
+        for record in records:
+            data = record.get("data") or {}
+            if record.get("kind") != "notifications_answered" or not isinstance(data, dict):
+                continue
+            ids = {str(t.get("id")) for t in data.get("tasks") or [] if isinstance(t, dict)}
+            score = 2 if ids == wanted else 1 if ids & wanted else 0
+            if score and (best is None or (score, record.get("t", 0)) > (best[1], best[0])):
+                best = (float(record.get("t", 0)), score, data)
+    return best[2] if best else None
 
 
 def _is_file_id(agent_id: str) -> bool:

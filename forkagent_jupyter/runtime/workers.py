@@ -31,7 +31,7 @@ from .loop import AgentConfig, LoopState, run_turn
 from .notifications import CommandQueue
 from .tasks import Task, TaskRegistry
 from .tools.base import ToolError
-from .transcripts import AgentMeta, Transcript, TranscriptStore
+from .transcripts import AgentMeta, Transcript, TranscriptStore, fingerprint
 from .worktree import Worktree, worktree_notice
 
 __all__ = ["AgentRun", "ForkRefusedError", "Workers", "new_agent_id"]
@@ -237,6 +237,8 @@ class Workers:
             owner=run.owner,
             inherits_from=inherits,
             inherits_count=shared,
+            system_hash=fingerprint(run.config.system),
+            tools_hash=fingerprint(run.config.tools.specs()),
         )
         run.transcript = self.store.open(meta)
         for message in run.history[shared:]:
@@ -464,12 +466,20 @@ class Workers:
             is_fork=meta.kind == "fork",
             definition=definition,
         )
+        changed = meta.cache_mismatches(system=config.system, tools=config.tools.specs())
         self._record(run, None, 0)
         state.append(history, {"role": "user", "content": [{"type": "text", "text": message}]})
         self._start(run)
+        note = ""
+        if changed and run.transcript is not None:
+            note = (
+                f" Its {' and '.join(changed)} changed since it last ran, so this resume cannot "
+                "read its earlier requests from the prompt cache (a full-price first request)."
+            )
+            run.transcript.output(note.strip())
         return (
             f"Agent {meta.name or agent_id} had no running task here; it was resumed from its "
-            "transcript in the background with your message and will report back."
+            f"transcript in the background with your message and will report back.{note}"
         )
 
     async def stop(self, key: str) -> Task:

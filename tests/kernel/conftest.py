@@ -127,6 +127,47 @@ class Kernel:
         msg = self.client.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
         self.client.shell_channel.send(msg)
 
+    def open_comm(self, comm_id: str, target: str = "forkagent") -> dict[str, Any]:
+        """Open a comm to `target` as the JupyterLab extension does; returns the welcome."""
+        msg = self.client.session.msg(
+            "comm_open",
+            {"comm_id": comm_id, "target_name": target, "data": {"type": "hello"}},
+            metadata={},
+        )
+        self.client.shell_channel.send(msg)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            self.drain()
+            welcome = self.comm_data(comm_id, "welcome")
+            if welcome:
+                return welcome[0]
+        raise TimeoutError("no welcome on the forkagent comm")
+
+    def comm_data(self, comm_id: str, kind: str) -> list[dict[str, Any]]:
+        """The data of the kernel's comm messages of type `kind` on `comm_id`, in order."""
+        return [
+            m["content"]["data"]
+            for m in self.iopub
+            if m["msg_type"] == "comm_msg"
+            and m["content"]["comm_id"] == comm_id
+            and m["content"]["data"].get("type") == kind
+        ]
+
+    def wait_comm(
+        self, comm_id: str, kind: str, until: Any = bool, timeout: float = 10
+    ) -> list[dict[str, Any]]:
+        """Read iopub until `until(comm_data(comm_id, kind))` holds; returns that list."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = self.comm_data(comm_id, kind)
+            if until(found):
+                return found
+            try:
+                self.iopub.append(self.client.get_iopub_msg(timeout=0.2))
+            except queue.Empty:
+                pass
+        raise TimeoutError(f"no {kind} message as expected on comm {comm_id}")
+
     def click(self, comm_id: str) -> None:
         """A widget Button click exactly as the ipywidgets frontend sends it."""
         self.clicked.add(comm_id)

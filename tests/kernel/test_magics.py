@@ -131,6 +131,56 @@ def test_permission_click_while_idle_and_during_agent_cell(kernel: Kernel) -> No
     assert kernel.value("open('b.txt').read()") == "y"
 
 
+def test_approvals_and_stop_through_the_comm(kernel: Kernel) -> None:
+    """The extension's pending-approvals indicator and tasks panel: approval requests arrive
+    with the full input; answers and stops sent on the comm act like the card's buttons."""
+    kernel.execute("%config ForkAgent.approval_timeout = 60")
+    kernel.open_comm("ext")
+    kernel.execute("%fork --name ok `py: open('ok.txt', 'w').write('ok')`")
+    kernel.execute("%fork --name no `py: open('no.txt', 'w').write('no')`")
+    asks = kernel.wait_comm("ext", "approval", until=lambda a: len(a) == 2)
+    ids = {kernel.value(f"__forkagent__.session.registry.get('{n}').id"): n for n in ("ok", "no")}
+    by_name = {ids[a["task_id"]]: a for a in asks}
+    assert by_name["ok"]["tool"] == "Python" and "ok.txt" in by_name["ok"]["preview"]
+    tables = kernel.wait_comm(
+        "ext",
+        "tasks",
+        until=lambda ts: ts and [r["pending_approvals"] for r in ts[-1]["tasks"]] == [1, 1],
+    )
+    assert {r["name"] for r in tables[-1]["tasks"]} == {"ok", "no"}
+    # a late frontend sees both pending requests at once
+    assert len(kernel.open_comm("ext2")["approvals"]) == 2
+    kernel.comm_msg(
+        "ext", {"type": "approve", "request_id": by_name["ok"]["request_id"], "decision": "allow"}
+    )
+    kernel.comm_msg(
+        "ext",
+        {
+            "type": "approve",
+            "request_id": by_name["no"]["request_id"],
+            "decision": "deny",
+            "reason": "not in this notebook",
+        },
+    )
+    kernel.execute("%tasks --wait ok no", timeout=60)
+    assert kernel.value("open('ok.txt').read()") == "ok"
+    assert kernel.value("__import__('os').path.exists('no.txt')") is False
+    assert "not in this notebook" in kernel.value(
+        "str(__forkagent__.session.workers.runs["
+        "__forkagent__.session.registry.get('no').id].history)"
+    )
+    done = kernel.wait_comm("ext", "approval_done", until=lambda d: len(d) == 2)
+    assert {d["request_id"] for d in done} == {a["request_id"] for a in asks}
+
+    # the tasks panel's stop button
+    kernel.execute("%fork --name long `py: 1 + 1`")  # waits for an approval: still running
+    kernel.wait_comm("ext", "approval", until=lambda a: len(a) == 3)
+    long_id = kernel.value("__forkagent__.session.registry.get('long').id")
+    kernel.comm_msg("ext", {"type": "stop", "task_id": long_id})
+    kernel.execute("%tasks --wait long", timeout=60)
+    assert kernel.value("__forkagent__.session.registry.get('long').status") == "killed"
+
+
 def test_unanswered_approval_times_out_as_a_denial(kernel: Kernel) -> None:
     kernel.execute("%config ForkAgent.approval_timeout = 1")
     kernel.execute("%fork --name slow `py: open('c.txt', 'w').write('z')`")
@@ -146,14 +196,15 @@ def test_interrupt_cancels_the_turn_only(kernel: Kernel, emulator: Any) -> None:
     deadline = time.monotonic() + 30
     while not _approval_buttons(kernel) and time.monotonic() < deadline:
         time.sleep(0.05)
-    emulator.faults.next(Fault.delay(ttft=3))
+    emulator.faults.next(Fault.delay(ttft=90))  # the answer would come long after the test
     seen = len(emulator.requests)
     msg_id = kernel.start("%%agent\nA slow answer, please.")
     deadline = time.monotonic() + 30
     while len(emulator.requests) <= seen and time.monotonic() < deadline:
         time.sleep(0.05)
     kernel.km.interrupt_kernel()
-    kernel.drain(until_idle_of=msg_id, timeout=60)
+    # the cell ends on the interrupt, not when the pending response would have arrived
+    kernel.drain(until_idle_of=msg_id, timeout=20)
     shown = "".join(
         m["content"]["data"].get("text/markdown", "")
         for m in kernel.iopub
@@ -171,43 +222,39 @@ def test_interrupt_cancels_the_turn_only(kernel: Kernel, emulator: Any) -> None:
 
 def test_notifications_reach_an_open_forkagent_comm(kernel: Kernel) -> None:
     """The JupyterLab extension's side, as the frontend does it: open a comm to the kernel
-    target `forkagent`; finished workers then arrive as insert_cell messages on it."""
+    target `forkagent`; the task table follows, and finished workers arrive as complete
+    notification cells (insert_cell) on it."""
     kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
     comm_id = "frontend-comm-1"
-    msg = kernel.client.session.msg(
-        "comm_open",
-        {"comm_id": comm_id, "target_name": "forkagent", "data": {"client": "test"}},
-        metadata={},
-    )
-    kernel.client.shell_channel.send(msg)
-    deadline = time.monotonic() + 10
-    welcome: list[dict[str, Any]] = []
-    while not welcome and time.monotonic() < deadline:
-        kernel.drain()
-        welcome = [
-            m
-            for m in kernel.iopub
-            if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == comm_id
-        ]
-    assert welcome and welcome[0]["content"]["data"]["type"] == "welcome"
+    welcome = kernel.open_comm(comm_id)
+    assert welcome["version"] == 2 and welcome["tasks"] == [] and welcome["approvals"] == []
     kernel.execute("%fork --name viacomm `py: 40 + 2`")
     kernel.execute("%tasks --wait", timeout=60)
     kernel.drain()
-    inserts = [
-        m["content"]["data"]
-        for m in kernel.iopub
-        if m["msg_type"] == "comm_msg"
-        and m["content"]["comm_id"] == comm_id
-        and m["content"]["data"].get("type") == "insert_cell"
-    ]
-    assert len(inserts) == 1
-    [insert] = inserts
     task_id = kernel.value("__forkagent__.session.registry.get('viacomm').id")
-    assert insert["task_ids"] == [task_id]
-    assert (
-        "<task-notification>" in insert["notifications"][0] and "42" in insert["notifications"][0]
+    # the task table: a full snapshot per message, the last one shows the finished task
+    tables = kernel.wait_comm(
+        comm_id, "tasks", until=lambda ts: ts and ts[-1]["tasks"][0]["status"] == "completed"
     )
-    assert "reported back" in insert["answer"]
+    assert tables[0]["tasks"][0]["status"] == "running"  # the first change is sent at once
+    [row] = tables[-1]["tasks"]
+    assert row["id"] == task_id and row["name"] == "viacomm" and row["status"] == "completed"
+    assert row["output_tokens"] > 0 and row["cost_usd"] > 0 and 0 <= row["cache_hit_ratio"] <= 1
+    [insert] = kernel.comm_data(comm_id, "insert_cell")
+    assert insert["task_ids"] == [task_id]
+    cell = insert["cell"]
+    assert cell["cell_type"] == "code" and cell["source"] == f"%notifications {task_id}"
+    assert cell["metadata"]["forkagent"] == {
+        "kind": "notification",
+        "key": insert["key"],
+        "task_ids": [task_id],
+    }
+    note, answer = cell["outputs"]
+    payload = note["data"]["application/vnd.forkagent.notification+json"]
+    assert payload["task_id"] == task_id and payload["status"] == "completed"
+    assert "<task-notification>" in payload["notification"] and "42" in payload["result"]
+    assert "viacomm" in note["data"]["text/plain"] and "42" in note["data"]["text/plain"]
+    assert "reported back" in answer["data"]["text/markdown"]
     # with the extension connected the fallback area is not used
     fallback = [
         m
@@ -216,6 +263,55 @@ def test_notifications_reach_an_open_forkagent_comm(kernel: Kernel) -> None:
         and "<task-notification>" in str(m["content"]["data"].get("text/markdown", ""))
     ]
     assert fallback == []
+    # a second frontend connecting later is told the current table at once
+    assert kernel.open_comm("frontend-comm-2")["tasks"][0]["status"] == "completed"
+
+
+def test_replay_and_resume_after_a_kernel_restart(kernel: Kernel, emulator: Any) -> None:
+    """Re-running an inserted notification cell shows it again from the transcripts without
+    calling the model, also in a restarted kernel; `%send` resumes a finished worker there."""
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    kernel.open_comm("c1")
+    kernel.execute("%fork --name keeper remember `py: 6 * 7`")
+    kernel.execute("%tasks --wait", timeout=60)
+    kernel.drain()
+    [insert] = kernel.comm_data("c1", "insert_cell")
+    calls = len(emulator.api_requests())
+    again = kernel.execute(insert["cell"]["source"])
+    assert again.status == "ok", again.texts()
+    shown = [m["content"]["data"] for m in again.messages if m["msg_type"] == "display_data"]
+    assert [list(d) for d in shown] == [list(o["data"]) for o in insert["cell"]["outputs"]]
+    assert (
+        shown[0]["application/vnd.forkagent.notification+json"]["result"]
+        == (
+            insert["cell"]["outputs"][0]["data"]["application/vnd.forkagent.notification+json"][
+                "result"
+            ]
+        )
+    )
+    assert len(emulator.api_requests()) == calls  # no model call
+    bad = kernel.execute("%notifications nosuchtask")
+    assert bad.status == "error" and "no recorded notification" in bad.texts()
+
+    kernel.km.restart_kernel(now=True)
+    kernel.client.wait_for_ready(timeout=60)
+    assert kernel.execute("%load_ext forkagent_jupyter").status == "ok"
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    welcome = kernel.open_comm("c2")
+    assert welcome["tasks"] == []  # a new kernel: nothing runs here yet
+    replayed = kernel.execute("%notifications keeper")
+    assert replayed.status == "ok", replayed.texts()
+    assert "42" in replayed.texts() and len(emulator.api_requests()) == calls
+    resumed = kernel.execute("%send keeper and now `py: 6 * 8`")
+    assert resumed.status == "ok", resumed.texts()
+    assert "resumed from its transcript" in resumed.texts()
+    kernel.execute("%tasks --wait", timeout=60)
+    assert kernel.value("__forkagent__.session.registry.get('keeper').status") == "completed"
+    assert "48" in kernel.value("__forkagent__.session.registry.get('keeper').result")
+    assert len(emulator.api_requests()) > calls
+    kernel.drain()
+    [second] = kernel.comm_data("c2", "insert_cell")
+    assert second["task_ids"] == [kernel.value("__forkagent__.session.registry.get('keeper').id")]
 
 
 def test_help_is_generated_and_unload_stops_workers(kernel: Kernel) -> None:

@@ -53,6 +53,14 @@ async def test_resume_after_restart_reads_its_own_prefix(
     usage = {e.request_id: e.usage for e in emulator.ledger.entries()}
     rec = emulator.api_requests()[-2]
     assert usage[rec.request_id]["cache_read_input_tokens"] > 1000
+    assert "changed since it last ran" not in reply
+    await second.aclose()
+
+    # a later process whose parent prompt differs: the resume says it cannot read the cache
+    third = make_session(auto_respond=False, system_prompt="Another system prompt.")
+    reply = await third.send("profiler", "Once more `py: 1 + 1`")
+    assert "Its system changed since it last ran" in reply
+    await third.wait(timeout=30)
 
 
 async def test_fork_transcripts_share_the_parents_file(make_session: Any, tmp_path: Path) -> None:

@@ -1,0 +1,101 @@
+"""How a finished worker's notification and the parent's answer look in the notebook.
+
+One notification is a display bundle of the MIME type `application/vnd.forkagent.notification+json`
+(rendered by the JupyterLab extension) with a `text/plain` fallback for other frontends; the
+parent's answer is a Markdown output after them. With the extension, they arrive as the outputs
+of a new cell whose source, `%notifications ID ...`, shows them again from the transcripts
+(no model call) when re-run; the cell carries `metadata.forkagent` so the frontend can tell it
+apart and insert it once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+__all__ = [
+    "MIME",
+    "answer_bundle",
+    "notification_bundle",
+    "notification_cell",
+    "plain_text",
+    "replay_source",
+]
+
+MIME = "application/vnd.forkagent.notification+json"
+
+_FIELDS = (
+    "id",
+    "name",
+    "kind",
+    "status",
+    "description",
+    "summary",
+    "result",
+    "elapsed",
+    "cost_usd",
+    "notification",
+)
+_USAGE = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+def _payload(task: dict[str, Any]) -> dict[str, Any]:
+    data = {key: task.get(key) for key in _FIELDS}
+    data["task_id"] = data.pop("id")
+    data["usage"] = {key: int(task.get(key) or 0) for key in _USAGE}
+    for key in ("summary", "result", "notification", "description", "kind", "status"):
+        data[key] = str(data.get(key) or "")
+    data["elapsed"] = float(data.get("elapsed") or 0.0)
+    data["cost_usd"] = float(data.get("cost_usd") or 0.0)
+    return data
+
+
+def plain_text(payload: dict[str, Any]) -> str:
+    label = payload.get("name") or payload.get("task_id")
+    u = payload["usage"]
+    what = payload["summary"] or payload["description"]
+    head = f"[{payload['status'] or 'finished'}] {label}: {what}"
+    cost = (
+        f"tokens in {u['input_tokens']:,} (cache read {u['cache_read_tokens']:,}, "
+        f"write {u['cache_write_tokens']:,}) / out {u['output_tokens']:,} · "
+        f"${payload['cost_usd']:.4f} · {payload['elapsed']:.1f}s"
+    )
+    body = payload["result"].strip()
+    return "\n".join(part for part in (head, cost, body) if part)
+
+
+def notification_bundle(task: dict[str, Any]) -> dict[str, Any]:
+    """The display data of one notification (a task snapshot, see `task_snapshot`)."""
+    payload = _payload(task)
+    return {MIME: payload, "text/plain": plain_text(payload)}
+
+
+def answer_bundle(answer: str) -> dict[str, Any]:
+    return {"text/markdown": answer, "text/plain": answer}
+
+
+def replay_source(task_ids: list[str]) -> str:
+    return "%notifications " + " ".join(task_ids)
+
+
+def _output(data: dict[str, Any]) -> dict[str, Any]:
+    return {"output_type": "display_data", "data": data, "metadata": {}}
+
+
+def notification_cell(tasks: list[dict[str, Any]], answer: str) -> dict[str, Any]:
+    """The nbformat-4 code cell that brings these notifications and the answer into the
+    notebook, and its idempotence key (the same notifications give the same key)."""
+    task_ids = [str(t.get("id")) for t in tasks]
+    digest = hashlib.sha256(
+        "\n".join([*task_ids, *(str(t.get("notification") or "") for t in tasks)]).encode()
+    ).hexdigest()[:16]
+    key = f"n-{digest}"
+    outputs = [_output(notification_bundle(t)) for t in tasks]
+    if answer.strip():
+        outputs.append(_output(answer_bundle(answer)))
+    return {
+        "cell_type": "code",
+        "source": replay_source(task_ids),
+        "metadata": {"forkagent": {"kind": "notification", "key": key, "task_ids": task_ids}},
+        "outputs": outputs,
+    }
