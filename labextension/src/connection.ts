@@ -28,6 +28,7 @@ export class NotebookConnection {
   private kernel: Kernel.IKernelConnection | null = null;
   private readonly changedSignal = new Signal<this, void>(this);
   private disposed = false;
+  private welcomes = 0;
 
   constructor(readonly panel: NotebookPanel) {
     const ctx = panel.sessionContext;
@@ -172,6 +173,8 @@ export class NotebookConnection {
         this.tasks = parseTasks(data.tasks);
         this.approvals.reset(parseApprovals(data.approvals));
         this.panel.node.dataset.forkagentConnected = String(data.version ?? 1);
+        this.welcomes += 1;
+        this.panel.node.dataset.forkagentWelcomes = String(this.welcomes);
         this.changedSignal.emit();
         break;
       case 'tasks':

@@ -35,11 +35,16 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const tasks = new TasksPanel((c, taskId) => reveal(c.panel, taskId, null));
     app.shell.add(tasks, 'left', { rank: 650 });
 
+    const follow = () => {
+      const panel = tracker.currentWidget;
+      tasks.setConnection(panel ? (connections.get(panel) ?? null) : null);
+    };
     tracker.widgetAdded.connect((_, panel) => {
       const connection = new NotebookConnection(panel);
       connections.set(panel, connection);
       const indicator = new ApprovalsIndicator(connection, (t, c) => reveal(panel, t, c));
       panel.toolbar.insertItem(10, 'forkagent-approvals', indicator);
+      follow(); // the tracker may have made it current before this signal
     });
     NotebookActions.executed.connect((_, { notebook }) => {
       const panel = tracker.find(p => p.content === notebook);
@@ -47,10 +52,6 @@ const plugin: JupyterFrontEndPlugin<void> = {
         connections.get(panel)?.retry();
       }
     });
-    const follow = () => {
-      const panel = tracker.currentWidget;
-      tasks.setConnection(panel ? (connections.get(panel) ?? null) : null);
-    };
     tracker.currentChanged.connect(follow);
     follow();
   }
