@@ -46,32 +46,31 @@ export class TasksPanel extends Widget {
       node.appendChild(h('p', 'jp-forkagent-empty', 'No tasks for this kernel.'));
       return;
     }
-    const table = h('table', 'jp-forkagent-tasks-table');
-    const head = h('tr', '');
-    for (const name of ['Task', 'Status', 'Elapsed', 'Tokens in / out', 'Cache', 'Cost', '']) {
-      head.appendChild(h('th', '', name));
-    }
-    table.appendChild(h('thead', '')).appendChild(head);
-    const body = table.appendChild(h('tbody', ''));
+    const list = h('ul', 'jp-forkagent-tasks-list');
+    list.setAttribute('aria-label', 'Tasks of this kernel');
     for (const task of sortTasks(c.tasks)) {
       const text = taskCells(task);
-      const row = h('tr', `jp-forkagent-task-row jp-forkagent-status-${task.status}`);
+      const row = h('li', `jp-forkagent-task-row jp-forkagent-status-${task.status}`);
       row.dataset.taskId = task.id;
       row.dataset.status = task.status;
       row.title = text.title;
-      const name = button(text.label, `Show the card of task ${text.label}`, () => this.reveal(c, task.id), 'jp-forkagent-link');
-      row.appendChild(h('td', 'jp-forkagent-task-name')).appendChild(name);
-      row.appendChild(h('td', 'jp-forkagent-task-status', text.status));
-      row.appendChild(h('td', 'jp-forkagent-task-elapsed', text.elapsed));
-      row.appendChild(h('td', 'jp-forkagent-task-tokens', text.tokens));
-      row.appendChild(h('td', 'jp-forkagent-task-cache', text.cache));
-      row.appendChild(h('td', 'jp-forkagent-task-cost', text.cost));
-      const actions = row.appendChild(h('td', ''));
+      const head = row.appendChild(h('div', 'jp-forkagent-task-head'));
+      const name = button(task.name ?? task.id, `Show the card of task ${text.label}`, () => this.reveal(c, task.id), 'jp-forkagent-link');
+      head.appendChild(name);
+      head.appendChild(h('span', 'jp-forkagent-task-status', text.status));
       if (task.status === 'running') {
-        actions.appendChild(button('Stop', `Stop task ${text.label}`, () => c.stop(task.id), 'jp-forkagent-stop'));
+        head.appendChild(button('Stop', `Stop task ${text.label}`, () => c.stop(task.id), 'jp-forkagent-stop'));
       }
-      body.appendChild(row);
+      const stats = row.appendChild(h('div', 'jp-forkagent-task-stats'));
+      stats.appendChild(h('span', 'jp-forkagent-task-elapsed', text.elapsed));
+      stats.appendChild(h('span', 'jp-forkagent-task-tokens', `${text.tokens} tok`));
+      stats.appendChild(h('span', 'jp-forkagent-task-cache', `cache ${text.cache}`));
+      stats.appendChild(h('span', 'jp-forkagent-task-cost', text.cost));
+      if (task.description) {
+        row.appendChild(h('div', 'jp-forkagent-task-description', task.description));
+      }
+      list.appendChild(row);
     }
-    node.appendChild(table);
+    node.appendChild(list);
   }
 }
