@@ -24,16 +24,14 @@ export function button(text: string, label: string, onClick: () => void, cls = '
   return b;
 }
 
-/** Scroll the notebook to a task card, or else to the cell that launched it. */
-export function revealTask(root: HTMLElement, taskId: string, cellId: string | null): boolean {
+/** Scroll the notebook to a task card (class `forkagent-task-<id>`); false if none is shown. */
+export function revealTask(root: HTMLElement, taskId: string): boolean {
   const card = root.querySelector<HTMLElement>(`.forkagent-task-${CSS.escape(taskId)}`);
-  const target =
-    card ?? (cellId ? root.querySelector<HTMLElement>(`[data-forkagent-cell="${CSS.escape(cellId)}"]`) : null);
-  if (!target) {
+  if (!card) {
     return false;
   }
-  target.scrollIntoView({ block: 'center' });
-  target.classList.add('jp-forkagent-flash');
-  window.setTimeout(() => target.classList.remove('jp-forkagent-flash'), 1200);
+  card.scrollIntoView({ block: 'center' });
+  card.classList.add('jp-forkagent-flash');
+  window.setTimeout(() => card.classList.remove('jp-forkagent-flash'), 1200);
   return true;
 }

@@ -1,5 +1,5 @@
 /** forkagent-jupyter JupyterLab extension: comm per notebook, notification cells, tasks, approvals. */
-import { ILabShell, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 
 import { ApprovalsIndicator } from './approvals-button';
@@ -13,7 +13,10 @@ function reveal(panel: NotebookPanel, taskId: string | null, cellId: string | nu
   const connection = connections.get(panel);
   const task = taskId ? connection?.tasks.find(t => t.id === taskId) : undefined;
   const launch = cellId ?? task?.cell_id ?? null;
-  if (taskId && revealTask(panel.content.node, taskId, null)) {
+  if (taskId) {
+    panel.node.dataset.forkagentRevealed = taskId;
+  }
+  if (taskId && revealTask(panel.content.node, taskId)) {
     return;
   }
   if (launch) {
@@ -30,7 +33,6 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description: 'Notification cells, tasks panel and pending approvals for forkagent-jupyter.',
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ILabShell],
   activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
     const tasks = new TasksPanel((c, taskId) => reveal(c.panel, taskId, null));
     app.shell.add(tasks, 'left', { rank: 650 });

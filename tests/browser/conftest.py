@@ -93,8 +93,11 @@ def lab(browser_emulator: Emulator, tmp_path_factory: pytest.TempPathFactory) ->
     base = tmp_path_factory.mktemp("lab")
     root, home, settings = base / "root", base / "home", base / "settings"
     apputils = settings / "@jupyterlab" / "apputils-extension"
-    for d in (root, home, apputils):
+    notebook = settings / "@jupyterlab" / "notebook-extension"
+    for d in (root, home, apputils, notebook):
         d.mkdir(parents=True)
+    # every cell in the DOM (no lazy rendering), so the tests can wait for cells by index
+    (notebook / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     (apputils / "notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False})
     )

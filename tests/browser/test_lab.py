@@ -25,6 +25,11 @@ SOURCES = [
     "%fork --name w1 write the file `py: open('w1.txt', 'w').write('one')`",
     "%fork --name w2 compute `py: 6 * 7`",
     "%send w1 and now `py: 6 * 8`",
+    "from IPython.display import display\n"
+    "display({'application/vnd.forkagent.notification+json': {'task_id': 'x1', 'name': 'inj',"
+    " 'status': 'failed', 'result': '<img src=x onerror=\"document.body.dataset.pwned=1\">'},"
+    " 'text/plain': 'fallback'}, raw=True)",
+    "%fork --name w3 wait `py: 1 + 1`",
 ]
 
 
@@ -101,7 +106,19 @@ def test_agent_cell_streams_its_answer(nb_page: Any) -> None:
     shot(page, "01-agent-answer")
 
 
+def _reveal(page: Any, tasks: Any, name: str) -> str:
+    row = tasks.locator(".jp-forkagent-task-row").filter(has_text=name)
+    task_id = str(row.get_attribute("data-task-id"))
+    row.get_by_role("button", name=re.compile(f"^Show the card of task {name}")).click()
+    page.wait_for_selector(
+        f".jp-NotebookPanel[data-forkagent-revealed='{task_id}']", state="attached"
+    )
+    return task_id
+
+
 def test_forks_cards_approvals_and_notification_cells(nb_page: Any, lab: Lab) -> None:
+    from playwright.sync_api import expect
+
     page = nb_page
     _run(page, 2)
     # located by content: notification cells get inserted above the second fork meanwhile
@@ -143,6 +160,7 @@ def test_forks_cards_approvals_and_notification_cells(nb_page: Any, lab: Lab) ->
     cells = _cells(page)
     texts = [cells.nth(i).locator(".jp-InputArea-editor").inner_text() for i in range(7)]
     assert texts[0:3] == SOURCES[0:3] and texts[4] == SOURCES[3] and texts[6] == SOURCES[4]
+    assert len(SOURCES) == 7
     assert texts[3].startswith("%notifications ") and texts[5].startswith("%notifications ")
     for index, name in ((3, "w1"), (5, "w2")):
         note = cells.nth(index).locator(".jp-forkagent-notification")
@@ -153,10 +171,16 @@ def test_forks_cards_approvals_and_notification_cells(nb_page: Any, lab: Lab) ->
     assert "42" in cells.nth(5).locator(".jp-forkagent-notification-result").inner_text()
     assert (lab.root / "w1.txt").read_text() == "one"
     tasks.locator(".jp-forkagent-task-row[data-status='completed']").nth(1).wait_for()
+    # a click on a task in the panel scrolls the notebook to its card
+    _cells(page).nth(0).scroll_into_view_if_needed()
+    task_id = _reveal(page, tasks, "w2")
+    expect(page.locator(f".forkagent-task-{task_id}")).to_be_in_viewport()
     shot(page, "04-notification-cells")
 
 
 def test_save_and_reload_keep_cells_and_tasks(nb_page: Any, lab: Lab) -> None:
+    from playwright.sync_api import expect
+
     page = nb_page
     _cells(page).nth(0).locator(".jp-InputArea-editor").click()
     page.keyboard.press("Control+s")
@@ -166,7 +190,7 @@ def test_save_and_reload_keep_cells_and_tasks(nb_page: Any, lab: Lab) -> None:
     )
     saved = json.loads((lab.root / NAME).read_text())
     marks = [c["metadata"].get("forkagent", {}).get("kind") for c in saved["cells"]]
-    assert marks == [None, None, None, "notification", None, "notification", None]
+    assert marks == [None, None, None, "notification", None, "notification", None, None, None]
     for cell in (saved["cells"][3], saved["cells"][5]):
         kinds = [list(o.get("data", {})) for o in cell["outputs"]]
         assert any("application/vnd.forkagent.notification+json" in k for k in kinds)
@@ -180,6 +204,9 @@ def test_save_and_reload_keep_cells_and_tasks(nb_page: Any, lab: Lab) -> None:
     tasks = _open_tasks(page)
     tasks.locator(".jp-forkagent-task-row[data-status='completed']").nth(1).wait_for()
     assert tasks.locator(".jp-forkagent-task-row").count() == 2
+    # the page shows no live card now: a click on a task scrolls to its launching cell
+    _reveal(page, tasks, "w1")
+    expect(_cells(page).nth(2)).to_be_in_viewport()
     shot(page, "05-after-reload")
 
 
@@ -206,7 +233,7 @@ def test_restart_reconnects_and_send_resumes(nb_page: Any) -> None:
     page.wait_for_selector(".jp-forkagent-approvals[data-count='1']", state="attached")
     _indicator(page).get_by_role("button", name="1 pending approvals").click()
     page.locator(".jp-forkagent-approvals-list").get_by_role(
-        "button", name=re.compile("^Allow for session")
+        "button", name=re.compile("^Allow once")
     ).click()
     page.wait_for_selector(".jp-forkagent-approvals[data-count='0']", state="attached")
     page.wait_for_function(
@@ -219,3 +246,28 @@ def test_restart_reconnects_and_send_resumes(nb_page: Any) -> None:
     assert "48" in note.locator(".jp-forkagent-notification-result").inner_text()
     tasks.locator(".jp-forkagent-task-row[data-status='completed']").wait_for()
     shot(page, "07-send-resumed")
+
+
+def test_renderer_shows_text_not_html(nb_page: Any) -> None:
+    page = nb_page
+    last = 5 + 3  # SOURCES[5], below three notification cells
+    _run(page, last)
+    note = _cells(page).nth(last).locator(".jp-forkagent-notification[data-status='failed']")
+    note.wait_for()
+    assert note.locator(".jp-forkagent-notification-name").inner_text() == "inj"
+    assert "<img src=x" in note.locator(".jp-forkagent-notification-result").inner_text()
+    assert note.locator("img").count() == 0
+    assert page.evaluate("() => document.body.dataset.pwned") is None
+    shot(page, "08-renderer-text-only")
+
+
+def test_stop_from_the_tasks_panel(nb_page: Any) -> None:
+    page = nb_page
+    _run(page, 6 + 3)  # SOURCES[6]; w3 waits for an approval: it keeps running
+    page.wait_for_selector(".jp-forkagent-approvals[data-count='1']", state="attached")
+    tasks = _open_tasks(page)
+    row = tasks.locator(".jp-forkagent-task-row[data-status='running']").filter(has_text="w3")
+    row.get_by_role("button", name=re.compile("^Stop task w3")).click()
+    tasks.locator(".jp-forkagent-task-row[data-status='killed']").filter(has_text="w3").wait_for()
+    page.wait_for_selector(".jp-forkagent-approvals[data-count='0']", state="attached")
+    shot(page, "09-stopped")
