@@ -153,11 +153,8 @@ export class NotebookConnection {
   }
 
   approve(requestId: string, decision: Decision): boolean {
-    const sent = this.send({ type: 'approve', request_id: requestId, decision });
-    if (sent && this.approvals.remove(requestId)) {
-      this.changedSignal.emit();
-    }
-    return sent;
+    // the entry goes when the kernel confirms with `approval_done`
+    return this.send({ type: 'approve', request_id: requestId, decision });
   }
 
   stop(taskId: string): boolean {

@@ -96,6 +96,12 @@ def lab(browser_emulator: Emulator, tmp_path_factory: pytest.TempPathFactory) ->
     notebook = settings / "@jupyterlab" / "notebook-extension"
     for d in (root, home, apputils, notebook):
         d.mkdir(parents=True)
+    # JupyterLab 4.6's default "perCommTarget" keeps a subshell id per comm target across a
+    # kernel restart, and the new kernel drops comm messages sent to that unknown subshell
+    # ("Cannot handle comm_msg: Unknown subshell_id"); one subshell per comm avoids that.
+    (apputils / "kernels-settings.jupyterlab-settings").write_text(
+        json.dumps({"commsOverSubshells": "perComm"})
+    )
     # every cell in the DOM (no lazy rendering), so the tests can wait for cells by index
     (notebook / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     (apputils / "notification.jupyterlab-settings").write_text(

@@ -231,10 +231,7 @@ def test_restart_reconnects_and_send_resumes(nb_page: Any) -> None:
     send_cell = _cells(page).nth(6)
     send_cell.filter(has_text="resumed from its transcript").wait_for()
     page.wait_for_selector(".jp-forkagent-approvals[data-count='1']", state="attached")
-    _indicator(page).get_by_role("button", name="1 pending approvals").click()
-    page.locator(".jp-forkagent-approvals-list").get_by_role(
-        "button", name=re.compile("^Allow once")
-    ).click()
+    send_cell.locator(".forkagent-approval").get_by_role("button", name="Allow once").first.click()
     page.wait_for_selector(".jp-forkagent-approvals[data-count='0']", state="attached")
     page.wait_for_function(
         "n => document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-Cell').length === n",
