@@ -23,6 +23,11 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'forkagent_jupyter' has no attribute {name!r}")
 
 
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where JupyterLab finds the prebuilt extension shipped in this package."""
+    return [{"src": "labextension", "dest": "forkagent-jupyter"}]
+
+
 def load_ipython_extension(ipython: Any) -> None:
     """`%load_ext forkagent_jupyter`: magics, the %%agent transformer, the comm target."""
     from .kernel.extension import load

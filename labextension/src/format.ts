@@ -1,0 +1,84 @@
+/** Formatting of task rows for the Tasks panel (pure). */
+import { IApproval, ITaskRow } from './protocol';
+
+export function formatElapsed(seconds: number): string {
+  const s = Math.max(0, seconds);
+  if (s < 60) {
+    return `${s.toFixed(1)} s`;
+  }
+  const m = Math.floor(s / 60);
+  const rest = Math.floor(s - m * 60);
+  if (m < 60) {
+    return `${m}m ${String(rest).padStart(2, '0')}s`;
+  }
+  return `${Math.floor(m / 60)}h ${String(m % 60).padStart(2, '0')}m`;
+}
+
+export function formatTokens(n: number): string {
+  if (n < 1000) {
+    return String(Math.round(n));
+  }
+  if (n < 1_000_000) {
+    return `${(n / 1000).toFixed(n < 10_000 ? 1 : 0)}k`;
+  }
+  return `${(n / 1_000_000).toFixed(1)}M`;
+}
+
+export function formatRatio(ratio: number): string {
+  return `${Math.round(Math.min(1, Math.max(0, ratio)) * 100)}%`;
+}
+
+export function formatCost(usd: number): string {
+  return `$${usd.toFixed(usd < 1 ? 4 : 2)}`;
+}
+
+export function taskLabel(task: Pick<ITaskRow, 'id' | 'name'>): string {
+  return task.name ? `${task.name} (${task.id})` : task.id;
+}
+
+export interface ITaskCells {
+  label: string;
+  status: string;
+  elapsed: string;
+  tokens: string;
+  cache: string;
+  cost: string;
+  title: string;
+}
+
+/** The text of one row of the Tasks panel. */
+export function taskCells(task: ITaskRow): ITaskCells {
+  const input = task.input_tokens + task.cache_read_tokens + task.cache_write_tokens;
+  const status = task.pending_approvals > 0 ? `${task.status} (approval)` : task.status;
+  const tool = task.current_tool ? ` · ${task.current_tool}` : '';
+  return {
+    label: taskLabel(task),
+    status: status + tool,
+    elapsed: formatElapsed(task.elapsed),
+    tokens: `${formatTokens(input)} / ${formatTokens(task.output_tokens)}`,
+    cache: formatRatio(task.cache_hit_ratio),
+    cost: formatCost(task.cost_usd),
+    title: task.description
+  };
+}
+
+const ORDER: Record<string, number> = { running: 0, failed: 1, killed: 2, completed: 3 };
+
+/** Running tasks first, then by start time (oldest first). */
+export function sortTasks(tasks: readonly ITaskRow[]): ITaskRow[] {
+  return [...tasks].sort(
+    (a, b) => (ORDER[a.status] ?? 1) - (ORDER[b.status] ?? 1) || a.started_at - b.started_at
+  );
+}
+
+export function totals(tasks: readonly ITaskRow[]): { running: number; cost: string } {
+  return {
+    running: tasks.filter(t => t.status === 'running').length,
+    cost: formatCost(tasks.reduce((sum, t) => sum + t.cost_usd, 0))
+  };
+}
+
+export function approvalLabel(a: IApproval): string {
+  const who = a.task_id ? `task ${a.task_id}` : 'parent';
+  return `${a.tool} (${who})`;
+}

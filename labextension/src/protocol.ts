@@ -1,0 +1,205 @@
+/**
+ * Shapes of the `forkagent` comm protocol (version 2), and tolerant parsers: a field the
+ * kernel does not send (older kernels) gets a neutral default instead of breaking the UI.
+ */
+
+export const COMM_TARGET = 'forkagent';
+export const PROTOCOL_VERSION = 2;
+export const NOTIFICATION_MIME = 'application/vnd.forkagent.notification+json';
+
+export type JSONValue = null | boolean | number | string | JSONValue[] | { [key: string]: JSONValue };
+export type JSONObject = { [key: string]: JSONValue };
+
+export type TaskStatus = 'running' | 'completed' | 'failed' | 'killed' | string;
+
+export interface ITaskRow {
+  id: string;
+  name: string | null;
+  kind: string;
+  status: TaskStatus;
+  description: string;
+  elapsed: number;
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+  cache_hit_ratio: number;
+  cost_usd: number;
+  cell_id: string | null;
+  current_tool: string | null;
+  started_at: number;
+  pending_approvals: number;
+}
+
+export interface IApproval {
+  request_id: string;
+  task_id: string | null;
+  tool: string;
+  preview: string;
+  cell_id: string | null;
+}
+
+export interface ICellSpec {
+  cell_type: 'code';
+  source: string;
+  metadata: JSONObject;
+  outputs: JSONObject[];
+}
+
+export interface IInsertCell {
+  key: string;
+  after_cell_id: string | null;
+  task_ids: string[];
+  cell: ICellSpec;
+}
+
+export type Decision = 'allow' | 'always' | 'deny';
+
+export function isObject(value: unknown): value is JSONObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function str(value: unknown, fallback = ''): string {
+  return typeof value === 'string' ? value : fallback;
+}
+
+function strOrNull(value: unknown): string | null {
+  return typeof value === 'string' && value !== '' ? value : null;
+}
+
+function num(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) ? value : 0;
+}
+
+function strings(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+}
+
+export function parseTaskRow(value: unknown): ITaskRow | null {
+  if (!isObject(value) || typeof value.id !== 'string' || value.id === '') {
+    return null;
+  }
+  return {
+    id: value.id,
+    name: strOrNull(value.name),
+    kind: str(value.kind, 'fork'),
+    status: str(value.status, 'running'),
+    description: str(value.description),
+    elapsed: num(value.elapsed),
+    input_tokens: num(value.input_tokens),
+    output_tokens: num(value.output_tokens),
+    cache_read_tokens: num(value.cache_read_tokens),
+    cache_write_tokens: num(value.cache_write_tokens),
+    cache_hit_ratio: Math.min(1, Math.max(0, num(value.cache_hit_ratio))),
+    cost_usd: num(value.cost_usd),
+    cell_id: strOrNull(value.cell_id),
+    current_tool: strOrNull(value.current_tool),
+    started_at: num(value.started_at),
+    pending_approvals: num(value.pending_approvals)
+  };
+}
+
+export function parseTasks(value: unknown): ITaskRow[] {
+  if (!Array.isArray(value)) {
+    return [];
+  }
+  return value.map(parseTaskRow).filter((t): t is ITaskRow => t !== null);
+}
+
+export function parseApproval(value: unknown): IApproval | null {
+  if (!isObject(value)) {
+    return null;
+  }
+  const id = value.request_id;
+  const requestId = typeof id === 'number' ? String(id) : str(id);
+  if (requestId === '') {
+    return null;
+  }
+  return {
+    request_id: requestId,
+    task_id: strOrNull(value.task_id),
+    tool: str(value.tool, 'tool'),
+    preview: str(value.preview),
+    cell_id: strOrNull(value.cell_id)
+  };
+}
+
+export function parseApprovals(value: unknown): IApproval[] {
+  if (!Array.isArray(value)) {
+    return [];
+  }
+  return value.map(parseApproval).filter((a): a is IApproval => a !== null);
+}
+
+/** The idempotence key of an insert: given by the kernel, else derived from the task ids. */
+export function insertKey(taskIds: string[], given: unknown): string {
+  const key = str(given);
+  return key !== '' ? key : `tasks:${taskIds.join(',')}`;
+}
+
+/**
+ * An `insert_cell` message as a cell to insert. Version 2 sends a prebuilt `cell`; version 1
+ * kernels sent `notifications` (XML strings) and `answer`, turned here into the same shape.
+ */
+export function parseInsertCell(value: unknown): IInsertCell | null {
+  if (!isObject(value)) {
+    return null;
+  }
+  const taskIds = strings(value.task_ids);
+  const key = insertKey(taskIds, value.key);
+  const afterCellId = strOrNull(value.after_cell_id);
+  const cell = value.cell;
+  if (isObject(cell)) {
+    const metadata = isObject(cell.metadata) ? { ...cell.metadata } : {};
+    const mark = isObject(metadata.forkagent) ? { ...metadata.forkagent } : {};
+    metadata.forkagent = { kind: 'notification', task_ids: taskIds, ...mark, key };
+    const outputs = Array.isArray(cell.outputs) ? cell.outputs.filter(isObject) : [];
+    return {
+      key,
+      after_cell_id: afterCellId,
+      task_ids: taskIds,
+      cell: { cell_type: 'code', source: str(cell.source), metadata, outputs }
+    };
+  }
+  const outputs: JSONObject[] = strings(value.notifications).map(note => ({
+    output_type: 'display_data',
+    data: { 'text/plain': note },
+    metadata: {}
+  }));
+  const answer = str(value.answer);
+  if (answer !== '') {
+    outputs.push({ output_type: 'display_data', data: { 'text/markdown': answer }, metadata: {} });
+  }
+  if (taskIds.length === 0 && outputs.length === 0) {
+    return null;
+  }
+  return {
+    key,
+    after_cell_id: afterCellId,
+    task_ids: taskIds,
+    cell: {
+      cell_type: 'code',
+      source: `%notifications ${taskIds.join(' ')}`.trim(),
+      metadata: { forkagent: { kind: 'notification', key, task_ids: taskIds } },
+      outputs
+    }
+  };
+}
+
+/** The `forkagent` mark of a cell's metadata, if any. */
+export function cellMark(metadata: unknown): JSONObject | null {
+  if (!isObject(metadata)) {
+    return null;
+  }
+  const mark = metadata.forkagent;
+  return isObject(mark) ? mark : null;
+}
+
+export function isNotificationCell(metadata: unknown): boolean {
+  return cellMark(metadata)?.kind === 'notification';
+}
+
+export function notificationKey(metadata: unknown): string | null {
+  const key = cellMark(metadata)?.key;
+  return typeof key === 'string' ? key : null;
+}

@@ -1,0 +1,189 @@
+"""JupyterLab in Debian Chromium (Python Playwright), with the emulator as the model.
+
+One emulator, one `jupyter lab` server and one browser page per test module. The server's
+environment points the kernels at the emulator. Skipped when Chromium or Playwright is missing,
+unless FORKAGENT_E2E=require.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forkagent_jupyter.emulator import Emulator
+
+CHROMIUM = os.environ.get("FORKAGENT_CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
+
+
+def _missing() -> str | None:
+    if not Path(CHROMIUM).exists():
+        return f"no Chromium at {CHROMIUM}"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    reason = _missing()
+    for item in items:
+        if "tests/browser" not in str(item.fspath).replace(os.sep, "/"):
+            continue
+        item.add_marker(pytest.mark.browser)
+        if reason and os.environ.get("FORKAGENT_E2E") != "require":
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Lab:
+    url: str
+    token: str
+    root: Path
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def notebook_url(self, name: str) -> str:
+        return f"{self.url}/lab/tree/{name}?token={self.token}&reset"
+
+
+@pytest.fixture(scope="module")
+def browser_emulator() -> Iterator[Emulator]:
+    emu = Emulator(strict=True, seed=0)
+    emu.start()
+    try:
+        yield emu
+    finally:
+        emu.stop()
+    emu.check()
+
+
+@pytest.fixture(scope="module")
+def lab(browser_emulator: Emulator, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    base = tmp_path_factory.mktemp("lab")
+    root, home, settings = base / "root", base / "home", base / "settings"
+    apputils = settings / "@jupyterlab" / "apputils-extension"
+    notebook = settings / "@jupyterlab" / "notebook-extension"
+    for d in (root, home, apputils, notebook):
+        d.mkdir(parents=True)
+    # JupyterLab 4.6's default "perCommTarget" keeps a subshell id per comm target across a
+    # kernel restart, and the new kernel drops comm messages sent to that unknown subshell
+    # ("Cannot handle comm_msg: Unknown subshell_id"); one subshell per comm avoids that.
+    (apputils / "kernels-settings.jupyterlab-settings").write_text(
+        json.dumps({"commsOverSubshells": "perComm"})
+    )
+    # every cell in the DOM (no lazy rendering), so the tests can wait for cells by index
+    (notebook / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    (apputils / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
+    token = "t" + os.urandom(8).hex()
+    port = _free_port()
+    env = dict(os.environ)
+    env.update(
+        HOME=str(home),
+        JUPYTERLAB_SETTINGS_DIR=str(settings),
+        JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"),
+        JUPYTER_RUNTIME_DIR=str(base / "runtime"),
+        ANTHROPIC_API_KEY="sk-" + "ant-" + "browser-test",
+        ANTHROPIC_BASE_URL=browser_emulator.base_url,
+        FORKAGENT_BACKEND="anthropic",
+        PYTHONPATH=str(ROOT),
+    )
+    ARTIFACTS.mkdir(exist_ok=True)
+    log = ARTIFACTS / "jupyterlab.log"
+    cmd = [
+        sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
+        f"--ServerApp.token={token}", "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0", "--allow-root",
+    ]  # fmt: skip
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            cmd, env=env, cwd=root, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"jupyter lab did not start; see {log}") from None
+                time.sleep(0.2)  # polling the server's port, not a wait for a UI state
+        yield Lab(url, token, root, proc, log)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.fixture(scope="module")
+def page(lab: Lab) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.set_default_timeout(60_000)
+        pg = context.new_page()
+        console: list[str] = []
+        pg.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+        try:
+            yield pg
+        finally:
+            (ARTIFACTS / "console.log").write_text("\n".join(console))
+            context.close()
+            browser.close()
+
+
+def shot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed and "page" in getattr(item, "funcargs", {}):
+        try:
+            shot(item.funcargs["page"], f"FAILED-{item.name}")
+        except Exception:
+            pass
