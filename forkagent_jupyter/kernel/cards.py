@@ -161,6 +161,26 @@ def _shared() -> tuple[w.Layout, HTMLStyle, w.ButtonStyle]:
     return w.Layout(), HTMLStyle(), w.ButtonStyle()
 
 
+@functools.cache
+def _button_layout() -> w.Layout:
+    """The cards' Stop buttons: as wide as their label, not a full-width bar."""
+    return w.Layout(width="auto", align_self="flex-start", margin="2px 0")
+
+
+@functools.cache
+def _markdown_parser() -> Any:
+    from markdown_it import MarkdownIt
+
+    # CommonMark with tables and line breaks kept; raw HTML in the text is escaped (a widget
+    # shows HTML as is)
+    return MarkdownIt("commonmark", {"html": False, "breaks": True}).enable("table")
+
+
+def markdown_html(text: str) -> str:
+    """A result's Markdown as HTML for a card: tables, code, emphasis; never raw HTML."""
+    return str(_markdown_parser().render(text))
+
+
 class TaskCard(w.VBox):  # type: ignore[misc]
     """The live view of one worker: one HTML line with status, activity and result, a Stop
     button, approvals when asked, and the transcript, filled when it is opened."""
@@ -175,7 +195,7 @@ class TaskCard(w.VBox):  # type: ignore[misc]
             disabled=task.done,
             button_style="warning",
             tooltip=f"Stop worker {task.id}",
-            layout=layout,
+            layout=_button_layout(),
             style=button_style,
         )
         self.stop_button.on_click(lambda _b: on_stop(task.id))
@@ -187,7 +207,7 @@ class TaskCard(w.VBox):  # type: ignore[misc]
         self.details.observe(self._on_open, names="selected_index")
         self.history: Callable[[], list[dict[str, Any]]] | None = None
         super().__init__(
-            [self.header, self.stop_button, self.details],
+            self._parts(),
             _dom_classes=["forkagent-card", f"forkagent-task-{task.id}"],
             layout=layout,
         )
@@ -195,7 +215,7 @@ class TaskCard(w.VBox):  # type: ignore[misc]
     def add_prompt(self, prompt: ApprovalPrompt) -> None:
         if self.approvals is None:
             self.approvals = w.VBox(layout=_shared()[0])
-            self.children = (self.header, self.stop_button, self.approvals, self.details)
+            self.children = self._parts()
         self.approvals.children = (*self.approvals.children, prompt)
         prompt.future.add_done_callback(lambda _f: self._drop(prompt))
 
@@ -203,11 +223,18 @@ class TaskCard(w.VBox):  # type: ignore[misc]
         if self.approvals is not None:
             self.approvals.children = tuple(c for c in self.approvals.children if c is not prompt)
 
+    def _parts(self) -> tuple[w.Widget, ...]:
+        """The card's rows: a finished task has no Stop button (and no approvals left)."""
+        if self.task.done:
+            return (self.header, self.details)
+        rows = (self.header, self.stop_button, self.approvals, self.details)
+        return tuple(r for r in rows if r is not None)
+
     def render(self) -> None:
-        t = self.task
         self.header.value = self._line()
-        if self.stop_button.disabled != t.done:
-            self.stop_button.disabled = t.done
+        parts = self._parts()
+        if tuple(self.children) != parts:
+            self.children = parts
         if self.details.selected_index == 0:
             self.fill_transcript()
 
@@ -224,10 +251,14 @@ class TaskCard(w.VBox):  # type: ignore[misc]
             f" / write {u.cache_creation_input_tokens:,} · ${t.cost_usd:.4f}</small>"
         )
         if t.done:
-            body = t.result or t.error or ""
+            body = (
+                markdown_html(t.result)
+                if t.result
+                else f"<div style='white-space:pre-wrap'>{_esc(t.error or '')}</div>"
+            )
             line += (
-                "<div style='white-space:pre-wrap;border-left:3px solid "
-                f"{colour};padding-left:6px'>{_esc(body)}</div>"
+                "<div class='forkagent-result' style='border-left:3px solid "
+                f"{colour};padding-left:8px;overflow-x:auto'>{body}</div>"
             )
         else:
             tool = f"running <code>{_esc(t.current_tool)}</code> · " if t.current_tool else ""
@@ -258,7 +289,8 @@ class TaskCard(w.VBox):  # type: ignore[misc]
         self.transcript.value = "".join(parts)
 
 
-# IOPub messages a render costs: a running card's line; a final card's line and Stop button.
+# IOPub messages a render costs: a running card's line; a final card's line and its rows
+# (the Stop button goes).
 RUNNING_COST = 1
 FINAL_COST = 2
 
@@ -365,4 +397,4 @@ class CardHub:
             self.renders += 1
             if card.task.done:
                 self._sent(card.header, "value")
-                self._sent(card.stop_button, "disabled")
+                self._sent(card, "children")

@@ -49,6 +49,7 @@ class Launch:
 
     cell_id: str | None
     display_id: str
+    run: str = ""  # the execute_request that displayed the card (its cell's output then)
 
 
 class WidgetPolicy:
@@ -99,8 +100,9 @@ class KernelUI:
         self.strip = PendingStrip()
         self.pending: dict[int, ApprovalPrompt] = {}
         self.launches: dict[str, Launch] = {}
-        self._cell_notes: dict[str | None, str] = {}
-        self._cell_cards: dict[str | None, w.VBox] = {}
+        # per execute_request (not per cell: a re-run clears the cell's earlier output)
+        self._run_notes: dict[str, str] = {}
+        self._run_cards: dict[str, w.VBox] = {}
         self._notes: dict[str, list[str]] = {}
         self.workdir = Path.cwd()
         self._tasks_flush: asyncio.TimerHandle | None = None
@@ -182,14 +184,15 @@ class KernelUI:
 
     # -- workers -------------------------------------------------------------------------------
 
-    def _current_cell(self) -> str | None:
+    def _current_run(self) -> tuple[str | None, str]:
+        """The running cell's id (if the frontend sends one) and its execute_request's id."""
         kernel = getattr(self.agent.shell, "kernel", None)
         try:
             parent = kernel.get_parent() if kernel is not None else {}
         except Exception:
-            return None
+            return None, ""
         meta = parent.get("metadata") or {}
-        return meta.get("cellId")
+        return meta.get("cellId"), str((parent.get("header") or {}).get("msg_id", ""))
 
     def _on_task(self, task: Task) -> None:
         if task.id not in self.hub.cards and not task.done:
@@ -259,15 +262,15 @@ class KernelUI:
             return
         if card is None:
             card = TaskCard(task, on_stop=lambda key: self.agent.stop(key))
-            cell = self._current_cell()
-            fresh = cell not in self._cell_notes
-            if fresh:  # once per cell: the approvals strip, the cards, the notification area
-                self._cell_notes[cell] = f"forkagent-notes-{len(self._cell_notes)}-{task.id}"
-                self._cell_cards[cell] = w.VBox(_dom_classes=["forkagent-cards"])
+            cell, run = self._current_run()
+            fresh = run not in self._run_notes
+            if fresh:  # once per run: the approvals strip, the cards, the notification area
+                self._run_notes[run] = f"forkagent-notes-{len(self._run_notes)}-{task.id}"
+                self._run_cards[run] = w.VBox(_dom_classes=["forkagent-cards"])
                 display(self.strip)
-                display(self._cell_cards[cell])
-            self.hub.add(card, self._cell_cards[cell])
-            launch = Launch(cell, display_id=self._cell_notes[cell])
+                display(self._run_cards[run])
+            self.hub.add(card, self._run_cards[run])
+            launch = Launch(cell, display_id=self._run_notes[run], run=run)
             self.launches[task.id] = launch
             if fresh:
                 display(HTML(""), display_id=launch.display_id)
@@ -275,7 +278,9 @@ class KernelUI:
             self.hub.mark(task)
             if note:
                 display(HTML(f"<small>{_esc(note)}</small>"))
-            display(card)
+            shown = self.launches.get(task.id)
+            if shown is None or shown.run != self._current_run()[1]:
+                display(card)  # unless already shown by this cell (e.g. revived here)
 
     # -- notifications -------------------------------------------------------------------------
 

@@ -134,7 +134,7 @@ def test_forks_cards_approvals_and_notification_cells(nb_page: Any, lab: Lab) ->
     assert "running" in card1.inner_text()
     shot(page, "02-cards-pending-approvals")
     if os.environ.get("FORKAGENT_SCREENSHOT") == "1":
-        page.screenshot(path=str(ROOT / "docs" / "screenshot.png"))
+        page.screenshot(path=str(ROOT / "docs" / "approvals.png"))
 
     # w1: answered from the toolbar's pending-approvals list
     toggle = _indicator(page).get_by_role("button", name="2 pending approvals")

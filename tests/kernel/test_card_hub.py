@@ -36,7 +36,7 @@ def test_flush_stays_within_budget_and_sends_final_states_first() -> None:
         assert hub.renders - before <= 10 // min(FINAL_COST, RUNNING_COST)
     # every card got its final or latest state, none was dropped
     assert all(f"result of {c.task.id}" in c.header.value for c in cards[20:])
-    assert all(c.stop_button.disabled for c in cards[20:])
+    assert all(c.stop_button not in c.children for c in cards[20:])
     assert all("working" in c.header.value for c in cards[:20])
     assert flushes == 20 * FINAL_COST // 10 + 20 * RUNNING_COST // 10
 
@@ -47,3 +47,29 @@ def test_transcript_is_filled_when_opened() -> None:
     assert card.transcript.value == ""
     card.details.selected_index = 0
     assert "hello from t0" in card.transcript.value
+
+
+def test_a_finished_card_shows_its_result_as_markdown_and_drops_stop() -> None:
+    hub, [card] = _hub(1, rate=40.0)
+    assert card.stop_button in card.children
+    card.task.status = "completed"
+    card.task.result = (
+        "**Findings**\n\n| column | missing |\n|---|---|\n| sex | 11 |\n\n"
+        "<img src=x onerror=alert(1)> [x](javascript:alert(1))"
+    )
+    hub.mark(card.task)
+    hub.flush()
+    html = card.header.value
+    assert "<strong>Findings</strong>" in html and "<td>sex</td>" in html
+    assert "<img" not in html and "&lt;img" in html  # raw HTML is text, not markup
+    assert 'href="javascript' not in html  # unsafe links stay text
+    assert card.stop_button not in card.children
+
+
+def test_a_failed_card_shows_its_error_as_text() -> None:
+    hub, [card] = _hub(1, rate=40.0)
+    card.task.status = "failed"
+    card.task.error = "APIError: overloaded <b>"
+    hub.mark(card.task)
+    hub.flush()
+    assert "APIError: overloaded &lt;b&gt;" in card.header.value

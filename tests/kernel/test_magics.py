@@ -91,6 +91,33 @@ def test_three_forks_then_wait(kernel: Kernel, emulator: Any) -> None:
     assert sum(1 for r in reads if r > 0) >= 3
 
 
+def _views(execution: Any) -> list[str]:
+    return [
+        m["content"]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+        for m in execution.messages
+        if m["msg_type"] == "display_data"
+        and "application/vnd.jupyter.widget-view+json" in m["content"]["data"]
+    ]
+
+
+def test_every_fork_cell_run_shows_its_own_cards(kernel: Kernel) -> None:
+    """Each run of a %fork cell displays a container holding the cards it started (a re-run
+    clears the cell's earlier output, so cards must not join an earlier run's container)."""
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    ui = "__forkagent__.ui"
+    for name in ("first", "second"):
+        run = kernel.execute(f"%fork --name {name} say hello")
+        assert run.status == "ok", run.texts()
+        key = f"__forkagent__.session.registry.get({name!r}).id"
+        box = kernel.value(f"{ui}._run_cards[{ui}.launches[{key}].run].model_id")
+        children = kernel.value(
+            f"[c.model_id for c in {ui}._run_cards[{ui}.launches[{key}].run].children]"
+        )
+        assert box in _views(run)
+        assert children == [kernel.value(f"{ui}.hub.cards[{key}].model_id")]
+    kernel.execute("%tasks --wait", timeout=60)
+
+
 def _approval_buttons(kernel: Kernel) -> list[str]:
     kernel.drain()
     return kernel.widget_comms(_view_name="ButtonView", description="Allow once")
@@ -354,6 +381,11 @@ def test_replay_and_resume_after_a_kernel_restart(kernel: Kernel, emulator: Any)
     resumed = kernel.execute("%send keeper and now `py: 6 * 8`")
     assert resumed.status == "ok", resumed.texts()
     assert "resumed from its transcript" in resumed.texts()
+    ui, key = "__forkagent__.ui", "__forkagent__.session.registry.get('keeper').id"
+    card = kernel.value(f"{ui}.hub.cards[{key}].model_id")
+    box = kernel.value(f"{ui}._run_cards[{ui}.launches[{key}].run].model_id")
+    views = _views(resumed)
+    assert box in views and card not in views  # the revived card shows once, in its container
     kernel.execute("%tasks --wait", timeout=60)
     assert kernel.value("__forkagent__.session.registry.get('keeper').status") == "completed"
     assert "48" in kernel.value("__forkagent__.session.registry.get('keeper').result")
