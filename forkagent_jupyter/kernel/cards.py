@@ -123,8 +123,28 @@ class ApprovalPrompt(w.VBox):  # type: ignore[misc]
             self.future.set_result(Allow())
 
 
+# What a frontend shows where it cannot draw the widgets (a saved notebook on GitHub or
+# nbviewer, a client without ipywidgets, a page whose widget state was not restored).
+PLAIN_CARDS = (
+    "[forkagent task cards: live widgets of the kernel that ran this cell; %tasks lists the tasks]"
+)
+
+
+class CardBox(w.VBox):  # type: ignore[misc]
+    """The cards started by one run of a cell."""
+
+    def __init__(self) -> None:
+        super().__init__(_dom_classes=["forkagent-cards"])
+
+    def __repr__(self) -> str:
+        return PLAIN_CARDS
+
+
 class PendingStrip(w.HBox):  # type: ignore[misc]
     """All approvals waiting in this kernel, one line each."""
+
+    def __repr__(self) -> str:
+        return "[forkagent pending approvals]"
 
     def __init__(self) -> None:
         self.label = w.HTML()
@@ -212,6 +232,9 @@ class TaskCard(w.VBox):  # type: ignore[misc]
             layout=layout,
         )
 
+    def __repr__(self) -> str:
+        return f"[forkagent task card: {self.task.name or self.task.id} ({self.task.kind})]"
+
     def add_prompt(self, prompt: ApprovalPrompt) -> None:
         if self.approvals is None:
             self.approvals = w.VBox(layout=_shared()[0])
@@ -261,7 +284,8 @@ class TaskCard(w.VBox):  # type: ignore[misc]
                 f"{colour};padding-left:8px;overflow-x:auto'>{body}</div>"
             )
         else:
-            tool = f"running <code>{_esc(t.current_tool)}</code> · " if t.current_tool else ""
+            call = f" <code>{_esc(t.current_input)}</code>" if t.current_input else ""
+            tool = f"running <code>{_esc(t.current_tool)}</code>{call} · " if t.current_tool else ""
             line += f"<div><small>{tool}{_esc(t.preview[-200:])}</small></div>"
         return line
 

@@ -26,7 +26,7 @@ from ..runtime.permissions import Deny, PermissionRequest
 from ..runtime.tasks import Task, task_snapshot
 from ..runtime.tools.python import ExecResult, execute_source
 from ..runtime.transcripts import answered_notifications
-from .cards import ApprovalPrompt, CardHub, PendingStrip, TaskCard, input_preview
+from .cards import ApprovalPrompt, CardBox, CardHub, PendingStrip, TaskCard, input_preview
 from .delivery import answer_bundle, notification_bundle, notification_cell
 from .parents import in_latest_request
 
@@ -266,7 +266,7 @@ class KernelUI:
             fresh = run not in self._run_notes
             if fresh:  # once per run: the approvals strip, the cards, the notification area
                 self._run_notes[run] = f"forkagent-notes-{len(self._run_notes)}-{task.id}"
-                self._run_cards[run] = w.VBox(_dom_classes=["forkagent-cards"])
+                self._run_cards[run] = CardBox()
                 display(self.strip)
                 display(self._run_cards[run])
             self.hub.add(card, self._run_cards[run])

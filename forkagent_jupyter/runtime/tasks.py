@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from .errors import UsageError
 from .notifications import CommandQueue, format_task_notification
+from .secrets import redact
 from .usage import Usage
 
 __all__ = ["TERMINAL", "Task", "TaskRegistry", "TaskStatus", "task_snapshot"]
@@ -53,6 +54,7 @@ class Task:
     worktree_path: str | None = None
     worktree_branch: str | None = None
     current_tool: str | None = None
+    current_input: str = ""  # one line of the current call's input (see call_preview)
     preview: str = ""
     notification: str | None = None
     _notified_run: int = 0
@@ -98,8 +100,35 @@ def task_snapshot(task: Task, notification: str | None = None) -> dict[str, Any]
         "cache_hit_ratio": round(u.cache_hit_ratio, 4),
         "cost_usd": round(task.cost_usd, 6),
         "current_tool": task.current_tool,
+        "current_input": task.current_input,
         "notification": notification if notification is not None else task.notification,
     }
+
+
+# the input field a person recognises a call by, per tool
+_CALL_SUBJECT = {
+    "Bash": "command",
+    "Python": "code",
+    "Read": "file_path",
+    "Write": "file_path",
+    "Edit": "file_path",
+    "Glob": "pattern",
+    "Grep": "pattern",
+    "Agent": "description",
+    "SendMessage": "to",
+    "TaskStop": "task_id",
+    "TaskOutput": "task_id",
+}
+
+
+def call_preview(tool: str, data: dict[str, Any], limit: int = 120) -> str:
+    """One line of a tool call's input for a task's live view: the command, the first line
+    of code, the path or pattern; other tools show their first text field."""
+    key = _CALL_SUBJECT.get(tool)
+    value = data.get(key) if key else next((v for v in data.values() if isinstance(v, str)), "")
+    lines = [ln for ln in redact(str(value or "")).splitlines() if ln.strip()] or [""]
+    line = " ".join(lines[0].split()) + (" …" if len(lines) > 1 else "")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 Listener = Callable[[Task], None]
@@ -183,6 +212,7 @@ class TaskRegistry:
         task.ended_at = time.time()
         task._notified_run = task.run
         task.current_tool = None
+        task.current_input = ""
         task.notification = format_task_notification(
             task_id=task.id,
             tool_use_id=task.tool_use_id,

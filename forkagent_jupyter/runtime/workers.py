@@ -29,7 +29,7 @@ from .fork import FORK_RECURSION_ERROR, build_fork_messages
 from .history import append_message, blocks_of
 from .loop import AgentConfig, LoopState, run_turn
 from .notifications import CommandQueue
-from .tasks import Task, TaskRegistry
+from .tasks import Task, TaskRegistry, call_preview
 from .tools.base import ToolError
 from .transcripts import AgentMeta, Transcript, TranscriptStore, fingerprint
 from .worktree import Worktree, worktree_notice
@@ -391,8 +391,10 @@ class Workers:
         elif isinstance(event, ToolUse):
             task.tool_uses += 1
             task.current_tool = event.name
+            task.current_input = call_preview(event.name, event.input)
         elif isinstance(event, ToolResult):
             task.current_tool = None
+            task.current_input = ""
         elif isinstance(event, TextDelta):
             task.preview = (task.preview + event.text)[-400:]
         elif isinstance(event, AssistantMessage):

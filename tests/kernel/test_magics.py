@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.emulator.faults import Fault
+from forkagent_jupyter.kernel.cards import PLAIN_CARDS
 
 from .conftest import Kernel
 
@@ -115,6 +116,17 @@ def test_every_fork_cell_run_shows_its_own_cards(kernel: Kernel) -> None:
         )
         assert box in _views(run)
         assert children == [kernel.value(f"{ui}.hub.cards[{key}].model_id")]
+        # where widgets cannot be drawn (a saved notebook elsewhere), a line says what was here
+        [plain] = [
+            m["content"]["data"]["text/plain"]
+            for m in run.messages
+            if m["msg_type"] == "display_data"
+            and m["content"]["data"]
+            .get("application/vnd.jupyter.widget-view+json", {})
+            .get("model_id")
+            == box
+        ]
+        assert plain == PLAIN_CARDS
     kernel.execute("%tasks --wait", timeout=60)
 
 

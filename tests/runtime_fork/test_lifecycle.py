@@ -12,6 +12,7 @@ import pytest
 from forkagent_jupyter.emulator.faults import Fault
 from forkagent_jupyter.runtime.agents import AgentFileError
 from forkagent_jupyter.runtime.errors import UsageError
+from forkagent_jupyter.runtime.tasks import call_preview, task_snapshot
 
 pytestmark = pytest.mark.anyio
 
@@ -242,3 +243,23 @@ async def test_routing_without_forking_and_inline_named_agents(
     [call] = turn.tool_calls
     assert not call.is_error and "9" in call.result and "SendMessage" in call.result
     assert other.queue.drain("main") == []
+
+
+async def test_a_running_task_shows_its_current_call(make_session: Any) -> None:
+    session = make_session(auto_respond=False)
+    task = await session.fork("Work slowly: " + SLEEP.format(s=5))
+    await wait_for(lambda: task.current_tool == "Python")
+    assert "sleep(5)" in task.current_input
+    assert task_snapshot(task)["current_input"] == task.current_input
+    await session.stop(task.id)
+    assert task.current_tool is None and task.current_input == ""
+
+
+def test_call_preview_is_one_recognisable_line() -> None:
+    assert call_preview("Bash", {"command": "git status", "description": "d"}) == "git status"
+    assert call_preview("Python", {"code": "\nx = 1\nprint(x)\n"}) == "x = 1 …"
+    assert call_preview("Read", {"file_path": "data/a.csv"}) == "data/a.csv"
+    assert call_preview("Unknown", {"n": 3, "q": "find  it"}) == "find it"
+    assert len(call_preview("Bash", {"command": "x" * 500})) == 120
+    key = "sk-ant-" + "api03-" + "z" * 40
+    assert key not in call_preview("Bash", {"command": f"curl -H 'x-api-key: {key}'"})
