@@ -78,8 +78,9 @@ class Lab:
 
 
 @pytest.fixture(scope="module")
-def browser_emulator() -> Iterator[Emulator]:
-    emu = Emulator(strict=True, seed=0)
+def browser_emulator(request: pytest.FixtureRequest) -> Iterator[Emulator]:
+    """The model of the module's lab; a module's EMULATOR dict adds options (latency)."""
+    emu = Emulator(strict=True, seed=0, **getattr(request.module, "EMULATOR", {}))
     emu.start()
     try:
         yield emu

@@ -11,29 +11,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
-
-from forkagent_jupyter.emulator import Emulator
 
 from .conftest import ROOT, Lab, shot
 
 NAME = "01_fan_out.ipynb"
 CARDS = ".jp-NotebookPanel .forkagent-card"
-
-
-@pytest.fixture(scope="module")
-def browser_emulator() -> Iterator[Emulator]:
-    """The lab's model, streaming at about the API's pace, so the cards are seen running."""
-    emu = Emulator(strict=True, seed=0, ttft=0.3, token_latency=1 / 80)
-    emu.start()
-    try:
-        yield emu
-    finally:
-        emu.stop()
-    emu.check()
+# the lab's model streams at about the API's pace, so the cards are seen running
+EMULATOR = {"ttft": 0.3, "token_latency": 1 / 80}
 
 
 def _sources(page: Any) -> list[str]:
