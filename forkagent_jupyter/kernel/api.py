@@ -105,10 +105,10 @@ def costs() -> CostReport:
 def notifications() -> Any:
     """Every `<task-notification>` the parent received so far, each with the parent's answer,
     as Markdown (what the JupyterLab extension inserts as new cells)."""
-    from IPython.display import Markdown
+    from .markdown import SafeMarkdown
 
     parts = []
     for auto in session().auto_turns:
         xml = "\n\n".join(f"```xml\n{note}\n```" for note in auto.notifications)
         parts.append(f"{xml}\n\n**parent:** {auto.turn.text}")
-    return Markdown("\n\n---\n\n".join(parts) or "*No notifications yet.*")
+    return SafeMarkdown("\n\n---\n\n".join(parts) or "*No notifications yet.*")

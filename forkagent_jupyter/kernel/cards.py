@@ -28,6 +28,7 @@ from ipywidgets.widgets.widget_string import HTMLStyle
 
 from ..runtime.permissions import Allow, Deny, PermissionRequest
 from ..runtime.tasks import Task
+from .markdown import markdown_html
 from .parents import in_latest_request
 
 __all__ = ["ApprovalPrompt", "CardHub", "PendingStrip", "TaskCard", "input_preview"]
@@ -185,20 +186,6 @@ def _shared() -> tuple[w.Layout, HTMLStyle, w.ButtonStyle]:
 def _button_layout() -> w.Layout:
     """The cards' Stop buttons: as wide as their label, not a full-width bar."""
     return w.Layout(width="auto", align_self="flex-start", margin="2px 0")
-
-
-@functools.cache
-def _markdown_parser() -> Any:
-    from markdown_it import MarkdownIt
-
-    # CommonMark with tables and line breaks kept; raw HTML in the text is escaped (a widget
-    # shows HTML as is)
-    return MarkdownIt("commonmark", {"html": False, "breaks": True}).enable("table")
-
-
-def markdown_html(text: str) -> str:
-    """A result's Markdown as HTML for a card: tables, code, emphasis; never raw HTML."""
-    return str(_markdown_parser().render(text))
 
 
 class TaskCard(w.VBox):  # type: ignore[misc]

@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from .markdown import markdown_bundle
+
 __all__ = [
     "MIME",
     "answer_bundle",
@@ -71,7 +73,8 @@ def notification_bundle(task: dict[str, Any]) -> dict[str, Any]:
 
 
 def answer_bundle(answer: str) -> dict[str, Any]:
-    return {"text/markdown": answer, "text/plain": answer}
+    """The parent's answer: the model's Markdown, rendered safely (see `markdown`)."""
+    return dict(markdown_bundle(answer))
 
 
 def replay_source(task_ids: list[str]) -> str:

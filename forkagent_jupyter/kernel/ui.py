@@ -19,15 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 from IPython.core.error import UsageError
-from IPython.display import HTML, Markdown, display
+from IPython.display import HTML, display
 
-from ..runtime.events import LoopEvent, Stop, TextDelta, ToolResult, ToolUse, UsageReport
+from ..runtime.events import LoopEvent, Stop, TextDelta, ToolResult, ToolUse
 from ..runtime.permissions import Deny, PermissionRequest
 from ..runtime.tasks import Task, task_snapshot
 from ..runtime.tools.python import ExecResult, execute_source
 from ..runtime.transcripts import answered_notifications
 from .cards import ApprovalPrompt, CardBox, CardHub, PendingStrip, TaskCard, input_preview
 from .delivery import answer_bundle, notification_bundle, notification_cell
+from .markdown import SafeMarkdown
 from .parents import in_latest_request
 
 if TYPE_CHECKING:
@@ -136,29 +137,25 @@ class KernelUI:
 
     async def run_turn(self, prompt: str) -> None:
         session = self.agent.session
-        handle = display(Markdown("…"), display_id=True)
+        handle = display(SafeMarkdown("…"), display_id=True)
         parts: list[str] = []
         last = 0.0
-        usage_line = ""
         try:
             async for event in session.stream(prompt):
                 line = self._event_markdown(event)
                 if line is not None:
                     parts.append(line)
-                if isinstance(event, UsageReport):
-                    usage_line = ""
                 if isinstance(event, Stop) and event.error:
                     parts.append(f"\n\n**{event.reason}:** {event.error}")
                 now = time.monotonic()
                 if now - last >= STREAM_INTERVAL:
                     last = now
-                    handle.update(Markdown("".join(parts) or "…"))
+                    handle.update(SafeMarkdown("".join(parts) or "…"))
         except asyncio.CancelledError:
             parts.append("\n\n*Interrupted. Background workers keep running.*")
-            handle.update(Markdown("".join(parts)))
+            handle.update(SafeMarkdown("".join(parts)))
             return
-        usage_line = self._usage_md(session)
-        handle.update(Markdown("".join(parts) + usage_line))
+        handle.update(SafeMarkdown("".join(parts), footer_html=self._usage_html(session)))
 
     def _event_markdown(self, event: LoopEvent) -> str | None:
         if isinstance(event, TextDelta):
@@ -174,12 +171,12 @@ class KernelUI:
             return f"> {mark}: {first}\n\n"
         return None
 
-    def _usage_md(self, session: Any) -> str:
+    def _usage_html(self, session: Any) -> str:
         u = session.usage
         return (
-            f"\n\n<small>tokens: {u.input_tokens:,} in · {u.cache_read_input_tokens:,} cache read"
+            f"<p><small>tokens: {u.input_tokens:,} in · {u.cache_read_input_tokens:,} cache read"
             f" · {u.cache_creation_input_tokens:,} cache write · {u.output_tokens:,} out · "
-            f"session ${session.cost_usd:.4f}</small>"
+            f"session ${session.cost_usd:.4f}</small></p>"
         )
 
     # -- workers -------------------------------------------------------------------------------
@@ -316,7 +313,7 @@ class KernelUI:
             shown = self._notes.setdefault(launch.display_id, [])
             notes = "\n\n".join(f"```xml\n{xml}\n```" for _, xml in pairs)
             shown.append(f"{notes}\n\n{answer}")
-            body = Markdown("\n\n---\n\n".join(shown))
+            body = SafeMarkdown("\n\n---\n\n".join(shown))
             in_latest_request(display, body, display_id=launch.display_id, update=True)
 
     def replay(self, keys: list[str]) -> None:

@@ -44,6 +44,11 @@ export function insertNotificationCell(panel: NotebookPanel, insert: IInsertCell
         code.outputs.add(output as unknown as IOutput);
       }
     }
+    // The kernel made these outputs, as it makes a cell's own; they are safe as trusted (the
+    // notification renderer shows text, the answer is HTML the kernel rendered with raw HTML
+    // escaped). An untrusted cell would leave the saved notebook unsigned, and after a reload
+    // JupyterLab would show every widget of the notebook as plain text.
+    code.trusted = true;
   }
   model.dirty = true;
   return shared.id;

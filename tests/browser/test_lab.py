@@ -204,9 +204,13 @@ def test_save_and_reload_keep_cells_and_tasks(nb_page: Any, lab: Lab) -> None:
     tasks = _open_tasks(page)
     tasks.locator(".jp-forkagent-task-row[data-status='completed']").nth(1).wait_for()
     assert tasks.locator(".jp-forkagent-task-row").count() == 2
-    # the page shows no live card now: a click on a task scrolls to its launching cell
-    _reveal(page, tasks, "w1")
-    expect(_cells(page).nth(2)).to_be_in_viewport()
+    # the live cards are drawn again (the inserted cells are trusted, so the saved notebook is
+    # signed and its widget outputs are rendered), and a click on a task scrolls to its card
+    card = page.locator(".forkagent-card").filter(has_text="write the file")
+    card.filter(has_text="completed").wait_for()
+    _cells(page).nth(len(SOURCES) + 1).scroll_into_view_if_needed()
+    task_id = _reveal(page, tasks, "w1")
+    expect(page.locator(f".forkagent-task-{task_id}")).to_be_in_viewport()
     shot(page, "05-after-reload")
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from forkagent_jupyter.emulator import Reply
 from forkagent_jupyter.emulator.faults import Fault
 from forkagent_jupyter.kernel.cards import PLAIN_CARDS
 
@@ -30,6 +31,22 @@ def test_agent_cell_streams_uses_a_tool_and_keeps_history(kernel: Kernel, emulat
     # streamed: the cell's display was updated more than once
     updates = [m for m in second.messages if m["msg_type"] == "update_display_data"]
     assert updates
+
+
+def test_model_html_in_an_answer_is_shown_as_text(kernel: Kernel, emulator: Any) -> None:
+    """An answer is shown as HTML the kernel rendered: raw HTML from the model (an injection
+    through the data it read) stays text, where JupyterLab would run it in trusted Markdown."""
+    emulator.script(Reply.text("**Found it.** <img src=x onerror=alert(1)>"))
+    result = kernel.execute("%%agent\nWhat is in the file?")
+    assert result.status == "ok", result.texts()
+    final = [
+        m["content"]["data"]
+        for m in result.messages
+        if m["msg_type"] in ("display_data", "update_display_data")
+    ][-1]
+    assert "<strong>Found it.</strong>" in final["text/html"]
+    assert "<img" not in final["text/html"] and "&lt;img" in final["text/html"]
+    assert "session $" in final["text/html"]  # the usage line, ours, stays HTML
 
 
 def test_interpolates_kernel_variables(kernel: Kernel) -> None:

@@ -1,0 +1,49 @@
+"""Model text shown as Markdown, safely.
+
+JupyterLab renders a kernel's `text/markdown` output as trusted: raw HTML in it is not
+sanitized, so a model answer carrying `<img src=x onerror=...>` (say, an instruction planted in
+the data the model read) would run script in the page, with the user's server token at hand.
+Model text is therefore rendered here, to HTML with raw HTML escaped and unsafe links dropped
+(markdown-it: CommonMark, tables, line breaks kept), and shown as `text/html`, which every
+frontend prefers to Markdown; the Markdown source and plain text stay in the bundle for the
+rest. The same HTML goes into widget cards, which set it as the page's HTML as it is.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+__all__ = ["SafeMarkdown", "markdown_bundle", "markdown_html"]
+
+
+@functools.cache
+def _parser() -> Any:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False, "breaks": True}).enable("table")
+
+
+def markdown_html(text: str) -> str:
+    """`text` (Markdown from a model) as HTML: tables, code, emphasis; never raw HTML."""
+    return str(_parser().render(text))
+
+
+def markdown_bundle(text: str, footer_html: str = "") -> dict[str, str]:
+    """A display bundle of model Markdown; `footer_html` is ours (trusted), appended as is."""
+    return {
+        "text/html": markdown_html(text) + footer_html,
+        "text/markdown": text + (f"\n\n{footer_html}" if footer_html else ""),
+        "text/plain": text,
+    }
+
+
+class SafeMarkdown:
+    """Like IPython's `Markdown`, for text a model wrote (see the module doc)."""
+
+    def __init__(self, text: str, footer_html: str = "") -> None:
+        self.text = text
+        self.footer_html = footer_html
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return markdown_bundle(self.text, self.footer_html)
