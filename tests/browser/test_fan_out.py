@@ -21,6 +21,13 @@ CARDS = ".jp-NotebookPanel .forkagent-card"
 EMULATOR = {"ttft": 0.3, "token_latency": 1 / 80}
 
 
+# relative luminance (0 dark .. 1 light) of a CSS rgb()/rgba() color, as a JS call prefix
+LUMINANCE = (
+    "(c => { const [r, g, b] = c.match(/[0-9.]+/g).map(Number);"
+    " return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255; })("
+)
+
+
 def _sources(page: Any) -> list[str]:
     cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
     return [cells.nth(i).locator(".jp-InputArea-editor").inner_text() for i in range(cells.count())]
@@ -90,3 +97,20 @@ def test_run_all_fans_out_and_notifications_land_below_the_fork_cell(lab: Lab, p
     tasks = page.locator("#forkagent-tasks .jp-forkagent-task-row[data-status='completed']")
     assert tasks.count() == 4
     shot(page, "fan-out-02-notification-cells")
+
+    # the dark theme: the panel, the notification cells and the cards follow it
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Settings$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Theme$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile("^JupyterLab Dark$")).click()
+    page.wait_for_selector("body[data-jp-theme-light='false']", state="attached")
+    page.wait_for_selector("#jupyterlab-splash", state="detached")
+    page.wait_for_function(
+        "() => _lum(getComputedStyle(document.querySelector('#forkagent-tasks')).backgroundColor)"
+        " < 0.3".replace("_lum(", LUMINANCE)
+    )
+    for selector in ("#forkagent-tasks", ".jp-forkagent-notification", ".forkagent-card"):
+        color = page.evaluate(
+            f"() => {LUMINANCE}getComputedStyle(document.querySelector({selector!r})).color)"
+        )
+        assert color > 0.5, (selector, color)  # light text on the dark theme
+    shot(page, "fan-out-03-dark-theme")
