@@ -323,6 +323,7 @@ class CardHub:
         # drop what is sent then, so lasting changes sent then are sent again in the next cell
         self.in_cell = False
         self._unseen: dict[int, tuple[w.Widget, tuple[str, ...]]] = {}
+        self._debt = 0.0  # messages sent outside a flush, taken from the next flushes' budget
 
     def add(self, card: TaskCard, container: w.VBox | None = None) -> None:
         """Register a card; with a container, append it there at the next flush (all cards
@@ -372,11 +373,13 @@ class CardHub:
         """At the end of a cell: put the cards it started into their containers now, and send
         again the final states sent while no cell ran, so a client that keeps only the
         messages of the running cell (nbclient, papermill) saves them. Costs one message per
-        container and per card that ended between cells; progress waits for the flusher."""
-        self._append_pending()
+        container and per card that ended between cells, taken from the next flushes' budget
+        so the rate stays bounded; progress waits for the flusher."""
+        sent = self._append_pending()
         unseen, self._unseen = self._unseen, {}
         for widget, names in unseen.values():
             widget.send_state(list(names))
+        self._debt += sent + len(unseen)
         self.in_cell = False
 
     async def drained(self) -> None:
@@ -393,7 +396,8 @@ class CardHub:
         states go first, so every card reaches its final state. The budget keeps the whole
         kernel far below the server's IOPub rate limit, so no state needs re-sending."""
         self.flushes += 1
-        budget = self.rate * self.interval - self._append_pending()
+        budget = self.rate * self.interval - self._append_pending() - self._debt
+        self._debt = max(0.0, -budget)  # what settle() sent counts against the rate too
         dirty = sorted(self._dirty.items(), key=lambda kv: kv[1])
         done = [t for t, _ in dirty if self.cards[t].task.done]
         running = [t for t, _ in dirty if not self.cards[t].task.done]

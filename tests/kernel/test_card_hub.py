@@ -73,3 +73,20 @@ def test_a_failed_card_shows_its_error_as_text() -> None:
     hub.mark(card.task)
     hub.flush()
     assert "APIError: overloaded &lt;b&gt;" in card.header.value
+
+
+def test_states_sent_again_by_settle_count_against_the_budget() -> None:
+    hub, cards = _hub(20, rate=40.0)  # 10 messages per flush
+    for card in cards[:5]:
+        card.task.status = "completed"
+        hub.mark(card.task)
+    hub.flush()  # between cells: 5 final states (10 messages) that a headless client misses
+    assert hub.renders == 5
+    hub.settle()  # ... sent again in the next cell: 10 more messages
+    for card in cards[5:]:
+        card.task.preview = "working"
+        hub.mark(card.task)
+    hub.flush()
+    assert hub.renders == 5  # this flush's budget went to the states sent again
+    hub.flush()
+    assert hub.renders == 15  # then the rate resumes
