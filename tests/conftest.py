@@ -32,12 +32,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def emulator() -> Iterator[Emulator]:
-    emu = Emulator(strict=True, seed=0)
-    emu.start()
-    try:
+    with Emulator(strict=True, seed=0) as emu:
         yield emu
-    finally:
-        emu.stop()
     emu.check()
 
 

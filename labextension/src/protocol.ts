@@ -99,11 +99,16 @@ export function parseTaskRow(value: unknown): ITaskRow | null {
   };
 }
 
-export function parseTasks(value: unknown): ITaskRow[] {
+/** The items of a list that parse; anything else in the list (or no list) is dropped. */
+function parseList<T>(value: unknown, parse: (item: unknown) => T | null): T[] {
   if (!Array.isArray(value)) {
     return [];
   }
-  return value.map(parseTaskRow).filter((t): t is ITaskRow => t !== null);
+  return value.map(parse).filter((item): item is T => item !== null);
+}
+
+export function parseTasks(value: unknown): ITaskRow[] {
+  return parseList(value, parseTaskRow);
 }
 
 export function parseApproval(value: unknown): IApproval | null {
@@ -125,10 +130,7 @@ export function parseApproval(value: unknown): IApproval | null {
 }
 
 export function parseApprovals(value: unknown): IApproval[] {
-  if (!Array.isArray(value)) {
-    return [];
-  }
-  return value.map(parseApproval).filter((a): a is IApproval => a !== null);
+  return parseList(value, parseApproval);
 }
 
 /** The idempotence key of an insert: given by the kernel, else derived from the task ids. */

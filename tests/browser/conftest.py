@@ -80,12 +80,8 @@ class Lab:
 @pytest.fixture(scope="module")
 def browser_emulator(request: pytest.FixtureRequest) -> Iterator[Emulator]:
     """The model of the module's lab; a module's EMULATOR dict adds options (latency)."""
-    emu = Emulator(strict=True, seed=0, **getattr(request.module, "EMULATOR", {}))
-    emu.start()
-    try:
+    with Emulator(strict=True, seed=0, **getattr(request.module, "EMULATOR", {})) as emu:
         yield emu
-    finally:
-        emu.stop()
     emu.check()
 
 
