@@ -6,7 +6,7 @@
 the machine it ran on; a full run also refreshes benchmarks/results/<name>.json. ``--quick``
 is the CI size; ``--check`` fails when a bound is broken.
 
-The bounds are stated where they are measured (``fork_cache.BOUNDS``,
+The bounds are stated where they are measured (``fork_cache.BOUNDS``, ``compute_load.BOUNDS``,
 ``kernel_load.RTT_RATIO_MAX`` and friends) and collected here; every bound is a ratio or a
 count within one run, never an absolute time of this machine.
 """
@@ -33,6 +33,7 @@ RESULTS = ROOT / "benchmarks/results"
 BENCHMARKS: dict[str, tuple[bool, list[str]]] = {
     "fork_cache": (True, []),
     "kernel_load": (True, []),
+    "compute_load": (True, []),
     "loop_overhead": (False, []),
     "emulator_throughput": (False, []),
 }

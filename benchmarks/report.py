@@ -94,6 +94,69 @@ def _kernel_load(r: dict[str, Any]) -> list[str]:
     return out
 
 
+def _compute_load(r: dict[str, Any]) -> list[str]:
+    out = ["### Workers that compute (`compute_load`)", ""]
+    rtt, par, stop = r["rtt"], r["parallel"], r["stop"]
+    snap, fit, b = r["snapshot"], r["penguins"], r["bounds"]
+    out += [
+        "A real kernel whose workers burn CPU in their Python (each bound from the issue; "
+        "ratios within this run).",
+        "",
+    ]
+    out += _table(
+        ["measure", "value", "bound"],
+        [
+            [
+                "`execute_request` RTT while 2 workers compute, vs idle",
+                f"**{rtt['isolated_rtt_ratio']:.2f}x** ({rtt['idle_rtt_ms_median']:.1f} -> "
+                f"{rtt['isolated_rtt_ms_median']:.1f} ms)",
+                f"<= {b['rtt_ratio_max']}x",
+            ],
+            [
+                "  the same with `--shared` workers (threads in the kernel)",
+                f"{rtt['shared_rtt_ratio']:.2f}x",
+                "reported",
+            ],
+            [
+                "wall time of 2 computing workers vs 1",
+                f"**{par['wall_2_ratio']:.2f}x**",
+                f"<= {b['wall_2_max']}x",
+            ],
+            [
+                "wall time of 4 computing workers vs 1",
+                f"**{par['wall_4_ratio']:.2f}x**",
+                f"<= {b['wall_4_max']}x",
+            ],
+            [
+                "`%stop` of a computing worker to `killed`",
+                f"**{stop['stop_s']:.3f} s**",
+                f"<= {b['stop_s_max']} s",
+            ],
+            [
+                f"`%fork` to the worker's first statement ({snap['frame_mb']} MB DataFrame)",
+                f"**{snap['first_statement_s'] * 1000:.0f} ms**",
+                f"<= {b['first_statement_s_max'] * 1000:.0f} ms",
+            ],
+            [
+                "memory of the kernel's process tree (summed PSS) after the fork, vs before",
+                f"**{snap['memory_growth_after_fork']:+.1%}**",
+                f"< {b['memory_growth_max']:.0%}",
+            ],
+            [
+                "  after the worker read the whole frame",
+                f"{snap['memory_growth_after_read']:+.1%}",
+                "reported",
+            ],
+            [
+                "4 penguins model fits in workers vs the same as `--shared` (serial)",
+                f"**{fit['ratio']:.2f}x** ({fit['isolated_s']:.1f} s vs {fit['shared_s']:.1f} s)",
+                f"<= {b['penguins_ratio_max']}x",
+            ],
+        ],
+    )
+    return out
+
+
 def _loop_overhead(r: dict[str, Any]) -> list[str]:
     out = ["### Agent loop overhead (`loop_overhead`)", ""]
     out += _table(
@@ -133,6 +196,7 @@ def _emulator(r: dict[str, Any]) -> list[str]:
 SECTIONS = {
     "fork_cache": _fork_cache,
     "kernel_load": _kernel_load,
+    "compute_load": _compute_load,
     "loop_overhead": _loop_overhead,
     "emulator_throughput": _emulator,
 }

@@ -10,6 +10,7 @@ that want the runtime's own data::
     api.answer("allow")             # answer them as the card's buttons would
     print(api.costs().text())       # per-agent and total cost, with and without the cache
     api.notifications()             # the workers' notifications and the parent's answers
+    values = await api.pull("w1", "model", "scores")  # copies of a worker's values
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "deny",
     "notifications",
     "pending",
+    "pull",
     "session",
     "wait_pending",
 ]
@@ -97,6 +99,20 @@ def answer(choice: str, task: str | None = None, reason: str | None = None) -> i
     return len(prompts)
 
 
+async def pull(task: str, *names: str) -> dict[str, Any]:
+    """Copies of the values worker `task` holds under `names` (its own process's namespace),
+    as a dict; nothing is bound in yours. A value that cannot be pickled, an unknown name or
+    a worker whose process has ended is a UsageError naming it."""
+    from ..runtime.errors import UsageError as RuntimeUsageError
+    from ..runtime.executors import PullError
+
+    try:
+        found = session().registry.get(task)
+        return dict(await session().pull(found.id, *names))
+    except (RuntimeUsageError, PullError) as exc:
+        raise UsageError(f"pull: {exc}") from None
+
+
 def costs() -> CostReport:
     """Tokens and cost of the parent and each task, with what they would cost uncached."""
     return cost_report(session())
@@ -105,10 +121,10 @@ def costs() -> CostReport:
 def notifications() -> Any:
     """Every `<task-notification>` the parent received so far, each with the parent's answer,
     as Markdown (what the JupyterLab extension inserts as new cells)."""
-    from .markdown import SafeMarkdown
+    from .markdown import SafeMarkdown, fenced
 
     parts = []
     for auto in session().auto_turns:
-        xml = "\n\n".join(f"```xml\n{note}\n```" for note in auto.notifications)
+        xml = "\n\n".join(fenced(note, "xml") for note in auto.notifications)
         parts.append(f"{xml}\n\n**parent:** {auto.turn.text}")
     return SafeMarkdown("\n\n---\n\n".join(parts) or "*No notifications yet.*")

@@ -15,6 +15,7 @@ Widgets send only values that changed.
 from __future__ import annotations
 
 import asyncio
+import base64
 import difflib
 import functools
 import html
@@ -26,6 +27,7 @@ from typing import Any
 import ipywidgets as w
 from ipywidgets.widgets.widget_string import HTMLStyle
 
+from ..runtime.executors import Output, StreamText
 from ..runtime.permissions import Allow, Deny, PermissionRequest
 from ..runtime.tasks import Task
 from .markdown import markdown_html
@@ -41,8 +43,23 @@ STATUS_COLOURS = {
 }
 
 
+CARD_OUTPUT_CHARS = 200_000
+"""Text a card keeps of what its worker's code printed (displays and figures are all kept)."""
+
+
 def _esc(text: object) -> str:
     return html.escape(str(text))
+
+
+def notebook_output(output: Output) -> dict[str, Any]:
+    """An output as nbformat writes it (what an Output widget holds)."""
+    if isinstance(output, StreamText):
+        return {"output_type": "stream", "name": output.name, "text": output.text}
+    data = {
+        mime: base64.b64encode(value).decode("ascii") if isinstance(value, bytes) else value
+        for mime, value in output.data.items()
+    }
+    return {"output_type": "display_data", "data": data, "metadata": dict(output.metadata)}
 
 
 def input_preview(tool: str, data: dict[str, Any], workdir: Path) -> str:
@@ -80,11 +97,31 @@ def input_preview(tool: str, data: dict[str, Any], workdir: Path) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 
-class ApprovalPrompt(w.VBox):  # type: ignore[misc]
+class _WholeText:
+    """ipywidgets clips a widget's `text/plain` to 110 characters; a card's text is what a
+    frontend without widgets (a saved notebook on GitHub, nbconvert, a terminal) reads, so it
+    is given whole."""
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        data = super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]
+        if isinstance(data, dict):
+            data["text/plain"] = repr(self)
+        return data
+
+
+class ApprovalPrompt(_WholeText, w.VBox):  # type: ignore[misc]
     """One pending approval: what the call would do, and three answers."""
+
+    def __repr__(self) -> str:
+        request = self.request
+        who = f"worker {request.task_id}" if request.task_id else "the parent"
+        state = "answered" if self.future.done() else "waiting for an answer"
+        preview = input_preview(request.tool_name, dict(request.input), self.workdir)
+        return f"[approval: {request.tool_name} for {who}, {state}]\n{preview[:2000]}"
 
     def __init__(self, request: PermissionRequest, workdir: Path) -> None:
         self.request = request
+        self.workdir = workdir
         self.future: asyncio.Future[Allow | Deny] = asyncio.get_running_loop().create_future()
         title = w.HTML(
             f"<b>{_esc(request.tool_name)}</b> wants approval"
@@ -131,14 +168,33 @@ PLAIN_CARDS = (
 )
 
 
-class CardBox(w.VBox):  # type: ignore[misc]
+def card_text(task: Task) -> str:
+    """A card as text: name, kind, status, tokens, cost, and the result's first lines."""
+    u = task.usage
+    line = (
+        f"{task.name or task.id} ({task.kind}) {task.status} · {task.description} · "
+        f"in {u.total_input_tokens:,} / out {u.output_tokens:,} tok · "
+        f"cache read {u.cache_read_input_tokens:,} · ${task.cost_usd:.4f}"
+    )
+    outcome = task.result or task.error or ""
+    if task.done and outcome:
+        head = [text for text in outcome.strip().splitlines() if text.strip()][:10]
+        line += "\n" + "\n".join(f"    {text[:160]}" for text in head)
+    return line
+
+
+class CardBox(_WholeText, w.VBox):  # type: ignore[misc]
     """The cards started by one run of a cell."""
 
     def __init__(self) -> None:
         super().__init__(_dom_classes=["forkagent-cards"])
+        self.handle: Any = None  # its display, updated with the cards' text as they end
 
     def __repr__(self) -> str:
-        return PLAIN_CARDS
+        cards = [c for c in self.children if isinstance(c, TaskCard)]
+        if not cards:
+            return PLAIN_CARDS
+        return "\n".join(card_text(c.task) for c in cards)
 
 
 class PendingStrip(w.HBox):  # type: ignore[misc]
@@ -188,7 +244,7 @@ def _button_layout() -> w.Layout:
     return w.Layout(width="auto", align_self="flex-start", margin="2px 0")
 
 
-class TaskCard(w.VBox):  # type: ignore[misc]
+class TaskCard(_WholeText, w.VBox):  # type: ignore[misc]
     """The live view of one worker: one HTML line with status, activity and result, a Stop
     button, approvals when asked, and the transcript, filled when it is opened."""
 
@@ -213,6 +269,10 @@ class TaskCard(w.VBox):  # type: ignore[misc]
         )
         self.details.observe(self._on_open, names="selected_index")
         self.history: Callable[[], list[dict[str, Any]]] | None = None
+        # what the worker's code printed and displayed (figures too), made on first output
+        self.output: w.Output | None = None
+        self.queued: list[Output] = []
+        self._output_chars = 0
         super().__init__(
             self._parts(),
             _dom_classes=["forkagent-card", f"forkagent-task-{task.id}"],
@@ -220,7 +280,7 @@ class TaskCard(w.VBox):  # type: ignore[misc]
         )
 
     def __repr__(self) -> str:
-        return f"[forkagent task card: {self.task.name or self.task.id} ({self.task.kind})]"
+        return card_text(self.task)
 
     def add_prompt(self, prompt: ApprovalPrompt) -> None:
         if self.approvals is None:
@@ -236,11 +296,41 @@ class TaskCard(w.VBox):  # type: ignore[misc]
     def _parts(self) -> tuple[w.Widget, ...]:
         """The card's rows: a finished task has no Stop button (and no approvals left)."""
         if self.task.done:
-            return (self.header, self.details)
-        rows = (self.header, self.stop_button, self.approvals, self.details)
+            rows: tuple[w.Widget | None, ...] = (self.header, self.output, self.details)
+        else:
+            rows = (self.header, self.stop_button, self.approvals, self.output, self.details)
         return tuple(r for r in rows if r is not None)
 
+    def flush_outputs(self) -> bool:
+        """Append the queued outputs to the card's output area; True if there were any."""
+        if not self.queued:
+            return False
+        queued, self.queued = self.queued, []
+        if self.output is None:
+            self.output = w.Output(
+                layout=w.Layout(max_height="32em", overflow="auto"),
+                _dom_classes=["forkagent-worker-output"],
+            )
+        outputs = list(self.output.outputs)
+        for item in queued:
+            if isinstance(item, StreamText):
+                if self._output_chars >= CARD_OUTPUT_CHARS:
+                    continue
+                text = item.text[: CARD_OUTPUT_CHARS - self._output_chars]
+                self._output_chars += len(text)
+                if self._output_chars >= CARD_OUTPUT_CHARS:
+                    text += "\n[more output: see the transcript]\n"
+                last = outputs[-1] if outputs else None
+                if last and last["output_type"] == "stream" and last["name"] == item.name:
+                    outputs[-1] = {**last, "text": last["text"] + text}
+                    continue
+                item = StreamText(item.name, text)
+            outputs.append(notebook_output(item))
+        self.output.outputs = tuple(outputs)
+        return True
+
     def render(self) -> None:
+        self.flush_outputs()
         self.header.value = self._line()
         parts = self._parts()
         if tuple(self.children) != parts:
@@ -288,16 +378,19 @@ class TaskCard(w.VBox):  # type: ignore[misc]
         parts = []
         for m in messages[-30:]:
             content = m["content"]
-            text = (
-                content
-                if isinstance(content, str)
-                else " ".join(
-                    str(b.get("text") or b.get("name") or b.get("content") or "")[:300]
-                    for b in content
-                )
-            )
+            text = content if isinstance(content, str) else " ".join(map(_block_text, content))
             parts.append(f"<p><b>{_esc(m['role'])}</b>: {_esc(text[:600])}</p>")
         self.transcript.value = "".join(parts)
+
+
+def _block_text(block: dict[str, Any]) -> str:
+    """A content block in a line of the transcript view (images named, not inlined)."""
+    if block.get("type") == "image":
+        return "[image]"
+    inner = block.get("content")
+    if isinstance(inner, list):
+        return " ".join(map(_block_text, inner))
+    return str(block.get("text") or block.get("name") or inner or "")[:300]
 
 
 # IOPub messages a render costs: a running card's line; a final card's line and its rows
@@ -319,6 +412,7 @@ class CardHub:
         self.flushes = 0
         self.renders = 0
         self.history_of: Callable[[str], list[dict[str, Any]]] | None = None
+        self.boxes: list[CardBox] = []
         # between cells nothing is running to own a message: headless clients (nbclient)
         # drop what is sent then, so lasting changes sent then are sent again in the next cell
         self.in_cell = False
@@ -336,6 +430,14 @@ class CardHub:
         self._pending.setdefault(id(container), (container, []))[1].append(card)
         if not self._ensure_flusher():
             self._append_pending()
+
+    def output(self, task_id: str, output: Output) -> None:
+        """Queue what a worker's code printed or displayed for its card's next render."""
+        card = self.cards.get(task_id)
+        if card is None:
+            return
+        card.queued.append(output)
+        self.mark(card.task)
 
     def mark(self, task: Task) -> None:
         if task.id in self.cards:
@@ -401,9 +503,10 @@ class CardHub:
         dirty = sorted(self._dirty.items(), key=lambda kv: kv[1])
         done = [t for t, _ in dirty if self.cards[t].task.done]
         running = [t for t, _ in dirty if not self.cards[t].task.done]
+        ended: set[int] = set()
         for task_id in [*done, *running]:
             card = self.cards[task_id]
-            cost = FINAL_COST if card.task.done else RUNNING_COST
+            cost = (FINAL_COST if card.task.done else RUNNING_COST) + (1 if card.queued else 0)
             if budget < cost:
                 break
             budget -= cost
@@ -413,3 +516,15 @@ class CardHub:
             if card.task.done:
                 self._sent(card.header, "value")
                 self._sent(card, "children")
+                if card.output is not None:
+                    self._sent(card.output, "outputs")
+                ended.add(id(card))
+        self._retext(ended)
+
+    def _retext(self, ended: set[int]) -> None:
+        """Give the displays of the containers whose cards just ended their new text (what a
+        saved notebook shows where widgets are not drawn)."""
+        for box in self.boxes:
+            if box.handle is not None and any(id(c) in ended for c in box.children):
+                box.handle.update(box)
+                self._debt += 1  # within the same message budget

@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.display import HTML, display
+from IPython.display import display
 from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 from traitlets.config import Configurable
 
@@ -49,7 +50,26 @@ class ForkAgent(Configurable):  # type: ignore[misc]
     approval_timeout = Float(
         600.0, help="Seconds an approval waits for an answer before it counts as a denial."
     ).tag(config=True)
-    max_workers = Int(16, help="Workers that may run at the same time.").tag(config=True)
+    max_workers = Int(
+        16,
+        help="Worker processes alive at once. A finished worker's process is kept for pulls "
+        "until a new worker needs its place; a new one waits only while every process "
+        "belongs to a running worker.",
+    ).tag(config=True)
+    worker_namespace = CaselessStrEnum(
+        ["isolated", "shared"],
+        default_value="isolated",
+        help="Where a worker's Python runs: 'isolated' - its own process started from a "
+        "snapshot of the kernel at the fork (parallel, stoppable at once, cannot rebind your "
+        "names; pull values back with %tasks --pull); 'shared' - a thread in your namespace, "
+        "one call at a time (what it assigns is yours at once; it cannot be stopped inside a "
+        "C call).",
+    ).tag(config=True)
+    worker_nice = Int(
+        5,
+        help="Niceness added to worker processes, so the kernel answers first on a busy "
+        "machine (0 for none).",
+    ).tag(config=True)
     cache_ttl = CaselessStrEnum(
         ["5m", "1h"], default_value="5m", help="Prompt-cache lifetime to request."
     ).tag(config=True)
@@ -102,6 +122,40 @@ class KernelAgent:
         self._ui: Any = None
         self._background: set[asyncio.Task[Any]] = set()
         self.bridge.snapshot = self._snapshot
+        self.settings.observe(self._setting_changed)
+
+    def _setting_changed(self, change: Any) -> None:
+        """`%config ForkAgent.X = ...` after the session started applies at once: the
+        permission mode and approval timeout to every agent, running workers included; the
+        model, prompt-cache lifetime and worker settings from the next turn or worker on."""
+        session = self._session
+        if session is None:
+            return  # read when the session is made
+        name, value = change["name"], change["new"]
+        if name == "backend" and value != change["old"]:
+            print(
+                "ForkAgent.backend cannot change once the session has started: run "
+                "%unload_ext forkagent_jupyter then %load_ext forkagent_jupyter (or restart the "
+                "kernel) to use the new backend.",
+                file=sys.stderr,
+            )
+            self.settings.backend = change["old"]
+        elif name == "permission_mode":
+            session.gate.mode = value
+        elif name == "approval_timeout":
+            session.gate.approval_timeout = value
+        elif name == "auto_respond":
+            session.auto_respond = value
+        elif name == "cache_ttl":
+            session.cache_ttl = value
+        elif name == "model":
+            session.model = value or session.model
+        elif name == "worker_namespace":
+            session.compute.worker_namespace = value
+        elif name == "max_workers":
+            session.compute.max_workers = max(1, int(value))
+        elif name == "worker_nice":
+            session.compute.nice = int(value)
 
     def _snapshot(self) -> dict[str, Any]:
         """What a connecting frontend is told: the tasks and pending approvals (none before
@@ -126,6 +180,8 @@ class KernelAgent:
     def _before_cell(self, _info: Any) -> None:
         if self._ui is not None:
             self._ui.hub.in_cell = True
+        if self._session is not None:  # the cell may change the namespace: new snapshots
+            self._session.compute.namespace_changed()
 
     def _after_cell(self, _result: Any) -> None:
         if self._ui is not None:
@@ -184,10 +240,14 @@ class KernelAgent:
             raise UsageError("%%agent: the cell is empty; write what the agent should do.")
         if opts.get("new"):
             self.session.reset()
-        if opts.get("model"):
+        model = self.session.model
+        if opts.get("model"):  # for this cell only
             self.session.model = opts["model"]
-        async with interruptible():
-            await self.ui.run_turn(prompt)
+        try:
+            async with interruptible():
+                await self.ui.run_turn(prompt)
+        finally:
+            self.session.model = model
 
     def start_cell(self, line: str, body: str) -> Any:
         """`%%agent` without an await (run_cell_magic from code): run in the background."""
@@ -195,13 +255,14 @@ class KernelAgent:
 
     # -- workers -----------------------------------------------------------------------------
 
-    def fork(self, directive: str, name: str | None = None) -> Any:
+    def fork(self, directive: str, name: str | None = None, shared: bool = False) -> Any:
         directive = interpolate(directive, self.shell.user_ns)
         task = self.session.workers.fork(
             self.session.main,
             directive,
             description=directive.strip().splitlines()[0][:60],
             name=name,
+            namespace="shared" if shared else None,
         )
         self.ui.show_card(task)  # shown once: a card is displayed where its task started
 
@@ -219,26 +280,59 @@ class KernelAgent:
         from ..runtime.errors import UsageError as RuntimeUsageError
 
         if key is None:
+            running = self.session.registry.running()
+            if not running:
+                print("%stop --all: no task is running.")
+                return
+            print(f"%stop --all: stopping {len(running)} task(s).")
             self._spawn(self.session.workers.stop_all())
             return
         try:
-            self.session.registry.get(key)
+            task = self.session.registry.get(key)
         except RuntimeUsageError as exc:
             raise UsageError(f"%stop: {exc}") from None
+        if task.done:
+            raise UsageError(f"%stop: {task.name or task.id} is not running ({task.status}).")
         self._spawn(self.session.workers.stop(key))
 
     async def wait_tasks(self, args: str) -> None:
         from ..runtime.errors import UsageError as RuntimeUsageError
 
         ids = args.split()
-        async with interruptible():
-            try:
-                await self.session.wait(*ids)
-            except RuntimeUsageError as exc:
-                raise UsageError(f"%tasks: {exc}") from None
-            await self.session.idle() if not ids else None
-            await self.ui.hub.drained()  # the cards' final states belong to this cell
-        display(HTML(self.ui.tasks_html(ids)))
+        try:
+            async with interruptible():
+                try:
+                    await self.session.wait(*ids)
+                except RuntimeUsageError as exc:
+                    raise UsageError(f"%tasks: {exc}") from None
+                await self.session.idle() if not ids else None
+                await self.ui.hub.drained()  # the cards' final states belong to this cell
+        except asyncio.CancelledError:
+            print("%tasks --wait: interrupted; the tasks keep running.")
+            return
+        display(self.ui.tasks_bundle(ids), raw=True)
+
+    async def pull(self, args: str) -> None:
+        """`%tasks --pull ID NAME...`: copies of a worker's values, bound to the same names
+        in the notebook's namespace."""
+        from ..runtime.errors import UsageError as RuntimeUsageError
+        from ..runtime.executors import PullError
+        from ..runtime.executors.child import value_summary
+
+        key, *names = args.split()
+        if not names:
+            raise UsageError("%tasks --pull: usage: %tasks --pull <task id or name> NAME...")
+        try:
+            task = self.session.registry.get(key)
+            values = await self.session.pull(task.id, *names)
+        except (RuntimeUsageError, PullError) as exc:
+            raise UsageError(f"%tasks --pull: {exc}") from None
+        self.shell.user_ns.update(values)
+        shown = ", ".join(f"{name} ({value_summary(values[name])})" for name in names)
+        print(f"pulled from {task.name or task.id}: {shown}")
+
+    def start_pull(self, args: str) -> Any:
+        return self._spawn(self.pull(args))
 
     def start_wait(self, ids: list[str]) -> Any:
         return self._spawn(self.wait_tasks(" ".join(ids)))
@@ -247,8 +341,13 @@ class KernelAgent:
         self.ui.replay(keys)
 
     def tasks_table(self, ids: list[str]) -> None:
-        display(HTML(self.ui.tasks_html(ids)))
-        return
+        from ..runtime.errors import UsageError as RuntimeUsageError
+
+        try:
+            table = self.ui.tasks_bundle(ids)
+        except RuntimeUsageError as exc:
+            raise UsageError(f"%tasks: {exc}") from None
+        display(table, raw=True)
 
 
 def load(shell: Any) -> KernelAgent:

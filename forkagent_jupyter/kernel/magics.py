@@ -23,6 +23,7 @@ __all__ = ["AgentMagics", "split_options", "transform_cell"]
 
 _CELL = re.compile(r"^%%agent\b(.*)$")
 _WAIT = re.compile(r"^(\s*)%tasks\s+--wait\b(.*)$")
+_PULL = re.compile(r"^(\s*)%tasks\s+--pull\b(.*)$")
 
 
 def split_options(line: str, flags: dict[str, bool], magic: str) -> tuple[dict[str, Any], str]:
@@ -58,14 +59,19 @@ def transform_cell(lines: list[str]) -> list[str]:
     if not lines:
         return lines
     first = _CELL.match(lines[0].rstrip("\n"))
+    if first and first.group(1).strip() in ("?", "??"):
+        return lines  # `%%agent?`: IPython shows the magic's help
     if first:
         body = "".join(lines[1:])
         return [f"await __forkagent__.run_cell({first.group(1).strip()!r}, {body!r})\n"]
     out = []
     for line in lines:
         wait = _WAIT.match(line.rstrip("\n"))
+        pull = _PULL.match(line.rstrip("\n"))
         if wait:
             line = f"{wait.group(1)}await __forkagent__.wait_tasks({wait.group(2).strip()!r})\n"
+        elif pull:
+            line = f"{pull.group(1)}await __forkagent__.pull({pull.group(2).strip()!r})\n"
         out.append(line)
     return out
 
@@ -93,14 +99,26 @@ class AgentMagics(Magics):  # type: ignore[misc]
 
     @magic_arguments()
     @argument("--name", help="a name to address the worker with (%%send, %%stop)")
+    @argument(
+        "--shared",
+        action="store_true",
+        help="run the worker's code in your namespace on a thread (default: its own process "
+        "from a snapshot of the kernel)",
+    )
     @argument("directive", nargs="*", help="what the worker should do")
     @line_magic
     def fork(self, line: str) -> Any:
-        """Fork the parent conversation into a background worker; returns at once."""
-        opts, directive = split_options(line, {"--name": True}, "fork")
+        """Fork the parent conversation into a background worker; returns at once.
+
+        The worker's Python runs in its own process, started from a snapshot of the kernel
+        taken now: in parallel with you and the other workers, stopped at once by %stop, and
+        unable to change your variables (bring values back with %tasks --pull ID NAME...).
+        With --shared it runs in your namespace instead, one call at a time.
+        """
+        opts, directive = split_options(line, {"--name": True, "--shared": False}, "fork")
         if not directive:
             raise UsageError("%fork: say what the worker should do, e.g. %fork profile each column")
-        return self.host.fork(directive, name=opts.get("name"))
+        return self.host.fork(directive, name=opts.get("name"), shared=bool(opts.get("shared")))
 
     @magic_arguments()
     @argument("to", help="worker id or name")
@@ -115,11 +133,19 @@ class AgentMagics(Magics):  # type: ignore[misc]
 
     @magic_arguments()
     @argument("--wait", action="store_true", help="wait until the tasks finish")
+    @argument(
+        "--pull",
+        action="store_true",
+        help="%%tasks --pull ID NAME...: copy these variables of worker ID into your namespace",
+    )
     @argument("ids", nargs="*", help="task ids or names (default: all)")
     @line_magic
     def tasks(self, line: str) -> Any:
-        """A table of all tasks; `%tasks --wait [IDS]` waits for them to finish."""
+        """A table of all tasks; `%tasks --wait [IDS]` waits for them to finish;
+        `%tasks --pull ID NAME...` copies a worker's values into your namespace."""
         args = parse_argstring(self.tasks, line)
+        if args.pull:
+            return self.host.start_pull(" ".join(args.ids))
         if args.wait:
             return self.host.start_wait(args.ids)
         return self.host.tasks_table(args.ids)

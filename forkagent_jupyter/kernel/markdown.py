@@ -12,9 +12,10 @@ rest. The same HTML goes into widget cards, which set it as the page's HTML as i
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
-__all__ = ["SafeMarkdown", "markdown_bundle", "markdown_html"]
+__all__ = ["SafeMarkdown", "fenced", "markdown_bundle", "markdown_html"]
 
 
 @functools.cache
@@ -22,6 +23,15 @@ def _parser() -> Any:
     from markdown_it import MarkdownIt
 
     return MarkdownIt("commonmark", {"html": False, "breaks": True}).enable("table")
+
+
+def fenced(text: str, info: str = "") -> str:
+    """`text` as a Markdown code block whose fence is longer than any run of backticks in it,
+    so a result that holds its own ``` blocks stays inside (CommonMark closes a block only at a
+    fence at least as long as the opening one)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
 
 
 def markdown_html(text: str) -> str:

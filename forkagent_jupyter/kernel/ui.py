@@ -9,9 +9,7 @@ extension when it is connected, else in the launching cell's notification area (
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import html
-import io
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,13 +20,21 @@ from IPython.core.error import UsageError
 from IPython.display import HTML, display
 
 from ..runtime.events import LoopEvent, Stop, TextDelta, ToolResult, ToolUse
+from ..runtime.executors import Output
 from ..runtime.permissions import Deny, PermissionRequest
 from ..runtime.tasks import Task, task_snapshot
-from ..runtime.tools.python import ExecResult, execute_source
 from ..runtime.transcripts import answered_notifications
-from .cards import ApprovalPrompt, CardBox, CardHub, PendingStrip, TaskCard, input_preview
+from .cards import (
+    ApprovalPrompt,
+    CardBox,
+    CardHub,
+    PendingStrip,
+    TaskCard,
+    card_text,
+    input_preview,
+)
 from .delivery import answer_bundle, notification_bundle, notification_cell
-from .markdown import SafeMarkdown
+from .markdown import SafeMarkdown, fenced
 from .parents import in_latest_request
 
 if TYPE_CHECKING:
@@ -83,17 +89,6 @@ class WidgetPolicy:
             self.ui._tasks_changed()
 
 
-class LoopExecutor:
-    """Runs the `Python` tool's code on the kernel's own thread, like a cell: one call at a
-    time (the loop runs nothing else meanwhile), output captured for the tool result."""
-
-    async def run(self, code: str, namespace: dict[str, Any]) -> ExecResult:
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            value, error = execute_source(code, namespace)
-        return ExecResult(out.getvalue(), err.getvalue(), value, error)
-
-
 class KernelUI:
     def __init__(self, agent: KernelAgent) -> None:
         self.agent = agent
@@ -122,10 +117,17 @@ class KernelUI:
             permission_policy=WidgetPolicy(self),
             workdir=self.workdir,
             auto_respond=s.auto_respond,
+            approval_timeout=s.approval_timeout,
             namespace=self.agent.shell.user_ns,
             cache_ttl=s.cache_ttl,
-            services={"python_executor": LoopExecutor()},
+            worker_namespace=s.worker_namespace,
+            max_workers=s.max_workers,
         )
+        # the forks of one cell share one snapshot of the namespace (the kernel says when a
+        # cell may have changed it); workers' output goes to their cards
+        session.compute.reuse_snapshots = True
+        session.compute.nice = s.worker_nice
+        session.compute.on_output = self._on_output
         session.registry.subscribe(self._on_task)
         self.hub.history_of = lambda task_id: (
             session.workers.runs[task_id].history if task_id in session.workers.runs else []
@@ -190,6 +192,10 @@ class KernelUI:
             return None, ""
         meta = parent.get("metadata") or {}
         return meta.get("cellId"), str((parent.get("header") or {}).get("msg_id", ""))
+
+    def _on_output(self, task_id: str, output: Output) -> None:
+        """What a worker's code printed or displayed: to its card (never to a cell)."""
+        self.hub.output(task_id, output)
 
     def _on_task(self, task: Task) -> None:
         if task.id not in self.hub.cards and not task.done:
@@ -265,7 +271,9 @@ class KernelUI:
                 self._run_notes[run] = f"forkagent-notes-{len(self._run_notes)}-{task.id}"
                 self._run_cards[run] = CardBox()
                 display(self.strip)
-                display(self._run_cards[run])
+                box = self._run_cards[run]
+                box.handle = display(box, display_id=True)
+                self.hub.boxes.append(box)
             self.hub.add(card, self._run_cards[run])
             launch = Launch(cell, display_id=self._run_notes[run], run=run)
             self.launches[task.id] = launch
@@ -311,7 +319,7 @@ class KernelUI:
             if launch is None:
                 continue
             shown = self._notes.setdefault(launch.display_id, [])
-            notes = "\n\n".join(f"```xml\n{xml}\n```" for _, xml in pairs)
+            notes = "\n\n".join(fenced(xml, "xml") for _, xml in pairs)
             shown.append(f"{notes}\n\n{answer}")
             body = SafeMarkdown("\n\n---\n\n".join(shown))
             in_latest_request(display, body, display_id=launch.display_id, update=True)
@@ -337,6 +345,13 @@ class KernelUI:
             display(notification_bundle(snapshot), raw=True)
         if str(record.get("answer") or "").strip():
             display(answer_bundle(str(record["answer"])), raw=True)
+
+    def tasks_bundle(self, ids: list[str]) -> dict[str, str]:
+        """The task table as HTML and as text (for frontends that show only text)."""
+        session = self.agent.session
+        tasks = [session.registry.get(i) for i in ids] if ids else session.tasks
+        text = "\n".join(card_text(t) for t in tasks) if tasks else "No tasks yet."
+        return {"text/html": self.tasks_html(ids), "text/plain": text}
 
     def tasks_html(self, ids: list[str]) -> str:
         session = self.agent.session

@@ -107,6 +107,9 @@ class AgentDefinition(BaseModel):
     background: bool = False
     isolation: Literal["worktree"] | None = None
     maxTurns: int | None = Field(default=None, gt=0)  # noqa: N815
+    namespace: Literal["isolated", "shared"] | None = None
+    """Where its Python runs: its own process from a snapshot (isolated) or the notebook's
+    namespace (shared); None means the session's setting."""
     source: Source
     path: Path | None = None
 

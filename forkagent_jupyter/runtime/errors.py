@@ -2,12 +2,14 @@
 
 `AgentError` is the base of failures of the runtime itself; `ConfigError` is bad set-up
 (missing key, unknown backend); `ModelError` is an API failure left after the SDK's retries;
-`UsageError` is bad input from the caller (empty prompt, unknown task id).
+`UsageError` is bad input from the caller (empty prompt, unknown task id); `RunEndedError` is raised
+inside a tool call when the agent cannot go on (its worker process died): it is not a tool
+error for the model to read, it ends the run as `failed`.
 """
 
 from __future__ import annotations
 
-__all__ = ["AgentError", "ConfigError", "ModelError", "UsageError"]
+__all__ = ["AgentError", "ConfigError", "ModelError", "RunEndedError", "UsageError"]
 
 
 class AgentError(Exception):
@@ -29,3 +31,7 @@ class ModelError(AgentError):
         super().__init__(message)
         self.status = status
         self.retryable = retryable
+
+
+class RunEndedError(AgentError):
+    """A tool call found that its agent cannot go on; the run fails with this message."""

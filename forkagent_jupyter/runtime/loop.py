@@ -15,6 +15,7 @@ failures (after the SDK's retries) and cancellation end a turn early.
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -102,11 +103,21 @@ def _tool_uses(content: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _result_block(tool_use_id: str, outcome: ToolOutcome) -> dict[str, Any]:
-    block: dict[str, Any] = {
-        "type": "tool_result",
-        "tool_use_id": tool_use_id,
-        "content": outcome.content,
-    }
+    content: str | list[dict[str, Any]] = outcome.content
+    if outcome.images:
+        content = [{"type": "text", "text": outcome.content}]
+        content += [
+            {
+                "type": "image",
+                "source": {
+                    "type": "base64",
+                    "media_type": "image/png",
+                    "data": base64.b64encode(png).decode("ascii"),
+                },
+            }
+            for png in outcome.images
+        ]
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
     if outcome.is_error:
         block["is_error"] = True
     return block
@@ -247,7 +258,7 @@ async def run_turn(
             for batch in _batches(cfg, uses):
                 results = await asyncio.gather(*(_call_tool(cfg, uses[i], history) for i in batch))
                 for i, outcome in zip(batch, results, strict=True):
-                    outcome = ToolOutcome(redact(outcome.content), outcome.is_error)
+                    outcome = ToolOutcome(redact(outcome.content), outcome.is_error, outcome.images)
                     outcomes[i] = outcome
                     yield ToolResult(str(uses[i]["id"]), str(uses[i]["name"]), *_pair(outcome))
         finally:

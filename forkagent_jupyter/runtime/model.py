@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from .errors import ConfigError, ModelError
 from .events import ModelEvent, ModelResponse, TextDelta
-from .secrets import redact, register_secret
+from .secrets import redact, register_holder, register_secret
 from .stream import MessageReducer, StreamError, sse_events
 from .usage import DEFAULT_MODEL, Usage
 
@@ -178,6 +178,7 @@ class AnthropicModel:
             max_retries=max_retries,
             timeout=timeout,
         )
+        register_holder(self._client, "api_key", "auth_token")
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         import anthropic

@@ -201,6 +201,17 @@ def summarize(tool: str, data: dict[str, Any], subject: str) -> str:
     return redact(text)
 
 
+def _worker_mode(session: PermissionMode, asked: PermissionMode | None) -> PermissionMode:
+    """A worker's mode: `plan` if the session or the agent's definition says so (restricting is
+    always allowed); the session's `bypassPermissions`/`acceptEdits`; else the definition's,
+    else `bubble` (ask the session's policy)."""
+    if "plan" in (session, asked):
+        return "plan"
+    if session in ("bypassPermissions", "acceptEdits"):
+        return session
+    return asked or "bubble"
+
+
 class PermissionGate:
     """Decides each tool call (see the module doc). `mode` may be changed at any time;
     `for_worker` makes the gate of a background agent, sharing this gate's rules and log."""
@@ -218,10 +229,12 @@ class PermissionGate:
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"Unknown permission mode {mode!r}; use one of {', '.join(MODES)}.")
-        self.mode: PermissionMode = mode
+        self._mode: PermissionMode = mode
         self.policy = policy
         self.task_id = task_id
-        self.approval_timeout = approval_timeout
+        self._approval_timeout = approval_timeout
+        self._parent: PermissionGate | None = None  # a worker's gate follows its session's
+        self._asked_mode: PermissionMode | None = None
         self.recorder: Callable[[dict[str, Any]], None] | None = None
         """Called with each decision (the runtime writes them to the agent's transcript)."""
         self.rules = rules if rules is not None else RuleBook()
@@ -229,6 +242,31 @@ class PermissionGate:
             self.add_rule(text)
         for text in deny:
             self.add_rule(text, deny=True)
+
+    @property
+    def mode(self) -> PermissionMode:
+        """The mode in force. A worker's gate derives it from its session's gate at every
+        call, so a change there (`plan`, to stop all writing) reaches running workers."""
+        if self._parent is None:
+            return self._mode
+        return _worker_mode(self._parent.mode, self._asked_mode)
+
+    @mode.setter
+    def mode(self, value: PermissionMode) -> None:
+        if value not in MODES:
+            raise ValueError(f"Unknown permission mode {value!r}; use one of {', '.join(MODES)}.")
+        self._mode = value
+        self._parent = None  # set on a worker's gate: it no longer follows the session
+
+    @property
+    def approval_timeout(self) -> float | None:
+        if self._parent is not None:
+            return self._parent.approval_timeout
+        return self._approval_timeout
+
+    @approval_timeout.setter
+    def approval_timeout(self, value: float | None) -> None:
+        self._approval_timeout = value
 
     @property
     def log(self) -> list[dict[str, Any]]:
@@ -252,23 +290,17 @@ class PermissionGate:
             target.remove(parsed)
 
     def for_worker(self, task_id: str, mode: PermissionMode | None = None) -> PermissionGate:
-        """A worker's gate. Its mode: `plan` if this session or the agent definition says so
-        (restricting is always allowed); this session's `bypassPermissions`/`acceptEdits`
-        otherwise; else the definition's mode, else `bubble` (ask this session's policy)."""
-        chosen: PermissionMode
-        if "plan" in (self.mode, mode):
-            chosen = "plan"
-        elif self.mode in ("bypassPermissions", "acceptEdits"):
-            chosen = self.mode
-        else:
-            chosen = mode or "bubble"
-        return PermissionGate(
-            mode=chosen,
+        """A worker's gate, sharing this gate's rules and log; its mode and approval timeout
+        follow this gate's as they change (see `_worker_mode`)."""
+        gate = PermissionGate(
+            mode=_worker_mode(self.mode, mode),
             policy=self.policy,
             task_id=task_id,
             rules=self.rules,
-            approval_timeout=self.approval_timeout,
         )
+        gate._parent = self
+        gate._asked_mode = mode
+        return gate
 
     # -- deciding ------------------------------------------------------------------------
 

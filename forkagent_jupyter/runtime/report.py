@@ -81,6 +81,21 @@ class CostReport:
             "saving": self.saving,
         }
 
+    def __repr__(self) -> str:  # what a text frontend (a terminal, a saved notebook) shows
+        return self.text()
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return f"<pre>{html.escape(self.text())}</pre>"
+
+    def to_dataframe(self) -> Any:
+        """Per agent and the total as a pandas DataFrame (pandas needed)."""
+        import pandas as pd  # type: ignore[import-untyped]
+
+        data = self.to_dict()
+        return pd.DataFrame([*data["agents"], data["total"]]).set_index("name")
+
     def text(self) -> str:
         rows = [
             f"{'agent':<14} {'status':<10} {'prompt tok':>10} {'cache read':>10} "

@@ -10,9 +10,18 @@ from __future__ import annotations
 import os
 import re
 import threading
+import weakref
 from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["SECRET_ENV_VARS", "redact", "register_secret", "scrubbed_env"]
+__all__ = [
+    "SECRET_ENV_VARS",
+    "forget_secrets",
+    "redact",
+    "register_holder",
+    "register_secret",
+    "scrubbed_env",
+]
 
 SECRET_ENV_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 _KEY_PATTERN = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")
@@ -20,6 +29,7 @@ _MASK = "[redacted]"
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
+_holders: weakref.WeakKeyDictionary[Any, tuple[str, ...]] = weakref.WeakKeyDictionary()
 
 
 def register_secret(value: str | None) -> None:
@@ -50,3 +60,50 @@ def scrubbed_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     for name in SECRET_ENV_VARS:
         env.pop(name, None)
     return env
+
+
+def register_holder(obj: Any, *attributes: str) -> None:
+    """Remember an object that holds credentials in these attributes (an SDK client), so a
+    process forked from this one can wipe them (`forget_secrets`)."""
+    with _lock:
+        _holders[obj] = attributes
+
+
+def forget_secrets() -> None:
+    """In a worker process forked from the kernel: remove every credential this process
+    knows of - the environment variables (also from the environment block the process
+    started with, which /proc/self/environ shows), the registered holders' attributes and
+    the list of secret values itself."""
+    _wipe_environment_block()
+    for name in SECRET_ENV_VARS:
+        os.environ.pop(name, None)
+    with _lock:
+        holders = list(_holders.items())
+        _secrets.clear()
+    for obj, attributes in holders:
+        for attribute in attributes:
+            try:
+                setattr(obj, attribute, None)
+            except Exception:
+                continue
+
+
+def _wipe_environment_block() -> None:
+    """Overwrite credential values in the C environment in place (Linux, glibc or musl)."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        environ = ctypes.POINTER(ctypes.c_void_p).in_dll(libc, "environ")
+    except (OSError, ValueError, AttributeError):
+        return
+    prefixes = tuple(f"{name}=".encode() for name in SECRET_ENV_VARS)
+    index = 0
+    while environ[index]:
+        address = environ[index]
+        assert address is not None
+        entry = ctypes.string_at(address)
+        for prefix in prefixes:
+            if entry.startswith(prefix):
+                ctypes.memset(address + len(prefix), ord("x"), len(entry) - len(prefix))
+        index += 1

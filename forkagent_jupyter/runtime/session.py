@@ -28,6 +28,7 @@ from .events import (
     ToolUse,
     UsageReport,
 )
+from .executors import ComputePlane, WorkerNamespace
 from .loop import AgentConfig, LoopState, run_turn
 from .model import AnthropicModel, CacheTTL, ModelClient, default_model_name
 from .notifications import Command, CommandQueue
@@ -143,6 +144,8 @@ class Session:
         transcripts: bool | str | os.PathLike[str] = True,
         services: dict[str, Any] | None = None,
         approval_timeout: float | None = 600.0,
+        worker_namespace: WorkerNamespace = "isolated",
+        max_workers: int = 16,
     ) -> None:
         self.services: dict[str, Any] = dict(services or {})
         self.model = model or default_model_name()
@@ -164,6 +167,9 @@ class Session:
         self.auto_respond = auto_respond
         self.forking = forking
         self.namespace: dict[str, Any] = namespace if namespace is not None else {}
+        self.compute = ComputePlane(
+            self.namespace, worker_namespace=worker_namespace, max_workers=max_workers
+        )
         self.gate = PermissionGate(
             mode=permission_mode,
             policy=permission_policy,
@@ -216,6 +222,7 @@ class Session:
         self._changed = asyncio.Event()
         self._listeners: list[Callable[[str, LoopEvent], None]] = []
         self.registry.subscribe(lambda _task: self._changed.set())
+        self.registry.subscribe(self._compute_follows)
 
     # -- configuration -------------------------------------------------------------------
 
@@ -230,8 +237,19 @@ class Session:
             namespace=self.namespace,
             agent_id=agent_id,
             env=scrubbed_env(),
-            services={**self.services, "workers": self.workers},
+            services={**self.services, "workers": self.workers, "python_runner": self.compute.main},
         )
+
+    def _worker_services(self, agent_id: str, namespace: str | None) -> dict[str, Any]:
+        runner = self.compute.runner_for(agent_id, namespace)
+        return {**self.services, "workers": self.workers, "python_runner": runner}
+
+    def _compute_follows(self, task: Task) -> None:
+        """A worker's process follows its task: killed with it, kept for pulls otherwise."""
+        if task.done:
+            self.compute.finished(task.id, task.status)
+        else:
+            self.compute.resumed(task.id)
 
     def _config(self) -> AgentConfig:
         ctx = self._context("main")
@@ -254,14 +272,17 @@ class Session:
         """Named agents: built-in, then ~/.forkagent/agents, then <workdir>/.forkagent/agents."""
         return load_agents(self.workdir, self.home)
 
-    def _fork_config(self, parent: AgentRun, agent_id: str) -> AgentConfig:
-        """A fork inherits the parent's exact prompt, tools, model and thinking settings."""
+    def _fork_config(
+        self, parent: AgentRun, agent_id: str, namespace: str | None = None
+    ) -> AgentConfig:
+        """A fork inherits the parent's exact prompt, tools, model and thinking settings; its
+        code runs in a snapshot of the namespace taken now (or, `shared`, in the namespace)."""
         base = parent.config
         return replace(
             base,
             gate=base.gate.for_worker(agent_id),
             ctx=replace(
-                base.ctx, agent_id=agent_id, services={**self.services, "workers": self.workers}
+                base.ctx, agent_id=agent_id, services=self._worker_services(agent_id, namespace)
             ),
         )
 
@@ -282,7 +303,9 @@ class Session:
             tools=tools,
             gate=base.gate.for_worker(agent_id, mode=definition.permissionMode),
             ctx=replace(
-                base.ctx, agent_id=agent_id, services={**self.services, "workers": self.workers}
+                base.ctx,
+                agent_id=agent_id,
+                services=self._worker_services(agent_id, definition.namespace),
             ),
             max_turns=definition.maxTurns or self.max_turns,
             thinking=None,
@@ -337,10 +360,25 @@ class Session:
 
     # -- background work -----------------------------------------------------------------
 
-    async def fork(self, directive: str, *, name: str | None = None) -> Task:
-        """Fork the parent conversation into a background worker (returns at once)."""
+    async def fork(
+        self, directive: str, *, name: str | None = None, namespace: WorkerNamespace | None = None
+    ) -> Task:
+        """Fork the parent conversation into a background worker (returns at once). Its
+        Python runs in its own process, from a snapshot of the namespace taken now; with
+        `namespace="shared"`, on a thread in the namespace itself (the session's default is
+        its `worker_namespace`)."""
         description = directive.strip().splitlines()[0][:60] if directive.strip() else ""
-        return self.workers.fork(self.main, directive, description=description, name=name)
+        return self.workers.fork(
+            self.main, directive, description=description, name=name, namespace=namespace
+        )
+
+    async def pull(self, task_id: str, *names: str) -> dict[str, Any]:
+        """Copies of the values a worker holds under these names (picklable values only; a
+        PullError says which name cannot come back and why)."""
+        if not names:
+            raise UsageError("Name at least one variable to pull.")
+        task = self.registry.get(task_id)
+        return await self.compute.pull(task.id, names)
 
     async def send(self, to: str, message: str) -> str:
         """Message a running worker (queued) or a finished one (resumed)."""
@@ -448,6 +486,7 @@ class Session:
         if self._responder is not None and not self._responder.done():
             self._responder.cancel()
             await asyncio.wait({self._responder})
+        self.compute.close()
         if self.store is not None:
             self.store.close()
         await self.client.aclose()

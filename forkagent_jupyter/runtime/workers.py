@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .agents import AgentDefinition, unknown_agent_message
-from .errors import UsageError
+from .errors import RunEndedError, UsageError
 from .events import AssistantMessage, Stop, TextDelta, ToolResult, ToolUse, UsageReport
 from .fork import FORK_RECURSION_ERROR, build_fork_messages
 from .history import append_message, blocks_of
@@ -96,7 +96,7 @@ class Workers:
         queue: CommandQueue,
         definitions: Callable[[], dict[str, AgentDefinition]],
         named_config: Callable[[AgentRun, AgentDefinition, str, str | None], AgentConfig],
-        fork_config: Callable[[AgentRun, str], AgentConfig],
+        fork_config: Callable[[AgentRun, str, str | None], AgentConfig],
         stagger: bool = True,
         forking: bool = True,
         store: TranscriptStore | None = None,
@@ -126,8 +126,10 @@ class Workers:
         name: str | None = None,
         agent_id: str | None = None,
         worktree: Worktree | None = None,
+        namespace: str | None = None,
     ) -> Task:
-        """Start a fork of `parent` from `history` (default: the parent's history now)."""
+        """Start a fork of `parent` from `history` (default: the parent's history now); its
+        code runs in a snapshot of the namespace, or in the namespace itself (`shared`)."""
         if parent.is_fork:
             raise ForkRefusedError(FORK_RECURSION_ERROR)
         if not directive.strip():
@@ -147,7 +149,7 @@ class Workers:
             name=name,
             tool_use_id=tool_use_id,
         )
-        config = self._fork_config(parent, agent_id)
+        config = self._fork_config(parent, agent_id, namespace)
         state = LoopState(cache_points=[built.shared_end] if built.shared_end else [])
         run = AgentRun(
             agent_id,
@@ -312,6 +314,9 @@ class Workers:
         except asyncio.CancelledError:
             await self._end(run, "killed", result=_last_text(run.history) or None)
             raise
+        except RunEndedError as exc:  # the agent cannot go on (its worker process died)
+            await self._end(run, "failed", error=str(exc), result=_last_text(run.history) or None)
+            return
         except Exception as exc:  # a bug or an unexpected failure: report, never hang
             await self._end(run, "failed", error=f"{type(exc).__name__}: {exc}")
             return
@@ -442,7 +447,7 @@ class Workers:
         loaded = self.store.load(agent_id)
         meta = loaded.meta
         if meta.kind == "fork":
-            config = replace(self._fork_config(self.main, agent_id), max_turns=FORK_MAX_TURNS)
+            config = replace(self._fork_config(self.main, agent_id, None), max_turns=FORK_MAX_TURNS)
             definition = None
         else:
             definition = self._definitions().get(meta.kind)

@@ -80,6 +80,20 @@ def test_fan_out(run_notebook: RunNotebook) -> None:
     )
     synthesis = (findings / "synthesis.md").read_text()
     assert all(f"## {n}" in synthesis for n in ("profile", "outliers", "correlations", "plot"))
+    # the plot worker's figure is on its card (saved with the notebook's widget state), and
+    # the correlations worker's frame came back only when pulled
+    state = ran.nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    card_outputs = [
+        o
+        for model in state.values()
+        if "forkagent-worker-output" in model["state"].get("_dom_classes", [])
+        for o in model["state"].get("outputs", [])
+    ]
+    pngs = [o for o in card_outputs if "image/png" in o.get("data", {})]
+    assert len(pngs) == 1, card_outputs
+    pulled = ran.text("%tasks --pull correlations corr")
+    assert "pulled from correlations: corr (DataFrame 4x4)" in pulled
+    assert "flipper_length_mm" in pulled and f"{r:.2f}" in pulled
     # costs: every worker read the shared prefix from the cache, which made the run cheaper
     rows = _cost_rows(ran.text("print(api.costs()"))
     assert set(rows) == {"parent", "profile", "outliers", "correlations", "plot", "total"}

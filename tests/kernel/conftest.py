@@ -206,6 +206,9 @@ class Kernel:
 @pytest.fixture
 def kernel(emulator: Emulator, tmp_path: Path) -> Iterator[Kernel]:
     env = dict(os.environ)
+    # as a user's kernel: ipykernel forwards output written to its file descriptors 1 and 2
+    # into the running cell, except under pytest, which it detects by this variable
+    env.pop("PYTEST_CURRENT_TEST", None)
     env.update(
         ANTHROPIC_API_KEY="test-key",
         ANTHROPIC_BASE_URL=emulator.base_url,

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from forkagent_jupyter.runtime.tools.python import ExecResult, PythonTool, ThreadExecutor
+from forkagent_jupyter.runtime.executors import ThreadRunner
+from forkagent_jupyter.runtime.tools.python import ExecResult, PythonTool
 
 from .helpers import call, make_ctx
 
@@ -135,15 +136,16 @@ async def test_cancelling_interrupts_the_code_and_frees_the_namespace(tmp_path: 
     assert time.monotonic() - started < 3
 
 
-async def test_host_supplied_executor(tmp_path: Path) -> None:
-    class Upper:
-        """An executor that runs code in the calling thread and shouts its output."""
+async def test_host_supplied_runner(tmp_path: Path) -> None:
+    class Upper(ThreadRunner):
+        """A runner that shouts what the code printed."""
 
-        async def run(self, code: str, namespace: dict[str, Any]) -> ExecResult:
-            inner = await ThreadExecutor().run(code, namespace)
+        async def run(self, code: str) -> ExecResult:
+            inner = await super().run(code)
             return ExecResult(inner.stdout.upper(), "", inner.value_repr, inner.error)
 
-    out = await run("print('hi')\n1", {}, tmp_path, services={"python_executor": Upper()})
+    ns: dict[str, Any] = {}
+    out = await run("print('hi')\n1", {}, tmp_path, services={"python_runner": Upper(ns)})
     assert out.content == "HI\n1"
 
 

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from ..errors import RunEndedError
 from ..secrets import redact
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "ToolContext",
     "ToolError",
     "ToolOutcome",
+    "ToolOutput",
     "ToolSet",
     "format_validation_error",
 ]
@@ -70,11 +72,21 @@ class ToolContext:
 
 
 @dataclass(frozen=True)
+class ToolOutput:
+    """What a tool returns when text alone is not all: PNG images the model should see too
+    (a figure the code drew)."""
+
+    text: str
+    images: tuple[bytes, ...] = ()
+
+
+@dataclass(frozen=True)
 class ToolOutcome:
     """The result of one tool call, ready to become a tool_result block."""
 
     content: str
     is_error: bool = False
+    images: tuple[bytes, ...] = ()
 
 
 _SPECS: dict[type[Any], dict[str, Any]] = {}
@@ -113,7 +125,7 @@ class Tool(ABC, Generic[InputT]):
         return []
 
     @abstractmethod
-    async def run(self, args: InputT, ctx: ToolContext) -> str:
+    async def run(self, args: InputT, ctx: ToolContext) -> str | ToolOutput:
         """Do the work and return the text the model reads; raise ToolError on failure."""
 
 
@@ -176,14 +188,17 @@ class ToolSet:
 
 
 async def run_parsed(tool: Tool[Any], args: BaseModel, ctx: ToolContext) -> ToolOutcome:
-    """Run an already validated call, turning every failure except cancellation into text."""
+    """Run an already validated call, turning every failure except cancellation and errors
+    that end the run (`RunEndedError`: a worker process that died) into text."""
     try:
-        text = await tool.run(args, ctx)
-    except asyncio.CancelledError:
+        output = await tool.run(args, ctx)
+    except (asyncio.CancelledError, RunEndedError):
         raise
     except ToolError as exc:
         return ToolOutcome(str(exc) or f"{tool.name} failed", True)
     except Exception as exc:
         log.warning("tool %s raised:\n%s", tool.name, redact(traceback.format_exc()))
         return ToolOutcome(redact(f"{tool.name} raised {type(exc).__name__}: {exc}"), True)
-    return ToolOutcome(text if text else "(no output)")
+    if isinstance(output, ToolOutput):
+        return ToolOutcome(output.text or "(no output)", images=output.images)
+    return ToolOutcome(output if output else "(no output)")

@@ -6,12 +6,13 @@ shapes, dtypes, a few rows and summary statistics.
 
 from __future__ import annotations
 
-import asyncio
 import types
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..executors import CallFailedError
 from .base import Tool, ToolContext, ToolError
 from .output import cap_output
 
@@ -58,18 +59,7 @@ class VariablesTool(Tool[VariablesInput]):
     read_only = True
 
     async def run(self, args: VariablesInput, ctx: ToolContext) -> str:
-        rows = []
-        for name, value in list(ctx.namespace.items()):
-            if name in _HIDDEN or (name.startswith("_") and not args.include_private):
-                continue
-            if isinstance(value, (types.ModuleType, types.FunctionType, type)):
-                continue
-            rows.append(f"{name}: {summarize_value(value)}")
-        if not rows:
-            return "The namespace has no variables yet."
-        more = len(rows) - MAX_VARIABLES
-        shown = "\n".join(sorted(rows)[:MAX_VARIABLES])
-        return shown + (f"\n... {more} more" if more > 0 else "")
+        return str(await _where_code_runs(ctx, list_variables, args.include_private))
 
 
 class DescribeInput(BaseModel):
@@ -89,18 +79,44 @@ class DescribeDataTool(Tool[DescribeInput]):
     read_only = True
 
     async def run(self, args: DescribeInput, ctx: ToolContext) -> str:
-        if args.name not in ctx.namespace:
-            known = [
-                n
-                for n, v in ctx.namespace.items()
-                if hasattr(v, "describe") and not n.startswith("_")
-            ]
-            hint = f" DataFrames here: {', '.join(sorted(known))}." if known else ""
-            raise ToolError(f"No variable named {args.name!r}.{hint}")
-        value = ctx.namespace[args.name]
-        if not (hasattr(value, "describe") and hasattr(value, "head") and hasattr(value, "shape")):
-            raise ToolError(f"{args.name} is a {type(value).__name__}, not a DataFrame or Series.")
-        return cap_output(await asyncio.to_thread(_describe, args.name, value, args.rows))
+        text = await _where_code_runs(ctx, describe_variable, args.name, args.rows)
+        return cap_output(str(text))
+
+
+async def _where_code_runs(ctx: ToolContext, fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(namespace, *args)` in the agent's own namespace (a worker's is in its process)."""
+    from .python import runner_of
+
+    try:
+        return await runner_of(ctx).call(fn, *args)
+    except (ValueError, CallFailedError) as exc:
+        raise ToolError(str(exc)) from None
+
+
+def list_variables(namespace: dict[str, Any], include_private: bool) -> str:
+    rows = []
+    for name, value in list(namespace.items()):
+        if name in _HIDDEN or (name.startswith("_") and not include_private):
+            continue
+        if isinstance(value, (types.ModuleType, types.FunctionType, type)):
+            continue
+        rows.append(f"{name}: {summarize_value(value)}")
+    if not rows:
+        return "The namespace has no variables yet."
+    more = len(rows) - MAX_VARIABLES
+    shown = "\n".join(sorted(rows)[:MAX_VARIABLES])
+    return shown + (f"\n... {more} more" if more > 0 else "")
+
+
+def describe_variable(namespace: dict[str, Any], name: str, rows: int) -> str:
+    if name not in namespace:
+        known = [n for n, v in namespace.items() if hasattr(v, "describe") and n[:1] != "_"]
+        hint = f" DataFrames here: {', '.join(sorted(known))}." if known else ""
+        raise ValueError(f"No variable named {name!r}.{hint}")
+    value = namespace[name]
+    if not (hasattr(value, "describe") and hasattr(value, "head") and hasattr(value, "shape")):
+        raise ValueError(f"{name} is a {type(value).__name__}, not a DataFrame or Series.")
+    return _describe(name, value, rows)
 
 
 def _describe(name: str, value: Any, rows: int) -> str:

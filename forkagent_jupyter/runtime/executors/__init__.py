@@ -1,0 +1,44 @@
+"""Where agents' Python runs: the notebook's namespace on a thread, or a worker process
+started from a snapshot of the kernel. See `plane.ComputePlane`."""
+
+from __future__ import annotations
+
+from .base import (
+    MAX_IMAGE_BYTES,
+    MAX_IMAGES,
+    CodeRunner,
+    Display,
+    ExecResult,
+    Output,
+    OutputSink,
+    PullError,
+    StreamText,
+    WorkerLostError,
+)
+from .plane import ComputePlane, WorkerNamespace
+from .process import CallFailedError, ProcessRunner, fork_supported
+from .source import ExecutionInterrupted, execute_source
+from .thread import DEFAULT_EXECUTOR, ThreadExecutor, ThreadRunner
+
+__all__ = [
+    "DEFAULT_EXECUTOR",
+    "MAX_IMAGES",
+    "MAX_IMAGE_BYTES",
+    "CallFailedError",
+    "CodeRunner",
+    "ComputePlane",
+    "Display",
+    "ExecResult",
+    "ExecutionInterrupted",
+    "Output",
+    "OutputSink",
+    "ProcessRunner",
+    "PullError",
+    "StreamText",
+    "ThreadExecutor",
+    "ThreadRunner",
+    "WorkerLostError",
+    "WorkerNamespace",
+    "execute_source",
+    "fork_supported",
+]

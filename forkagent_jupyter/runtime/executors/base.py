@@ -1,0 +1,110 @@
+"""What every place that runs code shares: its outputs, its result, and the runner protocol.
+
+A `CodeRunner` is one agent's place to run Python: the notebook's namespace on a thread (the
+parent, and workers forked with `--shared`), or a worker process started from a snapshot of
+the kernel (every other worker). Runners report what the code printed and displayed as it
+happens (`Output`s, for the worker's card) and return an `ExecResult` (for the model).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from ..errors import AgentError, RunEndedError
+
+__all__ = [
+    "MAX_IMAGES",
+    "MAX_IMAGE_BYTES",
+    "CodeRunner",
+    "Display",
+    "ExecResult",
+    "Output",
+    "OutputSink",
+    "PullError",
+    "StreamText",
+    "WorkerLostError",
+    "png_of",
+]
+
+MAX_IMAGES = 4
+"""Figures of one call that go back to the model as image blocks (the first ones)."""
+MAX_IMAGE_BYTES = 1_000_000
+"""A figure larger than this (PNG bytes) is shown on the card but not sent to the model."""
+
+
+@dataclass(frozen=True)
+class StreamText:
+    """Text the code wrote to stdout or stderr."""
+
+    name: Literal["stdout", "stderr"]
+    text: str
+
+
+@dataclass(frozen=True)
+class Display:
+    """One rich output, as IPython's display() publishes it: a MIME bundle."""
+
+    data: dict[str, Any]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+Output = StreamText | Display
+OutputSink = Callable[[Output], None]
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What one execution produced. `value_repr` is None when the code did not end with an
+    expression (or it was None); `error` holds a formatted traceback; `images` are the PNG
+    figures it displayed, in order."""
+
+    stdout: str = ""
+    stderr: str = ""
+    value_repr: str | None = None
+    error: str | None = None
+    images: tuple[bytes, ...] = ()
+
+
+class WorkerLostError(RunEndedError):
+    """The worker's process ended while it ran code (a crash, os._exit, killed from outside).
+    This ends the agent's run: it fails with this message."""
+
+
+class PullError(AgentError):
+    """Values could not be brought back from a worker (the message says which and why)."""
+
+
+def png_of(bundle: dict[str, Any]) -> bytes | None:
+    """The PNG bytes of a display bundle (IPython gives base64 text; some give bytes)."""
+    data = bundle.get("image/png")
+    if isinstance(data, bytes):
+        return data if data.startswith(b"\x89PNG") else base64.b64decode(data)
+    if isinstance(data, str):
+        try:
+            return base64.b64decode(data)
+        except ValueError:
+            return None
+    return None
+
+
+@runtime_checkable
+class CodeRunner(Protocol):
+    """One agent's place to run code. Calls on one runner run one at a time."""
+
+    kind: str
+    """"thread" (the notebook's own namespace) or "process" (a worker's own copy)."""
+
+    async def run(self, code: str) -> ExecResult:
+        """Run `code` like a notebook cell; outputs go to the runner's sink as they happen."""
+        ...
+
+    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """`fn(namespace, *args)` where the code runs (fn and its result must pickle)."""
+        ...
+
+    async def pull(self, names: Sequence[str]) -> dict[str, Any]:
+        """Copies of these names' values; a PullError names what cannot come back."""
+        ...

@@ -1,0 +1,341 @@
+"""The worker-process side: what runs in a process forked from the kernel.
+
+`become_snapshot` turns a fresh fork of the kernel into a snapshot process: it lets go of
+everything of the kernel's it must not touch (its sockets and publishers, its signal handling,
+the credentials), then serves `spawn` requests: each forks a worker process, which serves one
+agent's calls (`serve_worker`) over its own socket until it is told to exit or killed. The
+snapshot reports its workers' exit statuses, so the kernel can say how a worker died.
+
+A worker's stdout/stderr, displays and figures go to the kernel as messages on its socket;
+the kernel publishes them (the worker never writes to the kernel's ZMQ sockets).
+"""
+
+from __future__ import annotations
+
+import array
+import base64
+import builtins
+import contextlib
+import gc
+import io
+import os
+import pickle
+import select
+import signal
+import socket
+import sys
+import threading
+import time
+import types
+from typing import Any, NoReturn
+
+from ..secrets import forget_secrets
+from .base import Display, ExecResult, StreamText, png_of
+from .display import flush_figures, ipython_shell, open_figures
+from .source import run_source, safe_repr
+from .wire import FrameSocket
+
+__all__ = ["become_snapshot", "serve_worker"]
+
+STREAM_FLUSH_SECONDS = 0.1
+STREAM_LIMIT = 1_000_000  # characters of output one call may send to its card
+CAPTURE_LIMIT = 2_000_000  # characters of output one call keeps for its result
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Linux: this process is killed when the process that forked it ends."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _refuse(*_args: Any, **_kwargs: Any) -> NoReturn:
+    raise RuntimeError(
+        "not available in a worker process: it has no connection to the notebook's frontend "
+        "(widgets, input() and kernel messages belong to the kernel)"
+    )
+
+
+def _detach_from_kernel() -> None:
+    """Nothing the kernel owns may be used here: its ZMQ session, comms, stdin, signals."""
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a kernel interrupt is for the kernel
+    for name in ("SIGTERM", "SIGHUP", "SIGQUIT"):
+        with contextlib.suppress(ValueError, OSError, AttributeError):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+    builtins.input = _refuse
+    shell = ipython_shell()
+    kernel = getattr(shell, "kernel", None)
+    session = getattr(kernel, "session", None)
+    if session is not None:
+        session.send = _refuse
+    comm: Any = sys.modules.get("comm")
+    if comm is not None:
+        comm.create_comm = _refuse
+
+
+def _child_stdio() -> None:
+    """Streams that belong to no kernel thread (replaced again per worker). The kernel reads
+    its own file descriptors 1 and 2 into the running cell, so here they lead nowhere: what
+    C code writes to them would otherwise land in an unrelated cell."""
+    null = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+    sys.stdout = sys.stderr = null
+    sys.stdin = open(os.devnull)  # noqa: SIM115
+    for fd in (1, 2):
+        with contextlib.suppress(OSError):
+            os.dup2(null.fileno(), fd)
+
+
+def become_snapshot(control: socket.socket, namespace: dict[str, Any]) -> NoReturn:
+    """Run in the child right after the kernel forked it; never returns."""
+    try:
+        _die_with_parent()
+        _detach_from_kernel()
+        _child_stdio()
+        forget_secrets()
+        os.environ["MPLBACKEND"] = os.environ.get("MPLBACKEND") or "agg"
+        gc.freeze()  # what the kernel had stays shared (copy-on-write) with the kernel
+        _serve_spawns(control, namespace)
+    finally:
+        os._exit(0)
+
+
+def _serve_spawns(control: socket.socket, namespace: dict[str, Any]) -> None:
+    reports = FrameSocket(control)
+    children: set[int] = set()
+    while True:
+        _reap(children, reports)
+        ready, _, _ = select.select([control], [], [], 0.2)
+        if not ready:
+            continue
+        fds = array.array("i")
+        data, ancdata, _flags, _addr = control.recvmsg(4096, socket.CMSG_LEN(fds.itemsize))
+        if not data:
+            return  # the kernel is gone or retired this snapshot
+        for level, kind, payload in ancdata:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+        request = pickle.loads(data)
+        if request[0] == "exit":
+            return
+        if request[0] == "spawn" and fds:
+            token = request[1]
+            pid = os.fork()
+            if pid == 0:
+                control.close()
+                _die_with_parent()
+                with contextlib.suppress(OSError):
+                    os.nice(int(request[2]))
+                serve_worker(socket.socket(fileno=fds[0]), namespace)
+            os.close(fds[0])
+            children.add(pid)
+            reports.send(("spawned", token, pid))
+
+
+def _reap(children: set[int], reports: FrameSocket) -> None:
+    for pid in list(children):
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            children.discard(pid)
+            continue
+        if done:
+            children.discard(pid)
+            reports.send(("exited", pid, status))
+
+
+def describe_status(status: int) -> str:
+    """How a process ended, in words ("killed by SIGSEGV", "exited with code 3")."""
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        return f"was killed by {name}"
+    return f"exited with code {os.WEXITSTATUS(status)}"
+
+
+class _PipeStream(io.TextIOBase):
+    """sys.stdout/stderr of a worker: kept for the call's result and sent to the kernel,
+    coalesced (at most every STREAM_FLUSH_SECONDS, by a flusher thread)."""
+
+    def __init__(self, name: str, worker: _Worker) -> None:
+        self.name = name
+        self.worker = worker
+
+    def write(self, text: str) -> int:
+        self.worker.write(self.name, text)
+        return len(text)
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return "utf-8"
+
+
+class _Worker:
+    def __init__(self, conn: FrameSocket, namespace: dict[str, Any]) -> None:
+        self.conn = conn
+        self.namespace = namespace
+        self.lock = threading.Lock()
+        self.pending: list[tuple[str, str]] = []
+        self.captured: dict[str, list[str]] = {"stdout": [], "stderr": []}
+        self.captured_size = 0
+        self.sent = 0
+        self.images: list[bytes] = []
+
+    # -- output --------------------------------------------------------------------------
+
+    def write(self, name: str, text: str) -> None:
+        with self.lock:
+            if self.captured_size < CAPTURE_LIMIT:
+                self.captured[name].append(text)
+                self.captured_size += len(text)
+            if self.sent < STREAM_LIMIT:
+                self.pending.append((name, text))
+                self.sent += len(text)
+                if self.sent >= STREAM_LIMIT:
+                    self.pending.append(("stderr", "\n[output to the card stops here]\n"))
+
+    def flush(self) -> None:
+        with self.lock:
+            pending, self.pending = self.pending, []
+        merged: list[tuple[str, str]] = []
+        for name, text in pending:
+            if merged and merged[-1][0] == name:
+                merged[-1] = (name, merged[-1][1] + text)
+            else:
+                merged.append((name, text))
+        for name, text in merged:
+            self.conn.send(("output", StreamText("stderr" if name == "stderr" else "stdout", text)))
+
+    def flusher(self) -> None:
+        while True:
+            time.sleep(STREAM_FLUSH_SECONDS)
+            with contextlib.suppress(OSError):
+                self.flush()
+
+    def display(self, display: Display) -> None:
+        self.flush()  # keep the order of prints and displays
+        png = png_of(display.data)
+        if png is not None:
+            self.images.append(png)
+        self.conn.send(("output", display))
+
+    def publish(self, data: Any, metadata: Any = None, *_args: Any, **_kwargs: Any) -> None:
+        self.display(Display(dict(data or {}), dict(metadata or {})))
+
+    # -- requests ------------------------------------------------------------------------
+
+    def run(self, code: str) -> ExecResult:
+        with self.lock:
+            self.captured = {"stdout": [], "stderr": []}
+            self.captured_size = self.sent = 0
+        self.images = []
+        before = open_figures()
+        ran = run_source(code, self.namespace)
+        with contextlib.suppress(Exception):
+            flush_figures(self.display, before)
+        if ran.has_value:
+            self._show_value(ran.value)
+        self.flush()
+        return ExecResult(
+            "".join(self.captured["stdout"]),
+            "".join(self.captured["stderr"]),
+            ran.value_repr,
+            ran.error,
+            tuple(self.images),
+        )
+
+    def _show_value(self, value: Any) -> None:
+        """A rich final value (a DataFrame's table) goes to the card, as a cell's Out[] would."""
+        shell = ipython_shell()
+        if shell is None:
+            return
+        try:
+            data, metadata = shell.display_formatter.format(value)
+        except Exception:
+            return
+        if set(data) - {"text/plain"}:
+            self.display(Display(dict(data), dict(metadata)))
+
+    def pull(self, names: list[str]) -> tuple[dict[str, bytes], dict[str, str]]:
+        values: dict[str, bytes] = {}
+        errors: dict[str, str] = {}
+        for name in names:
+            if name not in self.namespace:
+                errors[name] = "not defined in this worker"
+                continue
+            value = self.namespace[name]
+            if isinstance(value, (types.FunctionType, type)) and value.__module__ == "__main__":
+                kind = "class" if isinstance(value, type) else "function"
+                errors[name] = (
+                    f"a {kind} defined in the worker cannot come back (pickle stores it by name "
+                    "only); pull the values it computes instead"
+                )
+                continue
+            try:
+                values[name] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:
+                errors[name] = f"{type(value).__name__} cannot be pickled ({exc})"
+        return values, errors
+
+    def serve(self) -> None:
+        while True:
+            try:
+                request = self.conn.recv()
+            except (EOFError, OSError):
+                return
+            kind, call_id = request[0], request[1] if len(request) > 1 else None
+            if kind == "exit":
+                return
+            if kind == "run":
+                self.conn.send(("done", call_id, self.run(request[2])))
+            elif kind == "call":
+                try:
+                    result: Any = ("ok", request[2](self.namespace, *request[3]))
+                    reply = ("called", call_id, result)
+                    self.conn.send(reply)
+                except Exception as exc:
+                    self.conn.send(("called", call_id, ("error", f"{type(exc).__name__}: {exc}")))
+            elif kind == "pull":
+                values, errors = self.pull(list(request[2]))
+                self.conn.send(("pulled", call_id, values, errors))
+
+
+def serve_worker(sock: socket.socket, namespace: dict[str, Any]) -> NoReturn:
+    """A worker process: serve one agent's calls on `sock`; never returns."""
+    try:
+        worker = _Worker(FrameSocket(sock), namespace)
+        sys.stdout = _PipeStream("stdout", worker)
+        sys.stderr = _PipeStream("stderr", worker)
+        shell = ipython_shell()
+        if shell is not None:
+            shell.display_pub.publish = worker.publish
+            shell.display_pub.clear_output = lambda *_a, **_k: None
+        threading.Thread(target=worker.flusher, name="forkagent-output", daemon=True).start()
+        worker.serve()
+    finally:
+        os._exit(0)
+
+
+def value_summary(value: Any) -> str:
+    """A short description of a pulled value, for the line that says what came back."""
+    shape = getattr(value, "shape", None)
+    kind = type(value).__name__
+    if isinstance(shape, tuple):
+        return f"{kind} {'x'.join(str(n) for n in shape)}"
+    text = safe_repr(value)
+    return f"{kind} {text[:40]}" + ("…" if len(text) > 40 else "")
+
+
+def encode_png(png: bytes) -> str:
+    return base64.b64encode(png).decode("ascii")

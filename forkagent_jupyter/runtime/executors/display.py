@@ -1,0 +1,85 @@
+"""Where displays and figures of agent code go.
+
+IPython's `display()` (and matplotlib's inline `plt.show()`, which calls it) publishes through
+the shell's display publisher. Agent code must not publish into whatever cell runs now: the
+parent's displays stay in its own cell, a worker's go to its card. This module hooks the
+publisher without importing IPython (it uses the shell only when one is loaded), and turns
+figures left open by a call into PNG displays, so a figure shows without `plt.show()`.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from .base import Display
+
+__all__ = ["DisplayRouter", "flush_figures", "ipython_shell", "open_figures"]
+
+Route = Callable[[Display], bool]
+"""Takes a display of the routed thread; True if it consumed it (else it is shown as usual)."""
+
+
+def ipython_shell() -> Any:
+    """The running IPython shell, or None (IPython not loaded or no shell made)."""
+    module = sys.modules.get("IPython.core.interactiveshell")
+    if module is None:
+        return None
+    cls = module.InteractiveShell
+    return cls.instance() if cls.initialized() else None
+
+
+def open_figures() -> set[int]:
+    """Numbers of the matplotlib figures open now (none if pyplot is not in use)."""
+    plt = sys.modules.get("matplotlib.pyplot")
+    return set(plt.get_fignums()) if plt is not None else set()
+
+
+def flush_figures(publish: Callable[[Display], None], before: set[int]) -> None:
+    """Publish every figure opened since `before` as a PNG display, and close it."""
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return
+    for number in plt.get_fignums():
+        if number in before:
+            continue
+        figure = plt.figure(number)
+        buffer = io.BytesIO()
+        try:
+            figure.savefig(buffer, format="png", bbox_inches="tight")
+        except Exception as exc:  # a figure that cannot draw: say so, keep the others
+            publish(Display({"text/plain": f"<figure {number}: could not be drawn: {exc}>"}))
+        else:
+            data = base64.b64encode(buffer.getvalue()).decode("ascii")
+            publish(Display({"image/png": data, "text/plain": repr(figure)}))
+        plt.close(figure)
+
+
+class DisplayRouter:
+    """Hooks the shell's display publisher: displays made by a routed thread go to that
+    thread's route; all others are published as before. One per shell."""
+
+    def __init__(self, shell: Any) -> None:
+        self.publisher = shell.display_pub
+        self.original = self.publisher.publish
+        self.routes: dict[int, Route] = {}
+        self.publisher.publish = self.publish
+
+    @classmethod
+    def of(cls, shell: Any) -> DisplayRouter:
+        existing = getattr(shell.display_pub, "_forkagent_router", None)
+        if isinstance(existing, DisplayRouter):
+            return existing
+        router = cls(shell)
+        shell.display_pub._forkagent_router = router
+        return router
+
+    def publish(self, data: Any, metadata: Any = None, *args: Any, **kwargs: Any) -> None:
+        route = self.routes.get(threading.get_ident())
+        if route is not None and route(Display(dict(data or {}), dict(metadata or {}))):
+            return
+        self.original(data, metadata, *args, **kwargs)

@@ -1,0 +1,188 @@
+"""The compute plane: which runner each agent's code gets, and the bounds on processes.
+
+* The parent ("main") runs code in the notebook's namespace, on a thread (its turn is the
+  user's own, like a cell).
+* A worker gets, by default, its own process started from a snapshot of the kernel taken at
+  the moment of its fork (`isolated`): parallel, killable, and unable to rebind the user's
+  names; values come back only when pulled. With `shared`, a worker runs on a thread in the
+  notebook's namespace like the parent, its calls serialised with everyone else's there.
+* At most `max_workers` worker processes live at once. A finished worker's process is kept
+  for pulls; when a new one needs room, the oldest finished one is retired first; only when
+  every process belongs to a running worker does a new one wait.
+
+Snapshots are reused while the namespace has not changed (the host says when it may have:
+`namespace_changed`, e.g. before every cell), so the forks of one cell share one snapshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from .base import CodeRunner, Output, PullError
+from .process import ProcessRunner, Snapshot, fork_supported
+from .thread import ThreadRunner
+
+__all__ = ["ComputePlane", "WorkerNamespace"]
+
+WorkerNamespace = Literal["isolated", "shared"]
+
+
+class ComputePlane:
+    """Runners for one session's agents (see the module doc)."""
+
+    def __init__(
+        self,
+        namespace: dict[str, Any],
+        *,
+        worker_namespace: WorkerNamespace = "isolated",
+        max_workers: int = 16,
+        reuse_snapshots: bool = False,
+        nice: int = 0,
+    ) -> None:
+        self.namespace = namespace
+        self.worker_namespace: WorkerNamespace = worker_namespace
+        self.max_workers = max_workers
+        self.reuse_snapshots = reuse_snapshots
+        self.nice = nice
+        self.on_output: Callable[[str, Output], None] | None = None
+        self.main = ThreadRunner(namespace, on_ran=self.namespace_changed)
+        self.runners: dict[str, CodeRunner] = {}
+        self._epoch = 0
+        self._snapshot: Snapshot | None = None
+        self._snapshots: list[Snapshot] = []
+        self._wakers: set[asyncio.Task[None]] = set()
+        self._alive: list[ProcessRunner] = []  # oldest first
+        self._room = asyncio.Condition()
+
+    # -- runners -----------------------------------------------------------------------------
+
+    def namespace_changed(self) -> None:
+        """The notebook's namespace may have changed: the next fork takes a new snapshot, and
+        a snapshot nobody uses ends now (it would hold on to memory the kernel frees)."""
+        self._epoch += 1
+        if self._snapshot is not None:
+            self._snapshot.current = False
+            self._snapshot.retire_if_unused()
+
+    def snapshot(self) -> Snapshot:
+        """A snapshot of the namespace as it is now (the current one, if still valid)."""
+        current = self._snapshot
+        if (
+            current is not None
+            and self.reuse_snapshots
+            and current.epoch == self._epoch
+            and not current.closed
+        ):
+            return current
+        if current is not None:
+            current.current = False
+            current.retire_if_unused()
+        self._snapshot = Snapshot(self.namespace, self._epoch)
+        self._snapshot.current = self.reuse_snapshots  # else it retires once unused
+        self._snapshots = [s for s in self._snapshots if not s.closed]
+        self._snapshots.append(self._snapshot)
+        return self._snapshot
+
+    def mode(self, requested: str | None) -> WorkerNamespace:
+        chosen = requested or self.worker_namespace
+        if chosen not in ("isolated", "shared"):
+            raise ValueError(f"worker namespace must be 'isolated' or 'shared', not {chosen!r}")
+        return "isolated" if chosen == "isolated" and fork_supported() else "shared"
+
+    def runner_for(self, agent_id: str, requested: str | None = None) -> CodeRunner:
+        """The runner of a new worker `agent_id`; an isolated one snapshots the namespace now."""
+        old = self.runners.get(agent_id)
+        if old is not None:
+            return old
+
+        plane = weakref.ref(self)  # no cycle through the runner (see ProcessRunner)
+
+        def sink(output: Output) -> None:
+            found = plane()
+            if found is not None and found.on_output is not None:
+                found.on_output(agent_id, output)
+
+        runner: CodeRunner
+        if self.mode(requested) == "shared":
+            runner = ThreadRunner(self.namespace, sink=sink, on_ran=self.namespace_changed)
+        else:
+            runner = ProcessRunner(self, agent_id, self.snapshot(), sink)
+        self.runners[agent_id] = runner
+        return runner
+
+    def finished(self, agent_id: str, status: str) -> None:
+        """The agent's run ended: a killed one's process is killed; others are parked."""
+        runner = self.runners.get(agent_id)
+        if not isinstance(runner, ProcessRunner):
+            return
+        if status == "killed":
+            runner.kill("the worker was stopped")
+        elif runner.pid is None:
+            runner.kill("it ran no code")  # nothing to keep: its snapshot place is released
+        else:
+            runner.parked = True
+            self._notify()
+
+    def resumed(self, agent_id: str) -> None:
+        runner = self.runners.get(agent_id)
+        if isinstance(runner, ProcessRunner):
+            runner.parked = False
+
+    async def pull(self, agent_id: str, names: Sequence[str]) -> dict[str, Any]:
+        runner = self.runners.get(agent_id)
+        if runner is None:
+            raise PullError(f"worker {agent_id} has run no code, so it has no values to pull")
+        if isinstance(runner, ThreadRunner):
+            raise PullError(
+                f"worker {agent_id} shares the notebook's namespace (--shared): its names are "
+                "already yours"
+            )
+        return await runner.pull(names)
+
+    # -- process bound -----------------------------------------------------------------------
+
+    async def acquire(self, runner: ProcessRunner) -> None:
+        """Room for one more process: retire the oldest parked one, or wait."""
+        async with self._room:
+            while len(self._alive) >= self.max_workers:
+                parked = next((r for r in self._alive if r.parked), None)
+                if parked is not None:
+                    parked.kill(
+                        f"its process was retired to keep within max_workers={self.max_workers}"
+                    )
+                    continue
+                await self._room.wait()
+            self._alive.append(runner)
+
+    def release(self, runner: ProcessRunner) -> None:
+        if runner in self._alive:
+            self._alive.remove(runner)
+        self._notify()
+
+    def _notify(self) -> None:
+        async def wake() -> None:
+            async with self._room:
+                self._room.notify_all()
+
+        with contextlib.suppress(RuntimeError):
+            task = asyncio.get_running_loop().create_task(wake())
+            self._wakers.add(task)
+            task.add_done_callback(self._wakers.discard)
+
+    @property
+    def processes(self) -> int:
+        """Worker processes alive now."""
+        return len(self._alive)
+
+    def close(self) -> None:
+        """Kill every worker process and snapshot (the session is closing)."""
+        for runner in list(self.runners.values()):
+            if isinstance(runner, ProcessRunner):
+                runner.kill("the session was closed")
+        for snapshot in self._snapshots:
+            snapshot.current = False
+            snapshot.close()

@@ -1,0 +1,350 @@
+"""Worker processes started from a snapshot of the kernel (the kernel's side).
+
+A `Snapshot` is a process forked from the kernel at one moment (copy-on-write: the namespace
+as it was then, without pickling anything). It forks a worker process for each agent that
+needs one (`spawn`), reports how each ended, and goes away when nothing needs it any more.
+A `ProcessRunner` is one agent's worker process: its code runs there, in parallel with the
+kernel and the other workers; its outputs come back as messages that the runner hands to its
+sink; stopping the agent kills the process at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import pickle
+import signal
+import socket
+import threading
+import warnings
+import weakref
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .base import ExecResult, OutputSink, PullError, WorkerLostError
+from .child import become_snapshot, describe_status
+from .wire import encode, read_frame
+
+if TYPE_CHECKING:
+    from .plane import ComputePlane
+
+__all__ = ["CallFailedError", "ProcessRunner", "Snapshot", "fork_supported"]
+
+EXIT_REPORT_WAIT = 1.0  # seconds to wait for the snapshot to say how a worker ended
+_tokens = itertools.count(1)
+
+
+def fork_supported() -> bool:
+    """Workers can start from a copy-on-write fork of this process (Linux)."""
+    return hasattr(os, "fork") and os.uname().sysname == "Linux"
+
+
+class CallFailedError(Exception):
+    """A function run in the worker raised; the message is its error."""
+
+
+class Snapshot:
+    """A process forked from this one now; it forks the worker processes."""
+
+    def __init__(self, namespace: dict[str, Any], epoch: int = 0) -> None:
+        self.epoch = epoch
+        self.control, theirs = socket.socketpair()
+        with warnings.catch_warnings():  # 3.12+: fork of a multi-threaded process warns
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # the snapshot process
+            self.control.close()
+            become_snapshot(theirs, namespace)
+        theirs.close()
+        self.pid = pid
+        self.claims = 0  # runners bound to this snapshot that have no process yet
+        self.children: set[int] = set()
+        self.current = True
+        self.closed = False
+        self._spawns: dict[int, asyncio.Future[int]] = {}
+        self._exits: dict[int, int] = {}
+        self._exit_waiters: dict[int, asyncio.Future[int]] = {}
+        self._reader: asyncio.Task[None] | None = None
+
+    async def spawn(self, nice: int = 0) -> tuple[int, socket.socket]:
+        """A new worker process forked from the snapshot, and the kernel's end of its socket."""
+        if self.closed:
+            raise WorkerLostError("the snapshot process has ended")
+        if self._reader is None:
+            loop = asyncio.get_running_loop()
+            self._reader = loop.create_task(_read_reports(weakref.ref(self), self.control))
+        ours, theirs = socket.socketpair()
+        token = next(_tokens)
+        waiter = asyncio.get_running_loop().create_future()
+        self._spawns[token] = waiter
+        try:
+            socket.send_fds(self.control, [pickle.dumps(("spawn", token, nice))], [theirs.fileno()])
+        except OSError as exc:
+            ours.close()
+            raise WorkerLostError(f"the snapshot process cannot start a worker: {exc}") from None
+        finally:
+            theirs.close()
+        try:
+            pid = await waiter
+        except BaseException:  # cancelled: the worker sees its socket close and exits
+            ours.close()
+            raise
+        self.children.add(pid)
+        return pid, ours
+
+    def _on_report(self, message: tuple[Any, ...]) -> None:
+        if message[0] == "spawned":
+            waiter = self._spawns.pop(message[1], None)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(message[2])
+        elif message[0] == "exited":
+            pid, status = message[1], message[2]
+            self.children.discard(pid)
+            self._exits[pid] = status
+            exit_waiter = self._exit_waiters.pop(pid, None)
+            if exit_waiter is not None and not exit_waiter.done():
+                exit_waiter.set_result(status)
+            self.retire_if_unused()
+
+    def _on_end(self) -> None:
+        self.closed = True
+        for waiter in self._spawns.values():
+            if not waiter.done():
+                waiter.set_exception(WorkerLostError("the snapshot process ended"))
+        self.control.close()  # now, even if the loop ends before the transport does
+        _reap_soon(self.pid)
+
+    async def exit_status(self, pid: int) -> int | None:
+        """How worker `pid` ended, once the snapshot has reaped it (None if unknown)."""
+        if pid in self._exits:
+            return self._exits[pid]
+        waiter = self._exit_waiters.setdefault(pid, asyncio.get_running_loop().create_future())
+        try:
+            return await asyncio.wait_for(asyncio.shield(waiter), EXIT_REPORT_WAIT)
+        except asyncio.TimeoutError:
+            return None
+
+    def retire_if_unused(self) -> None:
+        if not self.current and self.claims <= 0 and not self.children:
+            self.close()
+
+    def close(self) -> None:
+        """End the snapshot process (its workers, if any are left, die with it)."""
+        if self.closed:
+            return
+        self.closed = True
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
+        if self._reader is None:
+            self.control.close()
+            _reap_soon(self.pid)
+
+    def __del__(self) -> None:  # a session dropped without aclose(): no process outlives it
+        if not self.closed:
+            with contextlib.suppress(Exception):
+                os.kill(self.pid, signal.SIGKILL)
+        self.control.close()
+
+
+async def _read_reports(snapshot: weakref.ref[Snapshot], control: socket.socket) -> None:
+    """Read a snapshot's reports (holding it weakly: a dropped session's snapshot ends)."""
+    reader, writer = await asyncio.open_unix_connection(sock=control)
+    try:
+        while (found := snapshot()) is not None:
+            del found
+            message = pickle.loads(await read_frame(reader))
+            found = snapshot()
+            if found is not None:
+                found._on_report(message)
+    except (asyncio.IncompleteReadError, ConnectionError, OSError):
+        pass
+    finally:
+        writer.close()
+        found = snapshot()
+        if found is not None:
+            found._on_end()
+        else:
+            control.close()
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, 0)
+
+
+def _reap_soon(pid: int) -> None:
+    """Collect the exit status of a child that has ended or is ending, without waiting."""
+    try:
+        done, _status = os.waitpid(pid, os.WNOHANG)
+    except (ChildProcessError, OSError):
+        return
+    if not done:
+        threading.Thread(target=_reap, args=(pid,), name="forkagent-reap", daemon=True).start()
+
+
+class ProcessRunner:
+    """One agent's worker process (see the module doc). The process starts at the first
+    call; until then the runner holds its place in the snapshot taken at the fork."""
+
+    kind = "process"
+
+    def __init__(self, plane: ComputePlane, agent_id: str, snapshot: Snapshot, sink: OutputSink):
+        # weak: a runner must not be kept alive by a cycle, so that dropping a session
+        # without aclose() still ends its processes (in __del__) before their sockets go
+        self._plane = weakref.ref(plane)
+        self.agent_id = agent_id
+        self.snapshot = snapshot
+        self._claim: Snapshot | None = snapshot  # its place in the snapshot until it spawns
+        snapshot.claims += 1
+        self.sink = sink
+        self.pid: int | None = None
+        self.ended: str | None = None  # why the process is gone, once it is
+        self.parked = False  # the agent has finished; the process waits for pulls
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._lock = asyncio.Lock()
+        self._ids = itertools.count(1)
+        self._killed = False
+        self._sock: socket.socket | None = None
+
+    def __del__(self) -> None:  # a session dropped without aclose(): no process outlives it
+        if self.alive and self.pid is not None:
+            with contextlib.suppress(Exception):
+                os.kill(self.pid, signal.SIGKILL)
+        if self._sock is not None:
+            self._sock.close()
+
+    @property
+    def plane(self) -> ComputePlane:
+        plane = self._plane()
+        if plane is None:
+            raise WorkerLostError("the session of this worker was closed")
+        return plane
+
+    @property
+    def alive(self) -> bool:
+        return self.pid is not None and self.ended is None
+
+    # -- process lifecycle -------------------------------------------------------------------
+
+    async def _ensure(self) -> None:
+        """Start the process if it is not running: from the snapshot taken at the fork, or
+        (a resumed agent whose process ended) from a fresh snapshot."""
+        if self.alive:
+            return
+        await self.plane.acquire(self)
+        try:
+            claim = self._claim
+            snapshot = claim if claim is not None and not claim.closed else self.plane.snapshot()
+            self.snapshot = snapshot
+            self.pid, sock = await snapshot.spawn(self.plane.nice)
+        except BaseException:
+            self.plane.release(self)
+            raise
+        finally:
+            self._release_claim()
+        self._sock = sock
+        self._reader, self._writer = await asyncio.open_unix_connection(sock=sock)
+        self.ended = None
+        self._killed = False
+        self.parked = False
+
+    def _release_claim(self) -> None:
+        claim, self._claim = self._claim, None
+        if claim is not None:
+            claim.claims -= 1
+            claim.retire_if_unused()
+
+    def kill(self, why: str = "it was stopped") -> None:
+        """End the process now (nothing it holds can be pulled afterwards)."""
+        self._release_claim()
+        if not self.alive:
+            self.ended = self.ended or why
+            self._close_channel()
+            return
+        self._killed = True
+        self.ended = why
+        assert self.pid is not None
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
+        self._close_channel()
+        plane = self._plane()
+        if plane is not None:
+            plane.release(self)
+
+    def _close_channel(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        if self._sock is not None:
+            self._sock.close()  # now, even if the loop ends before the transport does
+
+    async def _lost(self) -> WorkerLostError:
+        """The process ended under a call: say how."""
+        pid = self.pid
+        status = (
+            await self.snapshot.exit_status(pid)
+            if self.snapshot is not None and pid is not None
+            else None
+        )
+        how = describe_status(status) if status is not None else "ended"
+        reason = f"the worker's process {how} while it ran Python code"
+        if self.alive:
+            self.ended = reason
+            self._close_channel()
+            plane = self._plane()
+            if plane is not None:
+                plane.release(self)
+        return WorkerLostError(reason)
+
+    # -- requests ----------------------------------------------------------------------------
+
+    async def _request(self, message: tuple[Any, ...], reply: str) -> tuple[Any, ...]:
+        """Send a request and wait for its reply, handing outputs to the sink meanwhile."""
+        assert self._reader is not None and self._writer is not None
+        try:
+            self._writer.write(encode(message))
+            await self._writer.drain()
+            while True:
+                received = pickle.loads(await read_frame(self._reader))
+                if received[0] == "output":
+                    self.sink(received[1])
+                elif received[0] == reply and received[1] == message[1]:
+                    return tuple(received)
+        except (asyncio.IncompleteReadError, ConnectionError, OSError):
+            if self._killed:
+                raise asyncio.CancelledError from None
+            raise await self._lost() from None
+        except asyncio.CancelledError:
+            self.kill()
+            raise
+
+    async def run(self, code: str) -> ExecResult:
+        async with self._lock:
+            await self._ensure()
+            done = await self._request(("run", next(self._ids), code), "done")
+            result = done[2]
+            assert isinstance(result, ExecResult)
+            return result
+
+    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        async with self._lock:
+            await self._ensure()
+            called = await self._request(("call", next(self._ids), fn, args), "called")
+            status, value = called[2]
+            if status != "ok":
+                raise CallFailedError(str(value))
+            return value
+
+    async def pull(self, names: Sequence[str]) -> dict[str, Any]:
+        if not self.alive:
+            why = self.ended or "it has not run any code yet"
+            raise PullError(f"worker {self.agent_id} has no process to pull from: {why}")
+        async with self._lock:
+            pulled = await self._request(("pull", next(self._ids), list(names)), "pulled")
+        blobs: dict[str, bytes] = pulled[2]
+        errors: dict[str, str] = pulled[3]
+        if errors:
+            raise PullError("; ".join(f"{name}: {why}" for name, why in errors.items()))
+        return {name: await asyncio.to_thread(pickle.loads, blob) for name, blob in blobs.items()}

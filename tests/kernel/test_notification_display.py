@@ -1,0 +1,54 @@
+"""Notifications shown without the JupyterLab extension (the launching cell's display) and by
+`api.notifications()`, when the worker's result holds Markdown code blocks of its own."""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+
+import pytest
+
+from .conftest import Kernel
+
+pytestmark = pytest.mark.kernel
+
+_BLOCK = re.compile(r'<pre><code class="language-xml">(.*?)</code></pre>', re.DOTALL)
+
+
+def _xml_blocks(html: str) -> list[str]:
+    return [unescape(block) for block in _BLOCK.findall(html)]
+
+
+def _whole(block: str) -> bool:
+    """One notification, from its opening tag to its closing one, inside one code block."""
+    return block.lstrip().startswith("<task-notification>") and block.rstrip().endswith(
+        "</task-notification>"
+    )
+
+
+def test_a_result_with_code_blocks_stays_inside_its_notification(kernel: Kernel) -> None:
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    # the offline model's result quotes the tool's output in a ``` block; this output carries
+    # a longer fence of its own too
+    code = 'print(chr(96) * 4 + "\\ninside\\n" + chr(96) * 4)'
+    assert kernel.execute(f"%fork --name fenced report `py: {code}`").status == "ok"
+    assert kernel.execute("%tasks --wait fenced", timeout=60).status == "ok"
+    kernel.drain()
+    notes = [
+        m["content"]["data"]
+        for m in kernel.iopub
+        if m["msg_type"] == "update_display_data"
+        and "<task-notification>" in m["content"]["data"].get("text/markdown", "")
+    ]
+    assert notes, "no fallback notification display"
+    [block] = _xml_blocks(notes[-1]["text/html"])
+    assert _whole(block) and "inside" in block
+    assert "````" in block  # the output's own fence, kept as text
+    answer = notes[-1]["text/html"].split("</pre>", 1)[1]
+    assert "reported back" in answer  # the parent's answer follows the notification
+
+    shown = kernel.execute("from forkagent_jupyter.kernel import api\napi.notifications()")
+    [data] = [m["content"]["data"] for m in shown.messages if m["msg_type"] == "execute_result"]
+    blocks = _xml_blocks(data["text/html"])
+    assert len(blocks) == 1 and _whole(blocks[0]) and "inside" in blocks[0]
+    assert "**parent:**" in data["text/markdown"]

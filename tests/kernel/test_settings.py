@@ -1,0 +1,79 @@
+"""Settings that hold after the session started, one-cell options, and one-line messages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .conftest import Kernel
+
+pytestmark = pytest.mark.kernel
+
+SESSION = "__forkagent__.session"
+
+
+def test_permission_mode_changes_apply_to_running_workers(kernel: Kernel) -> None:
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    kernel.execute(f"{SESSION}")  # the session exists from now on
+    kernel.execute("%config ForkAgent.permission_mode = 'plan'")
+    kernel.execute("%fork --name writer change it `py: changed = True`")
+    kernel.execute("%tasks --wait writer", timeout=60)
+    result = kernel.value(f"{SESSION}.registry.get('writer').result")
+    assert "plan mode" in result.lower()
+    assert kernel.value(f"{SESSION}.gate.mode") == "plan"
+
+
+def test_settings_after_first_use_apply(kernel: Kernel, emulator: Any) -> None:
+    kernel.execute(f"{SESSION}")
+    for line in (
+        "%config ForkAgent.approval_timeout = 42.0",
+        "%config ForkAgent.auto_respond = False",
+        "%config ForkAgent.cache_ttl = '1h'",
+        "%config ForkAgent.model = 'claude-haiku-4-5'",
+    ):
+        assert kernel.execute(line).status == "ok", line
+    assert kernel.value(f"{SESSION}.gate.approval_timeout") == 42.0
+    assert kernel.value(f"{SESSION}.auto_respond") is False
+    kernel.execute("%%agent\nHello.")
+    body = emulator.api_requests()[-1].body
+    assert body["model"] == "claude-haiku-4-5"
+    ttls = [
+        block.get("cache_control", {}).get("ttl")
+        for message in body["messages"]
+        for block in message["content"]
+        if isinstance(block, dict) and "cache_control" in block
+    ]
+    assert ttls and set(ttls) == {"1h"}
+    changed = kernel.execute("%config ForkAgent.backend = 'offline'")
+    assert "ForkAgent.backend cannot change once the session has started" in changed.texts()
+    assert kernel.value("__forkagent__.settings.backend") == ""  # refused, not half-applied
+
+
+def test_model_option_is_for_that_cell_only(kernel: Kernel, emulator: Any) -> None:
+    kernel.execute("%%agent --model claude-haiku-4-5\nFirst.")
+    assert emulator.api_requests()[-1].body["model"] == "claude-haiku-4-5"
+    kernel.execute("%%agent --new\nSecond.")
+    assert emulator.api_requests()[-1].body["model"] != "claude-haiku-4-5"
+
+
+def test_help_and_one_line_messages(kernel: Kernel) -> None:
+    shown = kernel.execute("%%agent?")
+    assert shown.status == "ok", shown.texts()
+    assert "Talk to the agent" in str(shown.reply) + shown.texts()
+    cases = {
+        "%tasks nosuch": "%tasks: No task 'nosuch'",
+        "%stop nosuch": "%stop: No task 'nosuch'",
+    }
+    for code, expected in cases.items():
+        result = kernel.execute(code)
+        assert result.reply["content"]["ename"] == "UsageError", code
+        assert expected in result.reply["content"]["evalue"], result.reply["content"]
+    nothing = kernel.execute("%stop --all")
+    assert nothing.status == "ok" and "no task is running" in nothing.texts()
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    kernel.execute("%fork --name quick done `py: 1`")
+    kernel.execute("%tasks --wait quick", timeout=60)
+    finished = kernel.execute("%stop quick")
+    assert finished.reply["content"]["ename"] == "UsageError"
+    assert "quick is not running (completed)" in finished.reply["content"]["evalue"]

@@ -1,0 +1,54 @@
+"""What a frontend that shows only text (a saved notebook on GitHub, VS Code's text view, a
+terminal) reads of cards, %tasks, approvals and the cost report."""
+
+from __future__ import annotations
+
+import pytest
+
+from forkagent_jupyter.kernel.cards import PLAIN_CARDS
+
+from .conftest import Kernel
+
+pytestmark = pytest.mark.kernel
+
+
+def test_cards_tasks_and_costs_read_as_text(kernel: Kernel) -> None:
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    launched = kernel.execute("%fork --name adder add them `py: 20 + 22`")
+    [box] = [
+        m["content"]
+        for m in launched.messages
+        if m["msg_type"] == "display_data" and m["content"]["data"].get("text/plain") == PLAIN_CARDS
+    ]
+    display_id = box["transient"]["display_id"]
+    waited = kernel.execute("%tasks --wait adder", timeout=60)
+    kernel.drain()
+    updates = [
+        m["content"]["data"]["text/plain"]
+        for m in kernel.iopub
+        if m["msg_type"] == "update_display_data"
+        and m["content"]["transient"]["display_id"] == display_id
+    ]
+    assert updates and "adder (fork) completed" in updates[-1] and "$" in updates[-1]
+    assert "42" in updates[-1], updates[-1]  # the result's first lines, not clipped
+    table = [
+        m["content"]["data"]["text/plain"]
+        for m in waited.messages
+        if m["msg_type"] == "display_data"
+    ][-1]
+    assert "adder (fork) completed" in table and "<" not in table
+    costs = kernel.execute("from forkagent_jupyter.kernel import api\napi.costs()")
+    [result] = [m["content"]["data"] for m in costs.messages if m["msg_type"] == "execute_result"]
+    assert result["text/plain"].startswith("agent") and "adder" in result["text/plain"]
+    assert "CostReport(" not in result["text/plain"]
+
+
+def test_a_pending_approval_reads_as_text(kernel: Kernel) -> None:
+    kernel.execute("from forkagent_jupyter.kernel import api")
+    kernel.execute("%fork --name asker ask `py: 6 * 7`")
+    shown = kernel.execute("[prompt] = await api.wait_pending('asker')\nprompt")
+    [result] = [m["content"]["data"] for m in shown.messages if m["msg_type"] == "execute_result"]
+    text = result["text/plain"]
+    assert text.startswith("[approval: Python for worker ") and "waiting for an answer" in text
+    assert "6 * 7" in text
+    kernel.execute("api.answer('deny')")

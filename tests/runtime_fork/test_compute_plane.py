@@ -1,0 +1,102 @@
+"""Where workers' code runs: a snapshot process per worker (isolated, parallel, killable),
+or the session's namespace (`shared`), and values pulled back on request."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forkagent_jupyter.runtime.executors import PullError, ThreadRunner
+
+pytestmark = pytest.mark.anyio
+
+
+async def done(session: Any, task: Any) -> Any:
+    [finished] = await session.wait(task.id, timeout=60)
+    return finished
+
+
+async def test_a_fork_computes_on_a_snapshot_taken_at_the_fork(make_session: Any) -> None:
+    namespace: dict[str, Any] = {"x": 1, "rows": [3, 4]}
+    session = make_session(auto_respond=False, namespace=namespace)
+    task = await session.fork(
+        "Go `py: seen = x; x = 999; rows.append(5); pid = __import__('os').getpid()`"
+    )
+    namespace["x"] = 2  # after the fork, before the worker's first call: not seen by it
+    finished = await done(session, task)
+    assert finished.status == "completed", finished.error
+    assert namespace == {"x": 2, "rows": [3, 4]}  # nothing rebound or mutated here
+    pulled = await session.pull(task.id, "seen", "x", "rows", "pid")
+    assert pulled["seen"] == 1 and pulled["x"] == 999 and pulled["rows"] == [3, 4, 5]
+    assert pulled["pid"] != os.getpid()
+    with pytest.raises(PullError, match="missing: not defined in this worker"):
+        await session.pull(task.id, "missing")
+
+
+async def test_shared_workers_run_in_the_namespace(make_session: Any, tmp_path: Path) -> None:
+    namespace: dict[str, Any] = {}
+    session = make_session(auto_respond=False, namespace=namespace, worker_namespace="shared")
+    task = await session.fork("Set `py: y = 5`")
+    assert (await done(session, task)).status == "completed"
+    assert namespace["y"] == 5
+    assert isinstance(session.compute.runners[task.id], ThreadRunner)
+    with pytest.raises(PullError, match="already yours"):
+        await session.pull(task.id, "y")
+    # per fork, whatever the session's default
+    isolated = await session.fork("Set `py: z = 6`", namespace="isolated")
+    assert (await done(session, isolated)).status == "completed"
+    assert "z" not in namespace
+
+
+async def test_a_named_agent_chooses_its_namespace_in_its_file(
+    make_session: Any, tmp_path: Path
+) -> None:
+    agents = tmp_path / ".forkagent" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "setter.md").write_text(
+        "---\ndescription: sets\ntools: Python\nnamespace: shared\n---\nYou set values.\n"
+    )
+    namespace: dict[str, Any] = {}
+    session = make_session(auto_respond=False, namespace=namespace)
+    run = session.workers.named(session.main, "setter", "Set `py: w = 7`", description="set")
+    task = session.workers.start(run)
+    assert (await done(session, task)).status == "completed"
+    assert namespace["w"] == 7
+
+
+async def test_stop_kills_a_computing_worker_process_at_once(make_session: Any) -> None:
+    session = make_session(auto_respond=False)
+    task = await session.fork("Spin `py: __import__('time').sleep(60)`")
+    deadline = asyncio.get_running_loop().time() + 30
+    while getattr(session.compute.runners.get(task.id), "pid", None) is None:
+        assert asyncio.get_running_loop().time() < deadline
+        await asyncio.sleep(0.02)
+    pid = session.compute.runners[task.id].pid
+    stopped = await session.stop(task.id)
+    assert stopped.status == "killed"
+    for _ in range(100):  # its snapshot reaps it within a moment
+        if not Path(f"/proc/{pid}").exists():
+            break
+        await asyncio.sleep(0.05)
+    assert not Path(f"/proc/{pid}").exists()
+    notes = session.queue.drain("main")
+    assert len(notes) == 1 and "<status>killed</status>" in notes[0].text
+    with pytest.raises(PullError, match="was stopped"):
+        await session.pull(task.id, "anything")
+
+
+async def test_a_dead_worker_process_fails_its_task_once(make_session: Any) -> None:
+    session = make_session(auto_respond=False)
+    task = await session.fork("Quit `py: __import__('os')._exit(7)`")
+    finished = await done(session, task)
+    assert finished.status == "failed"
+    assert finished.error == ("the worker's process exited with code 7 while it ran Python code")
+    notes = session.queue.drain("main")
+    assert len(notes) == 1 and "<status>failed</status>" in notes[0].text
+    # its history stays a valid conversation: the call was answered
+    history = session.workers.runs[task.id].history
+    assert history[-1]["content"][0]["type"] == "tool_result"
