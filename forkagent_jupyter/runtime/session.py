@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .agents import AgentDefinition, load_agents
+from .budget import BudgetedModel, CostBudget
 from .errors import ConfigError, UsageError
 from .events import (
     LoopEvent,
@@ -146,6 +147,7 @@ class Session:
         approval_timeout: float | None = 600.0,
         worker_namespace: WorkerNamespace = "isolated",
         max_workers: int = 16,
+        max_cost_usd: float | None = None,
     ) -> None:
         self.services: dict[str, Any] = dict(services or {})
         self.model = model or default_model_name()
@@ -192,7 +194,8 @@ class Session:
             )
             self.store = TranscriptStore(root, self.session_id)
         self.queue = CommandQueue(on_enqueue=self._on_command)
-        self.registry = TaskRegistry(self.queue)
+        self.registry = TaskRegistry(self.queue, base=self.workdir)
+        self.budget = CostBudget(lambda: self.cost_usd, max_cost_usd)
         self.workers = Workers(
             registry=self.registry,
             queue=self.queue,
@@ -223,6 +226,7 @@ class Session:
         self._listeners: list[Callable[[str, LoopEvent], None]] = []
         self.registry.subscribe(lambda _task: self._changed.set())
         self.registry.subscribe(self._compute_follows)
+        self.registry.subscribe(lambda _task: self._enforce_budget())
 
     # -- configuration -------------------------------------------------------------------
 
@@ -254,7 +258,7 @@ class Session:
     def _config(self) -> AgentConfig:
         ctx = self._context("main")
         config = AgentConfig(
-            client=self.client,
+            client=BudgetedModel(self.client, self.budget),
             model=self.model,
             system=[{"type": "text", "text": self.system_prompt}],
             tools=self.tools,
@@ -326,6 +330,7 @@ class Session:
         with the prompt (before it), so none is lost or read twice."""
         if not isinstance(prompt, str) or not prompt.strip():
             raise UsageError("The prompt is empty: write what the agent should do.")
+        self.budget.check("The turn was")
         async with self._lock:
             texts = [c.text for c in self.queue.drain("main")] if self.auto_respond else []
             async for event in self._turn([*texts, prompt]):
@@ -342,6 +347,7 @@ class Session:
                 if isinstance(event, UsageReport):
                     self._parent_usage = self._parent_usage + event.usage
                     self._parent_cost += event.cost_usd
+                    self._enforce_budget()
                 yield event
         finally:
             self._changed.set()
@@ -367,6 +373,7 @@ class Session:
         Python runs in its own process, from a snapshot of the namespace taken now; with
         `namespace="shared"`, on a thread in the namespace itself (the session's default is
         its `worker_namespace`)."""
+        self.budget.check("The fork was")
         description = directive.strip().splitlines()[0][:60] if directive.strip() else ""
         return self.workers.fork(
             self.main, directive, description=description, name=name, namespace=namespace
@@ -382,6 +389,7 @@ class Session:
 
     async def send(self, to: str, message: str) -> str:
         """Message a running worker (queued) or a finished one (resumed)."""
+        self.budget.check("The message was")
         return self.workers.send(to, message)
 
     async def stop(self, task_id: str) -> Task:
@@ -412,7 +420,7 @@ class Session:
     async def _respond(self) -> None:
         """Answer pending notifications in one parent turn each time the parent is free."""
         await asyncio.sleep(0)  # let notifications that arrive together be read together
-        while self.queue.pending("main"):
+        while self.queue.pending("main") and not self.budget.reached():
             async with self._lock:
                 commands = self.queue.drain("main")
                 if not commands:
@@ -448,7 +456,8 @@ class Session:
             return True
         if self._responder is not None and not self._responder.done():
             return True
-        return self.auto_respond and bool(self.queue.pending("main"))
+        waiting = self.auto_respond and not self.budget.reached()
+        return waiting and bool(self.queue.pending("main"))
 
     async def idle(self) -> None:
         """Wait until no task runs, no notification waits and no parent turn is in flight."""
@@ -458,7 +467,32 @@ class Session:
                 break
             await self._changed.wait()
 
-    # -- totals --------------------------------------------------------------------------
+    # -- totals and budget ---------------------------------------------------------------
+
+    @property
+    def max_cost_usd(self) -> float | None:
+        """The session's cost budget in USD (None: none); see `budget.py`. Raising it lets
+        work go on: notifications that waited are read with the next turn."""
+        return self.budget.limit
+
+    @max_cost_usd.setter
+    def max_cost_usd(self, value: float | None) -> None:
+        self.budget.limit = value
+        self._enforce_budget()
+        if self.budget.reached() or not self.queue.pending("main"):
+            return
+        if self.auto_respond and (self._responder is None or self._responder.done()):
+            self._responder = asyncio.get_running_loop().create_task(self._respond())
+
+    def _enforce_budget(self) -> None:
+        """Once the budget is reached, stop every running worker, the reason in its
+        notification."""
+        if not self.budget.reached():
+            return
+        reason = self.budget.message()
+        for task in self.registry.running():
+            self.workers.kill(task.id, reason)
+        self._changed.set()
 
     @property
     def usage(self) -> Usage:

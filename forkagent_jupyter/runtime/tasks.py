@@ -78,7 +78,7 @@ class Task:
             return f"{label} completed"
         if self.status == "failed":
             return f"{label} failed: {self.error or 'unknown error'}"
-        return f"{label} was stopped"
+        return f"{label} was stopped" + (f": {self.error}" if self.error else "")
 
 
 def task_snapshot(task: Task, notification: str | None = None) -> dict[str, Any]:
@@ -134,11 +134,25 @@ def call_preview(tool: str, data: dict[str, Any], limit: int = 120) -> str:
 Listener = Callable[[Task], None]
 
 
+def shown_path(path: Path | None, base: Path | None) -> str:
+    """`path` relative to `base` when it lies inside it (a saved notebook then carries no
+    machine's temp or home folder, and tools resolve it against the work dir); else as is."""
+    if path is None:
+        return ""
+    if base is not None:
+        try:
+            return str(Path(path).relative_to(base))
+        except ValueError:
+            pass
+    return str(path)
+
+
 class TaskRegistry:
     """All tasks of a session, by id; names resolve to ids."""
 
-    def __init__(self, queue: CommandQueue) -> None:
+    def __init__(self, queue: CommandQueue, base: Path | None = None) -> None:
         self.queue = queue
+        self.base = base  # notifications show paths inside it relative to it
         self._tasks: dict[str, Task] = {}
         self._listeners: list[Listener] = []
 
@@ -216,7 +230,7 @@ class TaskRegistry:
         task.notification = format_task_notification(
             task_id=task.id,
             tool_use_id=task.tool_use_id,
-            output_file=str(task.output_file or ""),
+            output_file=shown_path(task.output_file, self.base),
             status=status,
             summary=task.summary(),
             result=result,

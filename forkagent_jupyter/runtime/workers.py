@@ -63,6 +63,7 @@ class AgentRun:
     definition: AgentDefinition | None = None
     inbox: list[str] = field(default_factory=list)
     runner: asyncio.Task[None] | None = None
+    stop_reason: str | None = None  # why it was stopped, when not by a user's stop
     wakeup: asyncio.Event = field(default_factory=asyncio.Event)
     transcript: Transcript | None = None
     worktree: Worktree | None = None
@@ -271,10 +272,13 @@ class Workers:
                 group.leader = run.id
                 run.state.on_first_response_start = group.started.set
                 return
+            # not wait_for: on Python < 3.12 it can swallow a cancel (a stop) that arrives as
+            # the leader's response starts
+            started = asyncio.ensure_future(group.started.wait())
             try:
-                await asyncio.wait_for(group.started.wait(), LEADER_WAIT_SECONDS)
-            except asyncio.TimeoutError:
-                pass
+                await asyncio.wait({started}, timeout=LEADER_WAIT_SECONDS)
+            finally:
+                started.cancel()
 
         run.state.before_first_request = hold
 
@@ -312,13 +316,19 @@ class Workers:
                     {"role": "user", "content": [{"type": "text", "text": t} for t in pending]},
                 )
         except asyncio.CancelledError:
-            await self._end(run, "killed", result=_last_text(run.history) or None)
+            result = _last_text(run.history) or None
+            await self._end(run, "killed", result=result, error=run.stop_reason)
             raise
         except RunEndedError as exc:  # the agent cannot go on (its worker process died)
             await self._end(run, "failed", error=str(exc), result=_last_text(run.history) or None)
             return
         except Exception as exc:  # a bug or an unexpected failure: report, never hang
             await self._end(run, "failed", error=f"{type(exc).__name__}: {exc}")
+            return
+        if run.stop_reason is not None:  # stopped while its last request was refused
+            await self._end(
+                run, "killed", result=_last_text(run.history) or None, error=run.stop_reason
+            )
             return
         if stop is not None and stop.reason in ("error", "refusal", "aborted"):
             error = stop.error or f"the run ended: {stop.reason}"
@@ -499,6 +509,19 @@ class Workers:
             await asyncio.wait({run.runner})
         self.registry.finish(task, "killed", result=_last_text(run.history) or None)
         return task
+
+    def kill(self, key: str, reason: str) -> None:
+        """Stop a running task for `reason` (named in its notification) without waiting."""
+        task = self.registry.get(key)
+        run = self.runs.get(task.id)
+        if task.done or run is None:
+            return
+        run.stop_reason = reason
+        if run.runner is not None and not run.runner.done():
+            run.runner.cancel()
+        else:
+            result = _last_text(run.history) or None
+            self.registry.finish(task, "killed", result=result, error=reason)
 
     async def stop_all(self) -> list[Task]:
         return [await self.stop(t.id) for t in self.registry.running()]

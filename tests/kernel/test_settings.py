@@ -77,3 +77,45 @@ def test_help_and_one_line_messages(kernel: Kernel) -> None:
     finished = kernel.execute("%stop quick")
     assert finished.reply["content"]["ename"] == "UsageError"
     assert "quick is not running (completed)" in finished.reply["content"]["evalue"]
+
+
+def test_a_cost_budget_stops_workers_and_refuses_new_turns(kernel: Kernel) -> None:
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    assert kernel.execute("%%agent\nHello.").status == "ok"
+    spent = kernel.value(f"{SESSION}.cost_usd")
+    bad = kernel.execute("%config ForkAgent.max_cost_usd = -1.0")
+    assert "max_cost_usd must be a positive number" in bad.texts()
+    assert kernel.value(f"{SESSION}.max_cost_usd") is None
+    assert kernel.execute(f"%config ForkAgent.max_cost_usd = {spent * 1.01!r}").status == "ok"
+    welcome = kernel.open_comm("budget-panel")  # the Tasks panel is told the budget
+    assert welcome["budget"] == {"spent_usd": spent, "limit_usd": spent * 1.01, "reached": False}
+    sleep = "`py: __import__('time').sleep(30)`"
+    forks = "\n".join(f"%fork --name {name} wait {sleep}" for name in ("slow1", "slow2"))
+    assert kernel.execute(forks).status == "ok"  # one cell: both start before either replies
+    waited = kernel.execute("%tasks --wait", timeout=60)
+    assert "budget reached" in waited.texts()
+    statuses = kernel.value(f"[t.status for t in {SESSION}.tasks]")
+    assert statuses == ["killed", "killed"]
+    notes = kernel.value(f"[t.notification for t in {SESSION}.tasks]")
+    assert all("cost budget reached" in n for n in notes)
+    kernel.drain()
+    texts = [
+        m["content"]["data"].get("text/plain", "")
+        for m in kernel.iopub
+        if m["msg_type"] == "update_display_data"
+    ]
+    assert any("slow1 (fork) killed" in t and "cost budget reached" in t for t in texts)
+    panel = kernel.wait_comm(
+        "budget-panel",
+        "tasks",
+        lambda found: any((f.get("budget") or {}).get("reached") for f in found),
+    )
+    assert panel[-1]["budget"]["limit_usd"] == spent * 1.01
+    refused = kernel.execute("%%agent\nGo on.")
+    assert refused.status == "error"
+    assert "%%agent: The turn was refused, cost budget reached" in refused.texts()
+    assert "Traceback" not in refused.texts()
+    forked = kernel.execute(f"%fork --name late more {sleep}")
+    assert forked.status == "error" and "%fork: The fork was refused" in forked.texts()
+    kernel.execute("%config ForkAgent.max_cost_usd = None")
+    assert kernel.execute("%%agent\nGo on.").status == "ok"
