@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from .base import CodeRunner, Output, PullError
+from .dask import DaskBackend, DaskRunner
 from .process import ProcessRunner, Snapshot, fork_supported
 from .thread import ThreadRunner
 
@@ -57,6 +58,20 @@ class ComputePlane:
         self._wakers: set[asyncio.Task[None]] = set()
         self._alive: list[ProcessRunner] = []  # oldest first
         self._room = asyncio.Condition()
+        self.executor: Literal["local", "dask"] = "local"
+        self.dask: DaskBackend | None = None
+
+    def use_dask(self, address: str | None = None, client: Any = None) -> None:
+        """Isolated workers' code runs on a Dask cluster from the next worker on (see
+        `dask.DaskBackend`); running workers keep where they run."""
+        backend = DaskBackend(address, client)  # a ConfigError when it cannot be used
+        if self.dask is not None:
+            self.dask.close()
+        self.dask, self.executor = backend, "dask"
+
+    def use_local(self) -> None:
+        """Isolated workers' code runs in local processes again (from the next worker on)."""
+        self.executor = "local"
 
     # -- runners -----------------------------------------------------------------------------
 
@@ -107,7 +122,10 @@ class ComputePlane:
                 found.on_output(agent_id, output)
 
         runner: CodeRunner
-        if self.mode(requested) == "shared":
+        chosen = requested or self.worker_namespace
+        if self.executor == "dask" and self.dask is not None and chosen == "isolated":
+            runner = self.dask.runner(agent_id, dict(self.namespace), self._epoch, sink)
+        elif self.mode(requested) == "shared":
             runner = ThreadRunner(self.namespace, sink=sink, on_ran=self.namespace_changed)
         else:
             runner = ProcessRunner(self, agent_id, self.snapshot(), sink)
@@ -117,6 +135,8 @@ class ComputePlane:
     def finished(self, agent_id: str, status: str) -> None:
         """The agent's run ended: a killed one's process is killed; others are parked."""
         runner = self.runners.get(agent_id)
+        if isinstance(runner, DaskRunner):
+            runner.finished(status)
         if not isinstance(runner, ProcessRunner):
             return
         if status == "killed":
@@ -129,7 +149,7 @@ class ComputePlane:
 
     def resumed(self, agent_id: str) -> None:
         runner = self.runners.get(agent_id)
-        if isinstance(runner, ProcessRunner):
+        if isinstance(runner, (ProcessRunner, DaskRunner)):
             runner.parked = False
 
     async def pull(self, agent_id: str, names: Sequence[str]) -> dict[str, Any]:
@@ -186,3 +206,5 @@ class ComputePlane:
         for snapshot in self._snapshots:
             snapshot.current = False
             snapshot.close()
+        if self.dask is not None:
+            self.dask.close()
