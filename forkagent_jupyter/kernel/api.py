@@ -11,6 +11,7 @@ that want the runtime's own data::
     print(api.costs().text())       # per-agent and total cost, with and without the cache
     api.notifications()             # the workers' notifications and the parent's answers
     values = await api.pull("w1", "model", "scores")  # copies of a worker's values
+    api.use_dask(client)            # workers' code on this distributed.Client's cluster
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ __all__ = [
     "pending",
     "pull",
     "session",
+    "use_dask",
     "wait_pending",
 ]
 
@@ -128,3 +130,16 @@ def notifications() -> Any:
         xml = "\n\n".join(fenced(note, "xml") for note in auto.notifications)
         parts.append(f"{xml}\n\n**parent:** {auto.turn.text}")
     return SafeMarkdown("\n\n---\n\n".join(parts) or "*No notifications yet.*")
+
+
+def use_dask(client: Any) -> None:
+    """Run isolated workers' code on the cluster of this `distributed.Client` from the next
+    worker on (`%config ForkAgent.executor = "local"` goes back to local processes)."""
+    from ..runtime.errors import ConfigError
+
+    found = agent()
+    try:
+        session().compute.use_dask(client=client)
+    except ConfigError as exc:
+        raise UsageError(f"use_dask: {exc}") from None
+    found._session_settings_revert("executor", "dask")

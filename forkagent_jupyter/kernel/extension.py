@@ -86,6 +86,16 @@ class ForkAgent(Configurable):  # type: ignore[misc]
     cache_ttl = CaselessStrEnum(
         ["5m", "1h"], default_value="5m", help="Prompt-cache lifetime to request."
     ).tag(config=True)
+    executor = CaselessStrEnum(
+        ["local", "dask"],
+        default_value="local",
+        help="Where isolated workers' code runs: 'local' - processes forked from the kernel; "
+        "'dask' - a process per worker on the Dask cluster at dask_address (or the client "
+        'given to api.use_dask). Needs pip install "forkagent-jupyter[dask]".',
+    ).tag(config=True)
+    dask_address = Unicode(
+        "", help="The Dask scheduler's address for executor = 'dask' (tcp://host:8786)."
+    ).tag(config=True)
 
 
 def interpolate(text: str, namespace: dict[str, Any]) -> str:
@@ -169,6 +179,8 @@ class KernelAgent:
             session.compute.max_workers = max(1, int(value))
         elif name == "worker_nice":
             session.compute.nice = int(value)
+        elif name in ("executor", "dask_address"):
+            self._apply_executor(change)
         elif name == "max_cost_usd":
             from ..runtime.errors import UsageError as RuntimeUsageError
 
@@ -178,6 +190,32 @@ class KernelAgent:
                 print(f"ForkAgent.max_cost_usd: {exc}", file=sys.stderr)
                 self.settings.max_cost_usd = change["old"]
             self.ui.tasks_changed()
+
+    def _apply_executor(self, change: Any = None) -> None:
+        """Where isolated workers' code runs, from the settings (next worker on). A setting
+        that cannot be used is refused in one line and the previous value kept."""
+        from ..runtime.errors import ConfigError
+
+        compute = self._session.compute
+        address = self.settings.dask_address
+        try:
+            if self.settings.executor == "local":
+                compute.use_local()
+            elif compute.dask is not None and address in ("", compute.dask.address):
+                compute.executor = "dask"  # the cluster already connected (or given)
+            else:
+                compute.use_dask(address or None)
+        except ConfigError as exc:
+            name = change["name"] if change is not None else "executor"
+            print(f"ForkAgent.{name}: {exc}", file=sys.stderr)
+            self._session_settings_revert(name, change["old"] if change is not None else "local")
+
+    def _session_settings_revert(self, name: str, old: Any) -> None:
+        self.settings.unobserve(self._setting_changed)
+        try:
+            self.settings.set_trait(name, old)
+        finally:
+            self.settings.observe(self._setting_changed)
 
     def _snapshot(self) -> dict[str, Any]:
         """What a connecting frontend is told: the tasks and pending approvals (none before
@@ -234,6 +272,8 @@ class KernelAgent:
 
             self._ui = KernelUI(self)
             self._session = self._ui.make_session()
+            if self.settings.executor != "local":
+                self._apply_executor()
         return self._session
 
     @property

@@ -30,7 +30,7 @@ from typing import Any
 from ..errors import ConfigError
 from .base import ExecResult, OutputSink, PullError, StreamText, WorkerLostError
 from .process import CallFailedError
-from .shipping import Shipment, ShipGroup, referenced_names, shippable
+from .shipping import ShipGroup, Shipment, referenced_names, shippable
 
 __all__ = ["DaskBackend", "DaskRunner", "require_dask"]
 
@@ -83,10 +83,11 @@ class DaskBackend:
         return client
 
     def _connect(self) -> Any:
-        from distributed import Client
+        import distributed
 
+        make: Any = distributed.Client
         try:
-            return Client(
+            return make(
                 self.address,
                 timeout=CONNECT_TIMEOUT,
                 set_as_default=False,
@@ -127,11 +128,11 @@ class DaskBackend:
         workers = sorted(info.get("workers", {}))
         if not workers:
             raise WorkerLostError(f"the Dask cluster at {self.address} has no workers")
-        load = {w: 0 for w in workers}
+        load = dict.fromkeys(workers, 0)
         for runner in self.runners:
             if runner.alive and runner.where in load:
                 load[runner.where] += 1
-        return min(workers, key=lambda w: load[w])
+        return str(min(workers, key=lambda w: load[w]))
 
     def runner(
         self, agent_id: str, snapshot: dict[str, Any], epoch: int, sink: OutputSink
@@ -267,9 +268,7 @@ class DaskRunner:
                 self.sink(output)
 
     async def _shipment(self, names: set[str]) -> Shipment:
-        wanted = {
-            n for n in names if n in self.snapshot and n not in self.shipped and shippable(n)
-        }
+        wanted = {n for n in names if n in self.snapshot and n not in self.shipped and shippable(n)}
         if not wanted:
             return Shipment()
         group = self.backend.group(self.epoch, await self.backend.client())
@@ -319,7 +318,8 @@ class DaskRunner:
             try:
                 blobs, errors = await self._invoke("pull", list(names), poll=False)
             except WorkerLostError as exc:
-                raise PullError(f"worker {self.agent_id} has no process to pull from: {exc}")
+                why = f"worker {self.agent_id} has no process to pull from: {exc}"
+                raise PullError(why) from None
         if errors:
             raise PullError("; ".join(f"{name}: {why}" for name, why in errors.items()))
         return {name: await asyncio.to_thread(pickle.loads, blob) for name, blob in blobs.items()}

@@ -62,28 +62,18 @@ class DaskAgent:
     async def start(self) -> dict[str, Any]:
         """Start the child process (once); where it runs."""
         if self.proc is None:
-            ours, theirs = socket.socketpair()
-            env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "forkagent_jupyter.runtime.executors.dask_child"]
-                + [str(theirs.fileno())],
-                pass_fds=[theirs.fileno()],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            theirs.close()
+            self.proc, ours = await asyncio.to_thread(_spawn_child)
             self._reader, self._writer = await asyncio.open_unix_connection(sock=ours)
             self._lock = asyncio.Lock()
         from distributed import get_worker
 
+        assert self.proc is not None
         return {"pid": self.proc.pid, "worker": get_worker().address, "host": socket.gethostname()}
 
     async def _request(self, message: tuple[Any, ...], reply: str) -> tuple[Any, ...]:
         assert self._reader is not None and self._writer is not None
         if self.ended is not None:
-            raise _Lost(self.ended)
+            raise _LostError(self.ended)
         try:
             self._writer.write(encode(message))
             await self._writer.drain()
@@ -94,7 +84,7 @@ class DaskAgent:
                 elif received[0] == reply and received[1] == message[1]:
                     return tuple(received)
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
-            raise _Lost(await self._how_it_ended()) from None
+            raise _LostError(await self._how_it_ended()) from None
 
     async def _how_it_ended(self) -> str:
         if self._killed:
@@ -147,7 +137,7 @@ class DaskAgent:
             try:
                 errors = await self._bind(dict(blobs), keys)
                 done = await self._request(("run", next(self._ids), code), "done")
-            except _Lost as lost:
+            except _LostError as lost:
                 return ("lost", str(lost), self._unacked(ack))
         result: ExecResult = done[2]
         if errors:
@@ -166,7 +156,7 @@ class DaskAgent:
             try:
                 await self._bind(dict(blobs), keys)
                 called = await self._request(("call", next(self._ids), fn, args), "called")
-            except _Lost as lost:
+            except _LostError as lost:
                 return ("lost", str(lost), [])
         return ("ok", called[2], [])
 
@@ -177,7 +167,7 @@ class DaskAgent:
         async with self._lock:
             try:
                 pulled = await self._request(("pull", next(self._ids), names), "pulled")
-            except _Lost as lost:
+            except _LostError as lost:
                 return ("lost", str(lost), [])
         return ("ok", (pulled[2], pulled[3]), [])
 
@@ -198,7 +188,24 @@ class DaskAgent:
                 await asyncio.to_thread(self.proc.wait, 2.0)
 
 
-class _Lost(Exception):
+def _spawn_child() -> tuple[subprocess.Popen[bytes], socket.socket]:
+    """A fresh interpreter serving one agent (no credentials in its environment)."""
+    ours, theirs = socket.socketpair()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    module = "forkagent_jupyter.runtime.executors.dask_child"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", module, str(theirs.fileno())],
+        pass_fds=[theirs.fileno()],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    theirs.close()
+    return proc, ours
+
+
+class _LostError(Exception):
     """The child process ended under a request."""
 
 
@@ -216,8 +223,8 @@ async def _fetch(keys: dict[str, str]) -> dict[str, Any]:
         else:
             missing[name] = key
     if missing:
-        client = get_client()
-        futures = [Future(key, client) for key in missing.values()]
+        client: Any = get_client()
+        futures: list[Any] = [Future(key, client) for key in missing.values()]
         values = await client.gather(futures)
         found.update(zip(missing, values, strict=True))
     return found

@@ -1,0 +1,117 @@
+"""The fan-out on a Dask cluster, in a real kernel: `ForkAgent.executor = "dask"` with a real
+LocalCluster of worker processes. Cards, a figure, a pull, Stop, and a Dask worker process
+killed under a running task (a clear failure, one notification), the kernel answering
+throughout."""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.dask_cluster import cluster
+
+from .conftest import Kernel
+from .test_compute import FIGURE, SESSION, _card_outputs, setup, status, wait_until
+
+pytestmark = pytest.mark.kernel
+pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def dask_address() -> Iterator[str]:
+    with cluster() as address:
+        yield address
+
+
+def runner(name: str) -> str:
+    return f"{SESSION}.compute.runners[{SESSION}.registry.get({name!r}).id]"
+
+
+def on_dask(kernel: Kernel, address: str) -> None:
+    setup(kernel)
+    for line in (
+        f"%config ForkAgent.dask_address = {address!r}",
+        "%config ForkAgent.executor = 'dask'",
+    ):
+        done = kernel.execute(line)
+        assert done.status == "ok" and not done.texts(), done.texts()
+
+
+def test_the_fan_out_runs_on_a_dask_cluster(kernel: Kernel, dask_address: str) -> None:
+    on_dask(kernel, dask_address)
+    kernel.execute("import pandas as pd\ndf = pd.DataFrame({'a': [1, 2, 3], 'b': [4, 5, 6]})")
+    kernel.execute("%matplotlib inline")
+    kernel.execute(
+        f"%fork --name plotter {FIGURE}\n"
+        "%fork --name summer sum `py: import os; total = int(df.a.sum()); pid = os.getpid(); "
+        "print('sum is', total)`"
+    )
+    kernel.run_approving("%tasks --wait", timeout=90)
+    kernel.drain()
+    assert status(kernel, "plotter") == "completed" and status(kernel, "summer") == "completed"
+    assert kernel.value(f"{runner('summer')}.kind") == "dask"
+    assert kernel.value(f"{runner('summer')}.where").startswith("tcp://")
+    # outputs and the figure on the cards, as with local workers
+    outputs = _card_outputs(kernel)
+    assert any(o.get("output_type") == "stream" and "sum is 6" in o["text"] for o in outputs)
+    assert any(o.get("output_type") == "stream" and "drawing" in o["text"] for o in outputs)
+    pngs = [o["data"]["image/png"] for o in outputs if "image/png" in o.get("data", {})]
+    assert len(pngs) == 1 and base64.b64decode(pngs[0]).startswith(b"\x89PNG")
+    # a pull brings values back from the cluster; nothing of yours was rebound
+    pulled = kernel.execute("%tasks --pull summer total pid")
+    assert "pulled from summer: total (int 6)" in pulled.texts(), pulled.texts()
+    assert kernel.value("pid") != kernel.value("__import__('os').getpid()")
+    assert kernel.value("list(df.a)") == [1, 2, 3]
+
+
+def test_stop_and_a_lost_dask_worker(kernel: Kernel, dask_address: str) -> None:
+    on_dask(kernel, dask_address)
+    kernel.execute(
+        "%fork --name slow spin `py: import time; time.sleep(60)`\n"
+        "%fork --name doomed spin `py: import time; time.sleep(60)`"
+    )
+    for name in ("slow", "doomed"):
+        wait_until(kernel, f"{runner(name)}.pid", 60)
+        wait_until(kernel, f"{SESSION}.registry.get({name!r}).current_tool == 'Python'")
+    pid = kernel.value(f"{runner('slow')}.pid")
+    assert os.path.exists(f"/proc/{pid}")
+    reply = kernel.execute("print('still answering')")
+    assert "still answering" in reply.texts()
+    # Stop kills the worker's process on the cluster; the task ends killed
+    assert kernel.execute("%stop slow").status == "ok"
+    wait_until(kernel, f"{SESSION}.registry.get('slow').status == 'killed'", 10)
+    wait_until(kernel, f"not __import__('os').path.exists('/proc/{pid}')", 10)
+    # the Dask worker process that holds `doomed` is killed from outside
+    where = kernel.value(f"{runner('doomed')}.where")
+    dask_pid = kernel.value(
+        f"{SESSION}.compute.dask._client.run(__import__('os').getpid, workers=[{where!r}])"
+        f"[{where!r}]"
+    )
+    os.kill(int(dask_pid), signal.SIGKILL)
+    wait_until(kernel, f"{SESSION}.registry.get('doomed').status == 'failed'", 30)
+    error = kernel.value(f"{SESSION}.registry.get('doomed').error")
+    assert f"the Dask worker {where} that ran this worker's code was lost" in error
+    assert "still answering" in kernel.execute("print('still answering')").texts()
+    kernel.run_approving("%tasks --wait", timeout=60)
+    notes: list[Any] = kernel.value(
+        f"[x for a in {SESSION}.auto_turns for x in a.notifications "
+        f"if {SESSION}.registry.get('doomed').id in x]"
+    )
+    assert len(notes) == 1 and "<status>failed</status>" in notes[0]
+    # the cluster carries on (its nanny restarts the worker): a new worker computes there
+    kernel.execute("%fork --name after fine `py: 6 * 7`")
+    kernel.run_approving("%tasks --wait after", timeout=90)
+    assert status(kernel, "after") == "completed"
+
+
+def test_a_setting_that_cannot_be_used_is_refused_in_one_line(kernel: Kernel) -> None:
+    setup(kernel)
+    refused = kernel.execute("%config ForkAgent.executor = 'dask'")
+    assert "ForkAgent.executor: the Dask executor needs a scheduler" in refused.texts()
+    assert kernel.value("__forkagent__.settings.executor") == "local"
+    assert kernel.value(f"{SESSION}.compute.executor") == "local"
