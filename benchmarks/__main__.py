@@ -34,6 +34,7 @@ BENCHMARKS: dict[str, tuple[bool, list[str]]] = {
     "fork_cache": (True, []),
     "kernel_load": (True, []),
     "compute_load": (True, []),
+    "dask_fanout": (False, []),  # reported; its bounds are checked by its own --check
     "loop_overhead": (False, []),
     "emulator_throughput": (False, []),
 }

@@ -9,6 +9,7 @@ import base64
 import os
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -79,7 +80,7 @@ def test_stop_and_a_lost_dask_worker(kernel: Kernel, dask_address: str) -> None:
         wait_until(kernel, f"{runner(name)}.pid", 60)
         wait_until(kernel, f"{SESSION}.registry.get({name!r}).current_tool == 'Python'")
     pid = kernel.value(f"{runner('slow')}.pid")
-    assert os.path.exists(f"/proc/{pid}")
+    assert Path(f"/proc/{pid}").exists()
     reply = kernel.execute("print('still answering')")
     assert "still answering" in reply.texts()
     # Stop kills the worker's process on the cluster; the task ends killed

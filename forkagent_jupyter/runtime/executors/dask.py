@@ -8,7 +8,8 @@ that holds the agent's namespace across its calls. It behaves as a local worker 
 
 * the code was approved in the kernel before `run` is called; only then is it sent;
 * outputs (prints, displays, figures) come back while the code runs (the runner polls the
-  actor every `POLL_SECONDS`) and go to the card; the result goes to the model;
+  actor every `POLL_SECONDS`, slowing to `POLL_SECONDS_MAX` while nothing comes) and go to
+  the card; the result goes to the model;
 * cancelling a call (Stop) kills the actor's process at once, and the call ends `killed`;
 * a Dask worker or scheduler that goes away, or an actor that stops answering polls within
   `LOST_AFTER` seconds, ends the call with `WorkerLostError` (the task fails, with that
@@ -35,6 +36,7 @@ from .shipping import ShipGroup, Shipment, referenced_names, shippable
 __all__ = ["DaskBackend", "DaskRunner", "require_dask"]
 
 POLL_SECONDS = 0.1
+POLL_SECONDS_MAX = 1.0  # polls slow down to this while the code prints nothing
 LOST_AFTER = 15.0
 CONNECT_TIMEOUT = 10.0
 INSTALL_HINT = (
@@ -237,13 +239,16 @@ class DaskRunner:
     async def _invoke(self, method: str, *args: Any, poll: bool = True) -> Any:
         """Call the actor; while it runs, bring its outputs to the sink and watch it lives."""
         call = asyncio.ensure_future(self._call(method, *args))
+        interval = POLL_SECONDS
         try:
             while True:
-                done, _ = await asyncio.wait({call}, timeout=POLL_SECONDS)
+                done, _ = await asyncio.wait({call}, timeout=interval)
                 if done:
                     break
                 if poll:
-                    self._deliver(await self._call("poll", self.acked, timeout=LOST_AFTER))
+                    outputs = await self._call("poll", self.acked, timeout=LOST_AFTER)
+                    self._deliver(outputs)
+                    interval = POLL_SECONDS if outputs else min(interval * 1.5, POLL_SECONDS_MAX)
                 client = self.backend._client
                 if client is not None and client.status in ("closing", "closed"):
                     raise self._lost(ConnectionError("the connection to the scheduler closed"))
