@@ -193,7 +193,46 @@ def _emulator(r: dict[str, Any]) -> list[str]:
     return out
 
 
+def _dask_fanout(r: dict[str, Any]) -> list[str]:
+    out = ["### Workers on a Dask LocalCluster (`dask_fanout`)", ""]
+    b = r["bounds"]
+    for label, c in (("local cluster", r.get("local_cluster")), ("other", r.get("other_cluster"))):
+        if not c:
+            continue
+        f, calls, ship = c["fan_out"], c["calls"], c["shipping"]
+        out += [f"{label}:", ""]
+        out += _table(
+            ["measure", "value", "bound"],
+            [
+                [
+                    "8 workers vs 1 (same CPU each)",
+                    f"**{f['wall_8_ratio']:.2f}x**",
+                    f"<= {b['wall_8_max']}x",
+                ],
+                [
+                    "kernel RTT while 8 compute, vs idle",
+                    f"**{f['rtt_ratio']:.2f}x**",
+                    f"<= {b['rtt_ratio_max']}x",
+                ],
+                [
+                    "1-line call, cluster minus local worker",
+                    f"**{calls['overhead_ms']:.1f} ms** ({calls['dask_call_ms']:.1f} vs "
+                    f"{calls['local_call_ms']:.1f})",
+                    f"< {b['call_overhead_ms_max']:.0f} ms",
+                ],
+                [
+                    f"{ship['frame_mb']:.0f} MB frame used by 8 siblings: bytes shipped / size",
+                    f"**{ship['shipped_ratio']:.2f}x** ({ship['cluster_copies']} copy scattered)",
+                    f"<= {b['ship_max']}x",
+                ],
+                ["`%stop` to `killed`", f"{c['stop']['stop_s']:.3f} s", "reported"],
+            ],
+        )
+    return out
+
+
 SECTIONS = {
+    "dask_fanout": _dask_fanout,
     "fork_cache": _fork_cache,
     "kernel_load": _kernel_load,
     "compute_load": _compute_load,
