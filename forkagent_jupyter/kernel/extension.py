@@ -179,6 +179,8 @@ class KernelAgent:
             session.compute.max_workers = max(1, int(value))
         elif name == "worker_nice":
             session.compute.nice = int(value)
+            if session.compute.dask is not None:
+                session.compute.dask.nice = int(value)
         elif name in ("executor", "dask_address"):
             self._apply_executor(change)
         elif name == "max_cost_usd":

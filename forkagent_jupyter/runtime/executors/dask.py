@@ -71,6 +71,7 @@ class DaskBackend:
         self._groups: dict[int, ShipGroup] = {}
         self.runners: list[DaskRunner] = []
         self.inline_bytes = 0
+        self.nice = 0  # added to the workers' processes (ForkAgent.worker_nice)
 
     # -- the client --------------------------------------------------------------------------
 
@@ -211,7 +212,7 @@ class DaskRunner:
         if getattr(actor, "_client", None) is None:  # bind it to our client, not a default one
             actor._client, actor._future = client, future
         self._future, self.actor, self.where, self.ended = future, actor, where, None
-        started = await self._call("start")
+        started = await self._call("start", self.backend.nice)
         self.pid = int(started["pid"])
 
     async def _call(self, method: str, *args: Any, timeout: float | None = None) -> Any:

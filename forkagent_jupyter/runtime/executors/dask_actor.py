@@ -59,10 +59,10 @@ class DaskAgent:
 
     # -- the child process -------------------------------------------------------------------
 
-    async def start(self) -> dict[str, Any]:
-        """Start the child process (once); where it runs."""
+    async def start(self, nice: int = 0) -> dict[str, Any]:
+        """Start the child process (once, at niceness `nice`); where it runs."""
         if self.proc is None:
-            self.proc, ours = await asyncio.to_thread(_spawn_child)
+            self.proc, ours = await asyncio.to_thread(_spawn_child, nice)
             self._reader, self._writer = await asyncio.open_unix_connection(sock=ours)
             self._lock = asyncio.Lock()
         from distributed import get_worker
@@ -188,13 +188,13 @@ class DaskAgent:
                 await asyncio.to_thread(self.proc.wait, 2.0)
 
 
-def _spawn_child() -> tuple[subprocess.Popen[bytes], socket.socket]:
+def _spawn_child(nice: int) -> tuple[subprocess.Popen[bytes], socket.socket]:
     """A fresh interpreter serving one agent (no credentials in its environment)."""
     ours, theirs = socket.socketpair()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     module = "forkagent_jupyter.runtime.executors.dask_child"
     proc = subprocess.Popen(
-        [sys.executable, "-m", module, str(theirs.fileno())],
+        [sys.executable, "-m", module, str(theirs.fileno()), str(nice)],
         pass_fds=[theirs.fileno()],
         env=env,
         stdin=subprocess.DEVNULL,

@@ -12,6 +12,7 @@ made, so `display()`, rich final values and figures reach the card as in a local
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import socket
@@ -55,6 +56,9 @@ def main(argv: list[str]) -> None:
     from .child import _die_with_parent, serve_worker
 
     _die_with_parent()
+    if len(argv) > 2 and int(argv[2]):
+        with contextlib.suppress(OSError):
+            os.nice(int(argv[2]))
     os.environ["MPLBACKEND"] = os.environ.get("MPLBACKEND") or "agg"
     sock = socket.socket(fileno=int(argv[1]))
     serve_worker(sock, _namespace())
