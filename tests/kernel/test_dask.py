@@ -85,7 +85,11 @@ def test_stop_and_a_lost_dask_worker(kernel: Kernel, dask_address: str) -> None:
     assert "still answering" in reply.texts()
     # Stop kills the worker's process on the cluster; the task ends killed
     assert kernel.execute("%stop slow").status == "ok"
-    wait_until(kernel, f"{SESSION}.registry.get('slow').status == 'killed'", 10)
+    try:
+        wait_until(kernel, f"{SESSION}.registry.get('slow').status == 'killed'", 20)
+    except TimeoutError:
+        task = f"{SESSION}.registry.get('slow')"
+        raise AssertionError(kernel.value(f"({task}.status, {task}.error, {task}.current_tool)"))
     wait_until(kernel, f"not __import__('os').path.exists('/proc/{pid}')", 10)
     # the Dask worker process that holds `doomed` is killed from outside
     where = kernel.value(f"{runner('doomed')}.where")
