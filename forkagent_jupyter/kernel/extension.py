@@ -177,6 +177,8 @@ class KernelAgent:
             session.compute.worker_namespace = value
         elif name == "max_workers":
             session.compute.max_workers = max(1, int(value))
+            if session.compute.dask is not None:
+                session.compute.dask.max_workers = max(1, int(value))
         elif name == "worker_nice":
             session.compute.nice = int(value)
             if session.compute.dask is not None:

@@ -89,7 +89,8 @@ def test_stop_and_a_lost_dask_worker(kernel: Kernel, dask_address: str) -> None:
         wait_until(kernel, f"{SESSION}.registry.get('slow').status == 'killed'", 20)
     except TimeoutError:
         task = f"{SESSION}.registry.get('slow')"
-        raise AssertionError(kernel.value(f"({task}.status, {task}.error, {task}.current_tool)"))
+        state = kernel.value(f"({task}.status, {task}.error, {task}.current_tool)")
+        raise AssertionError(state) from None
     wait_until(kernel, f"not __import__('os').path.exists('/proc/{pid}')", 10)
     # the Dask worker process that holds `doomed` is killed from outside
     where = kernel.value(f"{runner('doomed')}.where")

@@ -52,7 +52,9 @@ async def test_siblings_share_one_shipment_of_a_large_value(
     ]
     for finished in await done(session, *tasks):
         assert finished.status == "completed", finished.error
-    assert all(isinstance(session.compute.runners[t.id], DaskRunner) for t in tasks)
+    runners = [session.compute.runners[t.id] for t in tasks]
+    assert all(isinstance(r, DaskRunner) for r in runners)
+    assert len({r.where for r in runners}) == 2  # spread over both Dask workers
     shipped = session.compute.dask.shipped_bytes
     assert big.nbytes <= shipped < big.nbytes + 100_000  # once, not once per sibling
     pulled = await session.pull(tasks[2].id, "s", "small")

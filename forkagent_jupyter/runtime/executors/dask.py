@@ -72,6 +72,7 @@ class DaskBackend:
         self.runners: list[DaskRunner] = []
         self.inline_bytes = 0
         self.nice = 0  # added to the workers' processes (ForkAgent.worker_nice)
+        self.max_workers = 16  # live processes before finished ones are retired
 
     # -- the client --------------------------------------------------------------------------
 
@@ -124,24 +125,37 @@ class DaskBackend:
         running = asyncio.run_coroutine_threadsafe(on_client_loop(), client.loop.asyncio_loop)
         return await asyncio.wait_for(asyncio.wrap_future(running), timeout)
 
-    async def place(self) -> str:
-        """The Dask worker for a new agent: the one holding the fewest of our live agents."""
+    async def place(self, runner: DaskRunner) -> str:
+        """Choose the Dask worker for a new agent's actor (the one holding the fewest of our
+        live agents) and record it on the runner at once, so that agents starting together
+        spread over the cluster."""
         client = await self.client()
         info = await asyncio.to_thread(client.scheduler_info)
         workers = sorted(info.get("workers", {}))
         if not workers:
             raise WorkerLostError(f"the Dask cluster at {self.address} has no workers")
         load = dict.fromkeys(workers, 0)
-        for runner in self.runners:
-            if runner.alive and runner.where in load:
-                load[runner.where] += 1
-        return str(min(workers, key=lambda w: load[w]))
+        for other in self.runners:
+            if other.ended is None and other.where in load:
+                load[other.where] += 1
+        runner.where = str(min(workers, key=lambda w: load[w]))
+        return runner.where
+
+    def make_room(self, max_workers: int) -> None:
+        """Retire the oldest finished agents' processes while `max_workers` or more live."""
+        live = [r for r in self.runners if r.alive]
+        for runner in live:
+            if len(live) < max_workers:
+                break
+            if runner.parked:
+                runner.kill(f"its process was retired to keep within max_workers={max_workers}")
+                live.remove(runner)
 
     def runner(
         self, agent_id: str, snapshot: dict[str, Any], epoch: int, sink: OutputSink
     ) -> DaskRunner:
         runner = DaskRunner(self, agent_id, snapshot, epoch, sink)
-        self.runners = [r for r in self.runners if r.alive or r.actor is not None]
+        self.runners = [r for r in self.runners if r.ended is None]
         self.runners.append(runner)
         return runner
 
@@ -194,11 +208,14 @@ class DaskRunner:
             return
         from .dask_actor import DaskAgent
 
-        self.kill("its place on the cluster was replaced")  # a lost or stopped one: start anew
-        self.shipped, self.acked = set(), 0
-
+        if self.actor is not None:  # a lost one: start anew (a resumed agent)
+            self.kill("its place on the cluster was replaced")
+        self.shipped, self.acked, self.ended = set(), 0, None
+        if self not in self.backend.runners:
+            self.backend.runners.append(self)
+        self.backend.make_room(self.backend.max_workers)
         client = await self.backend.client()
-        where = await self.backend.place()
+        where = await self.backend.place(self)
         future = client.submit(
             DaskAgent,
             self.agent_id,

@@ -108,7 +108,9 @@ class DaskAgent:
         self.outputs = [(seq, out) for seq, out in self.outputs if seq > ack]
         return list(self.outputs)
 
-    async def _bind(self, blobs: dict[str, bytes], keys: dict[str, str]) -> dict[str, str]:
+    async def _bind(
+        self, blobs: dict[str, bytes], keys: dict[str, tuple[str, list[str]]]
+    ) -> dict[str, str]:
         """Give the child the values it needs: pickles as they came, scattered data by key."""
         errors: dict[str, str] = {}
         if keys:
@@ -129,7 +131,7 @@ class DaskAgent:
     # -- requests (from the kernel) ----------------------------------------------------------
 
     async def run(
-        self, code: str, blobs: dict[str, bytes], keys: dict[str, str], ack: int
+        self, code: str, blobs: dict[str, bytes], keys: dict[str, tuple[str, list[str]]], ack: int
     ) -> Reply:
         await self.start()
         assert self._lock is not None
@@ -148,7 +150,11 @@ class DaskAgent:
         return ("ok", result, self._unacked(ack))
 
     async def call(
-        self, fn: Any, args: tuple[Any, ...], blobs: dict[str, bytes], keys: dict[str, str]
+        self,
+        fn: Any,
+        args: tuple[Any, ...],
+        blobs: dict[str, bytes],
+        keys: dict[str, tuple[str, list[str]]],
     ) -> Reply:
         await self.start()
         assert self._lock is not None
@@ -209,22 +215,21 @@ class _LostError(Exception):
     """The child process ended under a request."""
 
 
-async def _fetch(keys: dict[str, str]) -> dict[str, Any]:
-    """The values of scattered keys: from this Dask worker's memory, else from the cluster
-    (once per Dask worker: Dask keeps the copy it fetched while the key lives)."""
-    from distributed import Future, get_client, get_worker
+async def _fetch(keys: dict[str, tuple[str, list[str]]]) -> dict[str, Any]:
+    """The values of scattered keys, from this Dask worker's memory; a key it does not hold
+    is first copied here from a worker that does (once per Dask worker: the siblings placed
+    on it share that copy while the key lives)."""
+    from distributed import get_worker
 
-    worker = get_worker()
-    found: dict[str, Any] = {}
-    missing: dict[str, str] = {}
-    for name, key in keys.items():
-        if key in worker.data:
-            found[name] = worker.data[key]
-        else:
-            missing[name] = key
+    worker: Any = get_worker()
+    missing = {key: holders for key, holders in keys.values() if key not in worker.data}
     if missing:
-        client: Any = get_client()
-        futures: list[Any] = [Future(key, client) for key in missing.values()]
-        values = await client.gather(futures)
-        found.update(zip(missing, values, strict=True))
+        await worker.gather(missing)
+    found: dict[str, Any] = {}
+    for name, (key, _holders) in keys.items():
+        if key not in worker.data:
+            raise _LostError(
+                f"the cluster lost the data of {name} (it was scattered from the kernel)"
+            )
+        found[name] = worker.data[key]
     return found

@@ -65,7 +65,7 @@ class ComputePlane:
         """Isolated workers' code runs on a Dask cluster from the next worker on (see
         `dask.DaskBackend`); running workers keep where they run."""
         backend = DaskBackend(address, client)  # a ConfigError when it cannot be used
-        backend.nice = self.nice
+        backend.nice, backend.max_workers = self.nice, self.max_workers
         if self.dask is not None:
             self.dask.close()
         self.dask, self.executor = backend, "dask"

@@ -59,7 +59,8 @@ class Shipment:
     """What one call sends: pickles, keys of scattered data, and names left out (with why)."""
 
     blobs: dict[str, bytes] = field(default_factory=dict)
-    keys: dict[str, str] = field(default_factory=dict)
+    keys: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+    """name -> (key of the scattered data, the Dask workers that held it when scattered)"""
     left_out: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -73,6 +74,7 @@ class _Packed:
     future: Any = None  # a distributed.Future of scattered data
     error: str | None = None
     value: Any = None  # held, so the id it was packed under is not reused
+    holders: list[str] = field(default_factory=list)
 
 
 class ShipGroup:
@@ -94,7 +96,7 @@ class ShipGroup:
             if packed.error is not None:
                 shipment.left_out[name] = packed.error
             elif packed.future is not None:
-                shipment.keys[name] = packed.future.key
+                shipment.keys[name] = (packed.future.key, packed.holders)
             elif packed.blob is not None:
                 shipment.blobs[name] = packed.blob
         self.inline_bytes += shipment.bytes_inline
@@ -128,10 +130,11 @@ class ShipGroup:
                 return _Packed(blob=blob, value=value)
         try:
             [future] = self.client.scatter([value], broadcast=False, hash=False)
+            holders = list(self.client.who_has([future]).get(future.key, ()))
         except Exception as exc:
             return _Packed(error=_why_not(value, exc))
         self.scattered_bytes += len(blob) if blob is not None else estimate
-        return _Packed(future=future, value=value)
+        return _Packed(future=future, value=value, holders=holders)
 
 
 def _why_not(value: Any, exc: BaseException) -> str:
