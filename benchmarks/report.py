@@ -222,7 +222,7 @@ def _dask_fanout(r: dict[str, Any]) -> list[str]:
                 ],
                 [
                     f"{ship['frame_mb']:.0f} MB frame used by 8 siblings: bytes shipped / size",
-                    f"**{ship['shipped_ratio']:.2f}x** ({ship['cluster_copies']} Dask worker copies)",
+                    f"**{ship['shipped_ratio']:.2f}x** ({ship['cluster_copies']} held)",
                     f"<= {b['ship_max']}x",
                 ],
                 ["`%stop` to `killed`", f"{c['stop']['stop_s']:.3f} s", "reported"],
