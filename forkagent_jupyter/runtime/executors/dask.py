@@ -122,8 +122,20 @@ class DaskBackend:
         async def on_client_loop() -> Any:
             return await make()
 
-        running = asyncio.run_coroutine_threadsafe(on_client_loop(), client.loop.asyncio_loop)
-        return await asyncio.wait_for(asyncio.wrap_future(running), timeout)
+        running = asyncio.wrap_future(
+            asyncio.run_coroutine_threadsafe(on_client_loop(), client.loop.asyncio_loop)
+        )
+        # not asyncio.wait_for: before Python 3.12 it can swallow a cancellation (Stop) that
+        # arrives as the call completes
+        try:
+            done, _ = await asyncio.wait({running}, timeout=timeout)
+        except asyncio.CancelledError:
+            running.cancel()
+            raise
+        if not done:
+            running.cancel()
+            raise asyncio.TimeoutError
+        return running.result()
 
     async def place(self, runner: DaskRunner) -> str:
         """Choose the Dask worker for a new agent's actor (the one holding the fewest of our
