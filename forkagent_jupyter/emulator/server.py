@@ -1,6 +1,7 @@
 """`Emulator`: the Anthropic-compatible HTTP server the SDK talks to in tests and demos.
 
 Endpoints: `POST /v1/messages` (JSON or `stream: true`), `POST /v1/messages/count_tokens`,
+Vertex AI's `...:streamRawPredict` / `:rawPredict` route to messages (`platforms.py`),
 and the control endpoints under `/_emulator/` (see `control.py`). Query strings are ignored.
 
 Per API request, in this order: parse the JSON body (400), authenticate (`x-api-key` or
@@ -34,6 +35,7 @@ from .errors import STATUS_TYPES, ApiError, error_body
 from .faults import Fault, FaultPlan, error_headers
 from .ids import IdFactory
 from .ledger import Ledger, RequestRecord, Violation, make_entry, summarize_request
+from .platforms import platform_route
 from .sse import SseEvent, StreamOptions, finish_reply, message_dict, message_events
 from .tokens import ByteTokenizer, Tokenizer, count_input_tokens
 from .transport import ClientGoneError, EmulatorHTTPServer, Handler
@@ -342,8 +344,13 @@ class Emulator:
         self._send_error(h, rec, err, fault=False)
 
     def _api(self, h: Handler, rec: RequestRecord) -> None:
-        endpoint = {"/v1/messages": "messages", "/v1/messages/count_tokens": "count_tokens"}.get(
-            rec.path
+        route = platform_route(rec.path)
+        endpoint = (
+            "messages"
+            if route is not None
+            else {"/v1/messages": "messages", "/v1/messages/count_tokens": "count_tokens"}.get(
+                rec.path
+            )
         )
         if endpoint is None:
             self._reject(h, rec, ApiError(404, "not_found_error", TRANSPORT_MESSAGES["not_found"]))
@@ -361,7 +368,11 @@ class Emulator:
             return
         rec.body = body
         try:
-            workspace, version = self._authorize(rec)
+            body_version = None
+            if route is not None:
+                body, body_version = route.messages_body(body)
+                rec.body = body
+            workspace, version = self._authorize(rec, body_version)
             info = validate_request(
                 body,
                 version=version,
@@ -385,7 +396,7 @@ class Emulator:
             return
         self._messages(h, rec, body, info, workspace, start)
 
-    def _authorize(self, rec: RequestRecord) -> tuple[str, str]:
+    def _authorize(self, rec: RequestRecord, body_version: str | None = None) -> tuple[str, str]:
         key = rec.headers.get("x-api-key")
         auth = rec.headers.get("authorization", "")
         if not key and auth[:7].lower() == "bearer ":
@@ -394,7 +405,7 @@ class Emulator:
             raise ApiError(401, "authentication_error", TRANSPORT_MESSAGES["no_key"])
         if self.api_keys is not None and key not in self.api_keys:
             raise ApiError(401, "authentication_error", TRANSPORT_MESSAGES["bad_key"])
-        version = rec.headers.get("anthropic-version")
+        version = body_version or rec.headers.get("anthropic-version")
         if not version:
             raise ApiError(400, "invalid_request_error", TRANSPORT_MESSAGES["no_version"])
         if version not in API_VERSIONS:

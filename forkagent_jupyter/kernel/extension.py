@@ -36,9 +36,11 @@ class ForkAgent(Configurable):  # type: ignore[misc]
     model = Unicode("", help="Model id (default: FORKAGENT_MODEL or the built-in default).").tag(
         config=True
     )
-    backend = Unicode("", help="'anthropic' or 'offline' (default: by the credentials found).").tag(
-        config=True
-    )
+    backend = Unicode(
+        "",
+        help="'anthropic', 'bedrock', 'vertex', 'foundry' or 'offline' (default: 'anthropic' "
+        "when the SDK finds credentials, else 'offline').",
+    ).tag(config=True)
     permission_mode = CaselessStrEnum(
         ["default", "acceptEdits", "bypassPermissions", "plan"],
         default_value="default",

@@ -158,9 +158,14 @@ class AnthropicModel:
         base_url: str | None = None,
         max_retries: int = 2,
         timeout: float = 600.0,
+        client: Any = None,
     ) -> None:
         import anthropic
 
+        if client is not None:  # an SDK client made by runtime/backends.py
+            self.name = name or default_model_name()
+            self._client = client
+            return
         api_key = api_key or os.environ.get("ANTHROPIC_API_KEY") or None
         auth_token = auth_token or os.environ.get("ANTHROPIC_AUTH_TOKEN") or None
         if not api_key and not auth_token:

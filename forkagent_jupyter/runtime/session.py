@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .agents import AgentDefinition, load_agents
+from .backends import Backend, select_backend
 from .errors import ConfigError, UsageError
 from .events import (
     LoopEvent,
@@ -30,9 +30,8 @@ from .events import (
 )
 from .executors import ComputePlane, WorkerNamespace
 from .loop import AgentConfig, LoopState, run_turn
-from .model import AnthropicModel, CacheTTL, ModelClient, default_model_name
+from .model import CacheTTL, ModelClient, default_model_name
 from .notifications import Command, CommandQueue
-from .offline import OFFLINE_NOTICE, OfflineModel
 from .permissions import PermissionGate, PermissionMode, PermissionPolicy
 from .prompts import default_system_prompt
 from .secrets import scrubbed_env
@@ -45,9 +44,6 @@ from .usage import Usage
 from .workers import AgentRun, Workers
 
 __all__ = ["AutoTurn", "Backend", "Session", "ToolCall", "Turn"]
-
-Backend = Literal["anthropic", "offline"]
-_announced = False
 
 
 @dataclass(frozen=True)
@@ -85,29 +81,6 @@ class AutoTurn:
     task_ids: list[str]
     notifications: list[str]
     turn: Turn
-
-
-def _has_credentials(api_key: str | None) -> bool:
-    return bool(
-        api_key or os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
-    )
-
-
-def resolve_backend(backend: str | None, api_key: str | None) -> Backend:
-    """The backend to use: as asked, else FORKAGENT_BACKEND, else by the credentials found."""
-    chosen = backend or os.environ.get("FORKAGENT_BACKEND") or None
-    if chosen is None:
-        return "anthropic" if _has_credentials(api_key) else "offline"
-    if chosen not in ("anthropic", "offline"):
-        raise ConfigError(f"Unknown backend {chosen!r}: use 'anthropic' or 'offline'.")
-    return "anthropic" if chosen == "anthropic" else "offline"
-
-
-def _announce_offline() -> None:
-    global _announced
-    if not _announced:
-        _announced = True
-        print(OFFLINE_NOTICE, file=sys.stderr)
 
 
 class Session:
@@ -154,12 +127,10 @@ class Session:
             self.backend = "custom"
             self.client: ModelClient = client
         else:
-            self.backend = resolve_backend(backend, api_key)
-            if self.backend == "anthropic":
-                self.client = AnthropicModel(self.model, api_key=api_key, base_url=base_url)
-            else:
-                _announce_offline()
-                self.client = OfflineModel(self.model)
+            selection = select_backend(
+                backend, model=self.model, api_key=api_key, base_url=base_url
+            )
+            self.backend, self.client = selection.backend, selection.client
         self.workdir = Path(workdir or Path.cwd()).resolve()
         if not self.workdir.is_dir():
             raise ConfigError(f"workdir {str(self.workdir)!r} is not a directory.")
