@@ -58,9 +58,10 @@ def test_model_option_is_for_that_cell_only(kernel: Kernel, emulator: Any) -> No
 
 
 def test_help_and_one_line_messages(kernel: Kernel) -> None:
-    shown = kernel.execute("%%agent?")
-    assert shown.status == "ok", shown.texts()
-    assert "Talk to the agent" in str(shown.reply) + shown.texts()
+    for asked in ("%%agent?", "%%agent??"):
+        shown = kernel.execute(asked)
+        assert shown.status == "ok", shown.texts()
+        assert "Talk to the agent" in str(shown.reply) + shown.texts(), asked
     cases = {
         "%tasks nosuch": "%tasks: No task 'nosuch'",
         "%stop nosuch": "%stop: No task 'nosuch'",
