@@ -5,7 +5,9 @@ The same prebuilt extension loads in Notebook 7's notebook page (/notebooks/<nam
 approval on its card (and in the toolbar's Approvals list) until Allow is clicked; each
 finished worker comes back as a notification cell inserted below its launching cell. The
 Tasks panel is in the left side panel, which Notebook 7 keeps closed until View > Left
-Sidebar opens it. Each step leaves a PNG (nb7-*) in tests/browser/artifacts/.
+Sidebar > Show Forkagent tasks opens it. Saving and reloading keeps the notification cells
+and draws the live cards again; after a kernel restart the comm reconnects and a click on
+Allow still reaches the kernel. Each step leaves a PNG (nb7-*) in tests/browser/artifacts/.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ SOURCES = [
     "%fork --name n1 say hello",
     "%fork --name n2 write the file `py: open('n2.txt', 'w').write('two')`",
     "1 + 1",
+    "%fork --name n3 compute `py: 5 * 5`",
 ]
 
 
@@ -129,7 +132,7 @@ def test_approval_on_the_card_lets_the_worker_run(nb_page: Any, lab: Lab) -> Non
     _count_cells(page, len(SOURCES) + 2)
     sources = _sources(page)
     assert sources[3] == SOURCES[2] and sources[4].startswith("%notifications ")
-    assert sources[5] == SOURCES[3]
+    assert sources[5:] == SOURCES[3:]
     note = _cells(page).nth(4).locator(".jp-forkagent-notification")
     note.wait_for()
     assert note.get_attribute("data-status") == "completed"
@@ -143,7 +146,7 @@ def test_tasks_panel_opens_from_the_view_menu(nb_page: Any) -> None:
     assert not panel.is_visible()  # Notebook 7 keeps the side panels closed
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^View$")).click()
     page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Left Sidebar$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile("Forkagent tasks")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Show Forkagent tasks$")).click()
     panel.wait_for(state="visible")
     rows = panel.locator(".jp-forkagent-task-row[data-status='completed']")
     rows.nth(1).wait_for()
@@ -161,7 +164,7 @@ def test_save_and_reload_keep_cells_and_cards(nb_page: Any, lab: Lab) -> None:
     assert saving.value.ok
     saved = json.loads((lab.root / NAME).read_text())
     marks = [c["metadata"].get("forkagent", {}).get("kind") for c in saved["cells"]]
-    assert marks == [None, None, "notification", None, "notification", None]
+    assert marks == [None, None, "notification", None, "notification", None, None]
 
     page.reload()
     page.wait_for_selector(".jp-NotebookPanel[data-forkagent-kernel]", state="attached")
@@ -173,3 +176,34 @@ def test_save_and_reload_keep_cells_and_cards(nb_page: Any, lab: Lab) -> None:
     card.filter(has_text="completed").wait_for()
     page.wait_for_selector(".jp-forkagent-approvals[data-count='0']", state="attached")
     shot(page, "nb7-05-after-reload")
+
+
+def test_restart_reconnects_and_approvals_still_reach_the_kernel(nb_page: Any) -> None:
+    page = nb_page
+    panel = page.locator(".jp-NotebookPanel").first
+    before = int(panel.get_attribute("data-forkagent-welcomes") or "0")
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Kernel$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Restart Kernel…$")).click()
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+    page.wait_for_selector(".jp-NotebookPanel[data-forkagent-connected]", state="detached")
+    page.wait_for_selector(".jp-NotebookPanel[data-forkagent-kernel]", state="attached")
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", state="attached")
+    _run(page, 0)  # the new kernel loads the extension; the comm opens again
+    page.wait_for_function(
+        "n => Number(document.querySelector('.jp-NotebookPanel').dataset.forkagentWelcomes) > n",
+        arg=before,
+    )
+    last = len(SOURCES) + 1  # SOURCES[4], below two notification cells
+    _run(page, last)
+    card = _cells(page).nth(last).locator(".forkagent-card")
+    card.wait_for()
+    page.wait_for_selector(".jp-forkagent-approvals[data-count='1']", state="attached")
+    card.locator(".forkagent-approval").get_by_role("button", name="Allow once").click()
+    page.wait_for_selector(".jp-forkagent-approvals[data-count='0']", state="attached")
+    card.filter(has_text="completed").wait_for()
+    _count_cells(page, len(SOURCES) + 3)
+    note = _cells(page).nth(last + 1).locator(".jp-forkagent-notification")
+    note.wait_for()
+    assert "n3" in note.locator(".jp-forkagent-notification-name").inner_text()
+    assert "25" in note.locator(".jp-forkagent-notification-result").inner_text()
+    shot(page, "nb7-06-restarted")
