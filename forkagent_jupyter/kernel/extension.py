@@ -86,6 +86,13 @@ class ForkAgent(Configurable):  # type: ignore[misc]
     cache_ttl = CaselessStrEnum(
         ["5m", "1h"], default_value="5m", help="Prompt-cache lifetime to request."
     ).tag(config=True)
+    stream_retries = Int(
+        3,
+        min=0,
+        help="Times a reply whose stream breaks off mid-way (dropped connection, "
+        "overloaded_error or api_error event) is requested again, with backoff, before the "
+        "run fails (0: never).",
+    ).tag(config=True)
 
 
 def interpolate(text: str, namespace: dict[str, Any]) -> str:
@@ -139,7 +146,8 @@ class KernelAgent:
 
     def _setting_changed(self, change: Any) -> None:
         """`%config ForkAgent.X = ...` after the session started applies at once: the
-        permission mode and approval timeout to every agent, running workers included; the
+        permission mode, approval timeout and stream retries to every agent, running workers
+        included; the
         model, prompt-cache lifetime and worker settings from the next turn or worker on."""
         session = self._session
         if session is None:
@@ -178,6 +186,8 @@ class KernelAgent:
                 print(f"ForkAgent.max_cost_usd: {exc}", file=sys.stderr)
                 self.settings.max_cost_usd = change["old"]
             self.ui.tasks_changed()
+        elif name == "stream_retries":
+            session.stream_retries = int(value)
 
     def _snapshot(self) -> dict[str, Any]:
         """What a connecting frontend is told: the tasks and pending approvals (none before

@@ -22,6 +22,7 @@ from .errors import ConfigError, UsageError
 from .events import (
     LoopEvent,
     RequestSent,
+    Retrying,
     Stop,
     StopReason,
     TextDelta,
@@ -36,6 +37,7 @@ from .notifications import Command, CommandQueue
 from .offline import OFFLINE_NOTICE, OfflineModel
 from .permissions import PermissionGate, PermissionMode, PermissionPolicy
 from .prompts import default_system_prompt
+from .retry import DEFAULT_STREAM_RETRIES, StreamRetry
 from .secrets import scrubbed_env
 from .tasks import Task, TaskRegistry, task_snapshot
 from .tools import builtin_tools
@@ -73,6 +75,7 @@ class Turn:
     cost_usd: float = 0.0
     tool_calls: list[ToolCall] = field(default_factory=list)
     requests: int = 0
+    retries: int = 0  # responses that broke off mid-stream and were sent again
 
     @property
     def ok(self) -> bool:
@@ -148,7 +151,10 @@ class Session:
         worker_namespace: WorkerNamespace = "isolated",
         max_workers: int = 16,
         max_cost_usd: float | None = None,
+        stream_retries: int = DEFAULT_STREAM_RETRIES,
+        stream_retry_delay: float = 0.5,
     ) -> None:
+        self.stream_retry = StreamRetry(retries=stream_retries, base_delay=stream_retry_delay)
         self.services: dict[str, Any] = dict(services or {})
         self.model = model or default_model_name()
         self.backend: Backend | Literal["custom"]
@@ -267,10 +273,21 @@ class Session:
             max_turns=self.max_turns,
             max_tokens=self.max_tokens,
             cache_ttl=self.cache_ttl,
+            stream_retry=self.stream_retry,
         )
         if hasattr(self, "main"):
             ctx.services["agent_run"] = self.main
         return config
+
+    @property
+    def stream_retries(self) -> int:
+        """How many times a response that broke off mid-stream is sent again before the
+        run fails (every agent of the session, running workers too, from their next retry)."""
+        return self.stream_retry.retries
+
+    @stream_retries.setter
+    def stream_retries(self, value: int) -> None:
+        self.stream_retry.set_retries(value)
 
     def agent_definitions(self) -> dict[str, AgentDefinition]:
         """Named agents: built-in, then ~/.forkagent/agents, then <workdir>/.forkagent/agents."""
@@ -540,6 +557,11 @@ async def fold_turn(
             texts.append("\n\n")
         elif isinstance(event, TextDelta):
             texts.append(event.text)
+        elif isinstance(event, Retrying):
+            turn.retries += 1
+            if event.discarded:  # the broken attempt's text: the retry streams it again
+                kept = "".join(texts)
+                texts = [kept[: max(len(kept) - event.discarded, 0)]]
         elif isinstance(event, UsageReport):
             turn.usage = turn.usage + event.usage
             turn.cost_usd += event.cost_usd

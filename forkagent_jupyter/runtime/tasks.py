@@ -56,6 +56,8 @@ class Task:
     current_tool: str | None = None
     current_input: str = ""  # one line of the current call's input (see call_preview)
     preview: str = ""
+    activity: str = ""  # what holds the worker up now ("stream dropped, retrying (1/3)")
+    retries: int = 0  # responses that broke off mid-stream and were sent again
     notification: str | None = None
     _notified_run: int = 0
     _done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
@@ -101,6 +103,7 @@ def task_snapshot(task: Task, notification: str | None = None) -> dict[str, Any]
         "cost_usd": round(task.cost_usd, 6),
         "current_tool": task.current_tool,
         "current_input": task.current_input,
+        "activity": task.activity,
         "notification": notification if notification is not None else task.notification,
     }
 
@@ -227,6 +230,7 @@ class TaskRegistry:
         task._notified_run = task.run
         task.current_tool = None
         task.current_input = ""
+        task.activity = ""
         task.notification = format_task_notification(
             task_id=task.id,
             tool_use_id=task.tool_use_id,

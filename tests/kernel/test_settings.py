@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from forkagent_jupyter.emulator.faults import Fault
+
 from .conftest import Kernel
 
 pytestmark = pytest.mark.kernel
@@ -31,10 +33,13 @@ def test_settings_after_first_use_apply(kernel: Kernel, emulator: Any) -> None:
         "%config ForkAgent.auto_respond = False",
         "%config ForkAgent.cache_ttl = '1h'",
         "%config ForkAgent.model = 'claude-haiku-4-5'",
+        "%config ForkAgent.stream_retries = 5",
     ):
         assert kernel.execute(line).status == "ok", line
     assert kernel.value(f"{SESSION}.gate.approval_timeout") == 42.0
     assert kernel.value(f"{SESSION}.auto_respond") is False
+    assert kernel.value(f"{SESSION}.stream_retries") == 5
+    assert kernel.value(f"{SESSION}.main.config.stream_retry.retries") == 5
     kernel.execute("%%agent\nHello.")
     body = emulator.api_requests()[-1].body
     assert body["model"] == "claude-haiku-4-5"
@@ -120,3 +125,22 @@ def test_a_cost_budget_stops_workers_and_refuses_new_turns(kernel: Kernel) -> No
     assert forked.status == "error" and "%fork: The fork was refused" in forked.texts()
     kernel.execute("%config ForkAgent.max_cost_usd = None")
     assert kernel.execute("%%agent\nGo on.").status == "ok"
+
+
+def test_stream_retries_setting_retries_a_dropped_stream(kernel: Kernel, emulator: Any) -> None:
+    kernel.execute("%config ForkAgent.stream_retries = 0")
+    kernel.execute(f"{SESSION}")  # made with the setting
+    assert kernel.value(f"{SESSION}.stream_retries") == 0
+    emulator.faults.next(Fault.dropped(after=2))
+    failed = kernel.execute("%%agent\nHello.")
+    assert "broke off" in failed.texts()
+    assert len(emulator.api_requests()) == 1  # not retried
+    kernel.execute("%config ForkAgent.stream_retries = 2")
+    kernel.execute(f"{SESSION}.stream_retry.base_delay = 0.01")
+    emulator.faults.next(Fault.dropped(after=2))
+    shown = kernel.execute("%%agent\nHello again.")
+    assert "stream dropped, retrying (1/2)" in shown.texts()
+    assert "broke off" not in shown.texts()
+    first, second = emulator.api_requests()[1:]
+    assert first.raw == second.raw
+    assert kernel.value(f"{SESSION}.messages[-1]['role']") == "assistant"
