@@ -36,7 +36,7 @@ from .offline import OFFLINE_NOTICE, OfflineModel
 from .permissions import PermissionGate, PermissionMode, PermissionPolicy
 from .prompts import default_system_prompt
 from .secrets import scrubbed_env
-from .tasks import Task, TaskRegistry, task_snapshot
+from .tasks import Task, TaskRegistry, task_description, task_snapshot
 from .tools import builtin_tools
 from .tools.agents import agent_tools
 from .tools.base import Tool, ToolContext, ToolSet
@@ -367,9 +367,12 @@ class Session:
         Python runs in its own process, from a snapshot of the namespace taken now; with
         `namespace="shared"`, on a thread in the namespace itself (the session's default is
         its `worker_namespace`)."""
-        description = directive.strip().splitlines()[0][:60] if directive.strip() else ""
         return self.workers.fork(
-            self.main, directive, description=description, name=name, namespace=namespace
+            self.main,
+            directive,
+            description=task_description(directive),
+            name=name,
+            namespace=namespace,
         )
 
     async def pull(self, task_id: str, *names: str) -> dict[str, Any]:
