@@ -24,6 +24,8 @@ def test_agent_cell_streams_uses_a_tool_and_keeps_history(kernel: Kernel, emulat
     text = first.texts()
     assert "**Python**" in text and "answer is 42" in text
     assert "cache read" in text and "session $" in text  # the usage line
+    prompt = kernel.value("__forkagent__.session.usage.total_input_tokens")
+    assert f"tokens: {prompt:,} in (" in text  # the whole prompt, as in the Tasks panel
     assert kernel.value("answer") == 42  # the tool ran in the user's namespace
     second = kernel.run_approving("%%agent\nAnd double it: `py: answer * 2`")
     assert "84" in second.texts()
