@@ -22,6 +22,7 @@ from IPython.display import display
 from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 from traitlets.config import Configurable
 
+from ..runtime.tasks import task_description
 from .bridge import Bridge
 from .magics import AgentMagics, split_options, transform_cell
 
@@ -303,7 +304,7 @@ class KernelAgent:
         task = self.session.workers.fork(
             self.session.main,
             directive,
-            description=directive.strip().splitlines()[0][:60],
+            description=task_description(directive),
             name=name,
             namespace="shared" if shared else None,
         )

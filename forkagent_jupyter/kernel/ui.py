@@ -217,8 +217,8 @@ class KernelUI:
     def _usage_html(self, session: Any) -> str:
         u = session.usage
         return (
-            f"<p><small>tokens: {u.input_tokens:,} in · {u.cache_read_input_tokens:,} cache read"
-            f" · {u.cache_creation_input_tokens:,} cache write · {u.output_tokens:,} out · "
+            f"<p><small>tokens: {u.total_input_tokens:,} in ({u.cache_read_input_tokens:,} cache"
+            f" read · {u.cache_creation_input_tokens:,} cache write) · {u.output_tokens:,} out · "
             f"session ${session.cost_usd:.4f}</small></p>"
         )
 

@@ -39,7 +39,7 @@ from .permissions import PermissionGate, PermissionMode, PermissionPolicy
 from .prompts import default_system_prompt
 from .retry import DEFAULT_STREAM_RETRIES, StreamRetry
 from .secrets import scrubbed_env
-from .tasks import Task, TaskRegistry, task_snapshot
+from .tasks import Task, TaskRegistry, task_description, task_snapshot
 from .tools import builtin_tools
 from .tools.agents import agent_tools
 from .tools.base import Tool, ToolContext, ToolSet
@@ -391,9 +391,12 @@ class Session:
         `namespace="shared"`, on a thread in the namespace itself (the session's default is
         its `worker_namespace`)."""
         self.budget.check("The fork was")
-        description = directive.strip().splitlines()[0][:60] if directive.strip() else ""
         return self.workers.fork(
-            self.main, directive, description=description, name=name, namespace=namespace
+            self.main,
+            directive,
+            description=task_description(directive),
+            name=name,
+            namespace=namespace,
         )
 
     async def pull(self, task_id: str, *names: str) -> dict[str, Any]:

@@ -63,7 +63,7 @@ export class TasksPanel extends Widget {
       }
       const stats = row.appendChild(h('div', 'jp-forkagent-task-stats'));
       stats.appendChild(h('span', 'jp-forkagent-task-elapsed', text.elapsed));
-      stats.appendChild(h('span', 'jp-forkagent-task-tokens', `${text.tokens} tok`));
+      stats.appendChild(h('span', 'jp-forkagent-task-tokens', `${text.tokens} tok`)).title = text.tokensTitle;
       stats.appendChild(h('span', 'jp-forkagent-task-cache', `cache ${text.cache}`));
       stats.appendChild(h('span', 'jp-forkagent-task-cost', text.cost));
       if (task.description) {
