@@ -1,5 +1,5 @@
 /** Formatting of task rows for the Tasks panel (pure). */
-import { IApproval, ITaskRow, ITokenUsage } from './protocol';
+import { IApproval, IBudget, ITaskRow, ITokenUsage } from './protocol';
 
 export function formatElapsed(seconds: number): string {
   const s = Math.max(0, seconds);
@@ -50,6 +50,12 @@ export function tokensTitle(u: ITokenUsage): string {
 
 export function formatCost(usd: number): string {
   return `$${usd.toFixed(usd < 1 ? 4 : 2)}`;
+}
+
+/** "$0.0123 of $2.00 budget", and what reaching it did. */
+export function budgetLine(b: IBudget): string {
+  const line = `${formatCost(b.spent_usd)} of ${formatCost(b.limit_usd)} budget`;
+  return b.reached ? `${line}: reached, workers stopped and new turns refused` : line;
 }
 
 export function taskLabel(task: Pick<ITaskRow, 'id' | 'name'>): string {

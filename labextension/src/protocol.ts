@@ -130,6 +130,20 @@ export function parseTasks(value: unknown): ITaskRow[] {
   return parseList(value, parseTaskRow);
 }
 
+/** The session's spend against its cost budget (`max_cost_usd`); null when it has none. */
+export interface IBudget {
+  spent_usd: number;
+  limit_usd: number;
+  reached: boolean;
+}
+
+export function parseBudget(value: unknown): IBudget | null {
+  if (!isObject(value) || typeof value.limit_usd !== 'number') {
+    return null;
+  }
+  return { spent_usd: num(value.spent_usd), limit_usd: num(value.limit_usd), reached: value.reached === true };
+}
+
 export function parseApproval(value: unknown): IApproval | null {
   if (!isObject(value)) {
     return null;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import {
+  budgetLine,
   cacheHitRatio,
   formatCost,
   formatElapsed,
@@ -11,7 +12,7 @@ import {
   taskCells,
   totals
 } from '../src/format';
-import { parseTaskRow } from '../src/protocol';
+import { parseBudget, parseTaskRow } from '../src/protocol';
 
 const row = (over: object) => parseTaskRow({ id: 'a1', ...over })!;
 
@@ -86,5 +87,16 @@ describe('formatting', () => {
     ];
     expect(sortTasks(tasks).map(t => t.id)).toEqual(['r1', 'r2', 'c']);
     expect(totals(tasks)).toEqual({ running: 2, cost: '$0.7500' });
+  });
+});
+
+describe('budget', () => {
+  it('parses the kernel budget and says when it is reached', () => {
+    expect(parseBudget(null)).toBeNull();
+    expect(parseBudget({ spent_usd: 1 })).toBeNull();
+    const b = parseBudget({ spent_usd: 0.0123, limit_usd: 2, reached: false })!;
+    expect(budgetLine(b)).toBe('$0.0123 of $2.00 budget');
+    const r = parseBudget({ spent_usd: 2.5, limit_usd: 2, reached: true })!;
+    expect(budgetLine(r)).toBe('$2.50 of $2.00 budget: reached, workers stopped and new turns refused');
   });
 });

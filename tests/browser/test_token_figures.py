@@ -17,7 +17,8 @@ from .conftest import Lab, shot
 
 NAME = "tokens.ipynb"
 SOURCES = [
-    "%load_ext forkagent_jupyter\n%config ForkAgent.permission_mode = 'bypassPermissions'",
+    "%load_ext forkagent_jupyter\n%config ForkAgent.permission_mode = 'bypassPermissions'\n"
+    "%config ForkAgent.max_cost_usd = 100.0",
     "%%agent\nHello! What can you do?",
     "%fork --name adder add the numbers `py: 2 + 3` and report the sum",
     "%tasks adder",
@@ -145,4 +146,7 @@ def test_panel_and_notification_agree_with_tasks(nb_page: Any) -> None:
     # the summary calls the worker by its --name
     summary = note.locator(".jp-forkagent-notification-summary").inner_text()
     assert summary == 'Worker "adder" completed'
+    # the session's spend against its budget heads the panel
+    budget = panel.locator(".jp-forkagent-budget").inner_text()
+    assert re.fullmatch(r"\$0\.\d{4} of \$100\.00 budget", budget), budget
     shot(page, "tokens-01-figures")
