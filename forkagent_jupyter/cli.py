@@ -35,8 +35,9 @@ DEMO_TURNS = (
 
 def _usage_line(usage: Usage, cost: float) -> str:
     return (
-        f"usage: {usage.input_tokens} input, {usage.cache_creation_input_tokens} cache write, "
-        f"{usage.cache_read_input_tokens} cache read, {usage.output_tokens} output tokens "
+        f"usage: {usage.total_input_tokens} input ({usage.cache_read_input_tokens} cache read, "
+        f"{usage.cache_creation_input_tokens} cache write, {usage.input_tokens} uncached), "
+        f"{usage.output_tokens} output tokens "
         f"({usage.cache_hit_ratio:.0%} of the prompt from cache), ${cost:.5f}"
     )
 

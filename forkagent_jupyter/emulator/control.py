@@ -10,7 +10,8 @@
                                 "when_empty"?: "ok"|"raise"|"fallback"}; a reply is a string,
                                 a list of blocks, or {"content", "stop_reason", "stop_details"}
 - `GET|POST /_emulator/faults`  POST {"faults": [{"fault": {...Fault fields} | status,
-                                "times"?: n|null, "header"?, "user_id"?, "endpoint"?}],
+                                "times"?: n|null, "header"?, "user_id"?, "endpoint"?,
+                                "rate"?: p, "seed"?, "choices"?: [fault, ...]}],
                                 "clear"?: bool, "ttft"?, "token_latency"?, "extra_headers"?}
 - `GET  /_emulator/violations`  {"violations": [...], "strict": bool}
 """
@@ -108,15 +109,21 @@ def _faults(emu: Emulator, body: Any) -> Any:
         endpoint = spec.get("endpoint")
         if endpoint not in (None, "messages", "count_tokens"):
             raise _BadControlError("endpoint must be 'messages' or 'count_tokens'")
-        plan.add(
-            FaultRule(
+        rate = spec.get("rate")
+        try:
+            rule = FaultRule(
                 fault,
-                times=spec.get("times", 1),
+                times=spec.get("times", 1 if rate is None else None),
                 header=spec.get("header"),
                 user_id=spec.get("user_id"),
                 endpoint=endpoint,
+                rate=None if rate is None else float(rate),
+                choices=tuple(Fault.from_json(c) for c in spec.get("choices") or []),
+                seed=spec.get("seed", 0 if rate is not None else None),
             )
-        )
+        except (TypeError, ValueError) as exc:
+            raise _BadControlError(str(exc)) from None
+        plan.add(rule)
     return plan.snapshot()
 
 

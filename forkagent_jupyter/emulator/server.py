@@ -522,7 +522,7 @@ class Emulator:
                 events = sum(1 for e in message_events(message, self.stream_options) if e.delta)
                 self._wait(latency * events)
                 data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
-                partial = fault is not None and fault.drop == "mid"
+                partial = fault is not None and fault.drop in ("mid", "end")
                 headers = {**self._headers(rec), "Content-Type": "application/json"}
                 bill(not partial)
                 h.send_bytes(200, headers, data, partial=partial)
@@ -546,7 +546,9 @@ class Emulator:
         }
         h.start_chunked(200, headers)
         error_after = fault.stream_error_after if fault is not None else None
-        drop_after = fault.drop_after if fault is not None and fault.drop == "mid" else None
+        drop_after = (
+            fault.drop_after if fault is not None and fault.drop in ("mid", "end") else None
+        )
         pending: list[bytes] = []
         sent_content = 0
 
@@ -571,7 +573,10 @@ class Emulator:
             if drop_after is not None and sent_content >= drop_after:
                 bill(False)
                 flush()
-                h.drop()
+                if fault is not None and fault.drop == "end":
+                    h.end_chunked()  # a clean end, with the message unfinished
+                else:
+                    h.drop()
                 return True
             return False
 

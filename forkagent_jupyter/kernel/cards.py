@@ -177,6 +177,10 @@ def card_text(task: Task) -> str:
         f"cache read {u.cache_read_input_tokens:,} · ${task.cost_usd:.4f}"
     )
     outcome = task.result or task.error or ""
+    if task.done and task.result and task.error:
+        line += f"\n    ({task.error})"
+    if task.activity and not task.done:
+        line += f"\n    {task.activity}"
     if task.done and outcome:
         head = [text for text in outcome.strip().splitlines() if text.strip()][:10]
         line += "\n" + "\n".join(f"    {text[:160]}" for text in head)
@@ -356,6 +360,8 @@ class TaskCard(_WholeText, w.VBox):  # type: ignore[misc]
                 if t.result
                 else f"<div style='white-space:pre-wrap'>{_esc(t.error or '')}</div>"
             )
+            if t.result and t.error:  # why it stopped, above what it had written
+                line += f"<div class='forkagent-reason'><small>{_esc(t.error)}</small></div>"
             line += (
                 "<div class='forkagent-result' style='border-left:3px solid "
                 f"{colour};padding-left:8px;overflow-x:auto'>{body}</div>"
@@ -363,7 +369,10 @@ class TaskCard(_WholeText, w.VBox):  # type: ignore[misc]
         else:
             call = f" <code>{_esc(t.current_input)}</code>" if t.current_input else ""
             tool = f"running <code>{_esc(t.current_tool)}</code>{call} · " if t.current_tool else ""
-            line += f"<div><small>{tool}{_esc(t.preview[-200:])}</small></div>"
+            activity = (
+                f"<i class='forkagent-activity'>{_esc(t.activity)}</i> · " if t.activity else ""
+            )
+            line += f"<div><small>{activity}{tool}{_esc(t.preview[-200:])}</small></div>"
         return line
 
     def _on_open(self, change: dict[str, Any]) -> None:

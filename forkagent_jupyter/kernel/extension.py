@@ -22,6 +22,7 @@ from IPython.display import display
 from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 from traitlets.config import Configurable
 
+from ..runtime.tasks import task_description
 from .bridge import Bridge
 from .magics import AgentMagics, split_options, transform_cell
 
@@ -52,6 +53,12 @@ class ForkAgent(Configurable):  # type: ignore[misc]
     approval_timeout = Float(
         600.0, help="Seconds an approval waits for an answer before it counts as a denial."
     ).tag(config=True)
+    headless_approval_timeout = Float(
+        20.0,
+        help="Seconds an approval waits when no frontend can answer it (a notebook run by "
+        "nbclient, papermill or nbconvert, without the JupyterLab extension) before it counts "
+        "as a denial; a line on stderr says at once how to allow the tool.",
+    ).tag(config=True)
     max_workers = Int(
         16,
         help="Worker processes alive at once. A finished worker's process is kept for pulls "
@@ -72,8 +79,22 @@ class ForkAgent(Configurable):  # type: ignore[misc]
         help="Niceness added to worker processes, so the kernel answers first on a busy "
         "machine (0 for none).",
     ).tag(config=True)
+    max_cost_usd = Float(
+        None,
+        allow_none=True,
+        help="A cost budget for the session in USD (None: none). When the session's spend "
+        "reaches it, running workers stop (killed, the reason in their notification) and new "
+        "turns, forks and messages are refused until it is raised.",
+    ).tag(config=True)
     cache_ttl = CaselessStrEnum(
         ["5m", "1h"], default_value="5m", help="Prompt-cache lifetime to request."
+    ).tag(config=True)
+    stream_retries = Int(
+        3,
+        min=0,
+        help="Times a reply whose stream breaks off mid-way (dropped connection, "
+        "overloaded_error or api_error event) is requested again, with backoff, before the "
+        "run fails (0: never).",
     ).tag(config=True)
 
 
@@ -128,7 +149,8 @@ class KernelAgent:
 
     def _setting_changed(self, change: Any) -> None:
         """`%config ForkAgent.X = ...` after the session started applies at once: the
-        permission mode and approval timeout to every agent, running workers included; the
+        permission mode, approval timeout and stream retries to every agent, running workers
+        included; the
         model, prompt-cache lifetime and worker settings from the next turn or worker on."""
         session = self._session
         if session is None:
@@ -158,6 +180,17 @@ class KernelAgent:
             session.compute.max_workers = max(1, int(value))
         elif name == "worker_nice":
             session.compute.nice = int(value)
+        elif name == "max_cost_usd":
+            from ..runtime.errors import UsageError as RuntimeUsageError
+
+            try:
+                session.max_cost_usd = value
+            except RuntimeUsageError as exc:
+                print(f"ForkAgent.max_cost_usd: {exc}", file=sys.stderr)
+                self.settings.max_cost_usd = change["old"]
+            self.ui.tasks_changed()
+        elif name == "stream_retries":
+            session.stream_retries = int(value)
 
     def _snapshot(self) -> dict[str, Any]:
         """What a connecting frontend is told: the tasks and pending approvals (none before
@@ -182,6 +215,7 @@ class KernelAgent:
     def _before_cell(self, _info: Any) -> None:
         if self._ui is not None:
             self._ui.hub.in_cell = True
+            self._ui.repeat_headless_notices()
         if self._session is not None:  # the cell may change the namespace: new snapshots
             self._session.compute.namespace_changed()
 
@@ -240,6 +274,7 @@ class KernelAgent:
         prompt = interpolate(body, self.shell.user_ns)
         if not prompt.strip():
             raise UsageError("%%agent: the cell is empty; write what the agent should do.")
+        self._within_budget("%%agent", "The turn was")
         if opts.get("new"):
             self.session.reset()
         model = self.session.model
@@ -255,14 +290,23 @@ class KernelAgent:
         """`%%agent` without an await (run_cell_magic from code): run in the background."""
         return self._spawn(self.run_cell(line, body))
 
+    def _within_budget(self, magic: str, what: str) -> None:
+        from ..runtime.budget import BudgetError
+
+        try:
+            self.session.budget.check(what)
+        except BudgetError as exc:
+            raise UsageError(f"{magic}: {exc}") from None
+
     # -- workers -----------------------------------------------------------------------------
 
     def fork(self, directive: str, name: str | None = None, shared: bool = False) -> Any:
         directive = interpolate(directive, self.shell.user_ns)
+        self._within_budget("%fork", "The fork was")
         task = self.session.workers.fork(
             self.session.main,
             directive,
-            description=directive.strip().splitlines()[0][:60],
+            description=task_description(directive),
             name=name,
             namespace="shared" if shared else None,
         )
@@ -352,10 +396,21 @@ class KernelAgent:
         display(table, raw=True)
 
 
-def load(shell: Any) -> KernelAgent:
+NEEDS_KERNEL = (
+    "forkagent_jupyter: not loaded - it needs a Jupyter kernel (a notebook, JupyterLab or "
+    "`jupyter console`), whose event loop keeps running between cells so that workers run in "
+    "the background; terminal IPython runs its loop only inside a cell. In a plain Python "
+    "program, use forkagent_jupyter.Session with asyncio."
+)
+
+
+def load(shell: Any) -> KernelAgent | None:
     existing = shell.user_ns.get("__forkagent__")
     if isinstance(existing, KernelAgent):
         return existing
+    if getattr(shell, "kernel", None) is None:  # terminal IPython: refuse before anything
+        print(NEEDS_KERNEL, file=sys.stderr)
+        return None
     agent = KernelAgent(shell)
     agent.install()
     return agent

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,8 @@ import ipywidgets as w
 from IPython.core.error import UsageError
 from IPython.display import HTML, display
 
-from ..runtime.events import LoopEvent, Stop, TextDelta, ToolResult, ToolUse
+from ..runtime.budget import CostBudget
+from ..runtime.events import LoopEvent, Retrying, Stop, TextDelta, ToolResult, ToolUse
 from ..runtime.executors import Output
 from ..runtime.permissions import Deny, PermissionRequest
 from ..runtime.tasks import Task, task_snapshot
@@ -50,6 +52,25 @@ def _esc(text: object) -> str:
     return html.escape(str(text))
 
 
+def budget_line(budget: CostBudget) -> str:
+    """The session's spend against its budget, one line ("" without a budget)."""
+    if budget.limit is None:
+        return ""
+    state = " - budget reached: workers stopped, new turns refused" if budget.reached() else ""
+    return f"session cost ${budget.spent:.4f} of max_cost_usd ${budget.limit:.4f}{state}"
+
+
+def headless_notice(request: PermissionRequest, timeout: float) -> str:
+    """What a headless run (nbclient, papermill, nbconvert) prints when a call needs approval."""
+    who = f"worker {request.task_id}" if request.task_id else "the parent"
+    return (
+        f"approval needed: {request.tool_name} for {who} ({request.summary}). No frontend can "
+        f"answer here: run api.allow({request.tool_name!r}) or api.answer('allow') in a cell "
+        "(from forkagent_jupyter.kernel import api), or set ForkAgent.permission_mode before "
+        f"the work starts. Denied in {timeout:.0f} s (ForkAgent.headless_approval_timeout)."
+    )
+
+
 @dataclass
 class Launch:
     """Where a worker came from: the cell that started it, for its notification."""
@@ -76,17 +97,29 @@ class WidgetPolicy:
         else:
             display(prompt)
         self.ui.agent.bridge.broadcast({"type": "approval", **self.ui.approval_row(prompt)})
-        self.ui._tasks_changed()
-        timeout = self.ui.agent.settings.approval_timeout
+        self.ui.tasks_changed()
+        headless = self.ui.headless()
+        settings = self.ui.agent.settings
+        timeout = settings.headless_approval_timeout if headless else settings.approval_timeout
+        if headless:
+            notice = headless_notice(request, timeout)
+            self.ui.headless_notices[id(prompt)] = notice
+            in_latest_request(print, notice, file=sys.stderr, flush=True)
         try:
             return await asyncio.wait_for(asyncio.shield(prompt.future), timeout)
         except asyncio.TimeoutError:
             prompt.answer("deny", f"no answer within {timeout:.0f} s")
+            if headless:
+                return Deny(
+                    message=f"Not approved: this notebook runs without a frontend (headless), "
+                    f"and nobody answered within {timeout:.0f} seconds."
+                )
             return Deny(message=f"Not approved: nobody answered within {timeout:.0f} seconds.")
         finally:
             self.ui.pending.pop(id(prompt), None)
+            self.ui.headless_notices.pop(id(prompt), None)
             self.ui.agent.bridge.broadcast({"type": "approval_done", "request_id": str(id(prompt))})
-            self.ui._tasks_changed()
+            self.ui.tasks_changed()
 
 
 class KernelUI:
@@ -95,6 +128,7 @@ class KernelUI:
         self.hub = CardHub()
         self.strip = PendingStrip()
         self.pending: dict[int, ApprovalPrompt] = {}
+        self.headless_notices: dict[int, str] = {}  # pending approvals nobody can answer
         self.launches: dict[str, Launch] = {}
         # per execute_request (not per cell: a re-run clears the cell's earlier output)
         self._run_notes: dict[str, str] = {}
@@ -122,6 +156,8 @@ class KernelUI:
             cache_ttl=s.cache_ttl,
             worker_namespace=s.worker_namespace,
             max_workers=s.max_workers,
+            max_cost_usd=s.max_cost_usd,
+            stream_retries=s.stream_retries,
         )
         # the forks of one cell share one snapshot of the namespace (the kernel says when a
         # cell may have changed it); workers' output goes to their cards
@@ -144,6 +180,9 @@ class KernelUI:
         last = 0.0
         try:
             async for event in session.stream(prompt):
+                if isinstance(event, Retrying):  # the broken attempt's text goes again
+                    shown = "".join(parts)
+                    parts = [shown[: max(len(shown) - event.discarded, 0)]]
                 line = self._event_markdown(event)
                 if line is not None:
                     parts.append(line)
@@ -167,6 +206,8 @@ class KernelUI:
             preview = preview.strip().splitlines()[0][:80] if preview.strip() else ""
             detail = f" `{preview}`" if preview else ""
             return f"\n\n> **{event.name}**{detail}\n"
+        if isinstance(event, Retrying):
+            return f"\n\n*{event.summary}*\n\n"
         if isinstance(event, ToolResult):
             mark = "error" if event.is_error else "ok"
             first = event.content.strip().splitlines()[0][:100] if event.content.strip() else ""
@@ -176,8 +217,8 @@ class KernelUI:
     def _usage_html(self, session: Any) -> str:
         u = session.usage
         return (
-            f"<p><small>tokens: {u.input_tokens:,} in · {u.cache_read_input_tokens:,} cache read"
-            f" · {u.cache_creation_input_tokens:,} cache write · {u.output_tokens:,} out · "
+            f"<p><small>tokens: {u.total_input_tokens:,} in ({u.cache_read_input_tokens:,} cache"
+            f" read · {u.cache_creation_input_tokens:,} cache write) · {u.output_tokens:,} out · "
             f"session ${session.cost_usd:.4f}</small></p>"
         )
 
@@ -202,7 +243,7 @@ class KernelUI:
             self.show_card(task)
         else:
             self.hub.mark(task)
-        self._tasks_changed()
+        self.tasks_changed()
 
     # -- the frontend's view: task rows and pending approvals ----------------------------------
 
@@ -229,14 +270,38 @@ class KernelUI:
             "cell_id": launch.cell_id if launch else None,
         }
 
+    def repeat_headless_notices(self) -> None:
+        """At the start of a cell, say again which approvals still wait in a headless run: the
+        first notice may have gone to a cell that had just finished, which a headless client
+        no longer records."""
+        for notice in self.headless_notices.values():
+            print(notice, file=sys.stderr, flush=True)
+
+    def headless(self) -> bool:
+        """No frontend can answer an approval: the JupyterLab extension is not connected and the
+        latest request came from a client that cannot take input (nbclient, papermill and
+        nbconvert send `allow_stdin: false`; JupyterLab, Notebook and VS Code send true)."""
+        if self.agent.bridge.connected:
+            return False
+        kernel = getattr(self.agent.shell, "kernel", None)
+        return kernel is not None and not getattr(kernel, "_allow_stdin", True)
+
     def snapshot(self) -> dict[str, Any]:
         tasks = self.agent.session.tasks
         return {
             "tasks": [self.task_row(t) for t in tasks],
             "approvals": [self.approval_row(p) for p in self.pending.values()],
+            "budget": self.budget_row(),
         }
 
-    def _tasks_changed(self) -> None:
+    def budget_row(self) -> dict[str, Any] | None:
+        """The session's spend against its cost budget, for the Tasks panel (None: none)."""
+        budget = self.agent.session.budget
+        if budget.limit is None:
+            return None
+        return {"spent_usd": budget.spent, "limit_usd": budget.limit, "reached": budget.reached()}
+
+    def tasks_changed(self) -> None:
         """Send the task table to connected frontends, at most every TASKS_INTERVAL."""
         if self._tasks_flush is not None or not self.agent.bridge.connected:
             return
@@ -251,7 +316,8 @@ class KernelUI:
         self._tasks_flush = None
         self._tasks_sent_at = time.monotonic()
         tasks = self.agent.session.tasks
-        self.agent.bridge.broadcast({"type": "tasks", "tasks": [self.task_row(t) for t in tasks]})
+        rows = [self.task_row(t) for t in tasks]
+        self.agent.bridge.broadcast({"type": "tasks", "tasks": rows, "budget": self.budget_row()})
 
     def _on_stop(self, data: dict[str, Any]) -> None:
         task = self.agent.session.registry.find(str(data.get("task_id")))
@@ -351,6 +417,9 @@ class KernelUI:
         session = self.agent.session
         tasks = [session.registry.get(i) for i in ids] if ids else session.tasks
         text = "\n".join(card_text(t) for t in tasks) if tasks else "No tasks yet."
+        budget = budget_line(session.budget)
+        if budget:
+            text += f"\n{budget}"
         return {"text/html": self.tasks_html(ids), "text/plain": text}
 
     def tasks_html(self, ids: list[str]) -> str:
@@ -371,7 +440,9 @@ class KernelUI:
             "<tr><th>task</th><th>kind</th><th>status</th><th>tokens in / out</th>"
             "<th>cache hit</th><th>cost</th><th>elapsed</th></tr>"
         )
-        return f"<table class='forkagent-tasks'>{head}{''.join(rows)}</table>"
+        table = f"<table class='forkagent-tasks'>{head}{''.join(rows)}</table>"
+        budget = budget_line(session.budget)
+        return table + (f"<div class='forkagent-budget'>{_esc(budget)}</div>" if budget else "")
 
     def _on_approve(self, data: dict[str, Any]) -> None:
         prompt = self.pending.get(int(str(data.get("request_id", "0"))))

@@ -17,10 +17,12 @@ from typing import Any, Literal
 
 from .agents import AgentDefinition, load_agents
 from .backends import Backend, select_backend
+from .budget import BudgetedModel, CostBudget
 from .errors import ConfigError, UsageError
 from .events import (
     LoopEvent,
     RequestSent,
+    Retrying,
     Stop,
     StopReason,
     TextDelta,
@@ -34,8 +36,9 @@ from .model import CacheTTL, ModelClient, default_model_name
 from .notifications import Command, CommandQueue
 from .permissions import PermissionGate, PermissionMode, PermissionPolicy
 from .prompts import default_system_prompt
+from .retry import DEFAULT_STREAM_RETRIES, StreamRetry
 from .secrets import scrubbed_env
-from .tasks import Task, TaskRegistry, task_snapshot
+from .tasks import Task, TaskRegistry, task_description, task_snapshot
 from .tools import builtin_tools
 from .tools.agents import agent_tools
 from .tools.base import Tool, ToolContext, ToolSet
@@ -68,6 +71,7 @@ class Turn:
     cost_usd: float = 0.0
     tool_calls: list[ToolCall] = field(default_factory=list)
     requests: int = 0
+    retries: int = 0  # responses that broke off mid-stream and were sent again
 
     @property
     def ok(self) -> bool:
@@ -119,7 +123,11 @@ class Session:
         approval_timeout: float | None = 600.0,
         worker_namespace: WorkerNamespace = "isolated",
         max_workers: int = 16,
+        max_cost_usd: float | None = None,
+        stream_retries: int = DEFAULT_STREAM_RETRIES,
+        stream_retry_delay: float = 0.5,
     ) -> None:
+        self.stream_retry = StreamRetry(retries=stream_retries, base_delay=stream_retry_delay)
         self.services: dict[str, Any] = dict(services or {})
         self.model = model or default_model_name()
         self.backend: Backend | Literal["custom"]
@@ -163,7 +171,8 @@ class Session:
             )
             self.store = TranscriptStore(root, self.session_id)
         self.queue = CommandQueue(on_enqueue=self._on_command)
-        self.registry = TaskRegistry(self.queue)
+        self.registry = TaskRegistry(self.queue, base=self.workdir)
+        self.budget = CostBudget(lambda: self.cost_usd, max_cost_usd)
         self.workers = Workers(
             registry=self.registry,
             queue=self.queue,
@@ -194,6 +203,7 @@ class Session:
         self._listeners: list[Callable[[str, LoopEvent], None]] = []
         self.registry.subscribe(lambda _task: self._changed.set())
         self.registry.subscribe(self._compute_follows)
+        self.registry.subscribe(lambda _task: self._enforce_budget())
 
     # -- configuration -------------------------------------------------------------------
 
@@ -225,7 +235,7 @@ class Session:
     def _config(self) -> AgentConfig:
         ctx = self._context("main")
         config = AgentConfig(
-            client=self.client,
+            client=BudgetedModel(self.client, self.budget),
             model=self.model,
             system=[{"type": "text", "text": self.system_prompt}],
             tools=self.tools,
@@ -234,10 +244,21 @@ class Session:
             max_turns=self.max_turns,
             max_tokens=self.max_tokens,
             cache_ttl=self.cache_ttl,
+            stream_retry=self.stream_retry,
         )
         if hasattr(self, "main"):
             ctx.services["agent_run"] = self.main
         return config
+
+    @property
+    def stream_retries(self) -> int:
+        """How many times a response that broke off mid-stream is sent again before the
+        run fails (every agent of the session, running workers too, from their next retry)."""
+        return self.stream_retry.retries
+
+    @stream_retries.setter
+    def stream_retries(self, value: int) -> None:
+        self.stream_retry.set_retries(value)
 
     def agent_definitions(self) -> dict[str, AgentDefinition]:
         """Named agents: built-in, then ~/.forkagent/agents, then <workdir>/.forkagent/agents."""
@@ -297,6 +318,7 @@ class Session:
         with the prompt (before it), so none is lost or read twice."""
         if not isinstance(prompt, str) or not prompt.strip():
             raise UsageError("The prompt is empty: write what the agent should do.")
+        self.budget.check("The turn was")
         async with self._lock:
             texts = [c.text for c in self.queue.drain("main")] if self.auto_respond else []
             async for event in self._turn([*texts, prompt]):
@@ -313,6 +335,7 @@ class Session:
                 if isinstance(event, UsageReport):
                     self._parent_usage = self._parent_usage + event.usage
                     self._parent_cost += event.cost_usd
+                    self._enforce_budget()
                 yield event
         finally:
             self._changed.set()
@@ -338,9 +361,13 @@ class Session:
         Python runs in its own process, from a snapshot of the namespace taken now; with
         `namespace="shared"`, on a thread in the namespace itself (the session's default is
         its `worker_namespace`)."""
-        description = directive.strip().splitlines()[0][:60] if directive.strip() else ""
+        self.budget.check("The fork was")
         return self.workers.fork(
-            self.main, directive, description=description, name=name, namespace=namespace
+            self.main,
+            directive,
+            description=task_description(directive),
+            name=name,
+            namespace=namespace,
         )
 
     async def pull(self, task_id: str, *names: str) -> dict[str, Any]:
@@ -353,6 +380,7 @@ class Session:
 
     async def send(self, to: str, message: str) -> str:
         """Message a running worker (queued) or a finished one (resumed)."""
+        self.budget.check("The message was")
         return self.workers.send(to, message)
 
     async def stop(self, task_id: str) -> Task:
@@ -383,7 +411,7 @@ class Session:
     async def _respond(self) -> None:
         """Answer pending notifications in one parent turn each time the parent is free."""
         await asyncio.sleep(0)  # let notifications that arrive together be read together
-        while self.queue.pending("main"):
+        while self.queue.pending("main") and not self.budget.reached():
             async with self._lock:
                 commands = self.queue.drain("main")
                 if not commands:
@@ -419,7 +447,8 @@ class Session:
             return True
         if self._responder is not None and not self._responder.done():
             return True
-        return self.auto_respond and bool(self.queue.pending("main"))
+        waiting = self.auto_respond and not self.budget.reached()
+        return waiting and bool(self.queue.pending("main"))
 
     async def idle(self) -> None:
         """Wait until no task runs, no notification waits and no parent turn is in flight."""
@@ -429,7 +458,32 @@ class Session:
                 break
             await self._changed.wait()
 
-    # -- totals --------------------------------------------------------------------------
+    # -- totals and budget ---------------------------------------------------------------
+
+    @property
+    def max_cost_usd(self) -> float | None:
+        """The session's cost budget in USD (None: none); see `budget.py`. Raising it lets
+        work go on: notifications that waited are read with the next turn."""
+        return self.budget.limit
+
+    @max_cost_usd.setter
+    def max_cost_usd(self, value: float | None) -> None:
+        self.budget.limit = value
+        self._enforce_budget()
+        if self.budget.reached() or not self.queue.pending("main"):
+            return
+        if self.auto_respond and (self._responder is None or self._responder.done()):
+            self._responder = asyncio.get_running_loop().create_task(self._respond())
+
+    def _enforce_budget(self) -> None:
+        """Once the budget is reached, stop every running worker, the reason in its
+        notification."""
+        if not self.budget.reached():
+            return
+        reason = self.budget.message()
+        for task in self.registry.running():
+            self.workers.kill(task.id, reason)
+        self._changed.set()
 
     @property
     def usage(self) -> Usage:
@@ -477,6 +531,11 @@ async def fold_turn(
             texts.append("\n\n")
         elif isinstance(event, TextDelta):
             texts.append(event.text)
+        elif isinstance(event, Retrying):
+            turn.retries += 1
+            if event.discarded:  # the broken attempt's text: the retry streams it again
+                kept = "".join(texts)
+                texts = [kept[: max(len(kept) - event.discarded, 0)]]
         elif isinstance(event, UsageReport):
             turn.usage = turn.usage + event.usage
             turn.cost_usd += event.cost_usd

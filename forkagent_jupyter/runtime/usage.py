@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["DEFAULT_MODEL", "PRICES", "Price", "Usage", "cost_usd", "price_for"]
+__all__ = ["DEFAULT_MODEL", "PRICES", "Price", "Usage", "cost_usd", "price_for", "usage_counts"]
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 
@@ -132,6 +132,20 @@ class Usage(BaseModel):
         """Share of prompt tokens served from cache (0.0 when nothing was sent)."""
         total = self.total_input_tokens
         return self.cache_read_input_tokens / total if total else 0.0
+
+
+def usage_counts(usage: Usage) -> dict[str, int]:
+    """The token counts as JSON, in the Messages API's own words: `input_tokens` is the
+    uncached part of the prompt only, the cache counts come apart, and `total_input_tokens`
+    is the whole prompt (uncached + cache writes + cache reads). Panels, notification
+    payloads and transcripts all send this one shape."""
+    return {
+        "input_tokens": usage.input_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "output_tokens": usage.output_tokens,
+        "total_input_tokens": usage.total_input_tokens,
+    }
 
 
 def cost_usd(usage: Usage, model: str) -> float:

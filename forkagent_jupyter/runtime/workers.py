@@ -24,7 +24,15 @@ from typing import Any, Literal
 
 from .agents import AgentDefinition, unknown_agent_message
 from .errors import RunEndedError, UsageError
-from .events import AssistantMessage, Stop, TextDelta, ToolResult, ToolUse, UsageReport
+from .events import (
+    AssistantMessage,
+    Retrying,
+    Stop,
+    TextDelta,
+    ToolResult,
+    ToolUse,
+    UsageReport,
+)
 from .fork import FORK_RECURSION_ERROR, build_fork_messages
 from .history import append_message, blocks_of
 from .loop import AgentConfig, LoopState, run_turn
@@ -63,6 +71,7 @@ class AgentRun:
     definition: AgentDefinition | None = None
     inbox: list[str] = field(default_factory=list)
     runner: asyncio.Task[None] | None = None
+    stop_reason: str | None = None  # why it was stopped, when not by a user's stop
     wakeup: asyncio.Event = field(default_factory=asyncio.Event)
     transcript: Transcript | None = None
     worktree: Worktree | None = None
@@ -271,10 +280,13 @@ class Workers:
                 group.leader = run.id
                 run.state.on_first_response_start = group.started.set
                 return
+            # not wait_for: on Python < 3.12 it can swallow a cancel (a stop) that arrives as
+            # the leader's response starts
+            started = asyncio.ensure_future(group.started.wait())
             try:
-                await asyncio.wait_for(group.started.wait(), LEADER_WAIT_SECONDS)
-            except asyncio.TimeoutError:
-                pass
+                await asyncio.wait({started}, timeout=LEADER_WAIT_SECONDS)
+            finally:
+                started.cancel()
 
         run.state.before_first_request = hold
 
@@ -312,13 +324,19 @@ class Workers:
                     {"role": "user", "content": [{"type": "text", "text": t} for t in pending]},
                 )
         except asyncio.CancelledError:
-            await self._end(run, "killed", result=_last_text(run.history) or None)
+            result = _last_text(run.history) or None
+            await self._end(run, "killed", result=result, error=run.stop_reason)
             raise
         except RunEndedError as exc:  # the agent cannot go on (its worker process died)
             await self._end(run, "failed", error=str(exc), result=_last_text(run.history) or None)
             return
         except Exception as exc:  # a bug or an unexpected failure: report, never hang
             await self._end(run, "failed", error=f"{type(exc).__name__}: {exc}")
+            return
+        if run.stop_reason is not None:  # stopped while its last request was refused
+            await self._end(
+                run, "killed", result=_last_text(run.history) or None, error=run.stop_reason
+            )
             return
         if stop is not None and stop.reason in ("error", "refusal", "aborted"):
             error = stop.error or f"the run ended: {stop.reason}"
@@ -385,12 +403,15 @@ class Workers:
             elif isinstance(event, ToolResult):
                 mark = "error" if event.is_error else "ok"
                 out.output(f"  -> {mark}: {event.content[:200]}")
+            elif isinstance(event, Retrying):
+                out.output(f"{event.summary} in {event.delay:.1f} s")
             elif isinstance(event, Stop):
                 out.output(f"stopped: {event.reason} {event.error or ''}")
         self._update(task, event)
 
     def _update(self, task: Task, event: object) -> None:
         if isinstance(event, UsageReport):
+            task.activity = ""
             task.usage = task.usage + event.usage
             task.cost_usd += event.cost_usd
         elif isinstance(event, ToolUse):
@@ -401,9 +422,15 @@ class Workers:
             task.current_tool = None
             task.current_input = ""
         elif isinstance(event, TextDelta):
+            task.activity = ""
             task.preview = (task.preview + event.text)[-400:]
+        elif isinstance(event, Retrying):
+            task.retries += 1
+            task.activity = event.summary
+            # the broken attempt's text is streamed again by the retry
+            task.preview = task.preview[: max(len(task.preview) - event.discarded, 0)]
         elif isinstance(event, AssistantMessage):
-            pass
+            task.activity = ""
         else:
             return
         self.registry.changed(task)
@@ -499,6 +526,19 @@ class Workers:
             await asyncio.wait({run.runner})
         self.registry.finish(task, "killed", result=_last_text(run.history) or None)
         return task
+
+    def kill(self, key: str, reason: str) -> None:
+        """Stop a running task for `reason` (named in its notification) without waiting."""
+        task = self.registry.get(key)
+        run = self.runs.get(task.id)
+        if task.done or run is None:
+            return
+        run.stop_reason = reason
+        if run.runner is not None and not run.runner.done():
+            run.runner.cancel()
+        else:
+            result = _last_text(run.history) or None
+            self.registry.finish(task, "killed", result=result, error=reason)
 
     async def stop_all(self) -> list[Task]:
         return [await self.stop(t.id) for t in self.registry.running()]

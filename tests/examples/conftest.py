@@ -81,10 +81,11 @@ def run_notebook(
     monkeypatch.setenv("FORKAGENT_BACKEND", "offline")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
 
-    def run(name: str, env: dict[str, str] | None = None, timeout: int = 90) -> Executed:
+    def run(name: str | Any, env: dict[str, str] | None = None, timeout: int = 90) -> Executed:
+        """`name`: a notebook of example_notebooks/, or a notebook object to run as it is."""
         for key, value in (env or {}).items():
             monkeypatch.setenv(key, value)
-        nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+        nb = nbformat.read(NOTEBOOKS / name, as_version=4) if isinstance(name, str) else name
         client = NotebookClient(
             nb,
             timeout=timeout,

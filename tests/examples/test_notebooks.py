@@ -8,6 +8,7 @@ import random
 import re
 from collections.abc import Callable
 
+import nbformat
 import pandas as pd
 import pytest
 
@@ -45,8 +46,30 @@ def _cost_rows(text: str) -> dict[str, list[str]]:
     return rows
 
 
+def test_every_notebook_has_a_papermill_parameters_cell() -> None:
+    for path in NOTEBOOKS.glob("*.ipynb"):
+        cells = json.loads(path.read_text())["cells"]
+        tagged = [c for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+        assert len(tagged) == 1, path.name
+        source = "".join(tagged[0]["source"])
+        assert "max_cost_usd = None" in source and 'model = ""' in source, path.name
+
+
+def _with_parameters(name: str, **values: object) -> nbformat.NotebookNode:
+    """The notebook as papermill runs it with `-p NAME VALUE`: a cell after the parameters cell
+    that sets the values."""
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    [at] = [i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])]
+    source = "\n".join(f"{k} = {v!r}" for k, v in values.items())
+    injected = nbformat.v4.new_code_cell(source, metadata={"tags": ["injected-parameters"]})
+    nb.cells.insert(at + 1, injected)
+    nb.cells.append(nbformat.v4.new_code_cell("print('budget', api.session().max_cost_usd)"))
+    return nb
+
+
 def test_fan_out(run_notebook: RunNotebook) -> None:
-    ran = run_notebook("01_fan_out.ipynb")
+    ran = run_notebook(_with_parameters("01_fan_out.ipynb", max_cost_usd=25.0))
+    assert ran.text("print('budget'") == "budget 25.0\n"  # the parameter took effect
     print(f"01_fan_out.ipynb executed in {ran.seconds:.1f} s")
     # the parent ran its inspection through the Python tool, in the kernel
     inspect = ran.text("%%agent\n`df`")

@@ -44,6 +44,8 @@ def test_a_result_with_code_blocks_stays_inside_its_notification(kernel: Kernel)
     [block] = _xml_blocks(notes[-1]["text/html"])
     assert _whole(block) and "inside" in block
     assert "````" in block  # the output's own fence, kept as text
+    # the transcript lies inside the notebook's folder: shown relative to it, no temp path
+    assert "<output-file>.forkagent/sessions/" in block and "/tmp/" not in block
     answer = notes[-1]["text/html"].split("</pre>", 1)[1]
     assert "reported back" in answer  # the parent's answer follows the notification
 

@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from forkagent_jupyter.emulator.faults import Fault
+
 from .conftest import Kernel
 
 pytestmark = pytest.mark.kernel
@@ -31,10 +33,13 @@ def test_settings_after_first_use_apply(kernel: Kernel, emulator: Any) -> None:
         "%config ForkAgent.auto_respond = False",
         "%config ForkAgent.cache_ttl = '1h'",
         "%config ForkAgent.model = 'claude-haiku-4-5'",
+        "%config ForkAgent.stream_retries = 5",
     ):
         assert kernel.execute(line).status == "ok", line
     assert kernel.value(f"{SESSION}.gate.approval_timeout") == 42.0
     assert kernel.value(f"{SESSION}.auto_respond") is False
+    assert kernel.value(f"{SESSION}.stream_retries") == 5
+    assert kernel.value(f"{SESSION}.main.config.stream_retry.retries") == 5
     kernel.execute("%%agent\nHello.")
     body = emulator.api_requests()[-1].body
     assert body["model"] == "claude-haiku-4-5"
@@ -58,9 +63,10 @@ def test_model_option_is_for_that_cell_only(kernel: Kernel, emulator: Any) -> No
 
 
 def test_help_and_one_line_messages(kernel: Kernel) -> None:
-    shown = kernel.execute("%%agent?")
-    assert shown.status == "ok", shown.texts()
-    assert "Talk to the agent" in str(shown.reply) + shown.texts()
+    for asked in ("%%agent?", "%%agent??"):
+        shown = kernel.execute(asked)
+        assert shown.status == "ok", shown.texts()
+        assert "Talk to the agent" in str(shown.reply) + shown.texts(), asked
     cases = {
         "%tasks nosuch": "%tasks: No task 'nosuch'",
         "%stop nosuch": "%stop: No task 'nosuch'",
@@ -77,3 +83,64 @@ def test_help_and_one_line_messages(kernel: Kernel) -> None:
     finished = kernel.execute("%stop quick")
     assert finished.reply["content"]["ename"] == "UsageError"
     assert "quick is not running (completed)" in finished.reply["content"]["evalue"]
+
+
+def test_a_cost_budget_stops_workers_and_refuses_new_turns(kernel: Kernel) -> None:
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    assert kernel.execute("%%agent\nHello.").status == "ok"
+    spent = kernel.value(f"{SESSION}.cost_usd")
+    bad = kernel.execute("%config ForkAgent.max_cost_usd = -1.0")
+    assert "max_cost_usd must be a positive number" in bad.texts()
+    assert kernel.value(f"{SESSION}.max_cost_usd") is None
+    assert kernel.execute(f"%config ForkAgent.max_cost_usd = {spent * 1.01!r}").status == "ok"
+    welcome = kernel.open_comm("budget-panel")  # the Tasks panel is told the budget
+    assert welcome["budget"] == {"spent_usd": spent, "limit_usd": spent * 1.01, "reached": False}
+    sleep = "`py: __import__('time').sleep(30)`"
+    forks = "\n".join(f"%fork --name {name} wait {sleep}" for name in ("slow1", "slow2"))
+    assert kernel.execute(forks).status == "ok"  # one cell: both start before either replies
+    waited = kernel.execute("%tasks --wait", timeout=60)
+    assert "budget reached" in waited.texts()
+    statuses = kernel.value(f"[t.status for t in {SESSION}.tasks]")
+    assert statuses == ["killed", "killed"]
+    notes = kernel.value(f"[t.notification for t in {SESSION}.tasks]")
+    assert all("cost budget reached" in n for n in notes)
+    kernel.drain()
+    texts = [
+        m["content"]["data"].get("text/plain", "")
+        for m in kernel.iopub
+        if m["msg_type"] == "update_display_data"
+    ]
+    assert any("slow1 (fork) killed" in t and "cost budget reached" in t for t in texts)
+    panel = kernel.wait_comm(
+        "budget-panel",
+        "tasks",
+        lambda found: any((f.get("budget") or {}).get("reached") for f in found),
+    )
+    assert panel[-1]["budget"]["limit_usd"] == spent * 1.01
+    refused = kernel.execute("%%agent\nGo on.")
+    assert refused.status == "error"
+    assert "%%agent: The turn was refused, cost budget reached" in refused.texts()
+    assert "Traceback" not in refused.texts()
+    forked = kernel.execute(f"%fork --name late more {sleep}")
+    assert forked.status == "error" and "%fork: The fork was refused" in forked.texts()
+    kernel.execute("%config ForkAgent.max_cost_usd = None")
+    assert kernel.execute("%%agent\nGo on.").status == "ok"
+
+
+def test_stream_retries_setting_retries_a_dropped_stream(kernel: Kernel, emulator: Any) -> None:
+    kernel.execute("%config ForkAgent.stream_retries = 0")
+    kernel.execute(f"{SESSION}")  # made with the setting
+    assert kernel.value(f"{SESSION}.stream_retries") == 0
+    emulator.faults.next(Fault.dropped(after=2))
+    failed = kernel.execute("%%agent\nHello.")
+    assert "broke off" in failed.texts()
+    assert len(emulator.api_requests()) == 1  # not retried
+    kernel.execute("%config ForkAgent.stream_retries = 2")
+    kernel.execute(f"{SESSION}.stream_retry.base_delay = 0.01")
+    emulator.faults.next(Fault.dropped(after=2))
+    shown = kernel.execute("%%agent\nHello again.")
+    assert "stream dropped, retrying (1/2)" in shown.texts()
+    assert "broke off" not in shown.texts()
+    first, second = emulator.api_requests()[1:]
+    assert first.raw == second.raw
+    assert kernel.value(f"{SESSION}.messages[-1]['role']") == "assistant"
