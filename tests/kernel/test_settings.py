@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -144,3 +145,21 @@ def test_stream_retries_setting_retries_a_dropped_stream(kernel: Kernel, emulato
     first, second = emulator.api_requests()[1:]
     assert first.raw == second.raw
     assert kernel.value(f"{SESSION}.messages[-1]['role']") == "assistant"
+
+
+def test_interrupting_tasks_wait_says_one_line(kernel: Kernel) -> None:
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    kernel.execute("%fork --name sleeper nap `py: __import__('time').sleep(30)`")
+    msg_id = kernel.start("%tasks --wait sleeper")
+    time.sleep(1.0)
+    kernel.km.interrupt_kernel()
+    kernel.drain(until_idle_of=msg_id, timeout=20)
+    shown = "".join(
+        str(m["content"].get("text", "")) + str(m["content"].get("evalue", ""))
+        for m in kernel.iopub
+        if m["parent_header"].get("msg_id") == msg_id
+    )
+    assert "%tasks --wait: interrupted; the tasks keep running." in shown
+    assert "CancelledError" not in shown and "Traceback" not in shown
+    assert kernel.value(f"{SESSION}.registry.get('sleeper').status") == "running"
+    kernel.execute("%stop sleeper")
