@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from .agents import AgentDefinition, load_agents
+from .agents import AgentDefinition, agent_listing, load_agents, resolve_model, scan_agents
 from .backends import Backend, select_backend
 from .budget import BudgetedModel, CostBudget
 from .errors import ConfigError, UsageError
@@ -195,6 +195,7 @@ class Session:
             self.gate.recorder = lambda e: main_transcript.append_event("permission", e)
         self.auto_turns: list[AutoTurn] = []
         self.on_auto_turn: Callable[[AutoTurn], None] | None = None
+        self._listed: str | None = None  # the agent listing the parent was last told
         self._parent_usage = Usage()
         self._parent_cost = 0.0
         self._lock = asyncio.Lock()
@@ -260,6 +261,13 @@ class Session:
     def stream_retries(self, value: int) -> None:
         self.stream_retry.set_retries(value)
 
+    def _agent_listing(self) -> str | None:
+        """The named agents as the model is told them (None without the Agent tool). Files
+        that do not load are left out here; starting one reports its error."""
+        if self.tools.get("Agent") is None:
+            return None
+        return agent_listing(scan_agents(self.workdir, self.home).agents)
+
     def agent_definitions(self) -> dict[str, AgentDefinition]:
         """Named agents: built-in, then ~/.forkagent/agents, then <workdir>/.forkagent/agents."""
         return load_agents(self.workdir, self.home)
@@ -290,7 +298,7 @@ class Session:
         chosen = model or definition.model
         return replace(
             base,
-            model=base.model if chosen in (None, "inherit") else str(chosen),
+            model=resolve_model(chosen, base.model) or base.model,
             system=[{"type": "text", "text": definition.prompt or self.system_prompt}],
             tools=tools,
             gate=base.gate.for_worker(agent_id, mode=definition.permissionMode),
@@ -326,10 +334,12 @@ class Session:
 
     async def _turn(self, texts: list[str]) -> AsyncIterator[LoopEvent]:
         self.main.config = self._config()
-        self.main.state.append(
-            self.main.history,
-            {"role": "user", "content": [{"type": "text", "text": t} for t in texts]},
-        )
+        blocks = [{"type": "text", "text": t} for t in texts]
+        listing = self._agent_listing()
+        if listing is not None and listing != self._listed:
+            blocks.insert(0, {"type": "text", "text": listing})
+            self._listed = listing
+        self.main.state.append(self.main.history, {"role": "user", "content": blocks})
         try:
             async for event in run_turn(self.main.config, self.main.history, self.main.state):
                 if isinstance(event, UsageReport):
@@ -347,6 +357,7 @@ class Session:
     def reset(self) -> None:
         """Start a new parent conversation (workers keep running and report to it)."""
         self.main.history.clear()
+        self._listed = None
         on_message = self.main.state.on_message
         self.main.state = LoopState(on_message=on_message)
         if self.main.transcript is not None:
