@@ -390,6 +390,7 @@ class Session:
         items: Sequence[Any] | None = None,
         poll_interval: float = 30.0,
         notify: Notify = "digest",
+        prewarm: bool = True,
     ) -> FanOut:
         """One fork per directive; `batch=True` sends their first requests as one Message
         Batch (half price; see `batch.py` for caching, notifications and tools)."""
@@ -401,6 +402,7 @@ class Session:
             items=items,
             poll_interval=poll_interval,
             notify=notify,
+            prewarm=prewarm,
         )
 
     def batch_results(self, batch_id: str) -> BatchResults:

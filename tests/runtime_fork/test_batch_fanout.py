@@ -90,17 +90,39 @@ async def test_forks_complete_at_half_price_with_one_digest(
         assert task.usage == Usage.from_api(entry.usage)
         full = cost_usd(task.usage, entry.model)
         assert task.cost_usd == pytest.approx(full / 2)
-    # the shared prefix: written by the first request, read by the two others
+    # the shared prefix: written once by the real-time pre-warm (max_tokens 0, full price),
+    # then read by every request of the batch
+    [prewarm] = [e for e in entries if e.service_tier == "standard" and not e.streamed]
+    assert prewarm.usage["output_tokens"] == 0 and prewarm.usage["cache_creation_input_tokens"]
     reads = [e.usage["cache_read_input_tokens"] for e in batched]
-    assert reads[0] < reads[1] == reads[2] and reads[1] > 1024
+    assert reads[1] == reads[2] > 1024  # the shared prefix
+    assert reads[0] > reads[1]  # the pre-warm sent the first fork's whole body
     assert fan.batch.counts()["succeeded"] == 3
-    assert fan.batch.cost_usd == pytest.approx(sum(e.cost_usd for e in batched))
+    assert fan.batch.prewarm_cost_usd == pytest.approx(prewarm.cost_usd)
+    expected = prewarm.cost_usd + sum(e.cost_usd for e in batched)
+    assert fan.batch.cost_usd == pytest.approx(expected)
 
     pending = session.queue.pending("main")
     assert len(pending) == 1  # one digest, not one notification per fork
     digest = pending[0].text
     assert "Batch of 3 forks ended: 3 completed" in digest
     assert all(f"- {name} [completed]" in digest for name in ("p0", "p1", "p2"))
+
+
+async def test_without_prewarm_the_first_batch_request_writes_the_prefix(
+    emulator: Any, make_session: Any
+) -> None:
+    session = make_session(auto_respond=False)
+    await session.ask(CONTEXT)
+    emulator.clock.advance(3600)  # the parent's cache has expired
+    before = len(emulator.ledger)
+    fan = await session.fan_out(["A.", "B.", "C."], batch=True, poll_interval=POLL, prewarm=False)
+    await fan.batch.wait(timeout=30)
+    entries = emulator.ledger.entries()
+    assert [e.service_tier for e in entries[-3:]] == ["batch"] * 3
+    assert len(entries) == before + 3  # only the batch: no pre-warm request
+    reads = [e.usage["cache_read_input_tokens"] for e in entries[-3:]]
+    assert reads[0] == 0 < reads[1] == reads[2]
 
 
 async def test_each_fork_notifies_when_asked(emulator: Any, make_session: Any) -> None:
@@ -145,7 +167,9 @@ async def test_errored_and_expired_requests_fail_with_the_apis_reason(
 ) -> None:
     session = make_session(auto_respond=False)
     emulator.faults.next(Fault.overloaded())
-    fan = await session.fan_out(["First.", "Second."], batch=True, poll_interval=POLL)
+    fan = await session.fan_out(
+        ["First.", "Second."], batch=True, poll_interval=POLL, prewarm=False
+    )
     first, second = await fan.batch.wait(timeout=30)
     assert first.status == "failed"
     assert "errored (overloaded_error)" in (first.error or "")
@@ -171,7 +195,7 @@ async def test_stop_cancels_the_batch(emulator: Any, make_session: Any, async_cl
     batch = await async_client.messages.batches.retrieve(fan.id)
     assert batch.processing_status == "ended"
     assert batch.request_counts.canceled == 2
-    assert len(emulator.ledger) == 0
+    assert [e.service_tier for e in emulator.ledger.entries()] == ["standard"]  # the pre-warm
 
 
 async def test_stopping_every_fork_cancels_the_batch(
@@ -203,7 +227,7 @@ async def test_batch_results_rows_and_dataframe(emulator: Any, make_session: Any
     assert all(r["status"] == "completed" and r["text"] for r in rows)
     frame = rows.to_dataframe()
     assert list(frame["item"]) == items
-    assert frame["cost_usd"].sum() == pytest.approx(fan.batch.cost_usd, rel=1e-3)
+    assert frame["cost_usd"].sum() == pytest.approx(sum(t.cost_usd for t in fan.tasks), rel=1e-3)
     with pytest.raises(UsageError, match="No batch"):
         session.batch_results("msgbatch_unknown")
 
