@@ -12,8 +12,8 @@ answering with a short report, sent
   turn cached while that is live),
 
 each with the parent's cache warm (the fan-out follows the parent's turn) and expired (an
-hour later). `cost_ratio` = batch cost / real-time cost of the same forks; the issue's
-target is <= 0.55 (`BOUNDS`), checked on the best case.
+hour later). `cost_ratio` = batch cost (pre-warm request included) / real-time cost of the
+same forks; the issue's target is <= 0.55 (`BOUNDS`).
 
 Kernel (real IPython kernel, the emulator in its own process, its clock following real
 time, the batch taking `PROCESSING_S`): the median `execute_request` round trip while
@@ -45,7 +45,12 @@ ROOT = Path(__file__).resolve().parents[1]
 MODEL = "claude-sonnet-5-5"
 FILLER = "The quick brown fox jumps over the lazy dog while the data loads. "
 REPORT = "Scope: one label\nResult: " + " ".join(f"point {i} holds." for i in range(20))
-BOUNDS = {"cost_ratio_best": 0.55, "kernel_rtt_ratio": 1.5}
+# Bounds checked by --check. The cost bound is the 0.55 for its 1,000 forks, every row
+# of a full run. With the default pre-warm (one real-time max_tokens 0 request writes the
+# shared prefix at the standard price), an expired parent cache costs one full-price write
+# more than the batch price: 0.51 at 1,000 forks, 0.62 at the quick run's 50, so the quick run
+# binds the rows with the parent's cache warm (the fan-out right after the parent's turn).
+BOUNDS = {"cost_ratio": 0.55, "kernel_rtt_ratio": 1.5}
 PROCESSING_S = {"full": 10.0, "quick": 3.0}
 
 
@@ -206,10 +211,11 @@ def check(result: dict[str, Any]) -> list[str]:
         for side in ("realtime", "batch"):
             if row[side]["completed"] != row["forks"]:
                 failures.append(f"{side}: {row[side]['completed']} of {row['forks']} completed")
-        if row["batch_case"] == "best" and row["cost_ratio"] > BOUNDS["cost_ratio_best"]:
+        bound = not result["quick"] or row["parent_cache"] == "warm"
+        if bound and row["cost_ratio"] > BOUNDS["cost_ratio"]:
             failures.append(
-                f"cost ratio {row['cost_ratio']:.3f} > {BOUNDS['cost_ratio_best']} "
-                f"({row['parent_cache']} parent cache)"
+                f"cost ratio {row['cost_ratio']:.3f} > {BOUNDS['cost_ratio']} "
+                f"({row['parent_cache']} parent cache, {row['batch_case']} case)"
             )
     k = result["kernel"]
     if k["completed"] != k["forks"]:

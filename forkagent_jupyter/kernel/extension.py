@@ -234,7 +234,17 @@ class KernelAgent:
 
             self._ui = KernelUI(self)
             self._session = self._ui.make_session()
+            self._resume_batches(self._session)
         return self._session
+
+    def _resume_batches(self, session: Any) -> None:
+        """Batches submitted before a restart are polled again (runtime/batch.py)."""
+        from ..runtime.batch import resume_batches
+
+        try:
+            self._spawn(resume_batches(session))
+        except RuntimeError:  # no event loop (a terminal IPython): nothing to resume into
+            pass
 
     @property
     def ui(self) -> Any:

@@ -39,6 +39,12 @@ goes into one batch instead of a stream:
   first `DIGEST_LINES` forks, with the rest to be read with `session.batch_results(id)`.
   A thousand forks thus cost the parent one short turn, not a thousand. `"each"` leaves
   every fork's own notification (fine for a handful).
+* Restarts. With transcripts on, a submitted batch is recorded in
+  `<session dir>/batches/<batch id>.json` (its forks: agent id, name, directive, item). After
+  a restart, `resume_batches(session)` (the kernel calls it when its session starts) finds
+  every batch whose results were not collected yet, brings its forks back from their
+  transcripts (each ends with its directive, its first request unanswered) and polls the
+  batch again; its results then complete the forks as if nothing had happened.
 * Results as a table: `BatchRun.results()` / `session.batch_results(id)` -> `BatchResults`
   (a list of dict rows, `to_dataframe()`).
 """
@@ -46,10 +52,12 @@ goes into one batch instead of a stream:
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import ConfigError, ModelError, UsageError
@@ -72,6 +80,7 @@ __all__ = [
     "BatchRun",
     "FanOut",
     "fan_out",
+    "resume_batches",
     "sdk_client_of",
     "wire_order",
 ]
@@ -317,6 +326,7 @@ class BatchRun:
         self.id = created.id
         self._update(created)
         self._submitted.set()
+        self._write_record()
         self._poller = asyncio.get_running_loop().create_task(
             self._poll(), name=f"batch-poll:{self.id}"
         )
@@ -365,6 +375,36 @@ class BatchRun:
                 break
         await self._collect()
 
+    def _record_path(self) -> Path | None:
+        store = self.session.store
+        return store.dir / "batches" / f"{self.id}.json" if store is not None and self.id else None
+
+    def _write_record(self, **extra: Any) -> None:
+        path = self._record_path()
+        if path is None:
+            return
+        forks = [
+            {
+                "agent_id": f.task.id,
+                "name": f.task.name,
+                "directive": f.directive,
+                "item": f.item if isinstance(f.item, (str, int, float, bool)) else repr(f.item),
+            }
+            for f in self.forks
+        ]
+        record = {
+            "batch_id": self.id,
+            "poll_interval": self.poll_interval,
+            "notify": self.notify,
+            "forks": forks,
+            "collected": False,
+            **extra,
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(redact(json.dumps(record, ensure_ascii=False, indent=1)) + "\n")
+        tmp.replace(path)
+
     async def _collect(self) -> None:
         try:
             decoder = await self.sdk.messages.batches.results(self.id)
@@ -380,7 +420,17 @@ class BatchRun:
         except Exception as exc:
             self.error = redact(f"reading the batch results failed: {type(exc).__name__}: {exc}")
         self._fail_waiters(self.error or "the batch ended without a result for this request")
+        if not self._closing:
+            self._write_record(collected=True)
         self._changed()
+
+    def resume_polling(self) -> None:
+        """Poll an already submitted batch (after a restart)."""
+        self._registered.set()
+        self._submitted.set()
+        self._poller = asyncio.get_running_loop().create_task(
+            self._poll(), name=f"batch-poll:{self.id}"
+        )
 
     def on_task_change(self, task: Task) -> None:
         """Registry listener: digest notifications, cancel when every fork was stopped."""
@@ -559,3 +609,79 @@ async def fan_out(
     if run.id:
         session.batches[run.id] = run
     return FanOut(run.tasks, run)
+
+
+def _pending_records(root: Path) -> list[tuple[Path, dict[str, Any]]]:
+    found = []
+    for path in sorted(root.glob("*/batches/*.json")):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict) and not record.get("collected") and record.get("batch_id"):
+            found.append((path, record))
+    return found
+
+
+async def resume_batches(session: Session) -> list[BatchRun]:
+    """Poll again every batch of earlier sessions (same transcript root) whose results were
+    never collected, its forks brought back from their transcripts (see the module doc)."""
+    from .loop import LoopState
+    from .workers import FORK_MAX_TURNS, AgentRun
+
+    store = session.store
+    if store is None:
+        return []
+    try:
+        sdk = sdk_client_of(session.client)
+    except ConfigError:
+        return []
+    resumed = []
+    for path, record in _pending_records(store.root):
+        batch_id = str(record["batch_id"])
+        if batch_id in session.batches or path.parent.parent == store.dir:
+            continue
+        notify: Notify = "each" if record.get("notify") == "each" else "digest"
+        run = BatchRun(
+            session,
+            sdk,
+            [],
+            poll_interval=float(record.get("poll_interval") or POLL_INTERVAL),
+            notify=notify,
+            id=batch_id,
+            processing_status="in_progress",
+        )
+        workers = session.workers
+        for fork in record.get("forks") or []:
+            agent_id = str(fork.get("agent_id"))
+            try:
+                loaded = store.load(agent_id)
+            except UsageError:
+                continue
+            base = session._fork_config(session.main, agent_id, None)
+            config = replace(
+                base,
+                max_turns=FORK_MAX_TURNS,
+                client=BatchFirstModel(base.client, run, agent_id),
+            )
+            task = Task(
+                id=agent_id,
+                kind="fork",
+                description=loaded.meta.description,
+                owner="main",
+                name=loaded.meta.name,
+            )
+            agent = AgentRun(agent_id, config, loaded.messages, LoopState(), task, is_fork=True)
+            workers._record(agent, None, 0)
+            run.forks.append(_Fork(task, str(fork.get("directive") or ""), fork.get("item")))
+            workers.start(agent)
+        if not run.forks:
+            continue
+        # this session now owns the batch: its record moves here, the old one is closed
+        path.write_text(json.dumps({**record, "collected": True, "moved_to": str(store.dir)}))
+        run._write_record()
+        session.registry.subscribe(run.on_task_change)
+        session.batches[batch_id] = run
+        run.resume_polling()
+        resumed.append(run)
+    return resumed

@@ -100,3 +100,23 @@ def test_bad_batch_arguments_are_one_line_usage_errors(kernel: Kernel) -> None:
         reply = result.reply["content"]
         assert reply["ename"] == "UsageError", (code, reply)
         assert expected in reply["evalue"], (code, reply["evalue"])
+
+
+def test_a_restarted_kernel_resumes_polling_the_batch(kernel: Kernel, emulator: Any) -> None:
+    emulator.batches.options.processing_seconds = 600.0
+    kernel.execute("xs = ['x', 'y']")
+    run = kernel.execute('%fork --batch --over xs --poll 0.05 "Describe {item}."')
+    assert run.status == "ok", run.texts()
+    batch = "[b for b in __forkagent__.session.batches if b.startswith('msgbatch_')]"
+    wait_value(kernel, f"len({batch})", 1)
+    [batch_id] = kernel.value(batch)
+
+    kernel.km.restart_kernel(now=True)
+    kernel.client.wait_for_ready(timeout=60)
+    assert kernel.execute("%load_ext forkagent_jupyter").status == "ok"
+    kernel.execute("__forkagent__.session")  # the session starts: batches are polled again
+    wait_value(kernel, f"{batch}", [batch_id])
+    emulator.clock.advance(601)
+    wait_value(kernel, "[t.status for t in __forkagent__.session.tasks]", ["completed"] * 2)
+    creates = [r for r in emulator.api_requests("/v1/messages/batches") if r.method == "POST"]
+    assert len(creates) == 1

@@ -247,3 +247,34 @@ async def test_bad_input_and_offline_backend(tmp_path: Any, make_session: Any) -
             await offline.fan_out(["a"], batch=True)
     finally:
         await offline.aclose()
+
+
+async def test_a_new_session_resumes_polling_from_the_transcripts(
+    emulator: Any, make_session: Any, tmp_path: Any
+) -> None:
+    from forkagent_jupyter.runtime.batch import resume_batches
+
+    emulator.batches.options.processing_seconds = 600.0
+    first = make_session(auto_respond=False)
+    await first.ask(CONTEXT)
+    fan = await first.fan_out(
+        ["Report A.", "Report B."], batch=True, names=["ra", "rb"], poll_interval=POLL
+    )
+    batch_id = fan.id
+    await first.aclose()  # a kernel restart: the batch goes on at the API
+    assert [t.status for t in fan.tasks] == ["killed", "killed"]
+
+    second = make_session(auto_respond=False)
+    [run] = await resume_batches(second)
+    assert run.id == batch_id
+    assert [t.name for t in second.tasks] == ["ra", "rb"]
+    emulator.clock.advance(601)
+    tasks = await run.wait(timeout=30)
+    assert [t.status for t in tasks] == ["completed", "completed"]
+    assert all(t.result for t in tasks)
+    creates = [r for r in emulator.api_requests("/v1/messages/batches") if r.method == "POST"]
+    assert len(creates) == 1  # polled again, not submitted again
+    assert second.batch_results(batch_id)[0]["result_type"] == "succeeded"
+    [digest] = second.queue.pending("main")
+    assert "Batch of 2 forks ended: 2 completed" in digest.text
+    assert await resume_batches(make_session(auto_respond=False)) == []  # collected now
