@@ -20,6 +20,10 @@ time, the batch taking `PROCESSING_S`): the median `execute_request` round trip 
 `%fork --batch --over items ...` runs and is polled, as a ratio to the same kernel's idle
 median.
 
+The forks run no code, and both sides run them with `worker_namespace="shared"`: with the
+default (a process per worker from a snapshot of the kernel) a thousand forks would start a
+thousand processes, which measures the compute plane, not the batch.
+
 Prints JSON (`--out FILE` writes it too); `--quick` is the CI size; `--check` fails when a
 bound does not hold.
 """
@@ -84,6 +88,7 @@ async def one_fan_out(
             permission_policy=AllowAll(),
             auto_respond=False,
             transcripts=False,
+            worker_namespace="shared",  # see the module doc
         )
         try:
             await session.ask("Here is the shared context.\n\n" + context(size))
@@ -173,6 +178,7 @@ def kernel_rtt(n: int, processing_s: float) -> dict[str, Any]:
     try:
         client.run("%load_ext forkagent_jupyter")
         client.run("%config ForkAgent.auto_respond = False")
+        client.run("%config ForkAgent.worker_namespace = 'shared'")
         client.run("__forkagent__.session")
         client.run(f"items = list(range({n}))")
         idle = rtts(client, 3.0)
