@@ -67,6 +67,7 @@ from .notifications import format_task_notification
 from .secrets import redact
 from .tasks import Task
 from .usage import Usage, cost_usd
+from .workers import new_agent_id
 
 if TYPE_CHECKING:
     import anthropic
@@ -80,6 +81,7 @@ __all__ = [
     "BatchRun",
     "FanOut",
     "fan_out",
+    "in_batch",
     "resume_batches",
     "sdk_client_of",
     "wire_order",
@@ -258,6 +260,7 @@ class BatchRun:
     _closing: bool = False
     prewarm: bool = True
     prewarm_cost_usd: float = 0.0
+    ids: set[str] = field(default_factory=set)  # the forks' task ids
 
     # -- what the forks call -------------------------------------------------------------
 
@@ -585,6 +588,9 @@ async def fan_out(
     sdk = sdk_client_of(session.client)
     run = BatchRun(session, sdk, [], poll_interval=poll_interval, notify=notify, prewarm=prewarm)
     workers = session.workers
+    ids = [new_agent_id() for _ in directives]
+    run.ids.update(ids)  # known before the tasks register (a UI shows no card per fork)
+    session.batches[run.local_id] = run
     stagger, workers.stagger = workers.stagger, False  # one batch, no leader to wait for
     try:
         for i, directive in enumerate(directives):
@@ -594,6 +600,7 @@ async def fan_out(
                 directive,
                 description=description,
                 name=names[i] if names else None,
+                agent_id=ids[i],
             )
             agent = workers.runs[task.id]
             # the runner starts at the next await: its first request goes to the batch
@@ -604,11 +611,15 @@ async def fan_out(
     finally:
         workers.stagger = stagger
     session.registry.subscribe(run.on_task_change)
-    session.batches[run.local_id] = run
     await run.start()
     if run.id:
         session.batches[run.id] = run
     return FanOut(run.tasks, run)
+
+
+def in_batch(session: Session, task_id: str) -> bool:
+    """Whether `task_id` is a fork of one of the session's batched fan-outs."""
+    return any(task_id in run.ids for run in session.batches.values())
 
 
 def _pending_records(root: Path) -> list[tuple[Path, dict[str, Any]]]:
@@ -674,6 +685,8 @@ async def resume_batches(session: Session) -> list[BatchRun]:
             agent = AgentRun(agent_id, config, loaded.messages, LoopState(), task, is_fork=True)
             workers._record(agent, None, 0)
             run.forks.append(_Fork(task, str(fork.get("directive") or ""), fork.get("item")))
+            run.ids.add(agent_id)
+            session.batches[batch_id] = run
             workers.start(agent)
         if not run.forks:
             continue

@@ -45,6 +45,7 @@ def test_fork_batch_over_a_list_shows_one_card_and_loads_a_table(
         if updates and "completed 3" in updates[-1]:
             break
     assert "succeeded 3" in updates[-1] and batch_id in updates[-1]
+    assert kernel.value("len(__forkagent__.ui.hub.cards)") == 0  # no card per fork
     table = kernel.execute(
         "from forkagent_jupyter.kernel import api\n"
         f"df = api.batch_results({batch_id!r}).to_dataframe()\n"
