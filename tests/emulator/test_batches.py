@@ -11,7 +11,7 @@ import pytest
 from forkagent_jupyter.emulator import Emulator, Fault
 from forkagent_jupyter.runtime.usage import Usage, cost_usd
 
-from .conftest import EPHEMERAL, MODEL, filler, user
+from .conftest import EPHEMERAL, MODEL, ControlError, control, filler, user
 
 SHARED = filler("shared", 8000)  # ~2000 tokens: above the 1024 minimum
 
@@ -216,3 +216,20 @@ async def test_async_client(emulator: Emulator, async_client: anthropic.AsyncAnt
     assert done.request_counts.succeeded == 2
     rows = [r async for r in await async_client.messages.batches.results(batch.id)]
     assert [r.result.type for r in rows] == ["succeeded", "succeeded"]
+
+
+def test_batch_options_through_the_control_endpoint(
+    emulator: Emulator, sync_client: anthropic.Anthropic
+) -> None:
+    got = control(emulator, "POST", "batches", {"processing_seconds": 100, "concurrency": 2})
+    assert got["options"] == {
+        "processing_seconds": 100.0,
+        "concurrency": 2,
+        "expiry_seconds": 24 * 3600.0,
+    }
+    batch = sync_client.messages.batches.create(requests=requests(1))
+    assert control(emulator, "GET", "batches")["batches"] == [batch.id]
+    assert sync_client.messages.batches.retrieve(batch.id).processing_status == "in_progress"
+    with pytest.raises(ControlError) as bad:
+        control(emulator, "POST", "batches", {"concurrency": 0})
+    assert bad.value.code == 400 and "concurrency" in bad.value.body["error"]
