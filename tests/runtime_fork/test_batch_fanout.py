@@ -240,6 +240,10 @@ async def test_bad_input_and_offline_backend(tmp_path: Any, make_session: Any) -
         await session.fan_out(["ok", "  "], batch=True)
     with pytest.raises(UsageError, match="names"):
         await session.fan_out(["a", "b"], batch=True, names=["x"])
+    with pytest.raises(UsageError, match="notify"):
+        await session.fan_out(["a"], batch=True, notify="sometimes")
+    with pytest.raises(UsageError, match="poll_interval"):
+        await session.fan_out(["a"], batch=True, poll_interval=0)
     assert session.tasks == []
     offline = Session(backend="offline", workdir=tmp_path, home=tmp_path, transcripts=False)
     try:
@@ -278,3 +282,16 @@ async def test_a_new_session_resumes_polling_from_the_transcripts(
     [digest] = second.queue.pending("main")
     assert "Batch of 2 forks ended: 2 completed" in digest.text
     assert await resume_batches(make_session(auto_respond=False)) == []  # collected now
+
+
+async def test_fan_out_without_batch_starts_realtime_forks(
+    emulator: Any, make_session: Any
+) -> None:
+    session = make_session(auto_respond=False)
+    fan = await session.fan_out(["One.", "Two."], names=["o", "t"])
+    assert fan.batch is None and fan.id is None
+    tasks = await session.wait(*(t.id for t in fan.tasks), timeout=30)
+    assert [(t.name, t.status) for t in tasks] == [("o", "completed"), ("t", "completed")]
+    assert emulator.api_requests("/v1/messages/batches") == []
+    assert all(e.service_tier == "standard" and e.streamed for e in emulator.ledger.entries())
+    assert len(session.queue.pending("main")) == 2  # ordinary forks: one notification each
