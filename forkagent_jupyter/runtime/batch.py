@@ -439,6 +439,7 @@ class BatchRun:
         """Registry listener: digest notifications, cancel when every fork was stopped."""
         if self._closing or not task.done or not any(f.task is task for f in self.forks):
             return
+        self._check_registered()  # a fork that ended before its request never registers
         if self.notify == "digest":
             self.session.queue.discard(task.id)
         if all(t.done for t in self.tasks):
