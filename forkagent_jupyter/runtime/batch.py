@@ -24,8 +24,8 @@ goes into one batch instead of a stream:
   written once at the standard price and is readable when the batch starts, whatever order
   and concurrency the service then uses (as long as the batch starts within the TTL). Without
   it, a batch whose requests run concurrently while the parent's cache has expired writes
-  the prefix once per request (measured in benchmarks/batch_fanout.py: 6x the real-time
-  cost for 50 forks over 20k tokens). Its cost counts in `BatchRun.cost_usd`.
+  the prefix once per request (measured in benchmarks/batch_fanout.py: 7.7x the real-time
+  cost for 1,000 forks over 20k tokens). Its cost counts in `BatchRun.cost_usd`.
 * After the batch. A result that ends the turn completes its fork with the text. A result
   that asks for tools is appended like a streamed reply: the fork runs the tools and carries
   on as an ordinary real-time worker from there. `errored`, `expired` and `canceled` results
