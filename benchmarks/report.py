@@ -231,6 +231,31 @@ def _emulator(r: dict[str, Any]) -> list[str]:
     return out
 
 
+def _batch_fanout(r: dict[str, Any]) -> list[str]:
+    out = ["### Batched against real-time staggered fan-out (`batch_fanout`)", ""]
+    out += _table(
+        ["forks", "context tokens", "parent cache", "batch order", "batch / real-time cost"],
+        [
+            [
+                row["forks"],
+                f"{row['context_tokens']:,}",
+                row["parent_cache"],
+                row["batch_case"],
+                f"{row['cost_ratio']:.3f}",
+            ]
+            for row in r.get("cost", [])
+        ],
+    )
+    k = r.get("kernel")
+    if k:
+        out += [
+            f"Kernel round trip while a batch of {k['forks']} forks runs: "
+            f"{k['rtt_ratio']:.2f}x idle (median {k['busy_rtt_ms_median']:.1f} ms).",
+            "",
+        ]
+    return out
+
+
 SECTIONS = {
     "fork_cache": _fork_cache,
     "kernel_load": _kernel_load,
@@ -238,6 +263,7 @@ SECTIONS = {
     "stream_faults": _stream_faults,
     "loop_overhead": _loop_overhead,
     "emulator_throughput": _emulator,
+    "batch_fanout": _batch_fanout,
 }
 
 

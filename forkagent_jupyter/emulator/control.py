@@ -14,6 +14,9 @@
                                 "rate"?: p, "seed"?, "choices"?: [fault, ...]}],
                                 "clear"?: bool, "ttft"?, "token_latency"?, "extra_headers"?}
 - `GET  /_emulator/violations`  {"violations": [...], "strict": bool}
+- `GET|POST /_emulator/batches` POST {"processing_seconds"?, "concurrency"?,
+                                "expiry_seconds"?} sets the batch options (batches.py);
+                                answers {"options", "batches": [ids]}
 """
 
 from __future__ import annotations
@@ -135,6 +138,29 @@ def _clock_get(emu: Emulator, body: Any) -> Any:
     return {"now": emu.clock.now()}
 
 
+def _batches(emu: Emulator, body: Any) -> Any:
+    data = _obj(body)
+    options = emu.batches.options
+    for key in ("processing_seconds", "expiry_seconds"):
+        if key in data:
+            value = float(data[key])
+            if value < 0:
+                raise _BadControlError(f"{key} must be >= 0")
+            setattr(options, key, value)
+    if "concurrency" in data:
+        if int(data["concurrency"]) < 1:
+            raise _BadControlError("concurrency must be >= 1")
+        options.concurrency = int(data["concurrency"])
+    return {
+        "options": {
+            "processing_seconds": options.processing_seconds,
+            "concurrency": options.concurrency,
+            "expiry_seconds": options.expiry_seconds,
+        },
+        "batches": emu.batches.ids(),
+    }
+
+
 _ROUTES: dict[tuple[str, str], Callable[[Emulator, Any], Any]] = {
     ("GET", "ledger"): _ledger,
     ("POST", "reset"): _reset,
@@ -146,6 +172,8 @@ _ROUTES: dict[tuple[str, str], Callable[[Emulator, Any], Any]] = {
     ("GET", "faults"): _faults_get,
     ("POST", "faults"): _faults,
     ("GET", "violations"): _violations,
+    ("GET", "batches"): _batches,
+    ("POST", "batches"): _batches,
 }
 
 

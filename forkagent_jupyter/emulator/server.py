@@ -2,7 +2,9 @@
 
 Endpoints: `POST /v1/messages` (JSON or `stream: true`), `POST /v1/messages/count_tokens`,
 Vertex AI's `...:streamRawPredict` / `:rawPredict` route to messages (`platforms.py`),
-and the control endpoints under `/_emulator/` (see `control.py`). Query strings are ignored.
+the Message Batches endpoints under `/v1/messages/batches` (see `batches.py`; options in
+`emulator.batches.options`), and the control endpoints under `/_emulator/` (see
+`control.py`). Query strings are ignored.
 
 Per API request, in this order: parse the JSON body (400), authenticate (`x-api-key` or
 `Authorization: Bearer`; 401), check `anthropic-version` (2023-06-01 or 2026-10-21; 400),
@@ -28,6 +30,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Literal
 
+from .batches import BatchStore
 from .brains import Brain, OfflineBrain, Reply, ScriptedBrain
 from .cache import PromptCache, VirtualClock
 from .catalog import DEFAULT_CATALOG, ModelInfo
@@ -124,6 +127,7 @@ class Emulator:
         self._cache = PromptCache(self._clock)
         self._faults = FaultPlan(ttft=ttft, token_latency=token_latency)
         self._ledger = Ledger()
+        self.batches = BatchStore(self)
         self._lock = threading.Lock()
         self._requests: list[RequestRecord] = []
         self._violations: list[Violation] = []
@@ -251,6 +255,7 @@ class Emulator:
         self._ledger.clear()
         self._cache.clear()
         self._faults.clear()
+        self.batches.clear()
         if isinstance(self._brain, ScriptedBrain):
             self._brain.clear()
 
@@ -344,6 +349,9 @@ class Emulator:
         self._send_error(h, rec, err, fault=False)
 
     def _api(self, h: Handler, rec: RequestRecord) -> None:
+        if rec.path == "/v1/messages/batches" or rec.path.startswith("/v1/messages/batches/"):
+            self.batches.handle(h, rec)
+            return
         route = platform_route(rec.path)
         endpoint = (
             "messages"

@@ -247,7 +247,17 @@ class KernelAgent:
 
             self._ui = KernelUI(self)
             self._session = self._ui.make_session()
+            self._resume_batches(self._session)
         return self._session
+
+    def _resume_batches(self, session: Any) -> None:
+        """Batches submitted before a restart are polled again (runtime/batch.py)."""
+        from ..runtime.batch import resume_batches
+
+        try:
+            self._spawn(resume_batches(session))
+        except RuntimeError:  # no event loop (a terminal IPython): nothing to resume into
+            pass
 
     @property
     def ui(self) -> Any:
@@ -312,6 +322,22 @@ class KernelAgent:
         )
         self.ui.show_card(task)  # shown once: a card is displayed where its task started
 
+    def fork_batch(self, template: str, opts: dict[str, Any]) -> None:
+        """`%fork --batch --over NAME "... {item} ..."` (see batch_view.py)."""
+        from .batch_view import start_batch
+
+        if not (opts.get("batch") and opts.get("over")):
+            raise UsageError("%fork: --batch and --over NAME go together")
+        try:
+            poll = float(opts.get("poll", 30.0))
+        except ValueError:
+            raise UsageError(
+                f"%fork: --poll needs a number of seconds, not {opts['poll']!r}"
+            ) from None
+        if poll <= 0:
+            raise UsageError("%fork: --poll needs a positive number of seconds")
+        start_batch(self, template, str(opts["over"]), opts.get("name"), poll)
+
     def send(self, to: str, message: str) -> None:
         from ..runtime.errors import UsageError as RuntimeUsageError
 
@@ -332,6 +358,10 @@ class KernelAgent:
                 return
             print(f"%stop --all: stopping {len(running)} task(s).")
             self._spawn(self.session.workers.stop_all())
+            return
+        batch = self.session.batches.get(key)
+        if batch is not None:  # a batched fan-out: cancel the batch, stop its forks
+            self._spawn(batch.stop())
             return
         try:
             task = self.session.registry.get(key)

@@ -239,6 +239,11 @@ class KernelUI:
         self.hub.output(task_id, output)
 
     def _on_task(self, task: Task) -> None:
+        from ..runtime.batch import in_batch
+
+        if in_batch(self.agent.session, task.id):  # a batch has one card (batch_view.py)
+            self.tasks_changed()
+            return
         if task.id not in self.hub.cards and not task.done:
             self.show_card(task)
         else:

@@ -61,6 +61,7 @@ class ModelResponse:
     model: str
     message_id: str = ""
     kind: Literal["response"] = "response"
+    service_tier: str | None = None  # "batch": answered through the Message Batches API
 
 
 ModelEvent = TextDelta | ModelResponse

@@ -246,7 +246,8 @@ async def run_turn(
         state.requests += 1
         state.previous_end = len(history) - 1
         state.cache_points = []  # a fork's shared prefix matters for its first request only
-        yield UsageReport(response.usage, response.model, cost_usd(response.usage, response.model))
+        cost = cost_usd(response.usage, response.model, response.service_tier)
+        yield UsageReport(response.usage, response.model, cost)
 
         content = _clean(response.content)
         uses = _tool_uses(content)

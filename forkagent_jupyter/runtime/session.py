@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from .agents import AgentDefinition, agent_listing, load_agents, resolve_model, scan_agents
 from .backends import Backend, select_backend
+from .batch import BatchResults, BatchRun, FanOut, Notify, fan_out
 from .budget import BudgetedModel, CostBudget
 from .errors import ConfigError, UsageError
 from .events import (
@@ -194,6 +195,7 @@ class Session:
             main_transcript = self.main.transcript
             self.gate.recorder = lambda e: main_transcript.append_event("permission", e)
         self.auto_turns: list[AutoTurn] = []
+        self.batches: dict[str, BatchRun] = {}  # batched fan-outs by batch id (batch.py)
         self.on_auto_turn: Callable[[AutoTurn], None] | None = None
         self._listed: str | None = None  # the agent listing the parent was last told
         self._parent_usage = Usage()
@@ -381,6 +383,39 @@ class Session:
             namespace=namespace,
         )
 
+    async def fan_out(
+        self,
+        directives: Sequence[str],
+        *,
+        batch: bool = False,
+        names: Sequence[str | None] | None = None,
+        items: Sequence[Any] | None = None,
+        poll_interval: float = 30.0,
+        notify: Notify = "digest",
+        prewarm: bool = True,
+    ) -> FanOut:
+        """One fork per directive; `batch=True` sends their first requests as one Message
+        Batch (half price; see `batch.py` for caching, notifications and tools)."""
+        self.budget.check("The fan-out was")
+        return await fan_out(
+            self,
+            directives,
+            batch=batch,
+            names=names,
+            items=items,
+            poll_interval=poll_interval,
+            notify=notify,
+            prewarm=prewarm,
+        )
+
+    def batch_results(self, batch_id: str) -> BatchResults:
+        """One row per fork of a batched fan-out (`to_dataframe()` for pandas)."""
+        run = self.batches.get(batch_id)
+        if run is None:
+            known = ", ".join(sorted({r.key for r in self.batches.values()})) or "none yet"
+            raise UsageError(f"No batch {batch_id!r} in this session. Known batches: {known}.")
+        return run.results()
+
     async def pull(self, task_id: str, *names: str) -> dict[str, Any]:
         """Copies of the values a worker holds under these names (picklable values only; a
         PullError says which name cannot come back and why)."""
@@ -518,6 +553,8 @@ class Session:
         """Stop the workers (no automatic answer to their last notifications) and close the
         model client once nothing uses it."""
         self.auto_respond = False
+        for run in {id(r): r for r in self.batches.values()}.values():
+            await run.close()
         await self.workers.stop_all()
         if self._responder is not None and not self._responder.done():
             self._responder.cancel()
