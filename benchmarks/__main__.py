@@ -7,8 +7,9 @@ the machine it ran on; a full run also refreshes benchmarks/results/<name>.json.
 is the CI size; ``--check`` fails when a bound is broken.
 
 The bounds are stated where they are measured (``fork_cache.BOUNDS``, ``compute_load.BOUNDS``,
-``kernel_load.RTT_RATIO_MAX`` and friends) and collected here; every bound is a ratio or a
-count within one run, never an absolute time of this machine.
+``kernel_load.RTT_RATIO_MAX``, ``stream_faults.SIGMAS``, ``batch_fanout.BOUNDS`` and
+friends) and collected here; every bound is a ratio or a count within one run, never an
+absolute time of this machine.
 """
 
 from __future__ import annotations
@@ -35,8 +36,10 @@ BENCHMARKS: dict[str, tuple[bool, list[str]]] = {
     "kernel_load": (True, []),
     "compute_load": (True, []),
     "dask_fanout": (False, []),  # reported; its bounds are checked by its own --check
+    "stream_faults": (True, []),
     "loop_overhead": (False, []),
     "emulator_throughput": (False, []),
+    "batch_fanout": (True, []),
 }
 
 

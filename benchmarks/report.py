@@ -157,6 +157,44 @@ def _compute_load(r: dict[str, Any]) -> list[str]:
     return out
 
 
+def _stream_faults(r: dict[str, Any]) -> list[str]:
+    out = ["### Fan-outs under mid-stream faults (`stream_faults`)", ""]
+    kinds = ", ".join(r.get("fault_kinds", []))
+    out += [
+        f"{len({row['seed'] for row in r['rows']})} fan-out(s) of {r['rows'][0]['forks']} forks "
+        f"(two model turns each) per setting while {r['fault_rate']:.0%} of "
+        f"all response streams break mid-way ({kinds}); a turn fails when every attempt "
+        "broke, predicted p^(retries+1).",
+        "",
+    ]
+    out += _table(
+        [
+            "stream retries",
+            "turns",
+            "failed turns",
+            "failed share",
+            "predicted",
+            "failed workers",
+            "faults injected",
+            "notifications lost / duplicated",
+        ],
+        [
+            [
+                s["retries"],
+                s["turns"],
+                s["failed_turns"],
+                f"**{s['failed_share']:.4f}**",
+                f"{s['predicted_share']:.4f}",
+                f"{s['failed_forks']}/{s['forks']}",
+                f"{s['faults_injected']}/{s['attempts']} attempts",
+                f"**{s['notifications_lost']} / {s['notifications_duplicated']}**",
+            ]
+            for s in r.get("summary", [])
+        ],
+    )
+    return out
+
+
 def _loop_overhead(r: dict[str, Any]) -> list[str]:
     out = ["### Agent loop overhead (`loop_overhead`)", ""]
     out += _table(
@@ -231,13 +269,40 @@ def _dask_fanout(r: dict[str, Any]) -> list[str]:
     return out
 
 
+def _batch_fanout(r: dict[str, Any]) -> list[str]:
+    out = ["### Batched against real-time staggered fan-out (`batch_fanout`)", ""]
+    out += _table(
+        ["forks", "context tokens", "parent cache", "batch order", "batch / real-time cost"],
+        [
+            [
+                row["forks"],
+                f"{row['context_tokens']:,}",
+                row["parent_cache"],
+                row["batch_case"],
+                f"{row['cost_ratio']:.3f}",
+            ]
+            for row in r.get("cost", [])
+        ],
+    )
+    k = r.get("kernel")
+    if k:
+        out += [
+            f"Kernel round trip while a batch of {k['forks']} forks runs: "
+            f"{k['rtt_ratio']:.2f}x idle (median {k['busy_rtt_ms_median']:.1f} ms).",
+            "",
+        ]
+    return out
+
+
 SECTIONS = {
     "dask_fanout": _dask_fanout,
     "fork_cache": _fork_cache,
     "kernel_load": _kernel_load,
     "compute_load": _compute_load,
+    "stream_faults": _stream_faults,
     "loop_overhead": _loop_overhead,
     "emulator_throughput": _emulator,
+    "batch_fanout": _batch_fanout,
 }
 
 

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
 __all__ = ["Session", "Turn", "__version__", "load_ipython_extension", "unload_ipython_extension"]
 
 if TYPE_CHECKING:
     from .runtime.session import Session, Turn
 
+    __version__: str
+
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from ._version import package_version
+
+        return package_version()
     if name in ("Session", "Turn"):
         from .runtime import session
 

@@ -1,6 +1,7 @@
 """The `forkagent` command: `forkagent demo` (the fan-out notebook, headless; offline, no key
-needed), `forkagent demo --quick` (a two-turn conversation in the terminal) and
-`forkagent emulator`."""
+needed), `forkagent demo --quick` (a two-turn conversation in the terminal), `forkagent emulator`,
+`forkagent bench` (from a source checkout) and `forkagent --version`. `python -m
+forkagent_jupyter` is the same command."""
 
 from __future__ import annotations
 
@@ -34,8 +35,9 @@ DEMO_TURNS = (
 
 def _usage_line(usage: Usage, cost: float) -> str:
     return (
-        f"usage: {usage.input_tokens} input, {usage.cache_creation_input_tokens} cache write, "
-        f"{usage.cache_read_input_tokens} cache read, {usage.output_tokens} output tokens "
+        f"usage: {usage.total_input_tokens} input ({usage.cache_read_input_tokens} cache read, "
+        f"{usage.cache_creation_input_tokens} cache write, {usage.input_tokens} uncached), "
+        f"{usage.output_tokens} output tokens "
         f"({usage.cache_hit_ratio:.0%} of the prompt from cache), ${cost:.5f}"
     )
 
@@ -72,7 +74,11 @@ def _bench(args: list[str]) -> int:
     """The benchmarks live in the source tree (`benchmarks/`), not in the installed package."""
     root = Path(__file__).resolve().parents[1]
     if not (root / "benchmarks" / "__main__.py").is_file():
-        print("forkagent bench: run it from a source checkout (benchmarks/ not found)")
+        print(
+            "forkagent bench: the benchmarks are not installed with the package; run it from a "
+            "source checkout of forkagent-jupyter (pip install -e '.[dev]' there).",
+            file=sys.stderr,
+        )
         return 2
     return subprocess.call([sys.executable, "-m", "benchmarks", *args], cwd=root)
 
@@ -92,7 +98,10 @@ def _notebook_demo(out: Path, backend: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from ._version import DIST_NAME, package_version
+
     parser = argparse.ArgumentParser(prog="forkagent", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"{DIST_NAME} {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser(
         "demo",

@@ -10,9 +10,13 @@
                                 "when_empty"?: "ok"|"raise"|"fallback"}; a reply is a string,
                                 a list of blocks, or {"content", "stop_reason", "stop_details"}
 - `GET|POST /_emulator/faults`  POST {"faults": [{"fault": {...Fault fields} | status,
-                                "times"?: n|null, "header"?, "user_id"?, "endpoint"?}],
+                                "times"?: n|null, "header"?, "user_id"?, "endpoint"?,
+                                "rate"?: p, "seed"?, "choices"?: [fault, ...]}],
                                 "clear"?: bool, "ttft"?, "token_latency"?, "extra_headers"?}
 - `GET  /_emulator/violations`  {"violations": [...], "strict": bool}
+- `GET|POST /_emulator/batches` POST {"processing_seconds"?, "concurrency"?,
+                                "expiry_seconds"?} sets the batch options (batches.py);
+                                answers {"options", "batches": [ids]}
 """
 
 from __future__ import annotations
@@ -108,15 +112,21 @@ def _faults(emu: Emulator, body: Any) -> Any:
         endpoint = spec.get("endpoint")
         if endpoint not in (None, "messages", "count_tokens"):
             raise _BadControlError("endpoint must be 'messages' or 'count_tokens'")
-        plan.add(
-            FaultRule(
+        rate = spec.get("rate")
+        try:
+            rule = FaultRule(
                 fault,
-                times=spec.get("times", 1),
+                times=spec.get("times", 1 if rate is None else None),
                 header=spec.get("header"),
                 user_id=spec.get("user_id"),
                 endpoint=endpoint,
+                rate=None if rate is None else float(rate),
+                choices=tuple(Fault.from_json(c) for c in spec.get("choices") or []),
+                seed=spec.get("seed", 0 if rate is not None else None),
             )
-        )
+        except (TypeError, ValueError) as exc:
+            raise _BadControlError(str(exc)) from None
+        plan.add(rule)
     return plan.snapshot()
 
 
@@ -126,6 +136,29 @@ def _faults_get(emu: Emulator, body: Any) -> Any:
 
 def _clock_get(emu: Emulator, body: Any) -> Any:
     return {"now": emu.clock.now()}
+
+
+def _batches(emu: Emulator, body: Any) -> Any:
+    data = _obj(body)
+    options = emu.batches.options
+    for key in ("processing_seconds", "expiry_seconds"):
+        if key in data:
+            value = float(data[key])
+            if value < 0:
+                raise _BadControlError(f"{key} must be >= 0")
+            setattr(options, key, value)
+    if "concurrency" in data:
+        if int(data["concurrency"]) < 1:
+            raise _BadControlError("concurrency must be >= 1")
+        options.concurrency = int(data["concurrency"])
+    return {
+        "options": {
+            "processing_seconds": options.processing_seconds,
+            "concurrency": options.concurrency,
+            "expiry_seconds": options.expiry_seconds,
+        },
+        "batches": emu.batches.ids(),
+    }
 
 
 _ROUTES: dict[tuple[str, str], Callable[[Emulator, Any], Any]] = {
@@ -139,6 +172,8 @@ _ROUTES: dict[tuple[str, str], Callable[[Emulator, Any], Any]] = {
     ("GET", "faults"): _faults_get,
     ("POST", "faults"): _faults,
     ("GET", "violations"): _violations,
+    ("GET", "batches"): _batches,
+    ("POST", "batches"): _batches,
 }
 
 

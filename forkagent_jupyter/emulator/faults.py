@@ -5,7 +5,10 @@ fault for each API request (`/v1/messages`, `/v1/messages/count_tokens`), tried 
 
 * `plan.next(fault, times=N)` — the next N requests;
 * `plan.on_header(value, fault)` — requests with `x-emulator-fault: <value>`;
-* `plan.on_user(user_id, fault)` — requests with `metadata.user_id == user_id`.
+* `plan.on_user(user_id, fault)` — requests with `metadata.user_id == user_id`;
+* `plan.at_rate(rate, fault, ..., seed=S)` — each request with probability `rate`, one of the
+  given faults picked at random (a seeded generator: the same sequence of requests meets the
+  same faults), for soak tests.
 
 A request with an `x-emulator-fault` header no rule claims gets an ad-hoc fault: an integer
 status (`529`) or a JSON object of `Fault` fields (`{"status": 429, "retry_after": 0}`).
@@ -19,6 +22,7 @@ Headers follow the real API (`error_headers`): `x-should-retry: false` on 4xx ex
 from __future__ import annotations
 
 import json
+import random
 import threading
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
@@ -67,7 +71,9 @@ class Fault:
       events (content_block_start/delta/stop) and ends; `stream_error_type`/`_message`.
       A non-streaming response with this set answers the error status instead.
     - `drop="before"`: close the connection without any response; `drop="mid"` closes it
-      after `drop_after` content events of a stream (non-streaming: after the headers).
+      after `drop_after` content events of a stream (non-streaming: after the headers);
+      `drop="end"` ends the stream cleanly there instead (a truncated stream: no
+      message_delta, no message_stop; non-streaming: like "mid").
     - `ttft`, `token_latency`: delays in seconds (before the response starts / per delta).
     """
 
@@ -81,7 +87,7 @@ class Fault:
     stream_error_after: int | None = None
     stream_error_type: str = "overloaded_error"
     stream_error_message: str = "Overloaded"
-    drop: Literal["before", "mid"] | None = None
+    drop: Literal["before", "mid", "end"] | None = None
     drop_after: int = 0
     ttft: float | None = None
     token_latency: float | None = None
@@ -112,6 +118,11 @@ class Fault:
         if after is None:
             return cls(drop="before")
         return cls(drop="mid", drop_after=after)
+
+    @classmethod
+    def truncated(cls, *, after: int = 0) -> Fault:
+        """End the stream cleanly after `after` content events, before the message is done."""
+        return cls(drop="end", drop_after=after)
 
     @classmethod
     def delay(cls, ttft: float | None = None, token_latency: float | None = None) -> Fault:
@@ -219,11 +230,35 @@ def rate_limit_headers(
 
 @dataclass
 class FaultRule:
+    """Which requests get `fault`. `times` counts the faults it may still inject (None: no
+    limit). With `rate`, a matching request gets a fault only with that probability, drawn
+    from a generator seeded with `seed`, and the fault is one of `choices` (default
+    `(fault,)`), picked by the same generator."""
+
     fault: Fault
     times: int | None = 1
     header: str | None = None
     user_id: str | None = None
     endpoint: Endpoint | None = None
+    rate: float | None = None
+    choices: tuple[Fault, ...] = ()
+    seed: int | None = None
+    _rng: random.Random = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.rate is not None and not 0.0 <= self.rate <= 1.0:
+            raise ValueError(f"a fault rate must be between 0 and 1, not {self.rate!r}")
+        self._rng = random.Random(self.seed)
+
+    def draw(self) -> Fault | None:
+        """The fault for a matching request (call under the plan's lock), or None when the
+        rate spares it."""
+        if self.rate is None:
+            return self.fault
+        if self._rng.random() >= self.rate:
+            return None
+        options = self.choices or (self.fault,)
+        return options[self._rng.randrange(len(options))]
 
     def matches(self, endpoint: Endpoint, header: str | None, user_id: str | None) -> bool:
         if self.times is not None and self.times <= 0:
@@ -235,13 +270,19 @@ class FaultRule:
         return self.user_id is None or self.user_id == user_id
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "fault": self.fault.to_json(),
             "times": self.times,
             "header": self.header,
             "user_id": self.user_id,
             "endpoint": self.endpoint,
         }
+        if self.rate is not None:
+            out["rate"] = self.rate
+            out["seed"] = self.seed
+            if self.choices:
+                out["choices"] = [f.to_json() for f in self.choices]
+        return out
 
 
 class FaultPlan:
@@ -272,6 +313,23 @@ class FaultPlan:
         """`fault` for requests with `metadata.user_id == user_id`."""
         return self.add(FaultRule(fault, times, user_id=user_id))
 
+    def at_rate(
+        self,
+        rate: float,
+        *faults: Fault,
+        seed: int | None = 0,
+        times: int | None = None,
+        endpoint: Endpoint | None = "messages",
+    ) -> FaultRule:
+        """One of `faults` (picked at random) for each request with probability `rate`;
+        `seed` makes the draws repeatable. Rules added before it are tried first."""
+        if not faults:
+            raise ValueError("at_rate needs at least one fault")
+        rule = FaultRule(
+            faults[0], times, endpoint=endpoint, rate=rate, choices=tuple(faults), seed=seed
+        )
+        return self.add(rule)
+
     def clear(self) -> None:
         with self._lock:
             self._rules.clear()
@@ -292,11 +350,14 @@ class FaultPlan:
         with self._lock:
             for rule in self._rules:
                 if rule.matches(endpoint, header, user if isinstance(user, str) else None):
+                    fault = rule.draw()
+                    if fault is None:
+                        continue
                     if rule.times is not None:
                         rule.times -= 1
                     self._rules = [r for r in self._rules if r.times is None or r.times > 0]
                     self.injected += 1
-                    return rule.fault
+                    return fault
         if header:
             try:
                 fault = Fault.from_json(header)

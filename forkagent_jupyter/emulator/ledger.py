@@ -72,6 +72,7 @@ class LedgerEntry:
     cost_usd: float
     complete: bool = True  # False when the stream was cut (fault) before message_delta
     stop_reason: str | None = None
+    service_tier: str = "standard"  # "batch": a Message Batches request, billed at half
 
     @property
     def usage_obj(self) -> Usage:
@@ -133,6 +134,7 @@ def make_entry(
     breakpoints: list[tuple[int, str, int]],
     complete: bool = True,
     stop_reason: str | None = None,
+    service_tier: str = "standard",
 ) -> LedgerEntry:
     plain = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in usage.items()}
     return LedgerEntry(
@@ -146,9 +148,10 @@ def make_entry(
         usage=plain,
         hit_index=hit_index,
         breakpoints=list(breakpoints),
-        cost_usd=cost_usd(Usage.from_api(plain), model),
+        cost_usd=cost_usd(Usage.from_api(plain), model, service_tier),
         complete=complete,
         stop_reason=stop_reason,
+        service_tier=service_tier,
     )
 
 

@@ -1,7 +1,10 @@
 """`Emulator`: the Anthropic-compatible HTTP server the SDK talks to in tests and demos.
 
 Endpoints: `POST /v1/messages` (JSON or `stream: true`), `POST /v1/messages/count_tokens`,
-and the control endpoints under `/_emulator/` (see `control.py`). Query strings are ignored.
+Vertex AI's `...:streamRawPredict` / `:rawPredict` route to messages (`platforms.py`),
+the Message Batches endpoints under `/v1/messages/batches` (see `batches.py`; options in
+`emulator.batches.options`), and the control endpoints under `/_emulator/` (see
+`control.py`). Query strings are ignored.
 
 Per API request, in this order: parse the JSON body (400), authenticate (`x-api-key` or
 `Authorization: Bearer`; 401), check `anthropic-version` (2023-06-01 or 2026-10-21; 400),
@@ -27,6 +30,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Literal
 
+from .batches import BatchStore
 from .brains import Brain, OfflineBrain, Reply, ScriptedBrain
 from .cache import PromptCache, VirtualClock
 from .catalog import DEFAULT_CATALOG, ModelInfo
@@ -34,6 +38,7 @@ from .errors import STATUS_TYPES, ApiError, error_body
 from .faults import Fault, FaultPlan, error_headers
 from .ids import IdFactory
 from .ledger import Ledger, RequestRecord, Violation, make_entry, summarize_request
+from .platforms import platform_route
 from .sse import SseEvent, StreamOptions, finish_reply, message_dict, message_events
 from .tokens import ByteTokenizer, Tokenizer, count_input_tokens
 from .transport import ClientGoneError, EmulatorHTTPServer, Handler
@@ -122,6 +127,7 @@ class Emulator:
         self._cache = PromptCache(self._clock)
         self._faults = FaultPlan(ttft=ttft, token_latency=token_latency)
         self._ledger = Ledger()
+        self.batches = BatchStore(self)
         self._lock = threading.Lock()
         self._requests: list[RequestRecord] = []
         self._violations: list[Violation] = []
@@ -249,6 +255,7 @@ class Emulator:
         self._ledger.clear()
         self._cache.clear()
         self._faults.clear()
+        self.batches.clear()
         if isinstance(self._brain, ScriptedBrain):
             self._brain.clear()
 
@@ -342,8 +349,16 @@ class Emulator:
         self._send_error(h, rec, err, fault=False)
 
     def _api(self, h: Handler, rec: RequestRecord) -> None:
-        endpoint = {"/v1/messages": "messages", "/v1/messages/count_tokens": "count_tokens"}.get(
-            rec.path
+        if rec.path == "/v1/messages/batches" or rec.path.startswith("/v1/messages/batches/"):
+            self.batches.handle(h, rec)
+            return
+        route = platform_route(rec.path)
+        endpoint = (
+            "messages"
+            if route is not None
+            else {"/v1/messages": "messages", "/v1/messages/count_tokens": "count_tokens"}.get(
+                rec.path
+            )
         )
         if endpoint is None:
             self._reject(h, rec, ApiError(404, "not_found_error", TRANSPORT_MESSAGES["not_found"]))
@@ -361,7 +376,11 @@ class Emulator:
             return
         rec.body = body
         try:
-            workspace, version = self._authorize(rec)
+            body_version = None
+            if route is not None:
+                body, body_version = route.messages_body(body)
+                rec.body = body
+            workspace, version = self._authorize(rec, body_version)
             info = validate_request(
                 body,
                 version=version,
@@ -385,7 +404,7 @@ class Emulator:
             return
         self._messages(h, rec, body, info, workspace, start)
 
-    def _authorize(self, rec: RequestRecord) -> tuple[str, str]:
+    def _authorize(self, rec: RequestRecord, body_version: str | None = None) -> tuple[str, str]:
         key = rec.headers.get("x-api-key")
         auth = rec.headers.get("authorization", "")
         if not key and auth[:7].lower() == "bearer ":
@@ -394,7 +413,7 @@ class Emulator:
             raise ApiError(401, "authentication_error", TRANSPORT_MESSAGES["no_key"])
         if self.api_keys is not None and key not in self.api_keys:
             raise ApiError(401, "authentication_error", TRANSPORT_MESSAGES["bad_key"])
-        version = rec.headers.get("anthropic-version")
+        version = body_version or rec.headers.get("anthropic-version")
         if not version:
             raise ApiError(400, "invalid_request_error", TRANSPORT_MESSAGES["no_version"])
         if version not in API_VERSIONS:
@@ -511,7 +530,7 @@ class Emulator:
                 events = sum(1 for e in message_events(message, self.stream_options) if e.delta)
                 self._wait(latency * events)
                 data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
-                partial = fault is not None and fault.drop == "mid"
+                partial = fault is not None and fault.drop in ("mid", "end")
                 headers = {**self._headers(rec), "Content-Type": "application/json"}
                 bill(not partial)
                 h.send_bytes(200, headers, data, partial=partial)
@@ -535,7 +554,9 @@ class Emulator:
         }
         h.start_chunked(200, headers)
         error_after = fault.stream_error_after if fault is not None else None
-        drop_after = fault.drop_after if fault is not None and fault.drop == "mid" else None
+        drop_after = (
+            fault.drop_after if fault is not None and fault.drop in ("mid", "end") else None
+        )
         pending: list[bytes] = []
         sent_content = 0
 
@@ -560,7 +581,10 @@ class Emulator:
             if drop_after is not None and sent_content >= drop_after:
                 bill(False)
                 flush()
-                h.drop()
+                if fault is not None and fault.drop == "end":
+                    h.end_chunked()  # a clean end, with the message unfinished
+                else:
+                    h.drop()
                 return True
             return False
 

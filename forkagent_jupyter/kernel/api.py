@@ -12,6 +12,8 @@ that want the runtime's own data::
     api.notifications()             # the workers' notifications and the parent's answers
     values = await api.pull("w1", "model", "scores")  # copies of a worker's values
     api.use_dask(client)            # workers' code on this distributed.Client's cluster
+    fan = await api.fan_out(directives, batch=True)  # one Message Batch, one card
+    api.batch_results(fan.id).to_dataframe()         # one row per fork
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ __all__ = [
     "agent",
     "allow",
     "answer",
+    "batch_results",
     "costs",
     "deny",
+    "fan_out",
     "notifications",
     "pending",
     "pull",
@@ -143,3 +147,47 @@ def use_dask(client: Any) -> None:
     except ConfigError as exc:
         raise UsageError(f"use_dask: {exc}") from None
     found._session_settings_revert("executor", "dask")
+
+
+async def fan_out(
+    directives: list[str],
+    *,
+    batch: bool = False,
+    names: list[str | None] | None = None,
+    items: list[Any] | None = None,
+    poll_interval: float = 30.0,
+    notify: str = "digest",
+) -> Any:
+    """One fork per directive (`Session.fan_out`); `batch=True` sends their first requests as
+    one Message Batch and shows one card for it. Returns the `FanOut` (`.tasks`, `.id`)."""
+    from ..runtime.errors import UsageError as RuntimeUsageError
+    from .batch_view import BatchCard
+
+    try:
+        fan = await session().fan_out(
+            directives,
+            batch=batch,
+            names=names,
+            items=items,
+            poll_interval=poll_interval,
+            notify=notify,  # type: ignore[arg-type]
+        )
+    except RuntimeUsageError as exc:
+        raise UsageError(f"fan_out: {exc}") from None
+    if fan.batch is not None:
+        BatchCard(len(fan.tasks), f"{len(fan.tasks)} directives").attach(fan.batch)
+    else:
+        for task in fan.tasks:
+            agent().ui.show_card(task)
+    return fan
+
+
+def batch_results(batch_id: str) -> Any:
+    """One row per fork of a batched fan-out (`BatchResults`: a list of dicts;
+    `.to_dataframe()` for pandas)."""
+    from ..runtime.errors import UsageError as RuntimeUsageError
+
+    try:
+        return session().batch_results(batch_id)
+    except RuntimeUsageError as exc:
+        raise UsageError(f"batch_results: {exc}") from None

@@ -179,6 +179,8 @@ def card_text(task: Task) -> str:
     outcome = task.result or task.error or ""
     if task.done and task.result and task.error:
         line += f"\n    ({task.error})"
+    if task.activity and not task.done:
+        line += f"\n    {task.activity}"
     if task.done and outcome:
         head = [text for text in outcome.strip().splitlines() if text.strip()][:10]
         line += "\n" + "\n".join(f"    {text[:160]}" for text in head)
@@ -367,7 +369,10 @@ class TaskCard(_WholeText, w.VBox):  # type: ignore[misc]
         else:
             call = f" <code>{_esc(t.current_input)}</code>" if t.current_input else ""
             tool = f"running <code>{_esc(t.current_tool)}</code>{call} · " if t.current_tool else ""
-            line += f"<div><small>{tool}{_esc(t.preview[-200:])}</small></div>"
+            activity = (
+                f"<i class='forkagent-activity'>{_esc(t.activity)}</i> · " if t.activity else ""
+            )
+            line += f"<div><small>{activity}{tool}{_esc(t.preview[-200:])}</small></div>"
         return line
 
     def _on_open(self, change: dict[str, Any]) -> None:

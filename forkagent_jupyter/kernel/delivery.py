@@ -38,13 +38,41 @@ _FIELDS = (
     "cost_usd",
     "notification",
 )
-_USAGE = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+_COUNTS = (
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "output_tokens",
+)
+
+
+def _usage(task: dict[str, Any]) -> dict[str, int]:
+    """The snapshot's token counts in the words of `usage_counts`. Snapshots recorded before
+    that shape had flat fields, with `input_tokens` counting the whole prompt."""
+    given = task.get("usage")
+    if isinstance(given, dict):
+        counts = {key: int(given.get(key) or 0) for key in _COUNTS}
+    else:
+        read = int(task.get("cache_read_tokens") or 0)
+        written = int(task.get("cache_write_tokens") or 0)
+        counts = {
+            "input_tokens": max(int(task.get("input_tokens") or 0) - read - written, 0),
+            "cache_creation_input_tokens": written,
+            "cache_read_input_tokens": read,
+            "output_tokens": int(task.get("output_tokens") or 0),
+        }
+    counts["total_input_tokens"] = (
+        counts["input_tokens"]
+        + counts["cache_creation_input_tokens"]
+        + counts["cache_read_input_tokens"]
+    )
+    return counts
 
 
 def _payload(task: dict[str, Any]) -> dict[str, Any]:
     data = {key: task.get(key) for key in _FIELDS}
     data["task_id"] = data.pop("id")
-    data["usage"] = {key: int(task.get(key) or 0) for key in _USAGE}
+    data["usage"] = _usage(task)
     for key in ("summary", "result", "notification", "description", "kind", "status"):
         data[key] = str(data.get(key) or "")
     data["elapsed"] = float(data.get("elapsed") or 0.0)
@@ -58,8 +86,8 @@ def plain_text(payload: dict[str, Any]) -> str:
     what = payload["summary"] or payload["description"]
     head = f"[{payload['status'] or 'finished'}] {label}: {what}"
     cost = (
-        f"tokens in {u['input_tokens']:,} (cache read {u['cache_read_tokens']:,}, "
-        f"write {u['cache_write_tokens']:,}) / out {u['output_tokens']:,} · "
+        f"tokens in {u['total_input_tokens']:,} (cache read {u['cache_read_input_tokens']:,}, "
+        f"write {u['cache_creation_input_tokens']:,}) / out {u['output_tokens']:,} · "
         f"${payload['cost_usd']:.4f} · {payload['elapsed']:.1f}s"
     )
     body = payload["result"].strip()

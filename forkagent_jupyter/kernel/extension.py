@@ -22,6 +22,7 @@ from IPython.display import display
 from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 from traitlets.config import Configurable
 
+from ..runtime.tasks import task_description
 from .bridge import Bridge
 from .magics import AgentMagics, split_options, transform_cell
 
@@ -36,9 +37,11 @@ class ForkAgent(Configurable):  # type: ignore[misc]
     model = Unicode("", help="Model id (default: FORKAGENT_MODEL or the built-in default).").tag(
         config=True
     )
-    backend = Unicode("", help="'anthropic' or 'offline' (default: by the credentials found).").tag(
-        config=True
-    )
+    backend = Unicode(
+        "",
+        help="'anthropic', 'bedrock', 'vertex', 'foundry' or 'offline' (default: 'anthropic' "
+        "when the SDK finds credentials, else 'offline').",
+    ).tag(config=True)
     permission_mode = CaselessStrEnum(
         ["default", "acceptEdits", "bypassPermissions", "plan"],
         default_value="default",
@@ -96,6 +99,13 @@ class ForkAgent(Configurable):  # type: ignore[misc]
     dask_address = Unicode(
         "", help="The Dask scheduler's address for executor = 'dask' (tcp://host:8786)."
     ).tag(config=True)
+    stream_retries = Int(
+        3,
+        min=0,
+        help="Times a reply whose stream breaks off mid-way (dropped connection, "
+        "overloaded_error or api_error event) is requested again, with backoff, before the "
+        "run fails (0: never).",
+    ).tag(config=True)
 
 
 def interpolate(text: str, namespace: dict[str, Any]) -> str:
@@ -149,7 +159,8 @@ class KernelAgent:
 
     def _setting_changed(self, change: Any) -> None:
         """`%config ForkAgent.X = ...` after the session started applies at once: the
-        permission mode and approval timeout to every agent, running workers included; the
+        permission mode, approval timeout and stream retries to every agent, running workers
+        included; the
         model, prompt-cache lifetime and worker settings from the next turn or worker on."""
         session = self._session
         if session is None:
@@ -194,6 +205,8 @@ class KernelAgent:
                 print(f"ForkAgent.max_cost_usd: {exc}", file=sys.stderr)
                 self.settings.max_cost_usd = change["old"]
             self.ui.tasks_changed()
+        elif name == "stream_retries":
+            session.stream_retries = int(value)
 
     def _apply_executor(self, change: Any = None) -> None:
         """Where isolated workers' code runs, from the settings (next worker on). A setting
@@ -278,7 +291,17 @@ class KernelAgent:
             self._session = self._ui.make_session()
             if self.settings.executor != "local":
                 self._apply_executor()
+            self._resume_batches(self._session)
         return self._session
+
+    def _resume_batches(self, session: Any) -> None:
+        """Batches submitted before a restart are polled again (runtime/batch.py)."""
+        from ..runtime.batch import resume_batches
+
+        try:
+            self._spawn(resume_batches(session))
+        except RuntimeError:  # no event loop (a terminal IPython): nothing to resume into
+            pass
 
     @property
     def ui(self) -> Any:
@@ -337,11 +360,27 @@ class KernelAgent:
         task = self.session.workers.fork(
             self.session.main,
             directive,
-            description=directive.strip().splitlines()[0][:60],
+            description=task_description(directive),
             name=name,
             namespace="shared" if shared else None,
         )
         self.ui.show_card(task)  # shown once: a card is displayed where its task started
+
+    def fork_batch(self, template: str, opts: dict[str, Any]) -> None:
+        """`%fork --batch --over NAME "... {item} ..."` (see batch_view.py)."""
+        from .batch_view import start_batch
+
+        if not (opts.get("batch") and opts.get("over")):
+            raise UsageError("%fork: --batch and --over NAME go together")
+        try:
+            poll = float(opts.get("poll", 30.0))
+        except ValueError:
+            raise UsageError(
+                f"%fork: --poll needs a number of seconds, not {opts['poll']!r}"
+            ) from None
+        if poll <= 0:
+            raise UsageError("%fork: --poll needs a positive number of seconds")
+        start_batch(self, template, str(opts["over"]), opts.get("name"), poll)
 
     def send(self, to: str, message: str) -> None:
         from ..runtime.errors import UsageError as RuntimeUsageError
@@ -363,6 +402,10 @@ class KernelAgent:
                 return
             print(f"%stop --all: stopping {len(running)} task(s).")
             self._spawn(self.session.workers.stop_all())
+            return
+        batch = self.session.batches.get(key)
+        if batch is not None:  # a batched fan-out: cancel the batch, stop its forks
+            self._spawn(batch.stop())
             return
         try:
             task = self.session.registry.get(key)

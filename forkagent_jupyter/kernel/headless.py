@@ -88,12 +88,14 @@ def format_report(report: dict[str, Any], out: Path) -> str:
     ]
     for a in tasks:
         lines.append(
-            f"  {a['name']:<13} {a['status']:<9} {a['prompt_tokens']:>7,} prompt tokens, "
+            f"  {a['name']:<13} {a['status']:<9} {a['total_input_tokens']:>7,} prompt tokens, "
             f"{a['cache_hit_ratio']:.0%} from cache, ${a['cost_usd']:.5f}"
         )
     lines += [
-        f"tokens: {total['prompt_tokens']:,} prompt ({total['cache_read_tokens']:,} cache read, "
-        f"{total['cache_write_tokens']:,} cache write), {total['output_tokens']:,} output",
+        f"tokens: {total['total_input_tokens']:,} prompt "
+        f"({total['cache_read_input_tokens']:,} cache read, "
+        f"{total['cache_creation_input_tokens']:,} cache write), "
+        f"{total['output_tokens']:,} output",
         f"cache hit ratio: {total['cache_hit_ratio']:.0%}",
         f"cost: ${total['cost_usd']:.5f}; without the shared prompt cache: "
         f"${total['uncached_cost_usd']:.5f} ({costs['saving']:.0%} saved)",

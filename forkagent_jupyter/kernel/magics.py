@@ -105,6 +105,14 @@ class AgentMagics(Magics):  # type: ignore[misc]
         help="run the worker's code in your namespace on a thread (default: its own process "
         "from a snapshot of the kernel)",
     )
+    @argument(
+        "--batch",
+        action="store_true",
+        help="one fork per element of --over NAME, their first requests sent as one Message "
+        "Batch (half price; one card; %%stop BATCH_ID cancels it)",
+    )
+    @argument("--over", help="with --batch: the notebook variable to fan out over ({item})")
+    @argument("--poll", help="with --batch: seconds between polls of the batch (default 30)")
     @argument("directive", nargs="*", help="what the worker should do")
     @line_magic
     def fork(self, line: str) -> Any:
@@ -115,7 +123,16 @@ class AgentMagics(Magics):  # type: ignore[misc]
         unable to change your variables (bring values back with %tasks --pull ID NAME...).
         With --shared it runs in your namespace instead, one call at a time.
         """
-        opts, directive = split_options(line, {"--name": True, "--shared": False}, "fork")
+        flags = {
+            "--name": True,
+            "--shared": False,
+            "--batch": False,
+            "--over": True,
+            "--poll": True,
+        }
+        opts, directive = split_options(line, flags, "fork")
+        if opts.get("batch") or opts.get("over"):
+            return self.host.fork_batch(directive, opts)
         if not directive:
             raise UsageError("%fork: say what the worker should do, e.g. %fork profile each column")
         return self.host.fork(directive, name=opts.get("name"), shared=bool(opts.get("shared")))

@@ -21,7 +21,7 @@ from IPython.core.error import UsageError
 from IPython.display import HTML, display
 
 from ..runtime.budget import CostBudget
-from ..runtime.events import LoopEvent, Stop, TextDelta, ToolResult, ToolUse
+from ..runtime.events import LoopEvent, Retrying, Stop, TextDelta, ToolResult, ToolUse
 from ..runtime.executors import Output
 from ..runtime.permissions import Deny, PermissionRequest
 from ..runtime.tasks import Task, task_snapshot
@@ -157,6 +157,7 @@ class KernelUI:
             worker_namespace=s.worker_namespace,
             max_workers=s.max_workers,
             max_cost_usd=s.max_cost_usd,
+            stream_retries=s.stream_retries,
         )
         # the forks of one cell share one snapshot of the namespace (the kernel says when a
         # cell may have changed it); workers' output goes to their cards
@@ -179,6 +180,9 @@ class KernelUI:
         last = 0.0
         try:
             async for event in session.stream(prompt):
+                if isinstance(event, Retrying):  # the broken attempt's text goes again
+                    shown = "".join(parts)
+                    parts = [shown[: max(len(shown) - event.discarded, 0)]]
                 line = self._event_markdown(event)
                 if line is not None:
                     parts.append(line)
@@ -202,6 +206,8 @@ class KernelUI:
             preview = preview.strip().splitlines()[0][:80] if preview.strip() else ""
             detail = f" `{preview}`" if preview else ""
             return f"\n\n> **{event.name}**{detail}\n"
+        if isinstance(event, Retrying):
+            return f"\n\n*{event.summary}*\n\n"
         if isinstance(event, ToolResult):
             mark = "error" if event.is_error else "ok"
             first = event.content.strip().splitlines()[0][:100] if event.content.strip() else ""
@@ -211,8 +217,8 @@ class KernelUI:
     def _usage_html(self, session: Any) -> str:
         u = session.usage
         return (
-            f"<p><small>tokens: {u.input_tokens:,} in · {u.cache_read_input_tokens:,} cache read"
-            f" · {u.cache_creation_input_tokens:,} cache write · {u.output_tokens:,} out · "
+            f"<p><small>tokens: {u.total_input_tokens:,} in ({u.cache_read_input_tokens:,} cache"
+            f" read · {u.cache_creation_input_tokens:,} cache write) · {u.output_tokens:,} out · "
             f"session ${session.cost_usd:.4f}</small></p>"
         )
 
@@ -233,6 +239,11 @@ class KernelUI:
         self.hub.output(task_id, output)
 
     def _on_task(self, task: Task) -> None:
+        from ..runtime.batch import in_batch
+
+        if in_batch(self.agent.session, task.id):  # a batch has one card (batch_view.py)
+            self.tasks_changed()
+            return
         if task.id not in self.hub.cards and not task.done:
             self.show_card(task)
         else:

@@ -16,12 +16,20 @@ A definition file is Markdown with YAML front matter; the body is the agent's sy
     You review code...
 
 Where definitions come from, later ones replacing earlier ones of the same name: the built-in
-`general-purpose`, then `<home>/.forkagent/agents/*.md` (user), then
-`<workdir>/.forkagent/agents/*.md` (project). Files whose name starts with `.` are skipped.
+`general-purpose`, then the user's `<home>/.claude/agents/*.md` and `<home>/.forkagent/agents/*.md`,
+then the project's `<workdir>/.claude/agents/*.md` and `<workdir>/.forkagent/agents/*.md`.
+Claude Code's agent files are read as they are; within one scope a `.forkagent` file wins over
+a `.claude` file of the same name (said once, as an `AgentFileWarning`). Files whose name
+starts with `.` are skipped.
+
+`model` takes a model id, `inherit` (the parent's model) or an alias, resolved through
+`MODEL_ALIASES`: `sonnet`, `opus` and `haiku` name the current model of that family.
 
 Errors: a file that cannot be used is an `AgentFileError` whose one-line message names the
-file and, where there is one, the field. Unknown keys are errors (a typo must not silently
-drop a setting), and so are two files in one folder that define the same name.
+file and, where there is one, the field; so are two files in one folder that define the same
+name. A key this runtime does not use (Claude Code's `color`, `mcpServers`, `hooks`,
+`skills`, or a typo) does not reject the file: it is ignored with one `AgentFileWarning`
+naming the file and the key (with the key it was probably meant to be).
 
 Two ways to load:
 
@@ -36,6 +44,7 @@ from __future__ import annotations
 import difflib
 import logging
 import re
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple
@@ -54,11 +63,15 @@ from .errors import ConfigError
 
 __all__ = [
     "GENERAL_PURPOSE",
+    "MODEL_ALIASES",
     "AgentDefinition",
     "AgentFileError",
+    "AgentFileWarning",
     "AgentScan",
+    "agent_listing",
     "load_agent_file",
     "load_agents",
+    "resolve_model",
     "scan_agents",
     "unknown_agent_message",
 ]
@@ -72,6 +85,13 @@ _LOADER_FIELDS = {
     "source": "it is set by where the file is",
     "path": "it is set by where the file is",
 }
+
+MODEL_ALIASES = {
+    "sonnet": "claude-sonnet-5-5",
+    "opus": "claude-opus-5-5",
+    "haiku": "claude-haiku-5-5",
+}
+"""Model aliases of agent files (Claude Code's), each the current model of its family."""
 
 Source = Literal["built-in", "project", "user"]
 PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan", "bubble"]
@@ -87,6 +107,31 @@ class AgentFileError(ConfigError):
         self.path = path
         self.field = field
         self.problem = problem
+
+
+class AgentFileWarning(UserWarning):
+    """Something in a definition file was ignored (the message names the file and why)."""
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """Definitions are read again at each use: say each thing once per process."""
+    if message not in _warned:
+        _warned.add(message)
+        log.warning("%s", message)
+        warnings.warn(message, AgentFileWarning, stacklevel=3)
+
+
+def resolve_model(name: str | None, parent_model: str) -> str | None:
+    """A definition's `model`: None stays None (the session's default), `inherit` is the
+    parent's model, an alias is its model id, anything else is taken as a model id."""
+    if name is None:
+        return None
+    if name == "inherit":
+        return parent_model
+    return MODEL_ALIASES.get(name.lower(), name)
 
 
 class AgentDefinition(BaseModel):
@@ -226,6 +271,12 @@ def load_agent_file(path: Path, source: Literal["project", "user"] = "project") 
                 f"the file name {path.stem!r} is not a valid name ({_NAME_RULE}); "
                 "rename the file or set 'name'",
             )
+    known = set(AgentDefinition.model_fields) - set(_LOADER_FIELDS)
+    for key in [k for k in data if k not in known and k != "name"]:
+        close = difflib.get_close_matches(key, sorted(known), n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        _warn_once(f"{path}: key '{key}' is not used here and was ignored{hint}")
+        del data[key]
     data.update(prompt=body.strip("\n").rstrip(), source=source, path=path)
     try:
         return AgentDefinition.model_validate(data)
@@ -234,12 +285,15 @@ def load_agent_file(path: Path, source: Literal["project", "user"] = "project") 
 
 
 def _folders(workdir: Path, home: Path | None) -> list[tuple[Path, Literal["project", "user"]]]:
+    """The folders to read, in order: user (`.claude`, then `.forkagent`), then project."""
     places: list[tuple[Path, Literal["project", "user"]]] = []
-    if home is not None:
-        places.append((Path(home) / ".forkagent" / "agents", "user"))
-    places.append((Path(workdir) / ".forkagent" / "agents", "project"))
-    if len(places) == 2 and places[0][0].resolve() == places[1][0].resolve():
-        places.pop(0)  # the work dir is the home dir: read the folder once, as project
+    scopes: list[tuple[Path, Literal["project", "user"]]] = []
+    if home is not None and Path(home).resolve() != Path(workdir).resolve():
+        scopes.append((Path(home), "user"))
+    scopes.append((Path(workdir), "project"))  # the work dir is the home dir: read it once
+    for base, source in scopes:
+        places.append((base / ".claude" / "agents", source))
+        places.append((base / ".forkagent" / "agents", source))
     return places
 
 
@@ -247,6 +301,7 @@ def scan_agents(workdir: Path, home: Path | None = None) -> AgentScan:
     """All usable definitions (built-in, then user, then project) and every file error."""
     agents = {GENERAL_PURPOSE.name: GENERAL_PURPOSE}
     errors: list[AgentFileError] = []
+    scope_files: dict[tuple[str, str], Path] = {}  # (scope, name) -> the file that defined it
     for folder, source in _folders(workdir, home):
         if not folder.is_dir():
             continue
@@ -269,6 +324,13 @@ def scan_agents(workdir: Path, home: Path | None = None) -> AgentScan:
                 )
                 continue
             seen[definition.name] = file
+            earlier = scope_files.get((source, definition.name))
+            if earlier is not None:
+                _warn_once(
+                    f"agent '{definition.name}': {file} is used; {earlier} defines the same "
+                    "name and is ignored (.forkagent wins over .claude)"
+                )
+            scope_files[(source, definition.name)] = file
             agents[definition.name] = definition
     return AgentScan(agents, errors)
 
@@ -292,3 +354,23 @@ def unknown_agent_message(name: str, available: Iterable[str]) -> str:
     """The error for an agent type that is not defined, listing the defined ones."""
     names = ", ".join(sorted(available)) or "none"
     return f"Agent type '{name}' not found. Available agents: {names}"
+
+
+def agent_listing(agents: dict[str, AgentDefinition]) -> str:
+    """What the model is told of the named agents it can start with the Agent tool. It goes
+    into the conversation (a user turn's first block, when it changed since it was last
+    said), not into the tool's description: the tools head every request's cached prefix, so
+    an agent file added mid-session would otherwise make the whole prefix a cache miss."""
+    lines = [
+        "<system-reminder>",
+        "Agent types available to the Agent tool (its subagent_type):",
+    ]
+    for name in sorted(agents):
+        agent = agents[name]
+        tools = ", ".join(agent.tools) if agent.tools is not None else "all tools"
+        if agent.disallowedTools:
+            tools += " except " + ", ".join(agent.disallowedTools)
+        mode = "; runs in the background" if agent.background else ""
+        lines.append(f"- {name}: {agent.description} (Tools: {tools}{mode})")
+    lines.append("</system-reminder>")
+    return "\n".join(lines)

@@ -1,15 +1,23 @@
 """Errors that end a run or reject a call (as opposed to tool errors, which the model reads).
 
 `AgentError` is the base of failures of the runtime itself; `ConfigError` is bad set-up
-(missing key, unknown backend); `ModelError` is an API failure left after the SDK's retries;
-`UsageError` is bad input from the caller (empty prompt, unknown task id); `RunEndedError` is raised
-inside a tool call when the agent cannot go on (its worker process died): it is not a tool
-error for the model to read, it ends the run as `failed`.
+(missing key, unknown backend); `ModelError` is an API failure left after the SDK's retries
+(its `StreamInterruptedError` broke a response already streaming: the loop sends the request
+again before giving up); `UsageError` is bad input from the caller (empty prompt, unknown task
+id); `RunEndedError` is raised inside a tool call when the agent cannot go on (its worker
+process died): it is not a tool error for the model to read, it ends the run as `failed`.
 """
 
 from __future__ import annotations
 
-__all__ = ["AgentError", "ConfigError", "ModelError", "RunEndedError", "UsageError"]
+__all__ = [
+    "AgentError",
+    "ConfigError",
+    "ModelError",
+    "RunEndedError",
+    "StreamInterruptedError",
+    "UsageError",
+]
 
 
 class AgentError(Exception):
@@ -31,6 +39,17 @@ class ModelError(AgentError):
         super().__init__(message)
         self.status = status
         self.retryable = retryable
+
+
+class StreamInterruptedError(ModelError):
+    """A response that had started streaming broke off (the connection dropped, the stream
+    ended early, or an `overloaded_error`/`api_error` event arrived). Nothing of it was kept
+    and no tool ran, so the same request can be sent again; `reason` says what happened in a
+    few words ("stream dropped", "overloaded_error in the stream")."""
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message, status=200, retryable=True)
+        self.reason = reason
 
 
 class RunEndedError(AgentError):

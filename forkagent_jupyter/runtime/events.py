@@ -17,6 +17,7 @@ __all__ = [
     "ModelEvent",
     "ModelResponse",
     "RequestSent",
+    "Retrying",
     "Stop",
     "StopReason",
     "TextDelta",
@@ -28,7 +29,8 @@ __all__ = [
 StopReason = Literal["end_turn", "max_turns", "max_tokens", "refusal", "aborted", "error"]
 """Why a turn ended: the model finished (`end_turn`), the turn limit was hit (`max_turns`), the
 reply was cut by `max_tokens`, the model refused (`refusal`; its tools are not run), the caller
-aborted (`aborted`), or the API failed after its retries (`error`)."""
+aborted (`aborted`), or the API failed after its retries, a stream that broke off mid-way
+after its own (`error`)."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ class ModelResponse:
     model: str
     message_id: str = ""
     kind: Literal["response"] = "response"
+    service_tier: str | None = None  # "batch": answered through the Message Batches API
 
 
 ModelEvent = TextDelta | ModelResponse
@@ -106,6 +109,27 @@ class ToolResult:
 
 
 @dataclass(frozen=True)
+class Retrying:
+    """The response stream broke off mid-way; the same request goes again after `delay`
+    seconds. `attempt` counts retries of this request (1 for the first) out of `retries`;
+    `reason` says what broke ("stream dropped", "overloaded_error in the stream"). The
+    `discarded` characters of text streamed by the broken attempt are void: the retry streams
+    its reply from the start (a UI drops them)."""
+
+    attempt: int
+    retries: int
+    delay: float
+    reason: str
+    discarded: int = 0
+    kind: Literal["retrying"] = "retrying"
+
+    @property
+    def summary(self) -> str:
+        """One line for a status display: "stream dropped, retrying (1/3)"."""
+        return f"{self.reason}, retrying ({self.attempt}/{self.retries})"
+
+
+@dataclass(frozen=True)
 class Stop:
     """The turn ended. `error` explains an `error` or `aborted` stop."""
 
@@ -116,4 +140,13 @@ class Stop:
     kind: Literal["stop"] = "stop"
 
 
-LoopEvent = RequestSent | TextDelta | AssistantMessage | UsageReport | ToolUse | ToolResult | Stop
+LoopEvent = (
+    RequestSent
+    | TextDelta
+    | Retrying
+    | AssistantMessage
+    | UsageReport
+    | ToolUse
+    | ToolResult
+    | Stop
+)

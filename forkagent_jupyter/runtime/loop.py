@@ -10,6 +10,10 @@ stays a valid conversation - every `tool_use` is answered by a `tool_result` in 
 message, no message is empty, and a failed request adds nothing. A tool that fails, gets
 invalid input or is denied produces an `is_error` tool_result the model reads; only API
 failures (after the SDK's retries) and cancellation end a turn early.
+
+A reply whose stream breaks off mid-way (`StreamInterruptedError`) is sent again from the same
+request - no tool has run, nothing of it was appended - after a `Retrying` event and a backoff
+(`AgentConfig.stream_retry`); when its retries are used up the turn stops with `error`.
 """
 
 from __future__ import annotations
@@ -22,12 +26,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .errors import ModelError
+from .errors import ModelError, StreamInterruptedError
 from .events import (
     AssistantMessage,
     LoopEvent,
     ModelResponse,
     RequestSent,
+    Retrying,
     Stop,
     TextDelta,
     ToolResult,
@@ -37,6 +42,7 @@ from .events import (
 from .history import append_message
 from .model import CacheTTL, ModelClient, ModelRequest
 from .permissions import Allow, PermissionGate
+from .retry import StreamRetry
 from .secrets import redact
 from .tools.base import (
     CallInfo,
@@ -71,6 +77,7 @@ class AgentConfig:
     max_tokens: int = 8192
     cache_ttl: CacheTTL = "5m"
     thinking: dict[str, Any] | None = None
+    stream_retry: StreamRetry = field(default_factory=StreamRetry)
 
 
 @dataclass
@@ -191,6 +198,7 @@ async def run_turn(
         if state.before_first_request is not None:
             hold, state.before_first_request = state.before_first_request, None
             await hold()
+        start_hook = state.on_first_response_start
         request = ModelRequest(
             model=cfg.model,
             system=cfg.system,
@@ -201,28 +209,45 @@ async def run_turn(
             cache_ttl=cfg.cache_ttl,
             cache_points=state.cache_points,
             previous_end=state.previous_end,
-            on_response_start=state.on_first_response_start,
+            on_response_start=_once(start_hook) if start_hook is not None else None,
         )
         state.on_first_response_start = None
         yield RequestSent(index=requests, model=cfg.model, message_count=len(history))
         response: ModelResponse | None = None
-        try:
-            async for event in cfg.client.stream(request):
-                if isinstance(event, TextDelta):
-                    yield event
-                else:
-                    response = event
-        except ModelError as exc:
-            yield Stop("error", redact(str(exc)), turns=requests)
-            return
-        if response is None:
-            yield Stop("error", "the model stream ended without a message", turns=requests)
-            return
+        retries = 0
+        while response is None:
+            streamed = 0
+            try:
+                async for event in cfg.client.stream(request):
+                    if isinstance(event, TextDelta):
+                        streamed += len(event.text)
+                        yield event
+                    else:
+                        response = event
+            except StreamInterruptedError as exc:
+                policy = cfg.stream_retry
+                if retries >= policy.retries:
+                    yield Stop("error", _gave_up(exc, retries), turns=requests)
+                    return
+                retries += 1
+                delay = policy.delay(retries)
+                yield Retrying(retries, policy.retries, delay, exc.reason, streamed)
+                if await _aborted_during(delay, abort):
+                    yield Stop("aborted", "stopped while waiting to retry", turns=requests)
+                    return
+                continue
+            except ModelError as exc:
+                yield Stop("error", redact(str(exc)), turns=requests)
+                return
+            if response is None:
+                yield Stop("error", "the model stream ended without a message", turns=requests)
+                return
         requests += 1
         state.requests += 1
         state.previous_end = len(history) - 1
         state.cache_points = []  # a fork's shared prefix matters for its first request only
-        yield UsageReport(response.usage, response.model, cost_usd(response.usage, response.model))
+        cost = cost_usd(response.usage, response.model, response.service_tier)
+        yield UsageReport(response.usage, response.model, cost)
 
         content = _clean(response.content)
         uses = _tool_uses(content)
@@ -273,6 +298,39 @@ async def run_turn(
         if requests >= cfg.max_turns:
             yield Stop("max_turns", f"stopped after {requests} model requests", turns=requests)
             return
+
+
+def _once(hook: Callable[[], None]) -> Callable[[], None]:
+    """`hook`, called at most once however many attempts the request takes."""
+    called = False
+
+    def call() -> None:
+        nonlocal called
+        if not called:
+            called = True
+            hook()
+
+    return call
+
+
+def _gave_up(exc: StreamInterruptedError, retries: int) -> str:
+    message = redact(str(exc))
+    if retries == 0:
+        return message
+    times = "once" if retries == 1 else f"{retries} times"
+    return f"{message} (the request was retried {times}; it broke off each time)"
+
+
+async def _aborted_during(delay: float, abort: asyncio.Event | None) -> bool:
+    """Wait `delay` seconds; True if `abort` was set meanwhile."""
+    if abort is None:
+        await asyncio.sleep(delay)
+        return False
+    try:
+        await asyncio.wait_for(abort.wait(), delay)
+    except asyncio.TimeoutError:
+        return False
+    return True
 
 
 def _pair(outcome: ToolOutcome) -> tuple[str, bool]:

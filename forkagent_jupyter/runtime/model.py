@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from .errors import ConfigError, ModelError
+from .errors import ConfigError, ModelError, StreamInterruptedError
 from .events import ModelEvent, ModelResponse, TextDelta
 from .secrets import redact, register_holder, register_secret
 from .stream import MessageReducer, StreamError, sse_events
@@ -34,6 +34,8 @@ __all__ = [
 
 CacheTTL = Literal["5m", "1h"]
 MAX_BREAKPOINTS = 4
+TRANSIENT_STREAM_ERRORS = frozenset({"overloaded_error", "api_error"})
+"""`error` events in a started stream that a new attempt of the same request may not meet."""
 
 
 def default_model_name() -> str:
@@ -145,8 +147,10 @@ class AnthropicModel:
     """The Messages API through the official SDK, streaming.
 
     Credentials come from the arguments or from ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN, the
-    endpoint from `base_url` or ANTHROPIC_BASE_URL. Retries (429, 5xx, 529, connection errors)
-    are the SDK's; what is left after them becomes a `ModelError` with a clear message.
+    endpoint from `base_url` or ANTHROPIC_BASE_URL. Retries before the response starts (429,
+    5xx, 529, connection errors) are the SDK's; what is left after them becomes a `ModelError`
+    with a clear message. A response that breaks off once streaming (dropped, cut short, an
+    overloaded_error/api_error event) raises `StreamInterruptedError`: the loop retries it.
     """
 
     def __init__(
@@ -158,9 +162,14 @@ class AnthropicModel:
         base_url: str | None = None,
         max_retries: int = 2,
         timeout: float = 600.0,
+        client: Any = None,
     ) -> None:
         import anthropic
 
+        if client is not None:  # an SDK client made by runtime/backends.py
+            self.name = name or default_model_name()
+            self._client = client
+            return
         api_key = api_key or os.environ.get("ANTHROPIC_API_KEY") or None
         auth_token = auth_token or os.environ.get("ANTHROPIC_AUTH_TOKEN") or None
         if not api_key and not auth_token:
@@ -185,10 +194,12 @@ class AnthropicModel:
 
         body = build_request(request)
         reducer = MessageReducer()
+        streaming = False  # the 200 response has begun: a failure now breaks it mid-way
         try:
             async with self._client.messages.with_streaming_response.create(
                 **body, stream=True
             ) as response:
+                streaming = True
                 async for name, event in sse_events(response.iter_lines()):
                     was_started = reducer.started
                     text = reducer.feed(name, event)
@@ -197,12 +208,15 @@ class AnthropicModel:
                     if text:
                         yield TextDelta(text)
         except StreamError as exc:
-            raise ModelError(
+            message = (
                 f"The model API failed during the response (HTTP 200, {exc.error_type}): "
-                f"{redact(exc.message)}",
-                status=200,
-                retryable=True,
-            ) from None
+                f"{redact(exc.message)}"
+            )
+            if exc.error_type in TRANSIENT_STREAM_ERRORS:
+                raise StreamInterruptedError(
+                    message, reason=f"{exc.error_type} in the stream"
+                ) from None
+            raise ModelError(message, status=200) from None
         except anthropic.NotFoundError as exc:
             raise ModelError(
                 f"Model {request.model!r} was not found by the API ({_api_message(exc)}).",
@@ -220,19 +234,16 @@ class AnthropicModel:
                 f"Could not reach the model API: {redact(str(exc))}", retryable=True
             ) from None
         except (OSError, ValueError, RuntimeError) as exc:  # the connection broke mid-stream
-            raise ModelError(
-                f"The response stream broke off: {type(exc).__name__}: {redact(str(exc))}",
-                retryable=True,
-            ) from None
+            raise _broken(exc, streaming) from None
         except Exception as exc:
             if type(exc).__module__.split(".")[0] not in ("httpx2", "httpcore2", "httpx", "anyio"):
                 raise
-            raise ModelError(
-                f"The response stream broke off: {type(exc).__name__}: {redact(str(exc))}",
-                retryable=True,
-            ) from None
+            raise _broken(exc, streaming) from None
         if not reducer.finished:
-            raise ModelError("The response stream ended before the message was complete.")
+            raise StreamInterruptedError(
+                "The response stream ended before the message was complete.",
+                reason="stream ended early",
+            )
         yield ModelResponse(
             content=reducer.blocks(),
             stop_reason=reducer.stop_reason or "end_turn",
@@ -243,6 +254,13 @@ class AnthropicModel:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def _broken(exc: BaseException, streaming: bool) -> ModelError:
+    message = f"The response stream broke off: {type(exc).__name__}: {redact(str(exc))}"
+    if streaming:
+        return StreamInterruptedError(message, reason="stream dropped")
+    return ModelError(message, retryable=True)
 
 
 def _api_type(exc: Any) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .usage import Usage, cost_usd
+from .usage import Usage, cost_usd, usage_counts
 
 __all__ = ["CostLine", "CostReport", "cost_report"]
 
@@ -57,16 +57,14 @@ class CostReport:
         return 1 - self.cost_usd / base if base else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data (JSON-ready): per agent and the totals."""
+        """Plain data (JSON-ready): per agent and the totals; token counts named as in
+        `usage_counts` (`total_input_tokens` is the whole prompt)."""
 
         def row(name: str, status: str, u: Usage, cost: float, base: float) -> dict[str, Any]:
             return {
                 "name": name,
                 "status": status,
-                "prompt_tokens": u.total_input_tokens,
-                "cache_read_tokens": u.cache_read_input_tokens,
-                "cache_write_tokens": u.cache_creation_input_tokens,
-                "output_tokens": u.output_tokens,
+                **usage_counts(u),
                 "cache_hit_ratio": u.cache_hit_ratio,
                 "cost_usd": cost,
                 "uncached_cost_usd": base,

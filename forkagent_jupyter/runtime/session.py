@@ -9,19 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from .agents import AgentDefinition, load_agents
+from .agents import AgentDefinition, agent_listing, load_agents, resolve_model, scan_agents
+from .backends import Backend, select_backend
+from .batch import BatchResults, BatchRun, FanOut, Notify, fan_out
 from .budget import BudgetedModel, CostBudget
 from .errors import ConfigError, UsageError
 from .events import (
     LoopEvent,
     RequestSent,
+    Retrying,
     Stop,
     StopReason,
     TextDelta,
@@ -31,13 +33,13 @@ from .events import (
 )
 from .executors import ComputePlane, WorkerNamespace
 from .loop import AgentConfig, LoopState, run_turn
-from .model import AnthropicModel, CacheTTL, ModelClient, default_model_name
+from .model import CacheTTL, ModelClient, default_model_name
 from .notifications import Command, CommandQueue
-from .offline import OFFLINE_NOTICE, OfflineModel
 from .permissions import PermissionGate, PermissionMode, PermissionPolicy
 from .prompts import default_system_prompt
+from .retry import DEFAULT_STREAM_RETRIES, StreamRetry
 from .secrets import scrubbed_env
-from .tasks import Task, TaskRegistry, task_snapshot
+from .tasks import Task, TaskRegistry, task_description, task_snapshot
 from .tools import builtin_tools
 from .tools.agents import agent_tools
 from .tools.base import Tool, ToolContext, ToolSet
@@ -46,9 +48,6 @@ from .usage import Usage
 from .workers import AgentRun, Workers
 
 __all__ = ["AutoTurn", "Backend", "Session", "ToolCall", "Turn"]
-
-Backend = Literal["anthropic", "offline"]
-_announced = False
 
 
 @dataclass(frozen=True)
@@ -73,6 +72,7 @@ class Turn:
     cost_usd: float = 0.0
     tool_calls: list[ToolCall] = field(default_factory=list)
     requests: int = 0
+    retries: int = 0  # responses that broke off mid-stream and were sent again
 
     @property
     def ok(self) -> bool:
@@ -86,29 +86,6 @@ class AutoTurn:
     task_ids: list[str]
     notifications: list[str]
     turn: Turn
-
-
-def _has_credentials(api_key: str | None) -> bool:
-    return bool(
-        api_key or os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
-    )
-
-
-def resolve_backend(backend: str | None, api_key: str | None) -> Backend:
-    """The backend to use: as asked, else FORKAGENT_BACKEND, else by the credentials found."""
-    chosen = backend or os.environ.get("FORKAGENT_BACKEND") or None
-    if chosen is None:
-        return "anthropic" if _has_credentials(api_key) else "offline"
-    if chosen not in ("anthropic", "offline"):
-        raise ConfigError(f"Unknown backend {chosen!r}: use 'anthropic' or 'offline'.")
-    return "anthropic" if chosen == "anthropic" else "offline"
-
-
-def _announce_offline() -> None:
-    global _announced
-    if not _announced:
-        _announced = True
-        print(OFFLINE_NOTICE, file=sys.stderr)
 
 
 class Session:
@@ -148,7 +125,10 @@ class Session:
         worker_namespace: WorkerNamespace = "isolated",
         max_workers: int = 16,
         max_cost_usd: float | None = None,
+        stream_retries: int = DEFAULT_STREAM_RETRIES,
+        stream_retry_delay: float = 0.5,
     ) -> None:
+        self.stream_retry = StreamRetry(retries=stream_retries, base_delay=stream_retry_delay)
         self.services: dict[str, Any] = dict(services or {})
         self.model = model or default_model_name()
         self.backend: Backend | Literal["custom"]
@@ -156,12 +136,10 @@ class Session:
             self.backend = "custom"
             self.client: ModelClient = client
         else:
-            self.backend = resolve_backend(backend, api_key)
-            if self.backend == "anthropic":
-                self.client = AnthropicModel(self.model, api_key=api_key, base_url=base_url)
-            else:
-                _announce_offline()
-                self.client = OfflineModel(self.model)
+            selection = select_backend(
+                backend, model=self.model, api_key=api_key, base_url=base_url
+            )
+            self.backend, self.client = selection.backend, selection.client
         self.workdir = Path(workdir or Path.cwd()).resolve()
         if not self.workdir.is_dir():
             raise ConfigError(f"workdir {str(self.workdir)!r} is not a directory.")
@@ -217,7 +195,9 @@ class Session:
             main_transcript = self.main.transcript
             self.gate.recorder = lambda e: main_transcript.append_event("permission", e)
         self.auto_turns: list[AutoTurn] = []
+        self.batches: dict[str, BatchRun] = {}  # batched fan-outs by batch id (batch.py)
         self.on_auto_turn: Callable[[AutoTurn], None] | None = None
+        self._listed: str | None = None  # the agent listing the parent was last told
         self._parent_usage = Usage()
         self._parent_cost = 0.0
         self._lock = asyncio.Lock()
@@ -267,10 +247,28 @@ class Session:
             max_turns=self.max_turns,
             max_tokens=self.max_tokens,
             cache_ttl=self.cache_ttl,
+            stream_retry=self.stream_retry,
         )
         if hasattr(self, "main"):
             ctx.services["agent_run"] = self.main
         return config
+
+    @property
+    def stream_retries(self) -> int:
+        """How many times a response that broke off mid-stream is sent again before the
+        run fails (every agent of the session, running workers too, from their next retry)."""
+        return self.stream_retry.retries
+
+    @stream_retries.setter
+    def stream_retries(self, value: int) -> None:
+        self.stream_retry.set_retries(value)
+
+    def _agent_listing(self) -> str | None:
+        """The named agents as the model is told them (None without the Agent tool). Files
+        that do not load are left out here; starting one reports its error."""
+        if self.tools.get("Agent") is None:
+            return None
+        return agent_listing(scan_agents(self.workdir, self.home).agents)
 
     def agent_definitions(self) -> dict[str, AgentDefinition]:
         """Named agents: built-in, then ~/.forkagent/agents, then <workdir>/.forkagent/agents."""
@@ -302,7 +300,7 @@ class Session:
         chosen = model or definition.model
         return replace(
             base,
-            model=base.model if chosen in (None, "inherit") else str(chosen),
+            model=resolve_model(chosen, base.model) or base.model,
             system=[{"type": "text", "text": definition.prompt or self.system_prompt}],
             tools=tools,
             gate=base.gate.for_worker(agent_id, mode=definition.permissionMode),
@@ -338,10 +336,12 @@ class Session:
 
     async def _turn(self, texts: list[str]) -> AsyncIterator[LoopEvent]:
         self.main.config = self._config()
-        self.main.state.append(
-            self.main.history,
-            {"role": "user", "content": [{"type": "text", "text": t} for t in texts]},
-        )
+        blocks = [{"type": "text", "text": t} for t in texts]
+        listing = self._agent_listing()
+        if listing is not None and listing != self._listed:
+            blocks.insert(0, {"type": "text", "text": listing})
+            self._listed = listing
+        self.main.state.append(self.main.history, {"role": "user", "content": blocks})
         try:
             async for event in run_turn(self.main.config, self.main.history, self.main.state):
                 if isinstance(event, UsageReport):
@@ -359,6 +359,7 @@ class Session:
     def reset(self) -> None:
         """Start a new parent conversation (workers keep running and report to it)."""
         self.main.history.clear()
+        self._listed = None
         on_message = self.main.state.on_message
         self.main.state = LoopState(on_message=on_message)
         if self.main.transcript is not None:
@@ -374,10 +375,46 @@ class Session:
         `namespace="shared"`, on a thread in the namespace itself (the session's default is
         its `worker_namespace`)."""
         self.budget.check("The fork was")
-        description = directive.strip().splitlines()[0][:60] if directive.strip() else ""
         return self.workers.fork(
-            self.main, directive, description=description, name=name, namespace=namespace
+            self.main,
+            directive,
+            description=task_description(directive),
+            name=name,
+            namespace=namespace,
         )
+
+    async def fan_out(
+        self,
+        directives: Sequence[str],
+        *,
+        batch: bool = False,
+        names: Sequence[str | None] | None = None,
+        items: Sequence[Any] | None = None,
+        poll_interval: float = 30.0,
+        notify: Notify = "digest",
+        prewarm: bool = True,
+    ) -> FanOut:
+        """One fork per directive; `batch=True` sends their first requests as one Message
+        Batch (half price; see `batch.py` for caching, notifications and tools)."""
+        self.budget.check("The fan-out was")
+        return await fan_out(
+            self,
+            directives,
+            batch=batch,
+            names=names,
+            items=items,
+            poll_interval=poll_interval,
+            notify=notify,
+            prewarm=prewarm,
+        )
+
+    def batch_results(self, batch_id: str) -> BatchResults:
+        """One row per fork of a batched fan-out (`to_dataframe()` for pandas)."""
+        run = self.batches.get(batch_id)
+        if run is None:
+            known = ", ".join(sorted({r.key for r in self.batches.values()})) or "none yet"
+            raise UsageError(f"No batch {batch_id!r} in this session. Known batches: {known}.")
+        return run.results()
 
     async def pull(self, task_id: str, *names: str) -> dict[str, Any]:
         """Copies of the values a worker holds under these names (picklable values only; a
@@ -516,6 +553,8 @@ class Session:
         """Stop the workers (no automatic answer to their last notifications) and close the
         model client once nothing uses it."""
         self.auto_respond = False
+        for run in {id(r): r for r in self.batches.values()}.values():
+            await run.close()
         await self.workers.stop_all()
         if self._responder is not None and not self._responder.done():
             self._responder.cancel()
@@ -540,6 +579,11 @@ async def fold_turn(
             texts.append("\n\n")
         elif isinstance(event, TextDelta):
             texts.append(event.text)
+        elif isinstance(event, Retrying):
+            turn.retries += 1
+            if event.discarded:  # the broken attempt's text: the retry streams it again
+                kept = "".join(texts)
+                texts = [kept[: max(len(kept) - event.discarded, 0)]]
         elif isinstance(event, UsageReport):
             turn.usage = turn.usage + event.usage
             turn.cost_usd += event.cost_usd

@@ -23,12 +23,43 @@ from typing import Any, Literal
 from .errors import UsageError
 from .notifications import CommandQueue, format_task_notification
 from .secrets import redact
-from .usage import Usage
+from .usage import Usage, usage_counts
 
-__all__ = ["TERMINAL", "Task", "TaskRegistry", "TaskStatus", "task_snapshot"]
+__all__ = [
+    "DESCRIPTION_LIMIT",
+    "TERMINAL",
+    "Task",
+    "TaskRegistry",
+    "TaskStatus",
+    "clip_words",
+    "task_description",
+    "task_snapshot",
+]
 
 TaskStatus = Literal["running", "completed", "failed", "killed"]
 TERMINAL: frozenset[str] = frozenset({"completed", "failed", "killed"})
+DESCRIPTION_LIMIT = 60  # characters of a task's description, and of its label in a summary
+
+
+def clip_words(text: str, limit: int) -> str:
+    """`text` on one line and at most `limit` characters: a longer line is cut after its
+    last whole word that fits and ends in "…" (mid-word only when one word fills most of
+    the space)."""
+    line = " ".join(text.split())
+    if len(line) <= limit:
+        return line
+    head = line[: limit - 1]
+    if line[limit - 1] != " ":
+        space = head.rfind(" ")
+        if space >= limit // 3:
+            head = head[:space]
+    return head.rstrip(" ,;:") + "…"
+
+
+def task_description(directive: str) -> str:
+    """How a task started from `directive` is described: its first line, clipped."""
+    lines = [ln for ln in directive.splitlines() if ln.strip()]
+    return clip_words(lines[0], DESCRIPTION_LIMIT) if lines else ""
 
 
 @dataclass
@@ -56,6 +87,8 @@ class Task:
     current_tool: str | None = None
     current_input: str = ""  # one line of the current call's input (see call_preview)
     preview: str = ""
+    activity: str = ""  # what holds the worker up now ("stream dropped, retrying (1/3)")
+    retries: int = 0  # responses that broke off mid-stream and were sent again
     notification: str | None = None
     _notified_run: int = 0
     _done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
@@ -72,8 +105,13 @@ class Task:
         await self._done.wait()
         return self
 
+    @property
+    def label(self) -> str:
+        """What a summary calls the task: its name, else its description (clipped)."""
+        return self.name or clip_words(self.description, DESCRIPTION_LIMIT) or self.id
+
     def summary(self) -> str:
-        label = f'Worker "{self.description}"'
+        label = f'Worker "{self.label}"'
         if self.status == "completed":
             return f"{label} completed"
         if self.status == "failed":
@@ -82,8 +120,8 @@ class Task:
 
 
 def task_snapshot(task: Task, notification: str | None = None) -> dict[str, Any]:
-    """What a task looks like now, as JSON-ready data (for panels, transcripts, replays)."""
-    u = task.usage
+    """What a task looks like now, as JSON-ready data (for panels, transcripts, replays).
+    Its token counts are under `usage`, in the words of `usage_counts`."""
     return {
         "id": task.id,
         "name": task.name,
@@ -93,14 +131,11 @@ def task_snapshot(task: Task, notification: str | None = None) -> dict[str, Any]
         "summary": task.summary() if task.done else "",
         "result": task.result or task.error or "",
         "elapsed": round(task.elapsed, 3),
-        "input_tokens": u.total_input_tokens,
-        "output_tokens": u.output_tokens,
-        "cache_read_tokens": u.cache_read_input_tokens,
-        "cache_write_tokens": u.cache_creation_input_tokens,
-        "cache_hit_ratio": round(u.cache_hit_ratio, 4),
+        "usage": usage_counts(task.usage),
         "cost_usd": round(task.cost_usd, 6),
         "current_tool": task.current_tool,
         "current_input": task.current_input,
+        "activity": task.activity,
         "notification": notification if notification is not None else task.notification,
     }
 
@@ -227,6 +262,7 @@ class TaskRegistry:
         task._notified_run = task.run
         task.current_tool = None
         task.current_input = ""
+        task.activity = ""
         task.notification = format_task_notification(
             task_id=task.id,
             tool_use_id=task.tool_use_id,

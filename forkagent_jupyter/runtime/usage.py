@@ -14,9 +14,20 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["DEFAULT_MODEL", "PRICES", "Price", "Usage", "cost_usd", "price_for"]
+__all__ = [
+    "BATCH_DISCOUNT",
+    "DEFAULT_MODEL",
+    "PRICES",
+    "Price",
+    "Usage",
+    "cost_usd",
+    "price_for",
+    "usage_counts",
+]
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
+BATCH_DISCOUNT = 0.5
+"""Message Batches bill every token (cache writes and reads included) at this share."""
 
 
 @dataclass(frozen=True)
@@ -134,13 +145,29 @@ class Usage(BaseModel):
         return self.cache_read_input_tokens / total if total else 0.0
 
 
-def cost_usd(usage: Usage, model: str) -> float:
-    """What `usage` costs on `model`, in USD."""
+def usage_counts(usage: Usage) -> dict[str, int]:
+    """The token counts as JSON, in the Messages API's own words: `input_tokens` is the
+    uncached part of the prompt only, the cache counts come apart, and `total_input_tokens`
+    is the whole prompt (uncached + cache writes + cache reads). Panels, notification
+    payloads and transcripts all send this one shape."""
+    return {
+        "input_tokens": usage.input_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "output_tokens": usage.output_tokens,
+        "total_input_tokens": usage.total_input_tokens,
+    }
+
+
+def cost_usd(usage: Usage, model: str, service_tier: str | None = None) -> float:
+    """What `usage` costs on `model`, in USD (`service_tier="batch"`: the batch price)."""
     p = price_for(model)
-    return (
+    share = BATCH_DISCOUNT if service_tier == "batch" else 1.0
+    full = (
         usage.input_tokens * p.input
         + usage.output_tokens * p.output
         + usage.ephemeral_5m_input_tokens * p.cache_write_5m
         + usage.ephemeral_1h_input_tokens * p.cache_write_1h
         + usage.cache_read_input_tokens * p.cache_read
     ) / 1_000_000
+    return share * full

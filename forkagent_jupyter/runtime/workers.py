@@ -24,7 +24,15 @@ from typing import Any, Literal
 
 from .agents import AgentDefinition, unknown_agent_message
 from .errors import RunEndedError, UsageError
-from .events import AssistantMessage, Stop, TextDelta, ToolResult, ToolUse, UsageReport
+from .events import (
+    AssistantMessage,
+    Retrying,
+    Stop,
+    TextDelta,
+    ToolResult,
+    ToolUse,
+    UsageReport,
+)
 from .fork import FORK_RECURSION_ERROR, build_fork_messages
 from .history import append_message, blocks_of
 from .loop import AgentConfig, LoopState, run_turn
@@ -395,12 +403,15 @@ class Workers:
             elif isinstance(event, ToolResult):
                 mark = "error" if event.is_error else "ok"
                 out.output(f"  -> {mark}: {event.content[:200]}")
+            elif isinstance(event, Retrying):
+                out.output(f"{event.summary} in {event.delay:.1f} s")
             elif isinstance(event, Stop):
                 out.output(f"stopped: {event.reason} {event.error or ''}")
         self._update(task, event)
 
     def _update(self, task: Task, event: object) -> None:
         if isinstance(event, UsageReport):
+            task.activity = ""
             task.usage = task.usage + event.usage
             task.cost_usd += event.cost_usd
         elif isinstance(event, ToolUse):
@@ -411,9 +422,15 @@ class Workers:
             task.current_tool = None
             task.current_input = ""
         elif isinstance(event, TextDelta):
+            task.activity = ""
             task.preview = (task.preview + event.text)[-400:]
+        elif isinstance(event, Retrying):
+            task.retries += 1
+            task.activity = event.summary
+            # the broken attempt's text is streamed again by the retry
+            task.preview = task.preview[: max(len(task.preview) - event.discarded, 0)]
         elif isinstance(event, AssistantMessage):
-            pass
+            task.activity = ""
         else:
             return
         self.registry.changed(task)

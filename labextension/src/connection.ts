@@ -12,11 +12,13 @@ import {
   COMM_TARGET,
   Decision,
   IApproval,
+  IBudget,
   ITaskRow,
   PROTOCOL_VERSION,
   isObject,
   parseApproval,
   parseApprovals,
+  parseBudget,
   parseInsertCell,
   parseTasks
 } from './protocol';
@@ -24,6 +26,7 @@ import {
 export class NotebookConnection {
   readonly approvals = new ApprovalList();
   tasks: ITaskRow[] = [];
+  budget: IBudget | null = null;
   private comm: Kernel.IComm | null = null;
   private kernel: Kernel.IKernelConnection | null = null;
   private readonly changedSignal = new Signal<this, void>(this);
@@ -168,6 +171,7 @@ export class NotebookConnection {
     switch (data.type) {
       case 'welcome':
         this.tasks = parseTasks(data.tasks);
+        this.budget = parseBudget(data.budget);
         this.approvals.reset(parseApprovals(data.approvals));
         this.panel.node.dataset.forkagentConnected = String(data.version ?? 1);
         this.welcomes += 1;
@@ -176,6 +180,7 @@ export class NotebookConnection {
         break;
       case 'tasks':
         this.tasks = parseTasks(data.tasks);
+        this.budget = parseBudget(data.budget);
         this.changedSignal.emit();
         break;
       case 'approval': {

@@ -1,5 +1,5 @@
 /** Formatting of task rows for the Tasks panel (pure). */
-import { IApproval, ITaskRow } from './protocol';
+import { IApproval, IBudget, ITaskRow, ITokenUsage } from './protocol';
 
 export function formatElapsed(seconds: number): string {
   const s = Math.max(0, seconds);
@@ -28,8 +28,34 @@ export function formatRatio(ratio: number): string {
   return `${Math.round(Math.min(1, Math.max(0, ratio)) * 100)}%`;
 }
 
+/** Share of the prompt read from the cache: cache reads over all input tokens. */
+export function cacheHitRatio(u: ITokenUsage): number {
+  return u.total_input_tokens > 0 ? Math.min(1, u.cache_read_input_tokens / u.total_input_tokens) : 0;
+}
+
+/** Input (the whole prompt) and output tokens, short: `14k / 120`. */
+export function formatTokenPair(u: ITokenUsage): string {
+  return `${formatTokens(u.total_input_tokens)} / ${formatTokens(u.output_tokens)}`;
+}
+
+/** The exact counts, for a tooltip. */
+export function tokensTitle(u: ITokenUsage): string {
+  const n = (v: number) => v.toLocaleString('en-US');
+  return (
+    `${n(u.total_input_tokens)} input tokens (${n(u.cache_read_input_tokens)} cache read, ` +
+    `${n(u.cache_creation_input_tokens)} cache write, ${n(u.input_tokens)} uncached), ` +
+    `${n(u.output_tokens)} output tokens`
+  );
+}
+
 export function formatCost(usd: number): string {
   return `$${usd.toFixed(usd < 1 ? 4 : 2)}`;
+}
+
+/** "$0.0123 of $2.00 budget", and what reaching it did. */
+export function budgetLine(b: IBudget): string {
+  const line = `${formatCost(b.spent_usd)} of ${formatCost(b.limit_usd)} budget`;
+  return b.reached ? `${line}: reached, workers stopped and new turns refused` : line;
 }
 
 export function taskLabel(task: Pick<ITaskRow, 'id' | 'name'>): string {
@@ -41,6 +67,7 @@ export interface ITaskCells {
   status: string;
   elapsed: string;
   tokens: string;
+  tokensTitle: string;
   cache: string;
   cost: string;
   title: string;
@@ -48,15 +75,15 @@ export interface ITaskCells {
 
 /** The text of one row of the Tasks panel. */
 export function taskCells(task: ITaskRow): ITaskCells {
-  const input = task.input_tokens + task.cache_read_tokens + task.cache_write_tokens;
   const status = task.pending_approvals > 0 ? `${task.status} (approval)` : task.status;
   const tool = task.current_tool ? ` · ${task.current_tool}` : '';
   return {
     label: taskLabel(task),
     status: status + tool,
     elapsed: formatElapsed(task.elapsed),
-    tokens: `${formatTokens(input)} / ${formatTokens(task.output_tokens)}`,
-    cache: formatRatio(task.cache_hit_ratio),
+    tokens: formatTokenPair(task.usage),
+    tokensTitle: tokensTitle(task.usage),
+    cache: formatRatio(cacheHitRatio(task.usage)),
     cost: formatCost(task.cost_usd),
     title: task.description
   };

@@ -1,6 +1,6 @@
 /** The notification payload of the MIME type, parsed and turned into DOM (textContent only). */
-import { formatCost, formatElapsed, formatRatio, formatTokens } from './format';
-import { isObject } from './protocol';
+import { cacheHitRatio, formatCost, formatElapsed, formatRatio, formatTokens, tokensTitle } from './format';
+import { ITokenUsage, isObject, parseUsage } from './protocol';
 
 export interface INotification {
   task_id: string;
@@ -9,7 +9,7 @@ export interface INotification {
   status: string;
   summary: string;
   result: string;
-  usage: { input: number; output: number; cacheRead: number; cacheWrite: number };
+  usage: ITokenUsage;
   cost_usd: number;
   elapsed: number;
 }
@@ -24,7 +24,6 @@ function s(value: unknown): string {
 
 export function parseNotification(value: unknown): INotification {
   const v = isObject(value) ? value : {};
-  const u = isObject(v.usage) ? v.usage : {};
   return {
     task_id: s(v.task_id),
     name: s(v.name) || null,
@@ -32,12 +31,7 @@ export function parseNotification(value: unknown): INotification {
     status: s(v.status) || 'completed',
     summary: s(v.summary),
     result: s(v.result),
-    usage: {
-      input: n(u.input_tokens),
-      output: n(u.output_tokens),
-      cacheRead: n(u.cache_read_tokens),
-      cacheWrite: n(u.cache_write_tokens)
-    },
+    usage: parseUsage(v.usage),
     cost_usd: n(v.cost_usd),
     elapsed: n(v.elapsed)
   };
@@ -46,11 +40,9 @@ export function parseNotification(value: unknown): INotification {
 /** One line of usage: tokens in/out, cache hit ratio, cost, elapsed. */
 export function usageLine(note: INotification): string {
   const u = note.usage;
-  const input = u.input + u.cacheRead + u.cacheWrite;
-  const ratio = input > 0 ? u.cacheRead / input : 0;
   return [
-    `${formatTokens(input)} in / ${formatTokens(u.output)} out`,
-    `cache ${formatRatio(ratio)}`,
+    `${formatTokens(u.total_input_tokens)} in / ${formatTokens(u.output_tokens)} out`,
+    `cache ${formatRatio(cacheHitRatio(u))}`,
     formatCost(note.cost_usd),
     formatElapsed(note.elapsed)
   ].join(' · ');
@@ -84,6 +76,7 @@ export function renderNotification(doc: Document, note: INotification): HTMLElem
   if (note.result) {
     root.appendChild(el(doc, 'pre', 'jp-forkagent-notification-result', note.result));
   }
-  root.appendChild(el(doc, 'div', 'jp-forkagent-notification-usage', usageLine(note)));
+  const usage = root.appendChild(el(doc, 'div', 'jp-forkagent-notification-usage', usageLine(note)));
+  usage.title = tokensTitle(note.usage);
   return root;
 }

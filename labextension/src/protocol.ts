@@ -12,6 +12,18 @@ export type JSONObject = { [key: string]: JSONValue };
 
 export type TaskStatus = 'running' | 'completed' | 'failed' | 'killed' | string;
 
+/**
+ * Token counts in the Messages API's own words (the kernel's `usage_counts`): `input_tokens`
+ * is the uncached part of the prompt only; `total_input_tokens` is the whole prompt.
+ */
+export interface ITokenUsage {
+  input_tokens: number;
+  cache_creation_input_tokens: number;
+  cache_read_input_tokens: number;
+  output_tokens: number;
+  total_input_tokens: number;
+}
+
 export interface ITaskRow {
   id: string;
   name: string | null;
@@ -19,11 +31,7 @@ export interface ITaskRow {
   status: TaskStatus;
   description: string;
   elapsed: number;
-  input_tokens: number;
-  output_tokens: number;
-  cache_read_tokens: number;
-  cache_write_tokens: number;
-  cache_hit_ratio: number;
+  usage: ITokenUsage;
   cost_usd: number;
   cell_id: string | null;
   current_tool: string | null;
@@ -75,6 +83,21 @@ function strings(value: unknown): string[] {
   return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
 }
 
+/** A `usage` object; the total is the sum of the three input counts when not sent. */
+export function parseUsage(value: unknown): ITokenUsage {
+  const u = isObject(value) ? value : {};
+  const input = num(u.input_tokens);
+  const created = num(u.cache_creation_input_tokens);
+  const read = num(u.cache_read_input_tokens);
+  return {
+    input_tokens: input,
+    cache_creation_input_tokens: created,
+    cache_read_input_tokens: read,
+    output_tokens: num(u.output_tokens),
+    total_input_tokens: typeof u.total_input_tokens === 'number' ? num(u.total_input_tokens) : input + created + read
+  };
+}
+
 export function parseTaskRow(value: unknown): ITaskRow | null {
   if (!isObject(value) || typeof value.id !== 'string' || value.id === '') {
     return null;
@@ -86,11 +109,7 @@ export function parseTaskRow(value: unknown): ITaskRow | null {
     status: str(value.status, 'running'),
     description: str(value.description),
     elapsed: num(value.elapsed),
-    input_tokens: num(value.input_tokens),
-    output_tokens: num(value.output_tokens),
-    cache_read_tokens: num(value.cache_read_tokens),
-    cache_write_tokens: num(value.cache_write_tokens),
-    cache_hit_ratio: Math.min(1, Math.max(0, num(value.cache_hit_ratio))),
+    usage: parseUsage(value.usage),
     cost_usd: num(value.cost_usd),
     cell_id: strOrNull(value.cell_id),
     current_tool: strOrNull(value.current_tool),
@@ -109,6 +128,20 @@ function parseList<T>(value: unknown, parse: (item: unknown) => T | null): T[] {
 
 export function parseTasks(value: unknown): ITaskRow[] {
   return parseList(value, parseTaskRow);
+}
+
+/** The session's spend against its cost budget (`max_cost_usd`); null when it has none. */
+export interface IBudget {
+  spent_usd: number;
+  limit_usd: number;
+  reached: boolean;
+}
+
+export function parseBudget(value: unknown): IBudget | null {
+  if (!isObject(value) || typeof value.limit_usd !== 'number') {
+    return null;
+  }
+  return { spent_usd: num(value.spent_usd), limit_usd: num(value.limit_usd), reached: value.reached === true };
 }
 
 export function parseApproval(value: unknown): IApproval | null {

@@ -4,7 +4,7 @@ import { Widget } from '@lumino/widgets';
 
 import { NotebookConnection } from './connection';
 import { button, h } from './dom';
-import { sortTasks, taskCells, totals } from './format';
+import { budgetLine, sortTasks, taskCells, totals } from './format';
 
 export class TasksPanel extends Widget {
   private connection: NotebookConnection | null = null;
@@ -42,6 +42,10 @@ export class TasksPanel extends Widget {
     node.appendChild(
       h('p', 'jp-forkagent-tasks-summary', `${c.tasks.length} tasks, ${sum.running} running, ${sum.cost}`)
     );
+    if (c.budget) {
+      const reached = c.budget.reached ? ' jp-forkagent-budget-reached' : '';
+      node.appendChild(h('p', `jp-forkagent-budget${reached}`, budgetLine(c.budget)));
+    }
     if (c.tasks.length === 0) {
       node.appendChild(h('p', 'jp-forkagent-empty', 'No tasks for this kernel.'));
       return;
@@ -63,7 +67,7 @@ export class TasksPanel extends Widget {
       }
       const stats = row.appendChild(h('div', 'jp-forkagent-task-stats'));
       stats.appendChild(h('span', 'jp-forkagent-task-elapsed', text.elapsed));
-      stats.appendChild(h('span', 'jp-forkagent-task-tokens', `${text.tokens} tok`));
+      stats.appendChild(h('span', 'jp-forkagent-task-tokens', `${text.tokens} tok`)).title = text.tokensTitle;
       stats.appendChild(h('span', 'jp-forkagent-task-cache', `cache ${text.cache}`));
       stats.appendChild(h('span', 'jp-forkagent-task-cost', text.cost));
       if (task.description) {

@@ -1,7 +1,18 @@
 import { describe, expect, it } from 'vitest';
 
-import { formatCost, formatElapsed, formatRatio, formatTokens, sortTasks, taskCells, totals } from '../src/format';
-import { parseTaskRow } from '../src/protocol';
+import {
+  budgetLine,
+  cacheHitRatio,
+  formatCost,
+  formatElapsed,
+  formatRatio,
+  formatTokenPair,
+  formatTokens,
+  sortTasks,
+  taskCells,
+  totals
+} from '../src/format';
+import { parseBudget, parseTaskRow } from '../src/protocol';
 
 const row = (over: object) => parseTaskRow({ id: 'a1', ...over })!;
 
@@ -19,16 +30,21 @@ describe('formatting', () => {
     expect(formatCost(12.5)).toBe('$12.50');
   });
 
-  it('builds a task row with input tokens including the cache', () => {
+  // a fork that read most of its prompt from the parent's cache: 14,484 prompt tokens
+  const usage = {
+    input_tokens: 84,
+    cache_creation_input_tokens: 200,
+    cache_read_input_tokens: 14_200,
+    output_tokens: 150,
+    total_input_tokens: 14_484
+  };
+
+  it('builds a task row: the whole prompt counted once, the hit ratio over it', () => {
     const cells = taskCells(
       row({
         name: 'tests',
         status: 'running',
-        input_tokens: 200,
-        cache_read_tokens: 9000,
-        cache_write_tokens: 800,
-        output_tokens: 150,
-        cache_hit_ratio: 0.9,
+        usage,
         cost_usd: 0.0042,
         elapsed: 12.34,
         current_tool: 'Write',
@@ -39,10 +55,28 @@ describe('formatting', () => {
       label: 'tests (a1)',
       status: 'running (approval) · Write',
       elapsed: '12.3 s',
-      tokens: '10k / 150',
-      cache: '90%',
+      tokens: '14k / 150',
+      cache: '98%',
       cost: '$0.0042'
     });
+    expect(cells.tokensTitle).toBe(
+      '14,484 input tokens (14,200 cache read, 200 cache write, 84 uncached), 150 output tokens'
+    );
+  });
+
+  it('computes the cache hit ratio as cache reads over all input tokens', () => {
+    expect(cacheHitRatio(usage)).toBeCloseTo(14_200 / 14_484, 10);
+    expect(formatTokenPair(usage)).toBe('14k / 150');
+    const empty = { ...usage, input_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, total_input_tokens: 0 };
+    expect(cacheHitRatio(empty)).toBe(0);
+  });
+
+  it('takes the total from the parts when a row does not send it', () => {
+    const parts: Partial<typeof usage> = { ...usage };
+    delete parts.total_input_tokens;
+    const parsed = row({ usage: parts }).usage;
+    expect(parsed.total_input_tokens).toBe(14_484);
+    expect(taskCells(row({ usage: parts })).cache).toBe('98%');
   });
 
   it('sorts running first, then by start time, and sums', () => {
@@ -53,5 +87,16 @@ describe('formatting', () => {
     ];
     expect(sortTasks(tasks).map(t => t.id)).toEqual(['r1', 'r2', 'c']);
     expect(totals(tasks)).toEqual({ running: 2, cost: '$0.7500' });
+  });
+});
+
+describe('budget', () => {
+  it('parses the kernel budget and says when it is reached', () => {
+    expect(parseBudget(null)).toBeNull();
+    expect(parseBudget({ spent_usd: 1 })).toBeNull();
+    const b = parseBudget({ spent_usd: 0.0123, limit_usd: 2, reached: false })!;
+    expect(budgetLine(b)).toBe('$0.0123 of $2.00 budget');
+    const r = parseBudget({ spent_usd: 2.5, limit_usd: 2, reached: true })!;
+    expect(budgetLine(r)).toBe('$2.50 of $2.00 budget: reached, workers stopped and new turns refused');
   });
 });

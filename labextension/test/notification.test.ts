@@ -7,13 +7,35 @@ describe('notification payload', () => {
     const note = parseNotification({
       task_id: 't1',
       status: 'completed',
-      usage: { input_tokens: 100, output_tokens: 40, cache_read_tokens: 900, cache_write_tokens: 0 },
+      usage: {
+        input_tokens: 100,
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: 900,
+        output_tokens: 40,
+        total_input_tokens: 1000
+      },
       cost_usd: 0.002,
       elapsed: 4
     });
     expect(note.name).toBeNull();
     expect(note.kind).toBe('fork');
     expect(usageLine(note)).toBe('1.0k in / 40 out · cache 90% · $0.0020 · 4.0 s');
+  });
+
+  it('counts the prompt once and the hit ratio over it (14,484 tokens, 98% from cache)', () => {
+    const note = parseNotification({
+      task_id: 't2',
+      usage: {
+        input_tokens: 84,
+        cache_creation_input_tokens: 200,
+        cache_read_input_tokens: 14_200,
+        output_tokens: 150,
+        total_input_tokens: 14_484
+      },
+      cost_usd: 0.0123,
+      elapsed: 3.2
+    });
+    expect(usageLine(note)).toBe('14k in / 150 out · cache 98% · $0.0123 · 3.2 s');
   });
 
   it('survives garbage', () => {

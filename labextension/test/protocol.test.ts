@@ -56,8 +56,15 @@ describe('parseInsertCell', () => {
 
 describe('task rows and approvals', () => {
   it('fills missing fields with neutral values', () => {
-    const row = parseTaskRow({ id: 't1', status: 'completed', cache_hit_ratio: 3 });
-    expect(row).toMatchObject({ id: 't1', name: null, status: 'completed', input_tokens: 0, cache_hit_ratio: 1, cell_id: null });
+    const row = parseTaskRow({ id: 't1', status: 'completed', usage: { output_tokens: 'x' } });
+    expect(row).toMatchObject({ id: 't1', name: null, status: 'completed', cell_id: null });
+    expect(row!.usage).toEqual({
+      input_tokens: 0,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+      output_tokens: 0,
+      total_input_tokens: 0
+    });
   });
 
   it('drops rows without an id', () => {

@@ -1,8 +1,9 @@
 """JupyterLab in Debian Chromium (Python Playwright), with the emulator as the model.
 
 One emulator, one `jupyter lab` server and one browser page per test module. The server's
-environment points the kernels at the emulator. Skipped when Chromium or Playwright is missing,
-unless FORKAGENT_E2E=require.
+environment points the kernels at the emulator. A module's SERVER_APP = "notebook" serves
+Jupyter Notebook 7 (`python -m notebook`) in its place, with the same settings. Skipped when
+Chromium or Playwright is missing, unless FORKAGENT_E2E=require.
 """
 
 from __future__ import annotations
@@ -72,8 +73,11 @@ class Lab:
     root: Path
     process: subprocess.Popen[bytes]
     log: Path
+    app: str = "jupyterlab"
 
     def notebook_url(self, name: str) -> str:
+        if self.app == "notebook":  # Notebook 7: one page per notebook
+            return f"{self.url}/notebooks/{name}?token={self.token}"
         return f"{self.url}/lab/tree/{name}?token={self.token}&reset"
 
 
@@ -86,7 +90,12 @@ def browser_emulator(request: pytest.FixtureRequest) -> Iterator[Emulator]:
 
 
 @pytest.fixture(scope="module")
-def lab(browser_emulator: Emulator, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+def lab(
+    browser_emulator: Emulator,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
+) -> Iterator[Lab]:
+    app = getattr(request.module, "SERVER_APP", "jupyterlab")  # or "notebook" (Notebook 7)
     base = tmp_path_factory.mktemp("lab")
     root, home, settings = base / "root", base / "home", base / "settings"
     apputils = settings / "@jupyterlab" / "apputils-extension"
@@ -118,9 +127,9 @@ def lab(browser_emulator: Emulator, tmp_path_factory: pytest.TempPathFactory) ->
         PYTHONPATH=str(ROOT),
     )
     ARTIFACTS.mkdir(exist_ok=True)
-    log = ARTIFACTS / "jupyterlab.log"
+    log = ARTIFACTS / f"{app}.log"
     cmd = [
-        sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
+        sys.executable, "-m", app, "--no-browser", f"--port={port}",
         f"--ServerApp.token={token}", "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0", "--allow-root",
     ]  # fmt: skip
@@ -137,9 +146,9 @@ def lab(browser_emulator: Emulator, tmp_path_factory: pytest.TempPathFactory) ->
                     break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"jupyter lab did not start; see {log}") from None
+                    raise RuntimeError(f"{app} did not start; see {log}") from None
                 time.sleep(0.2)  # polling the server's port, not a wait for a UI state
-        yield Lab(url, token, root, proc, log)
+        yield Lab(url, token, root, proc, log, app)
     finally:
         try:
             os.killpg(proc.pid, signal.SIGTERM)

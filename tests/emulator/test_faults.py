@@ -228,3 +228,58 @@ def test_count_tokens_faults(emulator: Emulator, sync_client: anthropic.Anthropi
         ("/v1/messages/count_tokens", 529),
         ("/v1/messages/count_tokens", 200),
     ]
+
+
+def test_truncated_stream_ends_cleanly_before_message_stop(
+    emulator: Emulator, sync_client: anthropic.Anthropic
+) -> None:
+    emulator.script("a reply long enough to be cut into several text deltas")
+    emulator.faults.next(Fault.truncated(after=2))
+    with sync_client.messages.with_streaming_response.create(**HI, stream=True) as response:
+        assert response.status_code == 200
+        text = "".join(response.iter_lines())  # no transport error: the body ended cleanly
+    assert "content_block_delta" in text
+    assert "message_delta" not in text and "message_stop" not in text and "error" not in text
+    assert retry_counts(emulator) == [0]
+    [entry] = emulator.ledger.entries()
+    assert entry.complete is False
+
+
+def test_faults_at_a_rate_are_seeded() -> None:
+    from forkagent_jupyter.emulator.faults import FaultPlan
+
+    kinds = (Fault.dropped(after=1), Fault.stream_error(after=1), Fault.truncated(after=1))
+
+    def draws(seed: int) -> list[Fault | None]:
+        plan = FaultPlan()
+        plan.at_rate(0.3, *kinds, seed=seed)
+        out = [plan.take("messages", HI, {}) for _ in range(2000)]
+        assert plan.take("count_tokens", HI, {}) is None  # messages only, by default
+        assert plan.injected == sum(f is not None for f in out)
+        return out
+
+    first = draws(seed=7)
+    assert draws(seed=7) == first  # the same requests meet the same faults
+    assert draws(seed=8) != first
+    hit = [f for f in first if f is not None]
+    assert 0.26 < len(hit) / len(first) < 0.34
+    assert {f.drop or "error" for f in hit} == {"mid", "end", "error"}
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        FaultPlan().at_rate(1.5, Fault.dropped(after=1))
+
+
+def test_rate_faults_through_the_control_endpoint(
+    emulator: Emulator, sync_client: anthropic.Anthropic
+) -> None:
+    snap = control(
+        emulator,
+        "POST",
+        "faults",
+        {"faults": [{"fault": {"status": 529, "retry_after_ms": 1}, "rate": 1.0, "seed": 3}]},
+    )
+    assert snap["rules"][0]["rate"] == 1.0 and snap["rules"][0]["times"] is None
+    with pytest.raises(anthropic.OverloadedError):
+        sync_client.messages.create(**HI)  # every attempt meets it: rate 1, no limit
+    assert retry_counts(emulator) == [0, 1, 2]
+    control(emulator, "POST", "faults", {"clear": True, "faults": [{"fault": 529, "rate": 0.0}]})
+    assert sync_client.messages.create(**HI).type == "message"

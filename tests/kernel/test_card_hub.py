@@ -90,3 +90,17 @@ def test_states_sent_again_by_settle_count_against_the_budget() -> None:
     assert hub.renders == 5  # this flush's budget went to the states sent again
     hub.flush()
     assert hub.renders == 15  # then the rate resumes
+
+
+def test_a_card_shows_a_stream_retry_on_its_activity_line() -> None:
+    hub, [card] = _hub(1, rate=40.0)
+    card.task.activity = "stream dropped, retrying (1/3)"
+    hub.mark(card.task)
+    hub.flush()
+    assert "stream dropped, retrying (1/3)" in card.header.value
+    assert "stream dropped, retrying (1/3)" in repr(card)  # text/plain too
+    card.task.activity = ""
+    card.task.preview = "going again"
+    hub.mark(card.task)
+    hub.flush()
+    assert "retrying" not in card.header.value and "going again" in card.header.value

@@ -24,6 +24,8 @@ def test_agent_cell_streams_uses_a_tool_and_keeps_history(kernel: Kernel, emulat
     text = first.texts()
     assert "**Python**" in text and "answer is 42" in text
     assert "cache read" in text and "session $" in text  # the usage line
+    prompt = kernel.value("__forkagent__.session.usage.total_input_tokens")
+    assert f"tokens: {prompt:,} in (" in text  # the whole prompt, as in the Tasks panel
     assert kernel.value("answer") == 42  # the tool ran in the user's namespace
     second = kernel.run_approving("%%agent\nAnd double it: `py: answer * 2`")
     assert "84" in second.texts()
@@ -344,7 +346,20 @@ def test_notifications_reach_an_open_forkagent_comm(kernel: Kernel) -> None:
     assert tables[0]["tasks"][0]["status"] == "running"  # the first change is sent at once
     [row] = tables[-1]["tasks"]
     assert row["id"] == task_id and row["name"] == "viacomm" and row["status"] == "completed"
-    assert row["output_tokens"] > 0 and row["cost_usd"] > 0 and 0 <= row["cache_hit_ratio"] <= 1
+    assert row["cost_usd"] > 0
+    # token counts in the Messages API's words, the same in the row and the notification
+    usage = kernel.value(
+        "(lambda u: {'input_tokens': u.input_tokens,"
+        " 'cache_creation_input_tokens': u.cache_creation_input_tokens,"
+        " 'cache_read_input_tokens': u.cache_read_input_tokens, 'output_tokens': u.output_tokens,"
+        " 'total_input_tokens': u.total_input_tokens})"
+        "(__forkagent__.session.registry.get('viacomm').usage)"
+    )
+    assert row["usage"] == usage and usage["output_tokens"] > 0
+    assert usage["total_input_tokens"] == (
+        usage["input_tokens"] + usage["cache_creation_input_tokens"]
+        + usage["cache_read_input_tokens"]
+    )  # fmt: skip
     [insert] = kernel.comm_data(comm_id, "insert_cell")
     assert insert["task_ids"] == [task_id]
     cell = insert["cell"]
@@ -357,6 +372,9 @@ def test_notifications_reach_an_open_forkagent_comm(kernel: Kernel) -> None:
     note, answer = cell["outputs"]
     payload = note["data"]["application/vnd.forkagent.notification+json"]
     assert payload["task_id"] == task_id and payload["status"] == "completed"
+    assert payload["usage"] == usage
+    assert payload["summary"] == 'Worker "viacomm" completed'
+    assert f"tokens in {usage['total_input_tokens']:,} " in note["data"]["text/plain"]
     assert "<task-notification>" in payload["notification"] and "42" in payload["result"]
     assert "viacomm" in note["data"]["text/plain"] and "42" in note["data"]["text/plain"]
     assert "reported back" in answer["data"]["text/markdown"]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
+
+from forkagent_jupyter.emulator.faults import Fault
 
 from .conftest import Kernel
 
@@ -31,10 +34,13 @@ def test_settings_after_first_use_apply(kernel: Kernel, emulator: Any) -> None:
         "%config ForkAgent.auto_respond = False",
         "%config ForkAgent.cache_ttl = '1h'",
         "%config ForkAgent.model = 'claude-haiku-4-5'",
+        "%config ForkAgent.stream_retries = 5",
     ):
         assert kernel.execute(line).status == "ok", line
     assert kernel.value(f"{SESSION}.gate.approval_timeout") == 42.0
     assert kernel.value(f"{SESSION}.auto_respond") is False
+    assert kernel.value(f"{SESSION}.stream_retries") == 5
+    assert kernel.value(f"{SESSION}.main.config.stream_retry.retries") == 5
     kernel.execute("%%agent\nHello.")
     body = emulator.api_requests()[-1].body
     assert body["model"] == "claude-haiku-4-5"
@@ -58,9 +64,10 @@ def test_model_option_is_for_that_cell_only(kernel: Kernel, emulator: Any) -> No
 
 
 def test_help_and_one_line_messages(kernel: Kernel) -> None:
-    shown = kernel.execute("%%agent?")
-    assert shown.status == "ok", shown.texts()
-    assert "Talk to the agent" in str(shown.reply) + shown.texts()
+    for asked in ("%%agent?", "%%agent??"):
+        shown = kernel.execute(asked)
+        assert shown.status == "ok", shown.texts()
+        assert "Talk to the agent" in str(shown.reply) + shown.texts(), asked
     cases = {
         "%tasks nosuch": "%tasks: No task 'nosuch'",
         "%stop nosuch": "%stop: No task 'nosuch'",
@@ -119,3 +126,40 @@ def test_a_cost_budget_stops_workers_and_refuses_new_turns(kernel: Kernel) -> No
     assert forked.status == "error" and "%fork: The fork was refused" in forked.texts()
     kernel.execute("%config ForkAgent.max_cost_usd = None")
     assert kernel.execute("%%agent\nGo on.").status == "ok"
+
+
+def test_stream_retries_setting_retries_a_dropped_stream(kernel: Kernel, emulator: Any) -> None:
+    kernel.execute("%config ForkAgent.stream_retries = 0")
+    kernel.execute(f"{SESSION}")  # made with the setting
+    assert kernel.value(f"{SESSION}.stream_retries") == 0
+    emulator.faults.next(Fault.dropped(after=2))
+    failed = kernel.execute("%%agent\nHello.")
+    assert "broke off" in failed.texts()
+    assert len(emulator.api_requests()) == 1  # not retried
+    kernel.execute("%config ForkAgent.stream_retries = 2")
+    kernel.execute(f"{SESSION}.stream_retry.base_delay = 0.01")
+    emulator.faults.next(Fault.dropped(after=2))
+    shown = kernel.execute("%%agent\nHello again.")
+    assert "stream dropped, retrying (1/2)" in shown.texts()
+    assert "broke off" not in shown.texts()
+    first, second = emulator.api_requests()[1:]
+    assert first.raw == second.raw
+    assert kernel.value(f"{SESSION}.messages[-1]['role']") == "assistant"
+
+
+def test_interrupting_tasks_wait_says_one_line(kernel: Kernel) -> None:
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    kernel.execute("%fork --name sleeper nap `py: __import__('time').sleep(30)`")
+    msg_id = kernel.start("%tasks --wait sleeper")
+    time.sleep(1.0)
+    kernel.km.interrupt_kernel()
+    kernel.drain(until_idle_of=msg_id, timeout=20)
+    shown = "".join(
+        str(m["content"].get("text", "")) + str(m["content"].get("evalue", ""))
+        for m in kernel.iopub
+        if m["parent_header"].get("msg_id") == msg_id
+    )
+    assert "%tasks --wait: interrupted; the tasks keep running." in shown
+    assert "CancelledError" not in shown and "Traceback" not in shown
+    assert kernel.value(f"{SESSION}.registry.get('sleeper').status") == "running"
+    kernel.execute("%stop sleeper")

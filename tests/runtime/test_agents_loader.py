@@ -9,10 +9,13 @@ import pytest
 
 from forkagent_jupyter.runtime.agents import (
     GENERAL_PURPOSE,
+    MODEL_ALIASES,
     AgentDefinition,
     AgentFileError,
+    AgentFileWarning,
     load_agent_file,
     load_agents,
+    resolve_model,
     scan_agents,
     unknown_agent_message,
 )
@@ -92,8 +95,6 @@ def test_windows_line_endings_and_empty_body(tmp_path: Path) -> None:
     [
         ("---\ndescription: x\nmaxTurns: 0\n---\nbody\n", "maxTurns", "greater than 0"),
         ("---\ndescription: x\nmaxTurns: many\n---\n", "maxTurns", "valid integer"),
-        ("---\ndescription: x\ncolour: red\n---\n", "colour", "unknown key"),
-        ("---\ndescription: x\nmaxturns: 3\n---\n", "maxturns", "did you mean 'maxTurns'?"),
         ("---\ndescription: x\ntools: 5\n---\n", "tools", "valid list"),
         ("---\ndescription: x\ntools: [Read, 7]\n---\n", "tools", "item 2: "),
         ("---\ndescription: x\nbackground: maybe\n---\n", "background", "valid boolean"),
@@ -227,3 +228,59 @@ def test_unknown_agent_message_is_sorted() -> None:
     message = unknown_agent_message("X", ["general-purpose", "b", "a"])
     assert message == "Agent type 'X' not found. Available agents: a, b, general-purpose"
     assert unknown_agent_message("X", []).endswith("Available agents: none")
+
+
+def test_unknown_keys_are_ignored_with_one_warning(tmp_path: Path) -> None:
+    path = write_agent(tmp_path, "typo.md", "---\ndescription: x\nmaxturns: 3\ncolour: red\n---\n")
+    with pytest.warns(AgentFileWarning) as caught:
+        agent = load_agent_file(path)
+    assert agent.maxTurns is None  # the misspelt key did not set anything
+    messages = sorted(str(w.message) for w in caught)
+    assert messages == [
+        f"{path}: key 'colour' is not used here and was ignored",
+        f"{path}: key 'maxturns' is not used here and was ignored (did you mean 'maxTurns'?)",
+    ]
+
+
+CLAUDE_CODE_FILE = """\
+---
+name: checker
+description: Checks numbers
+tools: Read, Grep
+model: sonnet
+color: blue
+mcpServers: [files]
+---
+You check numbers.
+"""
+
+
+def test_claude_code_agent_files_load_as_they_are(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    write_agent(work / ".claude" / "agents", "checker.md", CLAUDE_CODE_FILE)
+    write_agent(home / ".claude" / "agents", "mine.md", "---\ndescription: my own\n---\nHi.\n")
+    with pytest.warns(AgentFileWarning) as caught:
+        agents = load_agents(work, home)
+    said = " ".join(str(w.message) for w in caught)
+    assert "key 'color' is not used here" in said and "key 'mcpServers'" in said
+    checker = agents["checker"]
+    assert checker.tools == ["Read", "Grep"] and checker.source == "project"
+    assert resolve_model(checker.model, "parent-model") == MODEL_ALIASES["sonnet"]
+    assert resolve_model("inherit", "parent-model") == "parent-model"
+    assert resolve_model(None, "parent-model") is None
+    assert resolve_model("claude-haiku-4-5", "parent-model") == "claude-haiku-4-5"
+    assert agents["mine"].source == "user"
+
+
+def test_forkagent_wins_over_claude_in_one_scope_said_once(tmp_path: Path) -> None:
+    write_agent(tmp_path / ".claude" / "agents", "rev.md", "---\ndescription: claude's\n---\n")
+    ours = write_agent(project_dir(tmp_path), "rev.md", "---\ndescription: ours\n---\n")
+    with pytest.warns(AgentFileWarning, match=r"\.forkagent wins over \.claude") as caught:
+        agents = load_agents(tmp_path, None)
+    assert agents["rev"].description == "ours" and agents["rev"].path == ours
+    assert len([w for w in caught if "wins over" in str(w.message)]) == 1
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_agents(tmp_path, None)  # read again: not said again

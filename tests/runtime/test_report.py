@@ -9,7 +9,7 @@ import pytest
 from forkagent_jupyter.runtime.permissions import AllowAll
 from forkagent_jupyter.runtime.report import cost_report
 from forkagent_jupyter.runtime.session import Session
-from forkagent_jupyter.runtime.usage import Usage, cost_usd
+from forkagent_jupyter.runtime.usage import Usage, cost_usd, usage_counts
 
 pytestmark = pytest.mark.anyio
 
@@ -39,3 +39,9 @@ async def test_report_splits_parent_and_forks_and_prices_the_uncached_baseline(
         text = report.text()
         assert text.splitlines()[-2].startswith("total")
         assert f"({report.saving:.0%} saved)" in text
+        # as data, the counts carry the names of the task rows and notifications
+        data = report.to_dict()
+        for row, line in zip(data["agents"], report.lines, strict=True):
+            assert {k: row[k] for k in usage_counts(line.usage)} == usage_counts(line.usage)
+            assert row["cache_hit_ratio"] == line.usage.cache_hit_ratio
+        assert data["total"]["total_input_tokens"] == s.usage.total_input_tokens

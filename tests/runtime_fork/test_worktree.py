@@ -44,6 +44,7 @@ def brain(write: bool) -> ScriptedBrain:
                         "prompt": "change the data",
                         "subagent_type": "general-purpose",
                         "isolation": "worktree",
+                        "run_in_background": True,
                     },
                 },
             )

@@ -30,7 +30,7 @@ async def test_two_overloads_then_success_completes(emulator: Any, make_session:
 async def test_mid_stream_error_ends_the_turn_and_keeps_history(
     emulator: Any, make_session: Any
 ) -> None:
-    session = make_session()
+    session = make_session(stream_retries=0)  # retries: see test_stream_retries.py
     await session.ask(CODE_TURN)
     kept = list(session.messages)
     emulator.faults.next(Fault.stream_error(after=1))
@@ -41,7 +41,7 @@ async def test_mid_stream_error_ends_the_turn_and_keeps_history(
     # nothing half-received was added; the prompt is kept for the next turn
     assert session.messages[: len(kept)] == kept
     assert session.messages[-1]["role"] == "user"
-    assert len(emulator.api_requests()) == 3  # not retried
+    assert len(emulator.api_requests()) == 3  # not retried (stream_retries=0)
     again = await session.ask("try again `py: 2 + 2`")
     assert again.stop_reason == "end_turn"
     # the unanswered prompt and the new one arrive together, as one user message
@@ -52,7 +52,7 @@ async def test_mid_stream_error_ends_the_turn_and_keeps_history(
 async def test_dropped_connection_mid_stream_ends_the_turn_cleanly(
     emulator: Any, make_session: Any
 ) -> None:
-    session = make_session()
+    session = make_session(stream_retries=0)
     emulator.faults.next(Fault.dropped(after=2))
     turn = await session.ask("hello there")
     assert turn.stop_reason == "error"

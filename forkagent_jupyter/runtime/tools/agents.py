@@ -44,6 +44,17 @@ def launched_text(task: Task) -> str:
     )
 
 
+def finished_text(task: Task) -> str:
+    """A synchronous named agent's answer, as the Agent call's result."""
+    u = task.usage
+    duration = int(((task.ended_at or task.started_at) - task.started_at) * 1000)
+    return (
+        f"{task.result}\n\nagentId: {task.id} (use SendMessage with to: '{task.id}' to "
+        f"continue it)\n<usage>total_tokens: {u.total_input_tokens + u.output_tokens}\n"
+        f"tool_uses: {task.tool_uses}\nduration_ms: {duration}</usage>"
+    )
+
+
 class AgentInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -54,15 +65,17 @@ class AgentInput(BaseModel):
     )
     subagent_type: str | None = Field(
         default=None,
-        description="A named agent type to run instead of a fork of this conversation.",
+        description="A named agent type to run instead of a fork of this conversation: one "
+        "of the available agent types listed in the conversation.",
     )
     model: str | None = Field(
         default=None, description="Model for a named agent (forks always use yours)."
     )
     run_in_background: bool | None = Field(
         default=None,
-        description="For a named agent: false waits for its result here. Forks always run "
-        "in the background.",
+        description="For a named agent: true runs it in the background (its result comes "
+        "later as a <task-notification>); by default you wait for its answer here, unless "
+        "its definition says it runs in the background. Forks always run in the background.",
     )
     name: str | None = Field(
         default=None, description="A name to address the agent with in SendMessage."
@@ -77,9 +90,11 @@ class AgentTool(Tool[AgentInput]):
     description = (
         "Start another agent. Without subagent_type it forks you: a background worker that "
         "inherits this whole conversation and carries out one directive - use several in one "
-        "message to work on independent parts in parallel. With subagent_type it starts that "
-        "named agent with only your prompt as context. Results come back later as "
-        "<task-notification> messages."
+        "message to work on independent parts in parallel; each result comes back later as a "
+        "<task-notification> message. With subagent_type (one of the available agent types "
+        "listed in the conversation) it starts that named agent with only your prompt as "
+        "context; you wait for its answer, which is this call's result, unless "
+        "run_in_background is true or the agent type runs in the background."
     )
     input_model = AgentInput
     read_only = True
@@ -128,20 +143,18 @@ class AgentTool(Tool[AgentInput]):
             if worktree is not None:
                 await worktree.finish()
             raise ToolError(str(exc)) from None
+        # a named agent runs while the caller waits, unless asked or defined to run apart
         background = args.run_in_background
         if background is None:
-            background = True if definition is None else definition.background or True
+            background = bool(definition and definition.background)
         task = workers.start(run)
         if background:
             return launched_text(task)
         await task.wait()
+        workers.queue.discard(task.id)  # reported here, as this call's result, and only here
         if task.status != "completed":
             raise ToolError(f"Agent {task.id} {task.status}: {task.error or task.result or ''}")
-        workers.queue.discard(task.id)  # the result is returned here instead
-        return (
-            f"{task.result}\n\n(agent {task.id}; use SendMessage with to: '{task.id}' "
-            "to continue it)"
-        )
+        return finished_text(task)
 
 
 class SendMessageInput(BaseModel):

@@ -1,0 +1,57 @@
+"""A model whose stream is decoded by the SDK: for Amazon Bedrock, whose responses are AWS
+event-stream frames rather than server-sent events (`AnthropicModel` reads SSE lines itself).
+The SDK's `AsyncStream` decodes the frames (with botocore) into the same Messages API events,
+which the same `MessageReducer` folds into the message."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from .errors import ModelError
+from .events import ModelEvent, ModelResponse, TextDelta
+from .model import AnthropicModel, ModelRequest, _api_message, _api_type, build_request
+from .secrets import redact
+from .stream import MessageReducer
+from .usage import Usage
+
+__all__ = ["DecodedStreamModel"]
+
+
+class DecodedStreamModel(AnthropicModel):
+    """`AnthropicModel` over `messages.create(stream=True)`: the SDK decodes each event."""
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        import anthropic
+
+        reducer = MessageReducer()
+        try:
+            events: Any = await self._client.messages.create(**build_request(request), stream=True)
+            async for event in events:
+                data = event.to_dict()
+                was_started = reducer.started
+                text = reducer.feed(str(data.get("type", "")), data)
+                if reducer.started and not was_started and request.on_response_start:
+                    request.on_response_start()
+                if text:
+                    yield TextDelta(text)
+        except anthropic.APIStatusError as exc:
+            raise ModelError(
+                f"The model API failed with HTTP {exc.status_code} "
+                f"({_api_type(exc)}): {_api_message(exc)}",
+                status=exc.status_code,
+                retryable=exc.status_code in (408, 409, 429) or exc.status_code >= 500,
+            ) from None
+        except (anthropic.APIConnectionError, anthropic.APIError, OSError) as exc:
+            raise ModelError(
+                f"Could not reach the model API: {redact(str(exc))}", retryable=True
+            ) from None
+        if not reducer.finished:
+            raise ModelError("The response stream ended before the message was complete.")
+        yield ModelResponse(
+            content=reducer.blocks(),
+            stop_reason=reducer.stop_reason or "end_turn",
+            usage=Usage.from_api(reducer.usage),
+            model=reducer.model or request.model,
+            message_id=reducer.id,
+        )

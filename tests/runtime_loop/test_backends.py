@@ -1,0 +1,215 @@
+"""Choosing the backend: the SDK's own credential resolution, "no credentials" said only when
+that is why the offline model runs, and the SDK's platform clients (Vertex AI and Foundry
+against the emulator; Bedrock's AWS event-stream responses are not served by the emulator)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from forkagent_jupyter.emulator import Emulator
+from forkagent_jupyter.runtime.errors import ConfigError
+from forkagent_jupyter.runtime.permissions import AllowAll
+from forkagent_jupyter.runtime.session import Session
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTICE = "no Anthropic credentials found"
+CREDENTIAL_VARS = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_PROFILE",
+    "ANTHROPIC_CONFIG_DIR",
+    "ANTHROPIC_FEDERATION_RULE_ID",
+    "ANTHROPIC_ORGANIZATION_ID",
+    "ANTHROPIC_IDENTITY_TOKEN",
+    "ANTHROPIC_IDENTITY_TOKEN_FILE",
+    "FORKAGENT_BACKEND",
+)
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    """No credential anywhere the SDK looks: variables unset, an empty home."""
+    for name in CREDENTIAL_VARS:
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    yield home
+
+
+def _sessions_stderr(code: str, tmp_path: Path) -> str:
+    """Make Sessions in a fresh process (the notice is said once per process); its stderr."""
+    script = (
+        "from forkagent_jupyter.runtime.session import Session\n"
+        f"workdir = {str(tmp_path)!r}\n" + code
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+def test_no_credentials_is_said_once_and_only_then(
+    clean_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    twice = (
+        "for _ in range(2):\n"
+        "    s = Session(workdir=workdir, transcripts=False)\n"
+        "    assert s.backend == 'offline', s.backend\n"
+    )
+    assert _sessions_stderr(twice, tmp_path).count(NOTICE) == 1
+
+    key = "sk-ant-test-" + "0" * 24
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    explicit = (
+        "s = Session(backend='offline', workdir=workdir, transcripts=False)\n"
+        "assert s.backend == 'offline'\n"
+    )
+    err = _sessions_stderr(explicit, tmp_path)
+    assert NOTICE not in err and "credentials" not in err
+    assert key not in err
+    monkeypatch.setenv("FORKAGENT_BACKEND", "offline")
+    by_env = "s = Session(workdir=workdir, transcripts=False)\nassert s.backend == 'offline'\n"
+    assert NOTICE not in _sessions_stderr(by_env, tmp_path)
+
+
+def _write_profile(config_dir: Path, base_url: str, token: str) -> None:
+    """An SDK profile whose access token is minted elsewhere (user_oauth, no client_id)."""
+    (config_dir / "configs").mkdir(parents=True)
+    (config_dir / "credentials").mkdir()
+    (config_dir / "configs" / "default.json").write_text(
+        json.dumps({"authentication": {"type": "user_oauth"}, "base_url": base_url})
+    )
+    secret = config_dir / "credentials" / "default.json"
+    secret.write_text(json.dumps({"access_token": token}))
+    secret.chmod(0o600)
+
+
+async def test_an_sdk_profile_is_a_credential(
+    clean_env: Path, tmp_path: Path, emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = "profile-access-token-" + "7" * 20
+    _write_profile(clean_env / ".config" / "anthropic", emulator.base_url, token)
+    session = Session(workdir=tmp_path, permission_policy=AllowAll(), home=clean_env)
+    try:
+        assert session.backend == "anthropic"
+        turn = await session.ask("Say hello.")
+        assert turn.ok, turn.error
+    finally:
+        await session.aclose()
+    (request,) = emulator.api_requests()
+    assert request.headers["authorization"] == f"Bearer {token}"
+    assert "x-api-key" not in request.headers
+    _assert_secret_absent(token, session, tmp_path)
+
+
+def test_a_broken_profile_is_an_error_not_offline(
+    clean_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_PROFILE", "missing")
+    with pytest.raises(ConfigError, match="credentials could not be loaded"):
+        Session(workdir=tmp_path, transcripts=False)
+
+
+def _assert_secret_absent(secret: str, session: Session, workdir: Path) -> None:
+    assert secret not in json.dumps(session.messages)
+    for path in (workdir / ".forkagent").rglob("*"):
+        if path.is_file():
+            assert secret not in path.read_text(errors="replace"), path
+
+
+async def test_vertex_through_the_sdk_client(
+    clean_env: Path, tmp_path: Path, emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLOUD_ML_REGION", "us-east5")
+    monkeypatch.setenv("ANTHROPIC_VERTEX_PROJECT_ID", "demo-project")
+    token = "ya29.vertex-access-token-" + "5" * 16
+    session = Session(
+        backend="vertex",
+        api_key=token,
+        base_url=emulator.base_url,
+        workdir=tmp_path,
+        permission_policy=AllowAll(),
+        home=clean_env,
+    )
+    try:
+        assert session.backend == "vertex"
+        first = await session.ask("Say hello.")
+        second = await session.ask("And again.")
+        assert first.ok and second.ok, (first.error, second.error)
+        assert second.usage.cache_read_input_tokens > 0  # cache markers survive the route
+    finally:
+        await session.aclose()
+    requests = emulator.api_requests(
+        "/projects/demo-project/locations/us-east5/publishers/anthropic/models/"
+        f"{session.model}:streamRawPredict"
+    )
+    assert len(requests) == 2
+    assert requests[0].headers["authorization"] == f"Bearer {token}"
+    assert emulator.api_requests() == []  # nothing went to the first-party path
+    _assert_secret_absent(token, session, tmp_path)
+
+
+async def test_foundry_through_the_sdk_client(
+    clean_env: Path, tmp_path: Path, emulator: Emulator
+) -> None:
+    key = "foundry-key-" + "3" * 20
+    session = Session(
+        backend="foundry",
+        api_key=key,
+        base_url=emulator.base_url,
+        workdir=tmp_path,
+        permission_policy=AllowAll(),
+        home=clean_env,
+    )
+    try:
+        assert session.backend == "foundry"
+        turn = await session.ask("Say hello.")
+        assert turn.ok, turn.error
+    finally:
+        await session.aclose()
+    (request,) = emulator.api_requests()
+    assert request.headers["api-key"] == key  # Foundry's own header, next to x-api-key
+    _assert_secret_absent(key, session, tmp_path)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("botocore") is not None, reason="botocore is installed"
+)
+def test_bedrock_without_botocore_is_one_clear_message(clean_env: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"needs botocore.*forkagent-jupyter\[bedrock\]"):
+        Session(backend="bedrock", api_key="bedrock-key", workdir=tmp_path)
+
+
+def test_platform_misconfiguration_is_one_clear_message(
+    clean_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CLOUD_ML_REGION", raising=False)
+    with pytest.raises(ConfigError, match="backend 'vertex': No region was given"):
+        Session(backend="vertex", api_key="token-000000000", workdir=tmp_path)
+    monkeypatch.delenv("ANTHROPIC_FOUNDRY_API_KEY", raising=False)
+    with pytest.raises(ConfigError, match="backend 'foundry': Missing credentials"):
+        Session(backend="foundry", workdir=tmp_path)
+
+
+def test_unknown_backend_lists_the_choices(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="bedrock, vertex, foundry, offline"):
+        Session(backend="azure", workdir=tmp_path)
