@@ -119,6 +119,13 @@ async def pull(task: str, *names: str) -> dict[str, Any]:
         raise UsageError(f"pull: {exc}") from None
 
 
+def background(task: str) -> None:
+    """Move a synchronous named agent (one the parent's Agent call waits for) to the
+    background: the parent's turn goes on, and the agent's result comes later as a
+    notification. What the card's "Run in background" button and `%bg` do."""
+    agent().background(task)
+
+
 def costs() -> CostReport:
     """Tokens and cost of the parent and each task, with what they would cost uncached."""
     return cost_report(session())

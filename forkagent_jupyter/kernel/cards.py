@@ -252,7 +252,12 @@ class TaskCard(_WholeText, w.VBox):  # type: ignore[misc]
     """The live view of one worker: one HTML line with status, activity and result, a Stop
     button, approvals when asked, and the transcript, filled when it is opened."""
 
-    def __init__(self, task: Task, on_stop: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        task: Task,
+        on_stop: Callable[[str], None],
+        on_background: Callable[[str], None] | None = None,
+    ) -> None:
         self.task = task
         layout, html_style, button_style = _shared()
         # every initial value goes in the widgets' comm_open: no update message at creation
@@ -266,6 +271,15 @@ class TaskCard(_WholeText, w.VBox):  # type: ignore[misc]
             style=button_style,
         )
         self.stop_button.on_click(lambda _b: on_stop(task.id))
+        # a named agent that its caller waits for can be let go to the background
+        self.bg_button = w.Button(
+            description="Run in background",
+            tooltip=f"Let the parent go on; {task.id} reports back when it is done",
+            layout=_button_layout(),
+            style=button_style,
+        )
+        if on_background is not None:
+            self.bg_button.on_click(lambda _b: on_background(task.id))
         self.approvals: w.VBox | None = None
         self.transcript = w.HTML(layout=layout, style=html_style)
         self.details = w.Accordion(
@@ -302,7 +316,8 @@ class TaskCard(_WholeText, w.VBox):  # type: ignore[misc]
         if self.task.done:
             rows: tuple[w.Widget | None, ...] = (self.header, self.output, self.details)
         else:
-            rows = (self.header, self.stop_button, self.approvals, self.output, self.details)
+            bg = self.bg_button if self.task.foreground else None
+            rows = (self.header, self.stop_button, bg, self.approvals, self.output, self.details)
         return tuple(r for r in rows if r is not None)
 
     def flush_outputs(self) -> bool:

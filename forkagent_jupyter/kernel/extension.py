@@ -268,7 +268,7 @@ class KernelAgent:
     def uninstall(self) -> None:
         magics = self.shell.magics_manager.magics
         magics["cell"].pop("agent", None)
-        for name in ("fork", "send", "tasks", "stop", "notifications"):
+        for name in ("fork", "send", "tasks", "stop", "bg", "notifications"):
             magics["line"].pop(name, None)
         if transform_cell in self.shell.input_transformers_cleanup:
             self.shell.input_transformers_cleanup.remove(transform_cell)
@@ -391,6 +391,19 @@ class KernelAgent:
             raise UsageError(f"%send: {exc}") from None
         task = self.session.registry.get(to)
         self.ui.show_card(task, note=reply)
+
+    def background(self, key: str) -> None:
+        """`%bg ID`, the card's "Run in background" button, `api.background`."""
+        from ..runtime.errors import UsageError as RuntimeUsageError
+
+        try:
+            task = self.session.background(key)
+        except RuntimeUsageError as exc:
+            raise UsageError(f"%bg: {exc}") from None
+        print(
+            f"%bg: {task.name or task.id} runs in the background; its result comes back as "
+            "a notification."
+        )
 
     def stop(self, key: str | None) -> None:
         from ..runtime.errors import UsageError as RuntimeUsageError

@@ -179,6 +179,15 @@ class AgentMagics(Magics):  # type: ignore[misc]
         return self.host.stop(None if args.all else args.id)
 
     @magic_arguments()
+    @argument("id", help="task id or name")
+    @line_magic
+    def bg(self, line: str) -> Any:
+        """Move a named agent that the parent waits for to the background: the parent's turn
+        goes on, and the agent's result comes later as a notification."""
+        args = parse_argstring(self.bg, line)
+        return self.host.background(args.id)
+
+    @magic_arguments()
     @argument("ids", nargs="+", help="task ids or names")
     @line_magic
     def notifications(self, line: str) -> Any:

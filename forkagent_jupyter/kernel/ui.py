@@ -324,6 +324,12 @@ class KernelUI:
         rows = [self.task_row(t) for t in tasks]
         self.agent.bridge.broadcast({"type": "tasks", "tasks": rows, "budget": self.budget_row()})
 
+    def _background(self, key: str) -> None:
+        """The card's "Run in background" button (a task that ended meanwhile: nothing)."""
+        task = self.agent.session.registry.find(key)
+        if task is not None and task.foreground and not task.done:
+            self.agent.session.background(key)
+
     def _on_stop(self, data: dict[str, Any]) -> None:
         task = self.agent.session.registry.find(str(data.get("task_id")))
         if task is not None and not task.done:
@@ -335,7 +341,11 @@ class KernelUI:
         if card is not None and note is None:
             return
         if card is None:
-            card = TaskCard(task, on_stop=lambda key: self.agent.stop(key))
+            card = TaskCard(
+                task,
+                on_stop=lambda key: self.agent.stop(key),
+                on_background=self._background,
+            )
             cell, run = self._current_run()
             fresh = run not in self._run_notes
             if fresh:  # once per run: the approvals strip, the cards, the notification area

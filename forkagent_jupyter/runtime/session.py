@@ -429,6 +429,11 @@ class Session:
         self.budget.check("The message was")
         return self.workers.send(to, message)
 
+    def background(self, task_id: str) -> Task:
+        """Move a synchronous named agent to the background: the parent's Agent call that
+        waits for it returns at once, and its result comes later as a notification."""
+        return self.workers.background(task_id)
+
     async def stop(self, task_id: str) -> Task:
         return await self.workers.stop(task_id)
 

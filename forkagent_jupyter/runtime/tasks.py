@@ -89,6 +89,7 @@ class Task:
     preview: str = ""
     activity: str = ""  # what holds the worker up now ("stream dropped, retrying (1/3)")
     retries: int = 0  # responses that broke off mid-stream and were sent again
+    foreground: bool = False  # its caller waits for it (a synchronous named agent)
     notification: str | None = None
     _notified_run: int = 0
     _done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
@@ -136,6 +137,7 @@ def task_snapshot(task: Task, notification: str | None = None) -> dict[str, Any]
         "current_tool": task.current_tool,
         "current_input": task.current_input,
         "activity": task.activity,
+        "foreground": task.foreground,
         "notification": notification if notification is not None else task.notification,
     }
 

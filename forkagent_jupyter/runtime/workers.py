@@ -72,6 +72,7 @@ class AgentRun:
     inbox: list[str] = field(default_factory=list)
     runner: asyncio.Task[None] | None = None
     stop_reason: str | None = None  # why it was stopped, when not by a user's stop
+    to_background: asyncio.Event = field(default_factory=asyncio.Event)  # see `background`
     wakeup: asyncio.Event = field(default_factory=asyncio.Event)
     transcript: Transcript | None = None
     worktree: Worktree | None = None
@@ -525,6 +526,22 @@ class Workers:
             run.runner.cancel()
             await asyncio.wait({run.runner})
         self.registry.finish(task, "killed", result=_last_text(run.history) or None)
+        return task
+
+    def background(self, key: str) -> Task:
+        """Let the caller of a synchronous agent go on: its Agent call returns now, as if the
+        agent had been started in the background, and its result comes later as a
+        notification (exactly one report either way)."""
+        task = self.registry.get(key)
+        run = self.runs.get(task.id)
+        if task.done or run is None or not task.foreground:
+            raise UsageError(
+                f"Task {task.id} is not running in the foreground (status: {task.status}); "
+                "only a named agent that its caller waits for can be moved to the background."
+            )
+        task.foreground = False
+        run.to_background.set()
+        self.registry.changed(task)
         return task
 
     def kill(self, key: str, reason: str) -> None:

@@ -44,6 +44,15 @@ def launched_text(task: Task) -> str:
     )
 
 
+def moved_text(task: Task) -> str:
+    """The Agent call's result when the user moved its agent to the background."""
+    return (
+        f"The user moved agent {task.id} ({task.description}) to the background; it is still "
+        "working. Its result comes in a later message as a <task-notification>: do not wait "
+        "for it or guess it; continue with other things, or end your reply."
+    )
+
+
 def finished_text(task: Task) -> str:
     """A synchronous named agent's answer, as the Agent call's result."""
     u = task.usage
@@ -150,7 +159,18 @@ class AgentTool(Tool[AgentInput]):
         task = workers.start(run)
         if background:
             return launched_text(task)
-        await task.wait()
+        task.foreground = True
+        workers.registry.changed(task)
+        ended = asyncio.ensure_future(task.wait())
+        moved = asyncio.ensure_future(run.to_background.wait())
+        try:
+            await asyncio.wait({ended, moved}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ended.cancel()
+            moved.cancel()
+            task.foreground = False
+        if not task.done:  # moved to the background: its notification will report it
+            return moved_text(task)
         workers.queue.discard(task.id)  # reported here, as this call's result, and only here
         if task.status != "completed":
             raise ToolError(f"Agent {task.id} {task.status}: {task.error or task.result or ''}")
