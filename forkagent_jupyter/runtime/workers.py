@@ -83,6 +83,7 @@ class _ForkGroup:
     anchor: object = None
     leader: str | None = None
     started: asyncio.Event = field(default_factory=asyncio.Event)
+    handoff: asyncio.Event = field(default_factory=asyncio.Event)  # the leader left, unstarted
 
 
 def _last_text(history: list[dict[str, Any]]) -> str:
@@ -276,18 +277,40 @@ class Workers:
     def _schedule(self, run: AgentRun, group: _ForkGroup) -> None:
         """Hold every sibling but the first until the first one's response has started."""
 
+        def leader_ended(_runner: object) -> None:
+            """A leader that ends (fails, is stopped) before its response started hands the
+            lead to a waiting sibling at once, instead of holding them all until the wait
+            runs out."""
+            if group.leader == run.id and not group.started.is_set():
+                group.leader = None
+                left, group.handoff = group.handoff, asyncio.Event()
+                left.set()
+
         async def hold() -> None:
-            if group.leader is None:
-                group.leader = run.id
-                run.state.on_first_response_start = group.started.set
-                return
-            # not wait_for: on Python < 3.12 it can swallow a cancel (a stop) that arrives as
-            # the leader's response starts
-            started = asyncio.ensure_future(group.started.wait())
-            try:
-                await asyncio.wait({started}, timeout=LEADER_WAIT_SECONDS)
-            finally:
-                started.cancel()
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + LEADER_WAIT_SECONDS
+            while not group.started.is_set():
+                if group.leader is None:  # first, or the leader ended without a response
+                    group.leader = run.id
+                    run.state.on_first_response_start = group.started.set
+                    current = asyncio.current_task()
+                    if current is not None:
+                        current.add_done_callback(leader_ended)
+                    return
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return
+                # not wait_for: on Python < 3.12 it can swallow a cancel (a stop) that arrives
+                # as the leader's response starts
+                started = asyncio.ensure_future(group.started.wait())
+                handoff = asyncio.ensure_future(group.handoff.wait())
+                try:
+                    await asyncio.wait(
+                        {started, handoff}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+                    )
+                finally:
+                    started.cancel()
+                    handoff.cancel()
 
         run.state.before_first_request = hold
 
