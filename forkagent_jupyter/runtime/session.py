@@ -330,9 +330,19 @@ class Session:
             raise UsageError("The prompt is empty: write what the agent should do.")
         self.budget.check("The turn was")
         async with self._lock:
-            texts = [c.text for c in self.queue.drain("main")] if self.auto_respond else []
-            async for event in self._turn([*texts, prompt]):
-                yield event
+            # pending notifications go with the prompt, whether or not the parent answers
+            # them by itself (auto_respond): none waits unread
+            commands = self.queue.drain("main")
+            texts = [c.text for c in commands]
+            seen: list[LoopEvent] = []
+            try:
+                async for event in self._turn([*texts, prompt]):
+                    if commands:
+                        seen.append(event)
+                    yield event
+            finally:
+                if commands:  # delivered like the parent's own answers to notifications
+                    self._answered(commands, await fold_turn(_replay(seen)))
 
     async def _turn(self, texts: list[str]) -> AsyncIterator[LoopEvent]:
         self.main.config = self._config()
@@ -469,12 +479,17 @@ class Session:
                     break
                 texts = [c.text for c in commands]
                 turn = await fold_turn(self._turn(texts), self._emit)
-            auto = AutoTurn([c.task_id or "" for c in commands], texts, turn)
-            self.auto_turns.append(auto)
-            self._record_answer(auto)
-            if self.on_auto_turn is not None:
-                self.on_auto_turn(auto)
+            self._answered(commands, turn)
         self._changed.set()
+
+    def _answered(self, commands: list[Command], turn: Turn) -> None:
+        """The parent read these notifications in `turn`: record them with its answer and
+        hand them to the host (the notebook shows them as cells)."""
+        auto = AutoTurn([c.task_id or "" for c in commands], [c.text for c in commands], turn)
+        self.auto_turns.append(auto)
+        self._record_answer(auto)
+        if self.on_auto_turn is not None:
+            self.on_auto_turn(auto)
 
     def _record_answer(self, auto: AutoTurn) -> None:
         """Keep the answered notifications in the parent's transcript, with what each task
@@ -568,6 +583,11 @@ class Session:
         if self.store is not None:
             self.store.close()
         await self.client.aclose()
+
+
+async def _replay(events: list[LoopEvent]) -> AsyncIterator[LoopEvent]:
+    for event in events:
+        yield event
 
 
 async def fold_turn(

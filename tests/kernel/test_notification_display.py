@@ -54,3 +54,24 @@ def test_a_result_with_code_blocks_stays_inside_its_notification(kernel: Kernel)
     blocks = _xml_blocks(data["text/html"])
     assert len(blocks) == 1 and _whole(blocks[0]) and "inside" in blocks[0]
     assert "**parent:**" in data["text/markdown"]
+
+
+def test_with_auto_respond_off_the_next_cell_reads_and_shows_them(kernel: Kernel) -> None:
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    kernel.execute("%config ForkAgent.auto_respond = False")
+    kernel.execute("%fork --name quiet count `py: 6 * 7`")
+    kernel.execute("%tasks --wait quiet", timeout=60)
+    kernel.drain()
+    before = len(kernel.iopub)
+    assert kernel.execute("%%agent\nWhat came back?").status == "ok"
+    kernel.drain()
+    notes = [
+        m["content"]["data"]
+        for m in kernel.iopub[before:]
+        if m["msg_type"] == "update_display_data"
+        and "<task-notification>" in m["content"]["data"].get("text/markdown", "")
+    ]
+    assert notes, "the notification was not shown"
+    assert kernel.value("len(__forkagent__.session.auto_turns)") == 1
+    sent = kernel.value("str(__forkagent__.session.messages[-2]['content'])")
+    assert "<task-notification>" in sent and "What came back?" in sent
