@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.resources
 import json
+import os
 import random
 import re
 from collections.abc import Callable
@@ -224,3 +225,38 @@ def test_your_own_agents(run_notebook: RunNotebook) -> None:
     assert "+    return total / len(xs)" in shown and "your status: clean" in shown
     note = ran.text("api.notifications()")
     assert "<status>completed</status>" in note and "<worktreeBranch>forkagent/agent-" in note
+
+
+def test_fan_out_on_a_dask_cluster(run_notebook: RunNotebook) -> None:
+    """The same notebook with `executor = "dask"` (its papermill parameters): the workers'
+    code runs in processes on a real LocalCluster; cards, the figure and the pull as locally."""
+    if not os.environ.get("CI"):  # CI installs the [dask] extra: there a missing one fails
+        pytest.importorskip("distributed")
+    from tests.dask_cluster import cluster
+
+    with cluster() as address:
+        nb = _with_parameters("01_fan_out.ipynb", executor="dask", dask_address=address)
+        nb.cells.append(
+            nbformat.v4.new_code_cell(
+                "dask = api.session().compute.dask\n"
+                "print('on the cluster:', sorted({r.where.split(':')[0] for r in dask.runners"
+                " if r.where}), len([r for r in dask.runners if r.where]))"
+            )
+        )
+        ran = run_notebook(nb, timeout=180)
+    cards = ran.cards("%fork")
+    assert len(cards) == 4 and all(">completed<" in c for c in cards), cards
+    placed = ran.text("dask = api.session().compute.dask")
+    assert placed.startswith("on the cluster: ['tcp") and placed.rstrip().endswith(" 4"), placed
+    state = ran.nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    pngs = [
+        o
+        for model in state.values()
+        if "forkagent-worker-output" in model["state"].get("_dom_classes", [])
+        for o in model["state"].get("outputs", [])
+        if "image/png" in o.get("data", {})
+    ]
+    assert len(pngs) == 1  # the plot worker's figure came back from the cluster to its card
+    pulled = ran.text("%tasks --pull correlations corr")
+    assert "pulled from correlations: corr (DataFrame 4x4)" in pulled
+    assert (ran.workdir / "findings" / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

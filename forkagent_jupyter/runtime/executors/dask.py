@@ -26,6 +26,7 @@ import contextlib
 import pickle
 import uuid
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
@@ -241,7 +242,7 @@ class DaskRunner:
         if getattr(actor, "_client", None) is None:  # bind it to our client, not a default one
             actor._client, actor._future = client, future
         self._future, self.actor, self.where, self.ended = future, actor, where, None
-        started = await self._call("start", self.backend.nice)
+        started = await self._call("start", self.backend.nice, str(Path.cwd()))
         self.pid = int(started["pid"])
 
     async def _call(self, method: str, *args: Any, timeout: float | None = None) -> Any:

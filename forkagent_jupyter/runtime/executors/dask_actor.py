@@ -24,6 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 from .base import ExecResult, Output
@@ -59,10 +60,11 @@ class DaskAgent:
 
     # -- the child process -------------------------------------------------------------------
 
-    async def start(self, nice: int = 0) -> dict[str, Any]:
-        """Start the child process (once, at niceness `nice`); where it runs."""
+    async def start(self, nice: int = 0, workdir: str | None = None) -> dict[str, Any]:
+        """Start the child process (once, at niceness `nice`), in `workdir` (the notebook's
+        folder) when that folder exists on this machine; where it runs."""
         if self.proc is None:
-            self.proc, ours = await asyncio.to_thread(_spawn_child, nice)
+            self.proc, ours = await asyncio.to_thread(_spawn_child, nice, workdir)
             self._reader, self._writer = await asyncio.open_unix_connection(sock=ours)
             self._lock = asyncio.Lock()
         from distributed import get_worker
@@ -194,8 +196,11 @@ class DaskAgent:
                 await asyncio.to_thread(self.proc.wait, 2.0)
 
 
-def _spawn_child(nice: int) -> tuple[subprocess.Popen[bytes], socket.socket]:
-    """A fresh interpreter serving one agent (no credentials in its environment)."""
+def _spawn_child(
+    nice: int, workdir: str | None = None
+) -> tuple[subprocess.Popen[bytes], socket.socket]:
+    """A fresh interpreter serving one agent (no credentials in its environment), started in
+    `workdir` when this machine has it (a shared file system, a LocalCluster)."""
     ours, theirs = socket.socketpair()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     module = "forkagent_jupyter.runtime.executors.dask_child"
@@ -203,6 +208,7 @@ def _spawn_child(nice: int) -> tuple[subprocess.Popen[bytes], socket.socket]:
         [sys.executable, "-m", module, str(theirs.fileno()), str(nice)],
         pass_fds=[theirs.fileno()],
         env=env,
+        cwd=workdir if workdir and Path(workdir).is_dir() else None,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
