@@ -122,3 +122,54 @@ def test_a_setting_that_cannot_be_used_is_refused_in_one_line(kernel: Kernel) ->
     assert "ForkAgent.executor: the Dask executor needs a scheduler" in refused.texts()
     assert kernel.value("__forkagent__.settings.executor") == "local"
     assert kernel.value(f"{SESSION}.compute.executor") == "local"
+
+
+def test_a_lost_scheduler_fails_the_task_once_without_a_hang(kernel: Kernel) -> None:
+    import subprocess
+    import sys
+
+    from tests.dask_cluster import ROOT
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.dask_cluster", "1"],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    worker_pids: list[int] = []
+    try:
+        assert proc.stdout is not None
+        address = proc.stdout.readline().strip()
+        on_dask(kernel, address)
+        kernel.execute("%fork --name orphan spin `py: import time; time.sleep(120)`")
+        wait_until(kernel, f"{runner('orphan')}.pid", 60)
+        wait_until(kernel, f"{SESSION}.registry.get('orphan').current_tool == 'Python'")
+        worker_pids = list(
+            kernel.value(f"{SESSION}.compute.dask._client.run(__import__('os').getpid)").values()
+        )
+        worker_pids.append(kernel.value(f"{runner('orphan')}.pid"))
+        proc.kill()  # the scheduler (and the cluster's own process) goes away
+        proc.wait(10)
+        assert "still answering" in kernel.execute("print('still answering')").texts()
+        wait_until(kernel, f"{SESSION}.registry.get('orphan').status == 'failed'", 60)
+        error = kernel.value(f"{SESSION}.registry.get('orphan').error")
+        assert "was lost" in error, error
+        kernel.execute(f"await {SESSION}.idle()", timeout=60)
+        notes: list[Any] = kernel.value(
+            f"[x for a in {SESSION}.auto_turns for x in a.notifications "
+            f"if {SESSION}.registry.get('orphan').id in x]"
+        )
+        assert len(notes) == 1 and "<status>failed</status>" in notes[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                pipe.close()
+        for pid in worker_pids:  # the orphaned Dask worker and the agent's process
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
