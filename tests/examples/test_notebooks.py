@@ -212,6 +212,10 @@ def test_your_own_agents(run_notebook: RunNotebook) -> None:
     started = ran.text("%%agent\nAsk the reviewer")
     assert "**Agent**" in started and "Started background agent" in started
     assert [c for c in ran.cards("%%agent\nAsk the reviewer") if "<b>rev</b>" in c]
+    # the parent chose from the agent types it was told, at the head of its turn
+    told = ran.text("# what the parent was told")
+    assert "- reviewer: Reviews Python code" in told and "- general-purpose: " in told
+    assert "runs in the background" in told
     done = ran.text("%tasks --wait")
     assert "reviewer completed" in done
     repo = ran.workdir / "shop"
