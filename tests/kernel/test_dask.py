@@ -6,6 +6,7 @@ throughout."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import signal
 from collections.abc import Iterator
@@ -136,6 +137,7 @@ def test_a_lost_scheduler_fails_the_task_once_without_a_hang(kernel: Kernel) -> 
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its nannies and workers too are killed at the end
     )
     worker_pids: list[int] = []
     try:
@@ -162,14 +164,14 @@ def test_a_lost_scheduler_fails_the_task_once_without_a_hang(kernel: Kernel) -> 
         )
         assert len(notes) == 1 and "<status>failed</status>" in notes[0]
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+        # the orphaned nannies would restart their workers and retry the scheduler for a
+        # while, loading the machine: end the whole cluster now
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
         for pipe in (proc.stdin, proc.stdout):
             if pipe is not None:
                 pipe.close()
-        for pid in worker_pids:  # the orphaned Dask worker and the agent's process
-            try:
+        for pid in worker_pids:  # the Dask worker and the agent's process, if still there
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pid), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
