@@ -37,14 +37,15 @@ from .kernel_load import Client, rtts
 
 ROOT = Path(__file__).resolve().parents[1]
 # Each bound sits between what the feature gives on 2 cores and what its absence would give,
-# with room for a shared CI machine (4 workers measured 2.0-2.9x one across runs there; the
-# sizes are interleaved so that a slow spell of the host does not fall on one): RTT with
-# workers on the kernel's thread was 423x; serial compute gives 2.0x for 2 workers and 4.0x
-# for 4; a pickled 1 GB frame takes seconds. The penguins fan-out is reported.
+# with room for a shared CI machine whose host takes CPU away at times (clean-clone runs there
+# measured the RTT ratio from 0.97x to 2.04x and 4 workers from 1.6x to 2.9x one; the sizes are
+# interleaved so that a slow spell does not fall on one): with workers on the kernel's thread
+# the RTT was 423x (threads in the kernel: 11-180x); serial compute gives 2.0x for 2 workers
+# and 4.0x for 4; a pickled 1 GB frame takes seconds. The penguins fan-out is reported.
 BOUNDS = {
-    "rtt_ratio_max": 2.0,
-    "wall_2_max": 1.5,
-    "wall_4_max": 3.0,
+    "rtt_ratio_max": 3.0,
+    "wall_2_max": 1.7,
+    "wall_4_max": 3.4,
     "stop_s_max": 0.5,
     "first_statement_s_max": 0.2,
     "memory_growth_max": 0.1,
