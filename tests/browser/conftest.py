@@ -193,3 +193,37 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Iterator[None]:
             shot(item.funcargs["page"], f"FAILED-{item.name}")
         except Exception:
             pass
+
+
+def notebook_json(sources: list[str]) -> dict[str, Any]:
+    """An nbformat-4 notebook of code cells with these sources (ids `cell-0`, `cell-1`...)."""
+    cells = [
+        {
+            "cell_type": "code",
+            "id": f"cell-{i}",
+            "metadata": {},
+            "source": src,
+            "outputs": [],
+            "execution_count": None,
+        }
+        for i, src in enumerate(sources)
+    ]
+    return {
+        "cells": cells,
+        "metadata": {
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def cells(page: Any) -> Any:
+    """The notebook's cells in the page."""
+    return page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+
+
+def run_cell(page: Any, index: int) -> None:
+    """Run cell `index` as a user does: click into its editor, Ctrl+Enter."""
+    cells(page).nth(index).locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Control+Enter")

@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import ROOT, Lab, shot
+from .conftest import ROOT, Lab, notebook_json, shot
+from .conftest import cells as _cells
+from .conftest import run_cell as _run
 
 NAME = "forks.ipynb"
 SOURCES = [
@@ -34,25 +36,7 @@ SOURCES = [
 
 
 def _notebook() -> dict[str, Any]:
-    cells = [
-        {
-            "cell_type": "code",
-            "id": f"cell-{i}",
-            "metadata": {},
-            "source": src,
-            "outputs": [],
-            "execution_count": None,
-        }
-        for i, src in enumerate(SOURCES)
-    ]
-    return {
-        "cells": cells,
-        "metadata": {
-            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
+    return notebook_json(SOURCES)
 
 
 @pytest.fixture(scope="module")
@@ -66,16 +50,6 @@ def nb_page(lab: Lab, page: Any) -> Any:
 def _wait_kernel(page: Any) -> None:
     page.wait_for_selector(".jp-NotebookPanel[data-forkagent-kernel]", state="attached")
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", state="attached")
-
-
-def _cells(page: Any) -> Any:
-    return page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-
-
-def _run(page: Any, index: int) -> None:
-    cell = _cells(page).nth(index)
-    cell.locator(".jp-InputArea-editor").click()
-    page.keyboard.press("Control+Enter")
 
 
 def _panel_attr(page: Any, name: str) -> str | None:

@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import Lab, shot
+from .conftest import Lab, notebook_json, shot
+from .conftest import cells as _cells
+from .conftest import run_cell as _run
 
 SERVER_APP = "notebook"
 NAME = "nb7.ipynb"
@@ -32,25 +34,7 @@ SOURCES = [
 
 
 def _notebook() -> dict[str, Any]:
-    cells = [
-        {
-            "cell_type": "code",
-            "id": f"cell-{i}",
-            "metadata": {},
-            "source": src,
-            "outputs": [],
-            "execution_count": None,
-        }
-        for i, src in enumerate(SOURCES)
-    ]
-    return {
-        "cells": cells,
-        "metadata": {
-            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
+    return notebook_json(SOURCES)
 
 
 @pytest.fixture(scope="module")
@@ -66,18 +50,9 @@ def nb_page(lab: Lab, page: Any) -> Any:
     return page
 
 
-def _cells(page: Any) -> Any:
-    return page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-
-
 def _sources(page: Any) -> list[str]:
     cells = _cells(page)
     return [cells.nth(i).locator(".jp-InputArea-editor").inner_text() for i in range(cells.count())]
-
-
-def _run(page: Any, index: int) -> None:
-    _cells(page).nth(index).locator(".jp-InputArea-editor").click()
-    page.keyboard.press("Control+Enter")
 
 
 def _count_cells(page: Any, n: int) -> None:

@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import Lab, shot
+from .conftest import Lab, notebook_json, shot
+from .conftest import cells as _cells
+from .conftest import run_cell as _run
 
 NAME = "tokens.ipynb"
 SOURCES = [
@@ -31,34 +33,7 @@ SOURCES = [
 
 
 def _notebook() -> dict[str, Any]:
-    cells = [
-        {
-            "cell_type": "code",
-            "id": f"cell-{i}",
-            "metadata": {},
-            "source": src,
-            "outputs": [],
-            "execution_count": None,
-        }
-        for i, src in enumerate(SOURCES)
-    ]
-    return {
-        "cells": cells,
-        "metadata": {
-            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-
-
-def _cells(page: Any) -> Any:
-    return page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-
-
-def _run(page: Any, index: int) -> None:
-    _cells(page).nth(index).locator(".jp-InputArea-editor").click()
-    page.keyboard.press("Control+Enter")
+    return notebook_json(SOURCES)
 
 
 def _count(text: str) -> int:
