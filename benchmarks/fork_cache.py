@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from forkagent_jupyter.emulator import Emulator, OfflineBrain, Reply
-from forkagent_jupyter.emulator.tokens import flatten
+from forkagent_jupyter.messages_api.tokens import flatten
+from forkagent_jupyter.messages_api.usage import Usage, cost_usd
 from forkagent_jupyter.runtime.fork import build_fork_messages
 from forkagent_jupyter.runtime.permissions import AllowAll
 from forkagent_jupyter.runtime.session import Session
-from forkagent_jupyter.runtime.usage import Usage, cost_usd
 
 MODEL = "claude-sonnet-5-5"
 REPORT = " ".join(f"finding {i}: the column behaves as expected." for i in range(30))

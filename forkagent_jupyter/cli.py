@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from .runtime.usage import Usage
+from .messages_api.usage import Usage
 
 __all__ = ["main"]
 

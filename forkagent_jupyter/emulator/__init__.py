@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 _WHERE = {
-    "ApiError": "errors",
+    "ApiError": "..messages_api.errors",
     "Brain": "brains",
     "EchoBrain": "brains",
     "Emulator": "server",
@@ -34,23 +34,24 @@ _WHERE = {
     "Reply": "brains",
     "ScriptedBrain": "brains",
     "StaticBrain": "brains",
-    "VirtualClock": "cache",
-    "WallClock": "server",
+    "VirtualClock": "..messages_api.cache",
+    "WallClock": "..messages_api.cache",
 }
 
 if TYPE_CHECKING:
+    from ..messages_api.cache import VirtualClock, WallClock
+    from ..messages_api.errors import ApiError
     from .brains import Brain, EchoBrain, OfflineBrain, Reply, ScriptedBrain, StaticBrain
-    from .cache import VirtualClock
-    from .errors import ApiError
     from .faults import Fault
-    from .server import Emulator, WallClock
+    from .server import Emulator
 
 
 def __getattr__(name: str) -> Any:
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f".{module}", __name__), name)
+    where = module if module.startswith("..") else f".{module}"
+    return getattr(import_module(where, __name__), name)
 
 
 def __dir__() -> list[str]:

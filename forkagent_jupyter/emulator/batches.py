@@ -58,11 +58,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
+from ..messages_api.errors import ApiError, error_body
+from ..messages_api.validation import sign_thinking, validate_request
 from .brains import Reply
-from .errors import ApiError, error_body
 from .ledger import make_entry
 from .sse import finish_reply, message_dict
-from .validation import sign_thinking, validate_request
 
 if TYPE_CHECKING:
     from .ledger import RequestRecord

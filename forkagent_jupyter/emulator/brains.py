@@ -8,7 +8,7 @@ signed (so it verifies when echoed back), `stop_sequences` and `max_tokens` trun
 Brains:
 
 * `OfflineBrain` (the emulator's default) answers like the runtime's offline model
-  (`forkagent_jupyter.runtime.offline.offline_reply`), or "ok" when that is unavailable.
+  (`forkagent_jupyter.messages_api.offline_reply`).
 * `StaticBrain(reply)` answers the same every time; `EchoBrain` repeats the last user text.
 * `ScriptedBrain` answers from rules `(matcher, reply)` first, then from a FIFO queue; when
   both have nothing it answers "ok", raises `ScriptExhaustedError`, or asks a fallback brain.
@@ -22,6 +22,8 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
+
+from ..messages_api.offline_reply import offline_reply
 
 __all__ = [
     "Brain",
@@ -145,13 +147,9 @@ class EchoBrain:
 
 
 class OfflineBrain:
-    """The runtime's offline model as a brain (text "ok" if it cannot be imported)."""
+    """The offline model's reply (`messages_api.offline_reply`) as a brain."""
 
     def reply(self, request: Mapping[str, Any]) -> Reply:
-        try:
-            from ..runtime.offline import offline_reply
-        except ImportError:
-            return Reply()
         blocks, stop_reason = offline_reply(request)
         return Reply(tuple(blocks), stop_reason)
 

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
-from .errors import STATUS_TYPES
+from ..messages_api.errors import STATUS_TYPES
 
 __all__ = [
     "FAULT_HEADER",

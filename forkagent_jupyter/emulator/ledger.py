@@ -5,7 +5,7 @@
 * `Ledger`: one `LedgerEntry` per *billed* response, i.e. per `/v1/messages` request that
   reached response start (errors and injected faults before that point are not billed;
   `count_tokens` is free). The usage is what the response carried; cost via
-  `forkagent_jupyter.runtime.usage.cost_usd`.
+  `forkagent_jupyter.messages_api.usage.cost_usd`.
 * `Violation`: a request the emulator rejected with a 4xx of its own (not an injected fault).
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..runtime.usage import Usage, cost_usd
+from ..messages_api.usage import Usage, cost_usd
 
 __all__ = ["Ledger", "LedgerEntry", "RequestRecord", "Violation", "summarize_request"]
 

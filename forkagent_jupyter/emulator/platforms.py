@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from .errors import ApiError
+from ..messages_api.errors import ApiError
 
 __all__ = ["VERTEX_VERSION", "PlatformRoute", "platform_route"]
 

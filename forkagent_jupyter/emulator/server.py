@@ -25,24 +25,23 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Literal
 
+from ..messages_api.cache import PromptCache, VirtualClock, WallClock
+from ..messages_api.catalog import DEFAULT_CATALOG, ModelInfo
+from ..messages_api.errors import STATUS_TYPES, ApiError, error_body
+from ..messages_api.tokens import ByteTokenizer, Tokenizer, count_input_tokens
+from ..messages_api.validation import THINKING_SECRET, sign_thinking, validate_request
 from .batches import BatchStore
 from .brains import Brain, OfflineBrain, Reply, ScriptedBrain
-from .cache import PromptCache, VirtualClock
-from .catalog import DEFAULT_CATALOG, ModelInfo
-from .errors import STATUS_TYPES, ApiError, error_body
 from .faults import Fault, FaultPlan, error_headers
 from .ids import IdFactory
 from .ledger import Ledger, RequestRecord, Violation, make_entry, summarize_request
 from .platforms import platform_route
 from .sse import SseEvent, StreamOptions, finish_reply, message_dict, message_events
-from .tokens import ByteTokenizer, Tokenizer, count_input_tokens
 from .transport import ClientGoneError, EmulatorHTTPServer, Handler
-from .validation import THINKING_SECRET, sign_thinking, validate_request
 
 __all__ = ["API_VERSIONS", "TRANSPORT_MESSAGES", "Emulator", "IdFactory", "WallClock"]
 
@@ -61,24 +60,6 @@ TRANSPORT_MESSAGES: dict[str, str] = {
 
 _NOT_USAGE = ("service_tier", "inference_geo")
 _STATUS_OF_TYPE = {v: k for k, v in STATUS_TYPES.items() if k != 408}
-
-
-class WallClock(VirtualClock):
-    """A cache clock that follows real time from 0 and can also be advanced or set."""
-
-    def __init__(self) -> None:
-        super().__init__(0.0)
-        self._origin = time.monotonic()
-
-    def now(self) -> float:
-        return time.monotonic() - self._origin + super().now()
-
-    def advance(self, seconds: float) -> float:
-        super().advance(seconds)
-        return self.now()
-
-    def set(self, value: float) -> None:
-        super().set(value - (time.monotonic() - self._origin))
 
 
 class _AbortError(Exception):

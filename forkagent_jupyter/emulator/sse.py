@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..messages_api.tokens import Tokenizer, count_output_tokens
 from .brains import Reply
-from .tokens import Tokenizer, count_output_tokens
 
 __all__ = [
     "Outcome",

@@ -9,7 +9,7 @@ Protocol (version 2). Frontend to kernel: comm_open `{"type": "hello", ...}`; `a
 {request_id, decision: allow|always|deny, reason?}; `stop` {task_id}. Kernel to frontend:
 `welcome` {version, tasks, approvals, budget} on every open; `tasks` {tasks, budget} (a full
 snapshot, at most twice a second, when something changed; a task's token counts are under
-`usage`, named as in the Messages API, see `runtime.usage.usage_counts`; `budget` is
+`usage`, named as in the Messages API, see `messages_api.usage.usage_counts`; `budget` is
 {spent_usd, limit_usd, reached}, or null without `max_cost_usd`); `approval` {request_id,
 task_id, tool, preview, cell_id} and `approval_done` {request_id}; `insert_cell` {key,
 after_cell_id, task_ids, cell} where `cell` is a complete nbformat code cell (see

@@ -60,13 +60,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..messages_api.usage import Usage, cost_usd
 from .errors import ConfigError, ModelError, UsageError
 from .events import ModelEvent, ModelResponse, TextDelta
 from .model import ModelClient, ModelRequest, build_request
 from .notifications import format_task_notification
 from .secrets import redact
 from .tasks import Task
-from .usage import Usage, cost_usd
 from .workers import new_agent_id
 
 if TYPE_CHECKING:

@@ -8,12 +8,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+from ..messages_api.usage import Usage
 from .errors import ModelError
 from .events import ModelEvent, ModelResponse, TextDelta
 from .model import AnthropicModel, ModelRequest, _api_message, _api_type, build_request
 from .secrets import redact
 from .stream import MessageReducer
-from .usage import Usage
 
 __all__ = ["DecodedStreamModel"]
 

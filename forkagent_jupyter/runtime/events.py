@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .usage import Usage
+from ..messages_api.usage import Usage
 
 __all__ = [
     "AssistantMessage",

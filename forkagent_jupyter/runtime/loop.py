@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..messages_api.usage import cost_usd
 from .errors import ModelError, StreamInterruptedError
 from .events import (
     AssistantMessage,
@@ -52,7 +53,6 @@ from .tools.base import (
     format_validation_error,
     run_parsed,
 )
-from .usage import cost_usd
 
 __all__ = ["AgentConfig", "LoopState", "ToolRunner", "run_turn"]
 

@@ -17,11 +17,12 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ..messages_api.catalog import DEFAULT_MODEL
+from ..messages_api.usage import Usage
 from .errors import ConfigError, ModelError, StreamInterruptedError
 from .events import ModelEvent, ModelResponse, TextDelta
 from .secrets import redact, register_holder, register_secret
 from .stream import MessageReducer, StreamError, sse_events
-from .usage import DEFAULT_MODEL, Usage
 
 __all__ = [
     "AnthropicModel",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 from xml.sax.saxutils import escape
 
-from .usage import Usage
+from ..messages_api.usage import Usage
 
 __all__ = [
     "Command",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .usage import Usage, cost_usd, usage_counts
+from ..messages_api.usage import Usage, cost_usd, usage_counts
 
 __all__ = ["CostLine", "CostReport", "cost_report"]
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from ..messages_api.usage import Usage
 from .agents import AgentDefinition, agent_listing, load_agents, resolve_model, scan_agents
 from .backends import Backend, select_backend
 from .batch import BatchResults, BatchRun, FanOut, Notify, fan_out
@@ -44,7 +45,6 @@ from .tools import builtin_tools
 from .tools.agents import agent_tools
 from .tools.base import Tool, ToolContext, ToolSet
 from .transcripts import AgentMeta, TranscriptStore
-from .usage import Usage
 from .workers import AgentRun, Workers
 
 __all__ = ["AutoTurn", "Backend", "Session", "ToolCall", "Turn"]

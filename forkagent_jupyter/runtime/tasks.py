@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..messages_api.usage import Usage, usage_counts
 from .errors import UsageError
 from .notifications import CommandQueue, format_task_notification
 from .secrets import redact
-from .usage import Usage, usage_counts
 
 __all__ = [
     "DESCRIPTION_LIMIT",

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from forkagent_jupyter.emulator import Emulator
-from forkagent_jupyter.emulator.tokens import ByteTokenizer, flatten
+from forkagent_jupyter.messages_api.tokens import ByteTokenizer, flatten
 
 MODEL = "claude-sonnet-5-5"  # minimum cacheable prefix: 1024 tokens
 EPHEMERAL: dict[str, Any] = {"type": "ephemeral"}

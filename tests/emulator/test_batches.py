@@ -9,7 +9,7 @@ import anthropic
 import pytest
 
 from forkagent_jupyter.emulator import Emulator, Fault
-from forkagent_jupyter.runtime.usage import Usage, cost_usd
+from forkagent_jupyter.messages_api.usage import Usage, cost_usd
 
 from .conftest import EPHEMERAL, MODEL, ControlError, control, filler, user
 

@@ -8,8 +8,8 @@ import anthropic
 import pytest
 
 from forkagent_jupyter.emulator import Emulator, Reply
-from forkagent_jupyter.emulator.tokens import ByteTokenizer, count_output_tokens
-from forkagent_jupyter.runtime.usage import Usage, cost_usd
+from forkagent_jupyter.messages_api.tokens import ByteTokenizer, count_output_tokens
+from forkagent_jupyter.messages_api.usage import Usage, cost_usd
 
 from .conftest import EPHEMERAL, MODEL, filler, user
 

@@ -10,7 +10,7 @@ import pytest
 
 from forkagent_jupyter.emulator import Emulator, Reply
 from forkagent_jupyter.emulator.sse import StreamOptions
-from forkagent_jupyter.emulator.validation import sign_thinking
+from forkagent_jupyter.messages_api.validation import sign_thinking
 
 from .conftest import MODEL, assistant, user
 

@@ -9,9 +9,9 @@ import pytest
 from anthropic.types import Message, MessageTokensCount
 
 from forkagent_jupyter.emulator import Emulator
-from forkagent_jupyter.emulator.catalog import ModelInfo
 from forkagent_jupyter.emulator.server import TRANSPORT_MESSAGES
-from forkagent_jupyter.emulator.validation import MESSAGES, sign_thinking
+from forkagent_jupyter.messages_api.catalog import ModelInfo
+from forkagent_jupyter.messages_api.validation import MESSAGES, sign_thinking
 
 from .conftest import EPHEMERAL, MODEL, ONE_HOUR, assistant, user
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from forkagent_jupyter.messages_api.usage import Usage, cost_usd, usage_counts
 from forkagent_jupyter.runtime.permissions import AllowAll
 from forkagent_jupyter.runtime.report import cost_report
 from forkagent_jupyter.runtime.session import Session
-from forkagent_jupyter.runtime.usage import Usage, cost_usd, usage_counts
 
 pytestmark = pytest.mark.anyio
 

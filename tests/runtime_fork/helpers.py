@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from forkagent_jupyter.emulator.tokens import ByteTokenizer, flatten
+from forkagent_jupyter.messages_api.tokens import ByteTokenizer, flatten
 from forkagent_jupyter.runtime.fork import FORK_TAG
 
 

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.emulator import Fault
+from forkagent_jupyter.messages_api.usage import Usage, cost_usd
 from forkagent_jupyter.runtime.errors import ConfigError, UsageError
 from forkagent_jupyter.runtime.fork import FORK_TAG
 from forkagent_jupyter.runtime.session import Session
-from forkagent_jupyter.runtime.usage import Usage, cost_usd
 
 from .helpers import breakpoint_tokens
 

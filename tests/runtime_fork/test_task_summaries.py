@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.kernel.delivery import MIME, notification_bundle
+from forkagent_jupyter.messages_api.usage import Usage
 from forkagent_jupyter.runtime.notifications import CommandQueue
 from forkagent_jupyter.runtime.tasks import (
     DESCRIPTION_LIMIT,
@@ -19,7 +20,6 @@ from forkagent_jupyter.runtime.tasks import (
     task_description,
     task_snapshot,
 )
-from forkagent_jupyter.runtime.usage import Usage
 
 pytestmark = pytest.mark.anyio
 

@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 
+from forkagent_jupyter.messages_api.usage import Usage
 from forkagent_jupyter.runtime.errors import UsageError
 from forkagent_jupyter.runtime.notifications import CommandQueue, format_task_notification
 from forkagent_jupyter.runtime.tasks import Task, TaskRegistry
-from forkagent_jupyter.runtime.usage import Usage
 
 pytestmark = pytest.mark.anyio
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from forkagent_jupyter.emulator.tokens import ByteTokenizer, flatten
-from forkagent_jupyter.runtime.usage import Usage
+from forkagent_jupyter.messages_api.tokens import ByteTokenizer, flatten
+from forkagent_jupyter.messages_api.usage import Usage
 
 pytestmark = pytest.mark.anyio
 

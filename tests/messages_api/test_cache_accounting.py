@@ -12,14 +12,14 @@ import json
 import math
 from typing import Any
 
-from forkagent_jupyter.emulator.cache import (
+from forkagent_jupyter.messages_api.cache import (
     CachePlan,
     PromptCache,
     VirtualClock,
     breakpoints,
 )
-from forkagent_jupyter.emulator.catalog import DEFAULT_CATALOG, ModelInfo
-from forkagent_jupyter.emulator.tokens import count_input_tokens, flatten
+from forkagent_jupyter.messages_api.catalog import DEFAULT_CATALOG, ModelInfo
+from forkagent_jupyter.messages_api.tokens import count_input_tokens, flatten
 
 OPUS = DEFAULT_CATALOG["claude-opus-5"]  # minimum cacheable prefix: 512
 SONNET = DEFAULT_CATALOG["claude-sonnet-5-5"]  # minimum: 1024

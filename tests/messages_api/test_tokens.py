@@ -13,7 +13,7 @@ import math
 import struct
 from typing import Any
 
-from forkagent_jupyter.emulator.tokens import (
+from forkagent_jupyter.messages_api.tokens import (
     BLOCK_OVERHEAD,
     IMAGE_TOKENS,
     MESSAGE_OVERHEAD,

@@ -1,87 +1,20 @@
 """Token accounting and cost.
 
 `Usage` mirrors the usage object of the Messages API (all counts are integers, never None)
-and adds up across requests. `PRICES` holds USD per million tokens for the known models; cache
-writes cost 1.25x (5 minute TTL) or 2x (1 hour TTL) the base input price, cache reads a
-per-model multiple of it (0.1x for most models).
+and adds up across requests; `cost_usd` prices it with the catalog's per-model prices
+(`catalog.price_for`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = [
-    "BATCH_DISCOUNT",
-    "DEFAULT_MODEL",
-    "PRICES",
-    "Price",
-    "Usage",
-    "cost_usd",
-    "price_for",
-    "usage_counts",
-]
+from .catalog import BATCH_DISCOUNT, price_for
 
-DEFAULT_MODEL = "claude-sonnet-5-5"
-BATCH_DISCOUNT = 0.5
-"""Message Batches bill every token (cache writes and reads included) at this share."""
-
-
-@dataclass(frozen=True)
-class Price:
-    """USD per million tokens."""
-
-    input: float
-    output: float
-    cache_read_multiplier: float = 0.1
-
-    @property
-    def cache_write_5m(self) -> float:
-        return self.input * 1.25
-
-    @property
-    def cache_write_1h(self) -> float:
-        return self.input * 2.0
-
-    @property
-    def cache_read(self) -> float:
-        return self.input * self.cache_read_multiplier
-
-
-PRICES: Mapping[str, Price] = {
-    "claude-fable-5-2": Price(10.0, 50.0, 0.025),
-    "claude-mythos-5-2": Price(10.0, 50.0, 0.025),
-    "claude-fable-5-1": Price(10.0, 50.0, 0.025),
-    "claude-mythos-5-1": Price(10.0, 50.0, 0.025),
-    "claude-fable-5": Price(10.0, 50.0),
-    "claude-mythos-5": Price(10.0, 50.0),
-    "claude-mythos-preview": Price(10.0, 50.0),
-    "claude-opus-5-5": Price(4.0, 20.0, 0.05),
-    "claude-opus-5": Price(5.0, 25.0),
-    "claude-opus-4-8": Price(5.0, 25.0),
-    "claude-opus-4-7": Price(5.0, 25.0),
-    "claude-opus-4-6": Price(5.0, 25.0),
-    "claude-opus-4-5": Price(5.0, 25.0),
-    "claude-sonnet-5-5": Price(2.0, 10.0, 0.05),
-    "claude-sonnet-5": Price(2.0, 10.0),
-    "claude-sonnet-4-6": Price(3.0, 15.0),
-    "claude-sonnet-4-5": Price(3.0, 15.0),
-    "claude-haiku-5-5": Price(0.10, 0.50),
-    "claude-haiku-4-5": Price(1.0, 5.0),
-}
-
-
-def price_for(model: str) -> Price:
-    """The price of `model`; dated ids (`claude-haiku-4-5-20251001`) use their family's."""
-    if model in PRICES:
-        return PRICES[model]
-    for name in sorted(PRICES, key=len, reverse=True):
-        if model.startswith(name + "-"):
-            return PRICES[name]
-    return PRICES[DEFAULT_MODEL]
+__all__ = ["Usage", "cost_usd", "usage_counts"]
 
 
 class Usage(BaseModel):

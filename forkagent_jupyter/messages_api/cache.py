@@ -40,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -54,6 +55,7 @@ __all__ = [
     "CacheWrite",
     "PromptCache",
     "VirtualClock",
+    "WallClock",
     "auto_breakpoint",
     "breakpoints",
     "hash_chain",
@@ -83,6 +85,24 @@ class VirtualClock:
     def set(self, value: float) -> None:
         with self._lock:
             self._now = float(value)
+
+
+class WallClock(VirtualClock):
+    """A cache clock that follows real time from 0 and can also be advanced or set."""
+
+    def __init__(self) -> None:
+        super().__init__(0.0)
+        self._origin = time.monotonic()
+
+    def now(self) -> float:
+        return time.monotonic() - self._origin + super().now()
+
+    def advance(self, seconds: float) -> float:
+        super().advance(seconds)
+        return self.now()
+
+    def set(self, value: float) -> None:
+        super().set(value - (time.monotonic() - self._origin))
 
 
 class CacheWrite(NamedTuple):

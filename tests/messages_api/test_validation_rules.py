@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from forkagent_jupyter.emulator.catalog import DEFAULT_CATALOG, ModelInfo
-from forkagent_jupyter.emulator.errors import ApiError, error_body
-from forkagent_jupyter.emulator.validation import (
+from forkagent_jupyter.messages_api.catalog import DEFAULT_CATALOG, ModelInfo
+from forkagent_jupyter.messages_api.errors import ApiError, error_body
+from forkagent_jupyter.messages_api.validation import (
     THINKING_SECRET,
     sign_thinking,
     validate_request,

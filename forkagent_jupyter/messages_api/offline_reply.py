@@ -1,0 +1,185 @@
+"""The offline model's reply: deterministic, from the request alone.
+
+What it does, exactly:
+
+* It reads the last user message. Each fenced ```python block in its text, and each inline
+  span `py: <code>` in backquotes, becomes one `Python` tool call; each line
+  `fork: <directive>` (outside code fences) becomes one `Agent` tool call without
+  `subagent_type` (a fork); the code in a fork line is left to the fork. All calls go in one
+  assistant turn, after a short text saying what it is about to do. Tools missing from the
+  request are not called.
+* A user message made only of tool results gets a final answer that reports each result.
+* `<task-notification>` blocks get a short summary of each worker's status and result.
+* Anything else gets an honest answer saying what the offline model can do.
+
+A fork child's directive arrives as text in its last user message, so it is carried out the
+same way. `with_ids` gives tool_use blocks ids derived from the request, so a replay of the
+same request gets the same ids. The runtime's `OfflineModel` and the emulator's
+`OfflineBrain` both answer with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["CAPABILITIES", "offline_reply", "with_ids"]
+
+_FENCE = re.compile(r"```[ \t]*(python|py)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+_FORK_LINE = re.compile(r"^[ \t]*fork:[ \t]*(\S.*?)[ \t]*$", re.MULTILINE | re.IGNORECASE)
+_INLINE = re.compile(r"`py:[ \t]*([^`\n]+)`")
+_DIRECTIVE_BLOCK = re.compile(r"<fork-directive>.*?</fork-directive>", re.DOTALL)
+_DIRECTIVE = re.compile(r"^Directive:[ \t]*(.*)$", re.MULTILINE)
+_NOTIFICATION = re.compile(r"<task-notification>(.*?)</task-notification>", re.DOTALL)
+_MAX_REPORT = 1500
+
+CAPABILITIES = (
+    "I am the offline model of forkagent-jupyter: no API key is set, so I cannot reason "
+    "about your request. What I can do: run each ```python block you write (as a `Python` "
+    "tool call) and report its output, and fork each line `fork: <directive>` into a "
+    "background worker. Set ANTHROPIC_API_KEY to talk to Claude."
+)
+
+
+def _blocks(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return list(content or [])
+
+
+def _tag(body: str, name: str) -> str:
+    found = re.search(rf"<{name}>(.*?)</{name}>", body, re.DOTALL)
+    return found.group(1).strip() if found else ""
+
+
+def _clip(text: str, limit: int = _MAX_REPORT) -> str:
+    return (
+        text
+        if len(text) <= limit
+        else text[:limit] + f"\n... ({len(text) - limit} more characters)"
+    )
+
+
+def _result_text(block: Mapping[str, Any]) -> str:
+    content = block.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, Mapping))
+    return ""
+
+
+def _plan_calls(text: str, tools: set[str]) -> tuple[list[dict[str, Any]], str]:
+    calls: list[dict[str, Any]] = []
+    parts: list[str] = []
+    if "Python" in tools:
+        codes = [m.group(2) for m in _FENCE.finditer(text) if m.group(1)]
+        plain = _FORK_LINE.sub("", _FENCE.sub("", text))  # a fork's code is the fork's
+        codes += [m.group(1).strip() for m in _INLINE.finditer(plain)]
+        calls += [{"type": "tool_use", "name": "Python", "input": {"code": c}} for c in codes]
+        if codes:
+            parts.append(f"{len(codes)} Python block{'s' if len(codes) > 1 else ''}")
+    if "Agent" in tools:
+        outside = _FENCE.sub("", text)
+        forks = [m.group(1) for m in _FORK_LINE.finditer(outside)]
+        calls += [
+            {"type": "tool_use", "name": "Agent", "input": {"description": d[:60], "prompt": d}}
+            for d in forks
+        ]
+        if forks:
+            parts.append(f"{len(forks)} fork{'s' if len(forks) > 1 else ''}")
+    return calls, " and ".join(parts)
+
+
+def _report(
+    results: Sequence[Mapping[str, Any]], names: Mapping[str, str], directive: str | None
+) -> str:
+    lines = [f"Scope: {directive}", "Result:"] if directive else []
+    lines.append("Here is what the tool calls returned:")
+    for block in results:
+        name = names.get(str(block.get("tool_use_id")), "tool")
+        status = "failed" if block.get("is_error") else "returned"
+        lines.append(f"\n**{name}** {status}:\n```\n{_clip(_result_text(block)).rstrip()}\n```")
+    return "\n".join(lines)
+
+
+def _summarize_notifications(found: Sequence[str]) -> str:
+    lines = [f"{len(found)} background task{'s' if len(found) > 1 else ''} reported back:"]
+    for body in found:
+        task = _tag(body, "task-id") or "?"
+        status = _tag(body, "status") or "?"
+        result = _tag(body, "result") or _tag(body, "summary")
+        lines.append(f"- `{task}` {status}: {_clip(result, 400)}")
+    return "\n".join(lines)
+
+
+def _directive(messages: Sequence[Mapping[str, Any]]) -> str | None:
+    """A fork child's directive (the last one in its conversation), or None."""
+    for message in reversed(messages):
+        if message.get("role") != "user":
+            continue
+        for block in reversed(_blocks(message)):
+            if block.get("type") == "text":
+                found = _DIRECTIVE.findall(str(block.get("text", "")))
+                if found and "-directive>" in str(block.get("text", "")):
+                    return str(found[-1]).strip()
+    return None
+
+
+def _worker_answer(directive: str) -> str:
+    return (
+        f"Scope: {directive}\nResult: nothing to run - the offline model carries out only "
+        "code it is given (```python blocks or `py: ...` spans in the directive).\n"
+    )
+
+
+def offline_reply(body: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]:
+    """The offline model's reply to a request body: (content blocks without ids, stop_reason)."""
+    messages = list(body.get("messages") or [])
+    tools = {str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, Mapping)}
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    if not users:
+        return [{"type": "text", "text": CAPABILITIES}], "end_turn"
+    last = users[-1]
+    blocks = _blocks(messages[last])
+    text = "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+    results = [b for b in blocks if b.get("type") == "tool_result"]
+
+    notes = _NOTIFICATION.findall(text)
+    if notes:
+        return [{"type": "text", "text": _summarize_notifications(notes)}], "end_turn"
+    directive = _directive(messages)
+    if text.strip():
+        calls, what = _plan_calls(_DIRECTIVE_BLOCK.sub("", text), tools)
+        if calls:
+            return [{"type": "text", "text": f"Running {what}."}, *calls], "tool_use"
+        if "-directive>" in text:
+            return [{"type": "text", "text": _worker_answer(directive or "")}], "end_turn"
+        if not results:
+            return [{"type": "text", "text": CAPABILITIES}], "end_turn"
+    if results:
+        names: dict[str, str] = {}
+        for message in messages[:last]:
+            for b in _blocks(message):
+                if b.get("type") == "tool_use":
+                    names[str(b.get("id"))] = str(b.get("name"))
+        return [{"type": "text", "text": _report(results, names, directive)}], "end_turn"
+    return [{"type": "text", "text": CAPABILITIES}], "end_turn"
+
+
+def with_ids(body: Mapping[str, Any], blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seed = hashlib.sha256(
+        json.dumps(body.get("messages"), sort_keys=True, default=str).encode()
+    ).hexdigest()
+    out = []
+    for i, block in enumerate(blocks):
+        if block["type"] == "tool_use" and "id" not in block:
+            digest = hashlib.sha256(f"{seed}:{i}".encode()).hexdigest()[:24]
+            block = {"type": "tool_use", "id": f"toolu_off{digest}", **block}
+            block = {k: block[k] for k in ("type", "id", "name", "input")}
+        out.append(block)
+    return out
