@@ -5,15 +5,8 @@ kernel keeps every open comm of that target and broadcasts on all of them. Messa
 extension (approval answers, stop requests) go to the handlers registered here. Without the
 extension nothing is open, `connected` is False and callers use their display-id fallback.
 
-Protocol (version 2). Frontend to kernel: comm_open `{"type": "hello", ...}`; `approve`
-{request_id, decision: allow|always|deny, reason?}; `stop` {task_id}. Kernel to frontend:
-`welcome` {version, tasks, approvals, budget} on every open; `tasks` {tasks, budget} (a full
-snapshot, at most twice a second, when something changed; a task's token counts are under
-`usage`, named as in the Messages API, see `messages_api.usage.usage_counts`; `budget` is
-{spent_usd, limit_usd, reached}, or null without `max_cost_usd`); `approval` {request_id,
-task_id, tool, preview, cell_id} and `approval_done` {request_id}; `insert_cell` {key,
-after_cell_id, task_ids, cell} where `cell` is a complete nbformat code cell (see
-`delivery.notification_cell`).
+The messages and their keys are typed in `protocol.py` (mirroring the extension's
+`protocol.ts`).
 """
 
 from __future__ import annotations
@@ -22,10 +15,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from .protocol import TARGET, VERSION
+
 __all__ = ["TARGET", "VERSION", "Bridge"]
 
-TARGET = "forkagent"
-VERSION = 2
 log = logging.getLogger(__name__)
 
 Handler = Callable[[dict[str, Any]], None]
