@@ -1,16 +1,44 @@
-"""Calling a tool the way the loop does: validate the raw input, then run it."""
+"""Shared by the runtime tests: the emulator's records of fork requests, and git."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
-from forkagent_jupyter.runtime.tools.base import Tool, ToolContext, ToolOutcome, run_parsed
+from forkagent_jupyter.messages_api.tokens import ByteTokenizer, flatten
+from forkagent_jupyter.runtime.fork import FORK_TAG
 
 
-async def call(tool: Tool[Any], ctx: ToolContext, **raw: Any) -> ToolOutcome:
-    return await run_parsed(tool, tool.parse(raw), ctx)
+def breakpoint_tokens(body: dict[str, Any]) -> list[int]:
+    """Cumulative token counts at each cache breakpoint of a request body."""
+    out, total = [], 0
+    for block in flatten(body, ByteTokenizer()):
+        total += block.tokens
+        if block.cache_control is not None:
+            out.append(total)
+    return out
 
 
-def make_ctx(workdir: Path, **kw: Any) -> ToolContext:
-    return ToolContext(workdir=workdir, **kw)
+def first_fork_requests(emulator: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(body, usage) of each fork's first request: its last message holds the directive."""
+    usage = {e.request_id: e.usage for e in emulator.ledger.entries()}
+    out = []
+    for rec in emulator.api_requests():
+        body = rec.body
+        last = body["messages"][-1]
+        texts = [b.get("text", "") for b in last["content"] if b.get("type") == "text"]
+        if any(f"<{FORK_TAG}>" in t for t in texts) and rec.request_id in usage:
+            out.append((body, usage[rec.request_id]))
+    return out
+
+
+def dumps(body: dict[str, Any]) -> str:
+    return json.dumps(body, ensure_ascii=False)
+
+
+def git(cwd: Path, *args: str) -> str:
+    """Run git in `cwd`; its stdout, stripped (a failure raises)."""
+    done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
+    return done.stdout.strip()

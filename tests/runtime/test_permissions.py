@@ -24,7 +24,7 @@ from forkagent_jupyter.runtime.tools.files import EditTool, GlobTool, GrepTool, 
 from forkagent_jupyter.runtime.tools.python import PythonTool
 from forkagent_jupyter.runtime.tools.shell import BashTool
 
-from .helpers import call
+from .tools.helpers import call
 
 pytestmark = pytest.mark.anyio
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,8 @@ from forkagent_jupyter.runtime.worktree import (
     worktree_notice,
 )
 
+from .helpers import git
+
 pytestmark = pytest.mark.anyio
 
 AGENT = "a0123456789abcdef"
@@ -26,11 +27,6 @@ AGENT = "a0123456789abcdef"
 def _no_outer_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """git must not find a repository above tmp_path (the tests make their own)."""
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.resolve()))
-
-
-def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
-    return done.stdout.strip()
 
 
 def make_repo(path: Path) -> Path:
