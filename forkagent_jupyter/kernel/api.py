@@ -18,12 +18,16 @@ that want the runtime's own data::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython import get_ipython
 from IPython.core.error import UsageError
 
 from ..runtime.report import CostReport, cost_report
+
+if TYPE_CHECKING:
+    from ..runtime.session import Session
+    from .extension import KernelAgent
 
 __all__ = [
     "agent",
@@ -44,16 +48,17 @@ __all__ = [
 ANSWERS = ("allow", "always", "deny")
 
 
-def agent() -> Any:
+def agent() -> KernelAgent:
     """The `KernelAgent` of this kernel (`%load_ext forkagent_jupyter` first)."""
     shell = get_ipython()
     found = shell.user_ns.get("__forkagent__") if shell is not None else None
     if found is None:
         raise UsageError("forkagent is not loaded: run %load_ext forkagent_jupyter first")
-    return found
+    agent: KernelAgent = found
+    return agent
 
 
-def session() -> Any:
+def session() -> Session:
     """This kernel's `Session` (created on first use, like the magics do)."""
     return agent().session
 
@@ -75,7 +80,7 @@ def pending(task: str | None = None) -> list[Any]:
     ui = agent().ui
     prompts = [p for p in ui.pending.values() if not p.future.done()]
     if task is not None:
-        task_id = session().registry.get(task).id
+        task_id = session().task(task).id
         prompts = [p for p in prompts if p.request.task_id == task_id]
     return prompts
 
@@ -113,7 +118,7 @@ async def pull(task: str, *names: str) -> dict[str, Any]:
     from ..runtime.executors import PullError
 
     try:
-        found = session().registry.get(task)
+        found = session().task(task)
         return dict(await session().pull(found.id, *names))
     except (RuntimeUsageError, PullError) as exc:
         raise UsageError(f"pull: {exc}") from None
@@ -183,10 +188,7 @@ async def fan_out(
         raise UsageError(f"fan_out: {exc}") from None
     if fan.batch is not None:
         BatchCard(len(fan.tasks), f"{len(fan.tasks)} directives").attach(fan.batch)
-    else:
-        for task in fan.tasks:
-            agent().ui.show_card(task)
-    return fan
+    return fan  # real-time forks: each card is shown by its task event
 
 
 def batch_results(batch_id: str) -> Any:

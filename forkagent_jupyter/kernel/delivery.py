@@ -14,6 +14,7 @@ import hashlib
 from typing import Any
 
 from .markdown import markdown_bundle
+from .protocol import CellSpec, Notification, TokenUsage
 
 __all__ = [
     "MIME",
@@ -26,18 +27,6 @@ __all__ = [
 
 MIME = "application/vnd.forkagent.notification+json"
 
-_FIELDS = (
-    "id",
-    "name",
-    "kind",
-    "status",
-    "description",
-    "summary",
-    "result",
-    "elapsed",
-    "cost_usd",
-    "notification",
-)
 _COUNTS = (
     "input_tokens",
     "cache_creation_input_tokens",
@@ -46,7 +35,7 @@ _COUNTS = (
 )
 
 
-def _usage(task: dict[str, Any]) -> dict[str, int]:
+def _usage(task: dict[str, Any]) -> TokenUsage:
     """The snapshot's token counts in the words of `usage_counts`. Snapshots recorded before
     that shape had flat fields, with `input_tokens` counting the whole prompt."""
     given = task.get("usage")
@@ -61,26 +50,39 @@ def _usage(task: dict[str, Any]) -> dict[str, int]:
             "cache_read_input_tokens": read,
             "output_tokens": int(task.get("output_tokens") or 0),
         }
-    counts["total_input_tokens"] = (
-        counts["input_tokens"]
+    return {
+        "input_tokens": counts["input_tokens"],
+        "cache_creation_input_tokens": counts["cache_creation_input_tokens"],
+        "cache_read_input_tokens": counts["cache_read_input_tokens"],
+        "output_tokens": counts["output_tokens"],
+        "total_input_tokens": counts["input_tokens"]
         + counts["cache_creation_input_tokens"]
-        + counts["cache_read_input_tokens"]
-    )
-    return counts
+        + counts["cache_read_input_tokens"],
+    }
 
 
-def _payload(task: dict[str, Any]) -> dict[str, Any]:
-    data = {key: task.get(key) for key in _FIELDS}
-    data["task_id"] = data.pop("id")
-    data["usage"] = _usage(task)
-    for key in ("summary", "result", "notification", "description", "kind", "status"):
-        data[key] = str(data.get(key) or "")
-    data["elapsed"] = float(data.get("elapsed") or 0.0)
-    data["cost_usd"] = float(data.get("cost_usd") or 0.0)
-    return data
+def _text(task: dict[str, Any], key: str) -> str:
+    return str(task.get(key) or "")
 
 
-def plain_text(payload: dict[str, Any]) -> str:
+def _payload(task: dict[str, Any]) -> Notification:
+    name = task.get("name")
+    return {
+        "task_id": _text(task, "id"),
+        "name": str(name) if name else None,
+        "kind": _text(task, "kind"),
+        "status": _text(task, "status"),
+        "description": _text(task, "description"),
+        "summary": _text(task, "summary"),
+        "result": _text(task, "result"),
+        "notification": _text(task, "notification"),
+        "usage": _usage(task),
+        "cost_usd": float(task.get("cost_usd") or 0.0),
+        "elapsed": float(task.get("elapsed") or 0.0),
+    }
+
+
+def plain_text(payload: Notification) -> str:
     label = payload.get("name") or payload.get("task_id")
     u = payload["usage"]
     what = payload["summary"] or payload["description"]
@@ -113,7 +115,7 @@ def _output(data: dict[str, Any]) -> dict[str, Any]:
     return {"output_type": "display_data", "data": data, "metadata": {}}
 
 
-def notification_cell(tasks: list[dict[str, Any]], answer: str) -> dict[str, Any]:
+def notification_cell(tasks: list[dict[str, Any]], answer: str) -> CellSpec:
     """The nbformat-4 code cell that brings these notifications and the answer into the
     notebook, and its idempotence key (the same notifications give the same key)."""
     task_ids = [str(t.get("id")) for t in tasks]

@@ -15,16 +15,19 @@ import contextlib
 import re
 import sys
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.display import display
 from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 from traitlets.config import Configurable
 
-from ..runtime.tasks import task_description
 from .bridge import Bridge
 from .magics import AgentMagics, split_options, transform_cell
+
+if TYPE_CHECKING:
+    from ..runtime.session import Session
+    from .ui import KernelUI
 
 __all__ = ["ForkAgent", "KernelAgent", "load", "unload"]
 
@@ -151,8 +154,8 @@ class KernelAgent:
         self.shell = shell
         self.settings = ForkAgent(parent=shell)
         self.bridge = Bridge(getattr(shell, "kernel", None))
-        self._session: Any = None
-        self._ui: Any = None
+        self._session: Session | None = None
+        self._ui: KernelUI | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self.bridge.snapshot = self._snapshot
         self.settings.observe(self._setting_changed)
@@ -177,7 +180,7 @@ class KernelAgent:
         elif name == "permission_mode":
             session.gate.mode = value
         elif name == "approval_timeout":
-            session.gate.approval_timeout = value
+            pass  # read by the approval card at each request (approvals.py)
         elif name == "auto_respond":
             session.auto_respond = value
         elif name == "cache_ttl":
@@ -213,7 +216,7 @@ class KernelAgent:
         that cannot be used is refused in one line and the previous value kept."""
         from ..runtime.errors import ConfigError
 
-        compute = self._session.compute
+        compute = self.session.compute
         address = self.settings.dask_address
         try:
             if self.settings.executor == "local":
@@ -283,7 +286,7 @@ class KernelAgent:
             self._spawn(session.aclose())
 
     @property
-    def session(self) -> Any:
+    def session(self) -> Session:
         if self._session is None:
             from .ui import KernelUI
 
@@ -294,7 +297,7 @@ class KernelAgent:
             self._resume_batches(self._session)
         return self._session
 
-    def _resume_batches(self, session: Any) -> None:
+    def _resume_batches(self, session: Session) -> None:
         """Batches submitted before a restart are polled again (runtime/batch.py)."""
         from ..runtime.batch import resume_batches
 
@@ -304,8 +307,9 @@ class KernelAgent:
             pass
 
     @property
-    def ui(self) -> Any:
+    def ui(self) -> KernelUI:
         _ = self.session
+        assert self._ui is not None
         return self._ui
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
@@ -357,14 +361,8 @@ class KernelAgent:
     def fork(self, directive: str, name: str | None = None, shared: bool = False) -> Any:
         directive = interpolate(directive, self.shell.user_ns)
         self._within_budget("%fork", "The fork was")
-        task = self.session.workers.fork(
-            self.session.main,
-            directive,
-            description=task_description(directive),
-            name=name,
-            namespace="shared" if shared else None,
-        )
-        self.ui.show_card(task)  # shown once: a card is displayed where its task started
+        self.session.fork_now(directive, name=name, namespace="shared" if shared else None)
+        # its card is shown by the session's task event (ui.KernelUI._on_task), once
 
     def fork_batch(self, template: str, opts: dict[str, Any]) -> None:
         """`%fork --batch --over NAME "... {item} ..."` (see batch_view.py)."""
@@ -386,11 +384,10 @@ class KernelAgent:
         from ..runtime.errors import UsageError as RuntimeUsageError
 
         try:
-            reply = self.session.workers.send(to, interpolate(message, self.shell.user_ns))
+            reply = self.session.send_now(to, interpolate(message, self.shell.user_ns))
         except RuntimeUsageError as exc:
             raise UsageError(f"%send: {exc}") from None
-        task = self.session.registry.get(to)
-        self.ui.show_card(task, note=reply)
+        self.ui.show_card(self.session.task(to), note=reply)
 
     def background(self, key: str) -> None:
         """`%bg ID`, the card's "Run in background" button, `api.background`."""
@@ -409,24 +406,24 @@ class KernelAgent:
         from ..runtime.errors import UsageError as RuntimeUsageError
 
         if key is None:
-            running = self.session.registry.running()
+            running = self.session.running()
             if not running:
                 print("%stop --all: no task is running.")
                 return
             print(f"%stop --all: stopping {len(running)} task(s).")
-            self._spawn(self.session.workers.stop_all())
+            self._spawn(self.session.stop_all())
             return
         batch = self.session.batches.get(key)
         if batch is not None:  # a batched fan-out: cancel the batch, stop its forks
             self._spawn(batch.stop())
             return
         try:
-            task = self.session.registry.get(key)
+            task = self.session.task(key)
         except RuntimeUsageError as exc:
             raise UsageError(f"%stop: {exc}") from None
         if task.done:
             raise UsageError(f"%stop: {task.name or task.id} is not running ({task.status}).")
-        self._spawn(self.session.workers.stop(key))
+        self._spawn(self.session.stop(key))
 
     async def wait_tasks(self, args: str) -> None:
         from ..runtime.errors import UsageError as RuntimeUsageError
@@ -456,7 +453,7 @@ class KernelAgent:
         if not names:
             raise UsageError("%tasks --pull: usage: %tasks --pull <task id or name> NAME...")
         try:
-            task = self.session.registry.get(key)
+            task = self.session.task(key)
             values = await self.session.pull(task.id, *names)
         except (RuntimeUsageError, PullError) as exc:
             raise UsageError(f"%tasks --pull: {exc}") from None

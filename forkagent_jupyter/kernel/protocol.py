@@ -104,8 +104,10 @@ class Notification(TypedDict):
     name: str | None
     kind: str
     status: str
+    description: str
     summary: str
     result: str
+    notification: str
     usage: TokenUsage
     cost_usd: float
     elapsed: float

@@ -384,6 +384,13 @@ class Session:
         Python runs in its own process, from a snapshot of the namespace taken now; with
         `namespace="shared"`, on a thread in the namespace itself (the session's default is
         its `worker_namespace`)."""
+        return self.fork_now(directive, name=name, namespace=namespace)
+
+    def fork_now(
+        self, directive: str, *, name: str | None = None, namespace: WorkerNamespace | None = None
+    ) -> Task:
+        """`fork` for callers that cannot await (the notebook's `%fork`): the same fork, the
+        task returned at once."""
         self.budget.check("The fork was")
         return self.workers.fork(
             self.main,
@@ -436,6 +443,10 @@ class Session:
 
     async def send(self, to: str, message: str) -> str:
         """Message a running worker (queued) or a finished one (resumed)."""
+        return self.send_now(to, message)
+
+    def send_now(self, to: str, message: str) -> str:
+        """`send` for callers that cannot await (the notebook's `%send`)."""
         self.budget.check("The message was")
         return self.workers.send(to, message)
 
@@ -446,6 +457,10 @@ class Session:
 
     async def stop(self, task_id: str) -> Task:
         return await self.workers.stop(task_id)
+
+    async def stop_all(self) -> list[Task]:
+        """Stop every running worker (the user asked for it)."""
+        return await self.workers.stop_all()
 
     async def wait(self, *task_ids: str, timeout: float | None = None) -> list[Task]:
         """Wait for the given tasks (default: every task of the session) to end.
@@ -461,6 +476,26 @@ class Session:
     @property
     def tasks(self) -> list[Task]:
         return list(self.registry)
+
+    def task(self, key: str) -> Task:
+        """The task with this id or name (a UsageError naming the known ones otherwise)."""
+        return self.registry.get(key)
+
+    def find_task(self, key: str) -> Task | None:
+        """The task with this id or name, or None."""
+        return self.registry.find(key)
+
+    def running(self) -> list[Task]:
+        return self.registry.running()
+
+    def on_task(self, listener: Callable[[Task], None]) -> Callable[[], None]:
+        """Call `listener(task)` whenever a task starts or changes; returns the unsubscribe."""
+        return self.registry.subscribe(listener)
+
+    def history(self, task_id: str) -> list[dict[str, Any]]:
+        """A worker's conversation so far, as API message dicts ([] for an unknown id)."""
+        run = self.workers.runs.get(task_id)
+        return run.history if run is not None else []
 
     def _on_command(self, command: Command) -> None:
         self._changed.set()

@@ -7,8 +7,11 @@ export interface INotification {
   name: string | null;
   kind: string;
   status: string;
+  description: string;
   summary: string;
   result: string;
+  /** The `<task-notification>` text the parent model read. */
+  notification: string;
   usage: ITokenUsage;
   cost_usd: number;
   elapsed: number;
@@ -29,8 +32,10 @@ export function parseNotification(value: unknown): INotification {
     name: s(v.name) || null,
     kind: s(v.kind) || 'fork',
     status: s(v.status) || 'completed',
+    description: s(v.description),
     summary: s(v.summary),
     result: s(v.result),
+    notification: s(v.notification),
     usage: parseUsage(v.usage),
     cost_usd: n(v.cost_usd),
     elapsed: n(v.elapsed)

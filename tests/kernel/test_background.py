@@ -26,7 +26,8 @@ def test_the_card_button_moves_a_waiting_agent_to_the_background(
     (agents / "checker.md").write_text("---\ndescription: Checks numbers\n---\nYou check.\n")
     call = {
         "description": "slow check",
-        "prompt": "check `py: __import__('time').sleep(6) or 6 * 7`",
+        # runs until the test lets it finish (a file appears): no race with the clock
+        "prompt": "check `py: exec(WAIT_FOR_GO) or 6 * 7`",
         "subagent_type": "checker",
     }
     brain = ScriptedBrain(when_empty=OfflineBrain())
@@ -35,7 +36,9 @@ def test_the_card_button_moves_a_waiting_agent_to_the_background(
     )
     emulator.brain = brain
     kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
-    started = time.monotonic()
+    kernel.execute(
+        "WAIT_FOR_GO = \"import os, time\\nwhile not os.path.exists('go'): time.sleep(0.05)\""
+    )
     msg_id = kernel.start("%%agent\nCHECK the numbers")
     deadline = time.monotonic() + 30
     buttons: list[str] = []
@@ -47,8 +50,7 @@ def test_the_card_button_moves_a_waiting_agent_to_the_background(
         buttons = kernel.widget_comms(description="Run in background")
     assert buttons, "no 'Run in background' button on the agent's card"
     kernel.click(buttons[0])  # while the %%agent cell still waits for the agent
-    kernel.drain(until_idle_of=msg_id, timeout=20)
-    assert time.monotonic() - started < 6  # the turn went on before the agent finished
+    kernel.drain(until_idle_of=msg_id, timeout=20)  # the turn went on, the agent waits
     [task_id] = kernel.value(f"[t.id for t in {SESSION}.tasks]")
     shown = "".join(
         str(m["content"].get("data", {}).get("text/markdown", ""))
@@ -57,6 +59,7 @@ def test_the_card_button_moves_a_waiting_agent_to_the_background(
     )
     assert "moved agent" in shown and "to the background" in shown
     assert kernel.value(f"{SESSION}.registry.get('{task_id}').status") == "running"
+    (tmp_path / "go").write_text("")
     kernel.execute(f"%tasks --wait {task_id}", timeout=60)
     kernel.execute(f"await {SESSION}.idle()", timeout=60)
     assert kernel.value(f"{SESSION}.registry.get('{task_id}').status") == "completed"

@@ -289,11 +289,15 @@ def test_approvals_and_stop_through_the_comm(kernel: Kernel) -> None:
 
 
 def test_unanswered_approval_times_out_as_a_denial(kernel: Kernel) -> None:
+    kernel.execute("__forkagent__.session")  # set after the session exists: applies live
     kernel.execute("%config ForkAgent.approval_timeout = 1")
     kernel.execute("%fork --name slow `py: open('c.txt', 'w').write('z')`")
     kernel.execute("%tasks --wait slow", timeout=60)
     result = kernel.value("__forkagent__.session.registry.get('slow').result")
-    assert "nobody answered" in result
+    # one clock, the card's: its message names the setting (the gate's own would not)
+    assert "nobody answered the approval card within 1 seconds" in result
+    assert "(ForkAgent.approval_timeout)" in result
+    assert kernel.value("__forkagent__.session.gate.approval_timeout") is None
     assert kernel.value("__import__('os').path.exists('c.txt')") is False
 
 

@@ -1,0 +1,77 @@
+"""A parent turn streamed into the running cell: text, tool calls, retries, usage.
+
+The cell's output is one display updated at most every `STREAM_INTERVAL` however fast tokens
+arrive; an interrupt ends the turn (history stays valid) and says that workers keep running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING
+
+from IPython.display import display
+
+from ..runtime.events import LoopEvent, Retrying, Stop, TextDelta, ToolResult, ToolUse
+from .markdown import SafeMarkdown
+
+if TYPE_CHECKING:
+    from ..runtime.session import Session
+
+__all__ = ["STREAM_INTERVAL", "event_markdown", "run_turn", "usage_html"]
+
+STREAM_INTERVAL = 0.2
+
+
+def event_markdown(event: LoopEvent) -> str | None:
+    """What one event of the turn adds to the cell's Markdown (None: nothing)."""
+    if isinstance(event, TextDelta):
+        return event.text
+    if isinstance(event, ToolUse):
+        preview = str(event.input.get("code") or event.input.get("command") or "")
+        preview = preview.strip().splitlines()[0][:80] if preview.strip() else ""
+        detail = f" `{preview}`" if preview else ""
+        return f"\n\n> **{event.name}**{detail}\n"
+    if isinstance(event, Retrying):
+        return f"\n\n*{event.summary}*\n\n"
+    if isinstance(event, ToolResult):
+        mark = "error" if event.is_error else "ok"
+        first = event.content.strip().splitlines()[0][:100] if event.content.strip() else ""
+        return f"> {mark}: {first}\n\n"
+    return None
+
+
+def usage_html(session: Session) -> str:
+    """The session's tokens and cost so far, as the turn's footer."""
+    u = session.usage
+    return (
+        f"<p><small>tokens: {u.total_input_tokens:,} in ({u.cache_read_input_tokens:,} cache"
+        f" read · {u.cache_creation_input_tokens:,} cache write) · {u.output_tokens:,} out · "
+        f"session ${session.cost_usd:.4f}</small></p>"
+    )
+
+
+async def run_turn(session: Session, prompt: str) -> None:
+    """Run one parent turn, rendering it into the running cell as it streams."""
+    handle = display(SafeMarkdown("…"), display_id=True)
+    parts: list[str] = []
+    last = 0.0
+    try:
+        async for event in session.stream(prompt):
+            if isinstance(event, Retrying):  # the broken attempt's text goes again
+                shown = "".join(parts)
+                parts = [shown[: max(len(shown) - event.discarded, 0)]]
+            line = event_markdown(event)
+            if line is not None:
+                parts.append(line)
+            if isinstance(event, Stop) and event.error:
+                parts.append(f"\n\n**{event.reason}:** {event.error}")
+            now = time.monotonic()
+            if now - last >= STREAM_INTERVAL:
+                last = now
+                handle.update(SafeMarkdown("".join(parts) or "…"))
+    except asyncio.CancelledError:
+        parts.append("\n\n*Interrupted. Background workers keep running.*")
+        handle.update(SafeMarkdown("".join(parts)))
+        return
+    handle.update(SafeMarkdown("".join(parts), footer_html=usage_html(session)))
