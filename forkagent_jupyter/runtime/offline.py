@@ -11,6 +11,9 @@ What it does, exactly (the reply depends only on the request):
   request are not called.
 * A user message made only of tool results gets a final answer that reports each result.
 * `<task-notification>` blocks get a short summary of each worker's status and result.
+* A compaction request (`<compaction-request>` in the last user message) gets a summary built
+  from the conversation: how many requests and tool calls there were, the latest requests'
+  first lines, and the task ids it mentions.
 * Anything else gets an honest answer saying what the offline model can do.
 
 A fork child's directive arrives as text in its last user message, so it is carried out the
@@ -28,7 +31,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from ..emulator.cache import PromptCache, VirtualClock
-from ..emulator.catalog import DEFAULT_CATALOG, lookup
+from ..emulator.catalog import DEFAULT_CATALOG, ModelInfo, lookup
 from ..emulator.errors import ApiError
 from ..emulator.tokens import ByteTokenizer, count_output_tokens
 from ..emulator.validation import validate_request
@@ -51,6 +54,11 @@ _DIRECTIVE_BLOCK = re.compile(r"<fork-directive>.*?</fork-directive>", re.DOTALL
 _DIRECTIVE = re.compile(r"^Directive:[ \t]*(.*)$", re.MULTILINE)
 _NOTIFICATION = re.compile(r"<task-notification>(.*?)</task-notification>", re.DOTALL)
 _MAX_REPORT = 1500
+_COMPACT_REQUEST = "<compaction-request>"
+_TASK_ID = re.compile(r"<task-id>(.*?)</task-id>|agent (a[0-9a-f]{16})\b")
+_OWN_BLOCKS = re.compile(
+    r"<(conversation-summary|compaction-request|task-notification)>.*?</\1>", re.DOTALL
+)
 
 CAPABILITIES = (
     "I am the offline model of forkagent-jupyter: no API key is set, so I cannot reason "
@@ -153,6 +161,35 @@ def _worker_answer(directive: str) -> str:
     )
 
 
+def _offline_summary(messages: Sequence[Mapping[str, Any]]) -> str:
+    """A deterministic summary of a conversation, for a compaction request."""
+    requests: list[str] = []
+    calls: dict[str, int] = {}
+    tasks: list[str] = []
+    for message in messages:
+        for block in _blocks(message):
+            kind = block.get("type")
+            text = str(block.get("text", "")) if kind == "text" else _result_text(block)
+            for found in _TASK_ID.finditer(text):
+                task = found.group(1) or found.group(2)
+                if task and task not in tasks:
+                    tasks.append(task)
+            if kind == "tool_use":
+                name = str(block.get("name"))
+                calls[name] = calls.get(name, 0) + 1
+            elif kind == "text" and message.get("role") == "user":
+                plain = _OWN_BLOCKS.sub("", _DIRECTIVE_BLOCK.sub("", text)).strip()
+                if plain:
+                    requests.append(plain.splitlines()[0][:80])
+    lines = [f"Earlier requests: {len(requests)}."]
+    lines += [f"- {r}" for r in requests[-5:]]
+    used = ", ".join(f"{name} x{n}" for name, n in sorted(calls.items())) or "none"
+    lines.append(f"Tool calls: {used}.")
+    if tasks:
+        lines.append(f"Background tasks mentioned: {', '.join(tasks)}.")
+    return "\n".join(lines)
+
+
 def offline_reply(body: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]:
     """The offline model's reply to a request body: (content blocks without ids, stop_reason)."""
     messages = list(body.get("messages") or [])
@@ -165,6 +202,8 @@ def offline_reply(body: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]:
     text = "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
     results = [b for b in blocks if b.get("type") == "tool_result"]
 
+    if _COMPACT_REQUEST in text:
+        return [{"type": "text", "text": _offline_summary(messages)}], "end_turn"
     notes = _NOTIFICATION.findall(text)
     if notes:
         return [{"type": "text", "text": _summarize_notifications(notes)}], "end_turn"
@@ -215,12 +254,20 @@ class _WallClock(VirtualClock):
 class OfflineModel:
     """A `ModelClient` that answers with `offline_reply`, in process.
 
-    Requests are validated by the emulator's rules (a malformed history fails here as it would
-    against the API) and billed by its cache accounting on a wall clock (or `clock`).
+    Requests are validated by the emulator's rules (a malformed history, or one that does not
+    fit the model's context window, fails here as it would against the API; `catalog` gives
+    other models or windows) and billed by its cache accounting on a wall clock (or `clock`).
     """
 
-    def __init__(self, name: str | None = None, *, clock: VirtualClock | None = None) -> None:
+    def __init__(
+        self,
+        name: str | None = None,
+        *,
+        clock: VirtualClock | None = None,
+        catalog: Mapping[str, ModelInfo] | None = None,
+    ) -> None:
         self.name = name or default_model_name()
+        self.catalog = catalog or DEFAULT_CATALOG
         self._clock = clock or _WallClock()
         self._cache = PromptCache(self._clock)
         self._tokenizer = ByteTokenizer()
@@ -229,13 +276,13 @@ class OfflineModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         body = build_request(request)
         try:
-            info = validate_request(body, version="2026-10-21", catalog=DEFAULT_CATALOG)
+            info = validate_request(body, version="2026-10-21", catalog=self.catalog)
         except ApiError as exc:
             raise ModelError(
                 f"The model API failed with HTTP {exc.status} ({exc.error_type}): {exc.message}",
                 status=exc.status,
             ) from None
-        info = lookup(request.model, DEFAULT_CATALOG)
+        info = lookup(request.model, self.catalog)
         blocks, stop_reason = offline_reply(body)
         blocks = _ids(body, blocks)
         plan = self._cache.plan(

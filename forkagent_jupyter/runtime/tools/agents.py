@@ -92,6 +92,12 @@ class AgentInput(BaseModel):
     isolation: Literal["worktree"] | None = Field(
         default=None, description="'worktree' runs the agent in its own git worktree."
     )
+    fork_turns: int | None = Field(
+        default=None,
+        ge=1,
+        description="For a fork: inherit only the last N turns of this conversation (cheaper "
+        "for a task that needs no older context); default: all of it.",
+    )
 
 
 class AgentTool(Tool[AgentInput]):
@@ -135,6 +141,7 @@ class AgentTool(Tool[AgentInput]):
                     name=args.name,
                     agent_id=agent_id,
                     worktree=worktree,
+                    turns=args.fork_turns,
                 )
                 return launched_text(task)
             run = workers.named(
