@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from forkagent_jupyter.emulator import Emulator
+from forkagent_jupyter.emulator import Emulator, Reply
 from forkagent_jupyter.emulator.catalog import DEFAULT_CATALOG
 from forkagent_jupyter.emulator.tokens import ByteTokenizer, count_input_tokens
 from forkagent_jupyter.runtime.compaction import COMPACT_REQUEST_TAG, SUMMARY_TAG, turn_starts
@@ -233,6 +233,26 @@ async def test_fork_with_turns_inherits_only_the_last_turns(
     assert cell(2) not in json.dumps(loaded.messages) and cell(3) in json.dumps(loaded.messages)
     with pytest.raises(UsageError, match="1 or more"):
         await session.fork("bad", turns=0)
+
+
+async def test_the_agent_tool_forks_with_fork_turns(
+    small: Emulator, sessions: Callable[..., Session]
+) -> None:
+    session = sessions(compact_at=None)
+    for i in range(3):
+        await session.ask(cell(i))
+    call = {"description": "recent", "prompt": "Recent: `py: 2 * 21`", "fork_turns": 1}
+    small.script(Reply.tool_use("Agent", call), when_empty="fallback")
+    turn = await session.ask("Fork a worker on the latest cell only.")
+    assert turn.ok and "Started background agent" in turn.tool_calls[0].result
+    [task] = await session.wait(timeout=30)
+    assert task.status == "completed" and "42" in (task.result or "")
+    first = next(r.body for r in small.api_requests() if "Directive: Recent" in json.dumps(r.body))
+    sent = json.dumps(first["messages"])
+    assert "Fork a worker on the latest cell only." in sent
+    assert all(cell(i) not in sent for i in range(3))
+    # the Agent call and its placeholder result stay paired (the strict emulator checks it)
+    assert first["messages"][-2]["content"][-1]["type"] == "tool_use"
 
 
 async def test_a_worker_compacts_inside_its_own_transcript(
