@@ -1,9 +1,11 @@
 """Compaction: keeping a long conversation inside its model's context window.
 
 Every request must fit its window: the API refuses one whose input plus `max_tokens` exceeds
-it. Before each request the loop estimates the prompt it is about to send (the emulator's
-token count, scaled by what the last response measured) and, when that plus `max_tokens`
-reaches `compact_at` of the window, compacts the conversation first:
+it. Before each request the loop predicts the prompt it is about to send: what the last
+response measured plus the emulator's token count of the messages added since (the whole
+request is counted only when nothing was measured yet: a first request, or right after a
+compaction; that count also calibrates the emulator's figures against the model's). When
+the prediction plus `max_tokens` reaches `compact_at` of the window, it compacts first:
 
 1. The summary request is a fork of the conversation: the same model, system prompt, tools,
    thinking settings and messages, with one instruction added to the last user message (or
@@ -55,6 +57,7 @@ __all__ = [
     "estimate_tokens",
     "last_turns",
     "note_usage",
+    "predict_tokens",
     "turn_starts",
     "window_for",
 ]
@@ -187,8 +190,18 @@ def note_usage(state: LoopState, usage: Usage) -> None:
     state.last_estimate = 0
 
 
-def _predicted(cfg: AgentConfig, state: LoopState, messages: Sequence[dict[str, Any]]) -> int:
-    return round(estimate_tokens(cfg, messages) * state.token_ratio)
+def predict_tokens(
+    cfg: AgentConfig, state: LoopState, history: Sequence[dict[str, Any]]
+) -> tuple[int, int]:
+    """The prompt tokens of the next request with `history`, and the uncalibrated count of
+    the whole request when one was made (0 when the prediction built on a measurement)."""
+    end = state.previous_end
+    if state.context_tokens > 0 and end is not None and 0 <= end < len(history):
+        added = history[end + 1 :]
+        count = count_input_tokens({"messages": list(added)}, _TOKENIZER) if added else 0
+        return state.context_tokens + round(count * state.token_ratio), 0
+    raw = estimate_tokens(cfg, history)
+    return round(raw * state.token_ratio), raw
 
 
 async def compact_if_needed(
@@ -199,14 +212,13 @@ async def compact_if_needed(
     if policy is None or policy.compact_at is None:
         return
     window = window_for(cfg.model, policy)
-    estimate = estimate_tokens(cfg, history)
-    predicted = round(estimate * state.token_ratio)
+    predicted, raw = predict_tokens(cfg, state, history)
     if predicted + cfg.max_tokens < policy.compact_at * window:
-        state.last_estimate = estimate
+        state.last_estimate = raw
         return
     async for event in compact(cfg, history, state, trigger="threshold", before=predicted):
         yield event
-    state.last_estimate = estimate_tokens(cfg, history)
+    state.last_estimate = predict_tokens(cfg, state, history)[1]
 
 
 async def compact(
@@ -223,7 +235,7 @@ async def compact(
     policy = cfg.compaction or CompactPolicy()
     keep = keep_turns if keep_turns is not None else policy.keep_turns
     window = window_for(cfg.model, policy)
-    before = before if before is not None else _predicted(cfg, state, history)
+    before = before if before is not None else predict_tokens(cfg, state, history)[0]
     count = len(history)
 
     def report(error: str, usage: Usage | None = None, cost: float = 0.0) -> Compacted:
@@ -271,7 +283,7 @@ async def compact(
     history[:] = new
     state.previous_end = None  # the old positions are gone: the next request writes anew
     state.cache_points = []
-    after = _predicted(cfg, state, history)
+    after = predict_tokens(cfg, state, history)[0]
     done = Compacted(
         trigger,
         before,

@@ -185,6 +185,16 @@ class Workers:
             built.messages[shared] is source[shared]
         ):
             shared += 1
+        measured = parent.state.previous_end
+        if (
+            turns is None
+            and measured is not None
+            and parent.state.context_tokens
+            and (shared > measured)
+        ):  # the parent's last request is a prefix of this one: its size is known
+            state.context_tokens = parent.state.context_tokens
+            state.previous_end = measured
+            state.token_ratio = parent.state.token_ratio
         if turns is not None:  # a window of the parent's history is no prefix of its transcript
             self._record(run, None, 0)
         else:
