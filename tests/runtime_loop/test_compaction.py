@@ -253,6 +253,13 @@ async def test_the_agent_tool_forks_with_fork_turns(
     assert all(cell(i) not in sent for i in range(3))
     # the Agent call and its placeholder result stay paired (the strict emulator checks it)
     assert first["messages"][-2]["content"][-1]["type"] == "tool_use"
+    # a named agent takes no fork_turns: the model is told, nothing starts
+    named = {**call, "subagent_type": "general-purpose"}
+    small.script(Reply.tool_use("Agent", named), when_empty="fallback")
+    refused = await session.ask("Now a named agent on the latest cell.")
+    assert refused.tool_calls[0].is_error
+    assert "fork_turns applies to forks only" in refused.tool_calls[0].result
+    assert len(session.tasks) == 1
 
 
 async def test_a_worker_compacts_inside_its_own_transcript(

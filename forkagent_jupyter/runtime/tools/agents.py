@@ -119,6 +119,11 @@ class AgentTool(Tool[AgentInput]):
         call = ctx.call
         tool_use_id = call.tool_use_id if call else None
         agent_type = args.subagent_type
+        if agent_type is not None and args.fork_turns is not None:
+            raise ToolError(
+                "fork_turns applies to forks only (no subagent_type): a named agent starts "
+                "with nothing but your prompt. Drop one of the two."
+            )
         if agent_type is None and not workers.forking:
             agent_type = "general-purpose"
         agent_id = new_agent_id()
