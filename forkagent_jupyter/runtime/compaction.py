@@ -17,8 +17,9 @@ the prediction plus `max_tokens` reaches `compact_at` of the window, it compacts
    from its result; the summary goes in front of the first kept message (no two user
    messages in a row). The turn in progress is always kept.
 3. The runtime appends the session's tasks (ids, names, status) to the summary, so task ids
-   survive whatever the model wrote; pending notifications wait in the command queue, not
-   in the history, and are untouched.
+   survive whatever the model wrote (and a worker's own fork directive, when its message is
+   dropped); pending notifications wait in the command queue, not in the history, and are
+   untouched.
 4. The owner records the compacted history (`LoopState.on_history_replaced`): a transcript
    keeps every earlier message and an event with the new history, so a resume replays to the
    compacted history.
@@ -38,6 +39,7 @@ from ..emulator.catalog import DEFAULT_CATALOG
 from ..emulator.tokens import ByteTokenizer, count_input_tokens
 from .errors import ModelError, StreamInterruptedError, UsageError
 from .events import Compacted, LoopEvent, ModelResponse, UsageReport
+from .fork import FORK_TAG
 from .history import blocks_of
 from .model import ModelRequest, build_request
 from .secrets import redact
@@ -141,20 +143,38 @@ def last_turns(history: Sequence[dict[str, Any]], turns: int) -> list[dict[str, 
     return list(history[starts[-turns] :])
 
 
+def _cut(history: Sequence[dict[str, Any]], keep_turns: int) -> int | None:
+    """Where the kept turns start (None: nothing older to drop)."""
+    starts = turn_starts(history)
+    keep = max(1, keep_turns)
+    if not starts:
+        return None
+    cut = starts[-keep] if len(starts) >= keep else starts[0]
+    return cut or None
+
+
 def compacted_history(
     history: Sequence[dict[str, Any]], summary: str, keep_turns: int
 ) -> list[dict[str, Any]] | None:
     """`summary` followed by the last `keep_turns` turns (at least the current one), or None
     when nothing older than those turns exists."""
-    starts = turn_starts(history)
-    if not starts:
-        return None
-    cut = starts[-max(1, keep_turns)] if len(starts) >= max(1, keep_turns) else starts[0]
-    if cut == 0:
+    cut = _cut(history, keep_turns)
+    if cut is None:
         return None
     first = history[cut]
     head = {"role": "user", "content": [{"type": "text", "text": summary}, *blocks_of(first)]}
     return [head, *history[cut + 1 :]]
+
+
+def _directives(history: Sequence[dict[str, Any]], keep_turns: int) -> list[str]:
+    """The fork directives in the part that compaction drops: a worker keeps its own."""
+    cut = _cut(history, keep_turns) or 0
+    return [
+        str(b.get("text"))
+        for m in history[:cut]
+        for b in blocks_of(m)
+        if b.get("type") == "text" and f"<{FORK_TAG}>" in str(b.get("text", ""))
+    ]
 
 
 def summary_request_messages(history: Sequence[dict[str, Any]], words: int) -> list[dict[str, Any]]:
@@ -277,7 +297,7 @@ async def compact(
     if not text:
         yield report("the summary came back empty", response.usage, cost)
         return
-    summary = _summary_block(text, policy, cfg.ctx.agent_id, before)
+    summary = _summary_block(text, policy, cfg.ctx.agent_id, before, _directives(history, keep))
     new = compacted_history(history, summary, keep)
     assert new is not None
     history[:] = new
@@ -301,7 +321,9 @@ async def compact(
     yield done
 
 
-def _summary_block(text: str, policy: CompactPolicy, agent_id: str, before: int) -> str:
+def _summary_block(
+    text: str, policy: CompactPolicy, agent_id: str, before: int, directives: list[str]
+) -> str:
     lines = [
         f"<{SUMMARY_TAG}>",
         f"The earlier part of this conversation (about {before:,} tokens) was replaced by "
@@ -312,6 +334,8 @@ def _summary_block(text: str, policy: CompactPolicy, agent_id: str, before: int)
     tasks = policy.task_lines(agent_id) if policy.task_lines is not None else []
     if tasks:
         lines += ["", "Background tasks started in this conversation (ids still valid):", *tasks]
+    if directives:
+        lines += ["", "Your directive, as you were given it:", directives[-1]]
     lines.append(f"</{SUMMARY_TAG}>")
     return "\n".join(lines)
 

@@ -286,6 +286,9 @@ async def test_a_worker_compacts_inside_its_own_transcript(
     loaded = session.store.load(worker.id)  # type: ignore[union-attr]
     assert SUMMARY_TAG in json.dumps(loaded.messages[0])
     assert "Again 2:" in json.dumps(loaded.messages)
+    # its directive survives, whichever turns were dropped
+    head = loaded.messages[0]["content"][0]["text"]
+    assert f"<{FORK_TAG}>" in head and "Directive: Look:" in head
     summaries = [r for r in small.api_requests() if is_summary_request(r.body)]
     assert summaries and f"<{FORK_TAG}>" in json.dumps(summaries[0].body)  # the worker's
     for record in small.api_requests():
