@@ -236,7 +236,14 @@ async def compact_if_needed(
     if predicted + cfg.max_tokens < policy.compact_at * window:
         state.last_estimate = raw
         return
-    async for event in compact(cfg, history, state, trigger="threshold", before=predicted):
+    # fewer turns than it keeps: keep only the current one rather than none of the older
+    keep = policy.keep_turns if _cut(history, policy.keep_turns) is not None else 1
+    if _cut(history, keep) is None:  # one turn: nothing to summarise (the API will say if
+        state.last_estimate = raw  # the request does not fit)
+        return
+    async for event in compact(
+        cfg, history, state, trigger="threshold", keep_turns=keep, before=predicted
+    ):
         yield event
     state.last_estimate = predict_tokens(cfg, state, history)[1]
 

@@ -164,7 +164,7 @@ class Compacted:
     def line(self) -> str:
         """One line for a status display."""
         if self.error:
-            return f"compaction failed: {self.error}"
+            return f"not compacted: {self.error}"
         return (
             f"compacted {self.messages_before} messages into a summary + the last "
             f"{self.kept_turns} turn(s) ({self.messages_after} messages): context "

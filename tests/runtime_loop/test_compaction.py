@@ -117,6 +117,21 @@ async def test_threshold_compacts_before_the_window_and_reads_the_history_from_c
     assert session.context_window == WINDOW
 
 
+async def test_with_fewer_turns_than_it_keeps_the_threshold_keeps_the_current_one(
+    small: Emulator, sessions: Callable[..., Session]
+) -> None:
+    session = sessions(compact_at=0.6, compact_keep_turns=3)
+    assert not await stream_cell(session, "Big: " + "lorem ipsum dolor sit amet " * 1200)
+    [done] = await stream_cell(session, cell(1))  # two turns: the big one goes
+    assert done.error is None and done.kept_turns == 1
+    assert "Big: lorem" not in json.dumps(session.messages[1:])
+    assert len(turn_starts(session.messages)) == 1 and cell(1) in json.dumps(session.messages[0])
+    # a single turn over the threshold has nothing older to summarise: no summary request
+    alone = sessions(compact_at=0.3)
+    assert not await stream_cell(alone, "Big: " + "lorem ipsum dolor sit amet " * 900)
+    assert sum(is_summary_request(r.body) for r in small.api_requests()) == 1
+
+
 async def test_without_compaction_the_session_ends_in_the_window_error(
     small: Emulator, sessions: Callable[..., Session]
 ) -> None:
