@@ -24,7 +24,9 @@ the prediction plus `max_tokens` reaches `compact_at` of the window, it compacts
    keeps every earlier message and an event with the new history, so a resume replays to the
    compacted history.
 
-A failed summary request leaves the history as it was (a `Compacted` event with `error`).
+A conversation already past its window (compaction turned on late) is summarised from its
+most recent turns that fit. A failed summary request leaves the history as it was (a
+`Compacted` event with `error`).
 `last_turns` cuts the same way for forks that inherit only the last N turns.
 """
 
@@ -275,15 +277,17 @@ async def compact(
         yield report(f"nothing to compact: the conversation has no turn before the last {keep}")
         return
     max_tokens = cfg.max_tokens if cfg.thinking else min(cfg.max_tokens, policy.summary_max_tokens)
+    words = max(100, max_tokens // 2)
+    source, previous_end = _fitting(cfg, state, history, before, max_tokens, window, words)
     request = ModelRequest(
         model=cfg.model,
         system=cfg.system,
         tools=cfg.tools.specs(),
-        messages=summary_request_messages(history, words=max(100, max_tokens // 2)),
+        messages=summary_request_messages(source, words=words),
         max_tokens=max_tokens,
         thinking=cfg.thinking,
         cache_ttl=cfg.cache_ttl,
-        previous_end=state.previous_end,
+        previous_end=previous_end,
     )
     response: ModelResponse | None = None
     try:
@@ -326,6 +330,29 @@ async def compact(
     if state.on_history_replaced is not None:
         state.on_history_replaced(list(history), _record(done))
     yield done
+
+
+def _fitting(
+    cfg: AgentConfig,
+    state: LoopState,
+    history: list[dict[str, Any]],
+    before: int,
+    max_tokens: int,
+    window: int,
+    words: int,
+) -> tuple[list[dict[str, Any]], int | None]:
+    """What the summary request reads: the whole conversation when it fits the window (from
+    the cache, at `previous_end`), else its most recent turns that do (a conversation already
+    past its window, e.g. with compaction turned on late); the transcript keeps the rest."""
+    instruction = count_input_tokens({"messages": summary_request_messages([], words)}, _TOKENIZER)
+    if before + instruction + max_tokens <= window:
+        return history, state.previous_end
+    for start in turn_starts(history)[1:]:
+        part = history[start:]
+        size = round(estimate_tokens(cfg, part) * state.token_ratio)
+        if size + instruction + max_tokens <= window:
+            return part, None
+    return history, state.previous_end  # nothing fits: the API will say so
 
 
 def _summary_block(

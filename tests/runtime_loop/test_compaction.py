@@ -320,6 +320,7 @@ async def test_the_offline_model_refuses_a_request_over_the_window(tmp_path: Pat
         home=tmp_path,
         permission_policy=AllowAll(),
         compact_at=None,
+        context_window=WINDOW,
         max_tokens=MAX_TOKENS,
         auto_respond=False,
     )
@@ -330,6 +331,13 @@ async def test_the_offline_model_refuses_a_request_over_the_window(tmp_path: Pat
                 break
         assert WINDOW_ERROR in (turn.error or "")
         assert f"> {WINDOW}, decrease input length" in (turn.error or "")
+        # compaction turned on late: the summary reads the latest turns that fit, and the
+        # session goes on (the transcript keeps the rest)
+        session.compact_at = 0.6
+        turn = await session.ask(cell(100))
+        assert turn.ok, turn.error
+        assert SUMMARY_TAG in json.dumps(session.messages[0])
+        assert session.context_tokens + MAX_TOKENS < 0.6 * WINDOW
     finally:
         await session.aclose()
     # with compaction on, the same cells go through
