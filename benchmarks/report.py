@@ -294,6 +294,47 @@ def _batch_fanout(r: dict[str, Any]) -> list[str]:
     return out
 
 
+def _long_session(r: dict[str, Any]) -> list[str]:
+    out = ["### A long session against its context window (`long_session`)", ""]
+    rows = []
+    for key in ("with_compaction", "without_compaction"):
+        row = r.get(key)
+        if not row:
+            continue
+        share = row["summary_cache_read_share"]
+        rows.append(
+            [
+                "on" if row["compaction"] else "off",
+                f"{row['completed']} / {row['cells']}",
+                row["summary_requests"],
+                f"{row['max_request_fraction']:.2f}",
+                f"{share:.2f}" if share is not None else "-",
+                f"${row['cost_usd']:.4f}",
+            ]
+        )
+    out += _table(
+        [
+            "compaction",
+            "cells completed",
+            "summaries",
+            "largest request / window",
+            "summary cache read",
+            "cost",
+        ],
+        rows,
+    )
+    ratio = r.get("cost_ratio_same_cells")
+    if ratio is not None:
+        out += [
+            f"Window {r['window']:,} tokens, cells of ~{r['cell_tokens']} tokens, compact_at "
+            f"{r['compact_at']}: without compaction the window error came at cell "
+            f"{r['cells_until_window_error']}; over those cells the compacted session cost "
+            f"{ratio:.2f}x.",
+            "",
+        ]
+    return out
+
+
 SECTIONS = {
     "dask_fanout": _dask_fanout,
     "fork_cache": _fork_cache,
@@ -303,6 +344,7 @@ SECTIONS = {
     "loop_overhead": _loop_overhead,
     "emulator_throughput": _emulator,
     "batch_fanout": _batch_fanout,
+    "long_session": _long_session,
 }
 
 

@@ -168,13 +168,26 @@ PLAIN_CARDS = (
 )
 
 
+def context_text(tokens: int, window: int, compactions: int = 0) -> str:
+    """An agent's context size against its window: "context 12,345 / 200,000 (6%)"."""
+    if not window:
+        return f"context {tokens:,}"
+    text = f"context {tokens:,} / {window:,} ({tokens / window:.0%})"
+    if compactions:
+        text += f", compacted {compactions}x"
+    return text
+
+
 def card_text(task: Task) -> str:
-    """A card as text: name, kind, status, tokens, cost, and the result's first lines."""
+    """A card as text: name, kind, status, tokens, context, cost, and the result's first
+    lines."""
     u = task.usage
     line = (
         f"{task.name or task.id} ({task.kind}) {task.status} · {task.description} · "
         f"in {u.total_input_tokens:,} / out {u.output_tokens:,} tok · "
-        f"cache read {u.cache_read_input_tokens:,} · ${task.cost_usd:.4f}"
+        f"cache read {u.cache_read_input_tokens:,} · "
+        f"{context_text(task.context_tokens, task.context_window, task.compactions)} · "
+        f"${task.cost_usd:.4f}"
     )
     outcome = task.result or task.error or ""
     if task.done and task.result and task.error:
@@ -367,7 +380,9 @@ class TaskCard(_WholeText, w.VBox):  # type: ignore[misc]
             f"<span style='color:{colour};font-weight:600'>{_esc(t.status)}</span> "
             f"<small>{t.elapsed:.0f}s · in {u.total_input_tokens:,}"
             f" / out {u.output_tokens:,} tok · cache read {u.cache_read_input_tokens:,}"
-            f" / write {u.cache_creation_input_tokens:,} · ${t.cost_usd:.4f}</small>"
+            f" / write {u.cache_creation_input_tokens:,}"
+            f" · {context_text(t.context_tokens, t.context_window, t.compactions)}"
+            f" · ${t.cost_usd:.4f}</small>"
         )
         if t.done:
             body = (

@@ -109,6 +109,15 @@ class ForkAgent(Configurable):  # type: ignore[misc]
         "overloaded_error or api_error event) is requested again, with backoff, before the "
         "run fails (0: never).",
     ).tag(config=True)
+    compact_at = Float(
+        0.8,
+        allow_none=True,
+        help="Compact a conversation (the parent's and each worker's) before a request whose "
+        "prompt plus max_tokens would reach this fraction of the model's context window: a "
+        "fork of it writes a summary (read from the prompt cache) that replaces all but the "
+        "last turns. None: never (a long session then ends in a context-window error). "
+        "%compact compacts the parent now.",
+    ).tag(config=True)
 
 
 def interpolate(text: str, namespace: dict[str, Any]) -> str:
@@ -210,6 +219,14 @@ class KernelAgent:
             self.ui.tasks_changed()
         elif name == "stream_retries":
             session.stream_retries = int(value)
+        elif name == "compact_at":
+            from ..runtime.errors import UsageError as RuntimeUsageError
+
+            try:
+                session.compact_at = value
+            except RuntimeUsageError as exc:
+                print(f"ForkAgent.compact_at: {exc}", file=sys.stderr)
+                self._session_settings_revert(name, change["old"])
 
     def _apply_executor(self, change: Any = None) -> None:
         """Where isolated workers' code runs, from the settings (next worker on). A setting
@@ -271,7 +288,7 @@ class KernelAgent:
     def uninstall(self) -> None:
         magics = self.shell.magics_manager.magics
         magics["cell"].pop("agent", None)
-        for name in ("fork", "send", "tasks", "stop", "bg", "notifications"):
+        for name in ("fork", "send", "tasks", "stop", "bg", "compact", "notifications"):
             magics["line"].pop(name, None)
         if transform_cell in self.shell.input_transformers_cleanup:
             self.shell.input_transformers_cleanup.remove(transform_cell)
@@ -358,10 +375,18 @@ class KernelAgent:
 
     # -- workers -----------------------------------------------------------------------------
 
-    def fork(self, directive: str, name: str | None = None, shared: bool = False) -> Any:
+    def fork(
+        self,
+        directive: str,
+        name: str | None = None,
+        shared: bool = False,
+        turns: int | None = None,
+    ) -> Any:
         directive = interpolate(directive, self.shell.user_ns)
         self._within_budget("%fork", "The fork was")
-        self.session.fork_now(directive, name=name, namespace="shared" if shared else None)
+        self.session.fork_now(
+            directive, name=name, namespace="shared" if shared else None, turns=turns
+        )
         # its card is shown by the session's task event (ui.KernelUI._on_task), once
 
     def fork_batch(self, template: str, opts: dict[str, Any]) -> None:
@@ -460,6 +485,33 @@ class KernelAgent:
         self.shell.user_ns.update(values)
         shown = ", ".join(f"{name} ({value_summary(values[name])})" for name in names)
         print(f"pulled from {task.name or task.id}: {shown}")
+
+    async def compact(self, args: str) -> None:
+        """`%compact [--keep N]`: compact the parent conversation now and show what changed."""
+        from ..runtime.errors import UsageError as RuntimeUsageError
+
+        opts, rest = split_options(args, {"--keep": True}, "compact")
+        if rest:
+            raise UsageError(f"%compact: unexpected argument {rest.split()[0]!r}")
+        keep: int | None = None
+        if "keep" in opts:
+            try:
+                keep = int(opts["keep"])
+            except ValueError:
+                keep = 0
+            if keep < 1:
+                given = opts["keep"]
+                raise UsageError(f"%compact: --keep needs a number of turns >= 1, not {given!r}")
+        self._within_budget("%compact", "The compaction was")
+        try:
+            async with interruptible():
+                event = await self.session.compact(keep)
+        except RuntimeUsageError as exc:
+            raise UsageError(f"%compact: {exc}") from None
+        self.ui.show_compaction(event)
+
+    def start_compact(self, args: str) -> Any:
+        return self._spawn(self.compact(args))
 
     def start_pull(self, args: str) -> Any:
         return self._spawn(self.pull(args))

@@ -24,6 +24,7 @@ __all__ = ["AgentMagics", "split_options", "transform_cell"]
 _CELL = re.compile(r"^%%agent\b(.*)$")
 _WAIT = re.compile(r"^(\s*)%tasks\s+--wait\b(.*)$")
 _PULL = re.compile(r"^(\s*)%tasks\s+--pull\b(.*)$")
+_COMPACT = re.compile(r"^(\s*)%compact\b(?![?])(.*)$")
 
 
 def split_options(line: str, flags: dict[str, bool], magic: str) -> tuple[dict[str, Any], str]:
@@ -55,7 +56,8 @@ def split_options(line: str, flags: dict[str, bool], magic: str) -> tuple[dict[s
 
 
 def transform_cell(lines: list[str]) -> list[str]:
-    """Input transformer: `%%agent` cells and `%tasks --wait` lines become awaits."""
+    """Input transformer: `%%agent` cells and `%tasks --wait`, `%tasks --pull` and `%compact`
+    lines become awaits."""
     if not lines:
         return lines
     first = _CELL.match(lines[0].rstrip("\n"))
@@ -68,17 +70,20 @@ def transform_cell(lines: list[str]) -> list[str]:
     for line in lines:
         wait = _WAIT.match(line.rstrip("\n"))
         pull = _PULL.match(line.rstrip("\n"))
+        compact = _COMPACT.match(line.rstrip("\n"))
         if wait:
             line = f"{wait.group(1)}await __forkagent__.wait_tasks({wait.group(2).strip()!r})\n"
         elif pull:
             line = f"{pull.group(1)}await __forkagent__.pull({pull.group(2).strip()!r})\n"
+        elif compact:
+            line = f"{compact.group(1)}await __forkagent__.compact({compact.group(2).strip()!r})\n"
         out.append(line)
     return out
 
 
 @magics_class
 class AgentMagics(Magics):  # type: ignore[misc]
-    """%%agent, %fork, %send, %tasks, %stop, %notifications."""
+    """%%agent, %fork, %send, %tasks, %stop, %compact, %notifications."""
 
     def __init__(self, shell: Any, agent: KernelAgent) -> None:
         super().__init__(shell)
@@ -113,6 +118,11 @@ class AgentMagics(Magics):  # type: ignore[misc]
     )
     @argument("--over", help="with --batch: the notebook variable to fan out over ({item})")
     @argument("--poll", help="with --batch: seconds between polls of the batch (default 30)")
+    @argument(
+        "--turns",
+        help="inherit only the last N turns of the conversation (default: all of it; the "
+        "system prompt and tools always)",
+    )
     @argument("directive", nargs="*", help="what the worker should do")
     @line_magic
     def fork(self, line: str) -> Any:
@@ -129,13 +139,22 @@ class AgentMagics(Magics):  # type: ignore[misc]
             "--batch": False,
             "--over": True,
             "--poll": True,
+            "--turns": True,
         }
         opts, directive = split_options(line, flags, "fork")
         if opts.get("batch") or opts.get("over"):
             return self.host.fork_batch(directive, opts)
         if not directive:
             raise UsageError("%fork: say what the worker should do, e.g. %fork profile each column")
-        return self.host.fork(directive, name=opts.get("name"), shared=bool(opts.get("shared")))
+        turns = None
+        if "turns" in opts:
+            turns = int(opts["turns"]) if str(opts["turns"]).isdigit() else 0
+            if turns < 1:
+                given = opts["turns"]
+                raise UsageError(f"%fork: --turns needs a number of turns >= 1, not {given!r}")
+        return self.host.fork(
+            directive, name=opts.get("name"), shared=bool(opts.get("shared")), turns=turns
+        )
 
     @magic_arguments()
     @argument("to", help="worker id or name")
@@ -186,6 +205,16 @@ class AgentMagics(Magics):  # type: ignore[misc]
         goes on, and the agent's result comes later as a notification."""
         args = parse_argstring(self.bg, line)
         return self.host.background(args.id)
+
+    @magic_arguments()
+    @argument("--keep", help="turns to keep after the summary (default 2)")
+    @line_magic
+    def compact(self, line: str) -> Any:
+        """Compact the parent conversation now: a fork of it summarises the conversation so
+        far (reading it from the prompt cache), and the history becomes that summary plus the
+        last turns. Shows the tokens before and after and what the summary cost. Runs by
+        itself when a request would reach ForkAgent.compact_at of the context window."""
+        return self.host.start_compact(line)
 
     @magic_arguments()
     @argument("ids", nargs="+", help="task ids or names")

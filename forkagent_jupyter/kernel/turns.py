@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING
 
 from IPython.display import display
 
-from ..runtime.events import LoopEvent, Retrying, Stop, TextDelta, ToolResult, ToolUse
+from ..runtime.events import (
+    Compacted,
+    LoopEvent,
+    Retrying,
+    Stop,
+    TextDelta,
+    ToolResult,
+    ToolUse,
+)
 from .markdown import SafeMarkdown
 
 if TYPE_CHECKING:
@@ -34,6 +42,8 @@ def event_markdown(event: LoopEvent) -> str | None:
         return f"\n\n> **{event.name}**{detail}\n"
     if isinstance(event, Retrying):
         return f"\n\n*{event.summary}*\n\n"
+    if isinstance(event, Compacted):
+        return f"\n\n*{event.line()}*\n\n"
     if isinstance(event, ToolResult):
         mark = "error" if event.is_error else "ok"
         first = event.content.strip().splitlines()[0][:100] if event.content.strip() else ""

@@ -19,12 +19,21 @@ import ipywidgets as w
 from IPython.display import HTML, display
 
 from ..runtime.budget import CostBudget
+from ..runtime.events import Compacted
 from ..runtime.executors import Output
 from ..runtime.session import AutoTurn, Session
 from ..runtime.tasks import Task
 from .answers import AnswerDelivery
 from .approvals import WidgetPolicy, headless_notice
-from .cards import ApprovalPrompt, CardBox, CardHub, PendingStrip, TaskCard, card_text
+from .cards import (
+    ApprovalPrompt,
+    CardBox,
+    CardHub,
+    PendingStrip,
+    TaskCard,
+    card_text,
+    context_text,
+)
 from .frontend import FrontendRows
 from .turns import run_turn
 
@@ -88,6 +97,7 @@ class KernelUI:
             max_workers=s.max_workers,
             max_cost_usd=s.max_cost_usd,
             stream_retries=s.stream_retries,
+            compact_at=s.compact_at,
         )
         # the forks of one cell share one snapshot of the namespace (the kernel says when a
         # cell may have changed it); workers' output goes to their cards
@@ -216,11 +226,52 @@ class KernelUI:
 
     # -- %tasks ----------------------------------------------------------------------------------
 
+    def show_compaction(self, event: Compacted) -> None:
+        """What `%compact` did: messages and tokens before and after, the summary's cost,
+        the summary itself (folded)."""
+        if event.error:
+            display({"text/plain": f"%compact: {event.line()}"}, raw=True)
+            return
+        u = event.usage
+        rows = [
+            ("messages", f"{event.messages_before:,}", f"{event.messages_after:,}"),
+            ("context tokens", f"{event.before_tokens:,}", f"~{event.after_tokens:,}"),
+            (
+                "of the window",
+                f"{event.before_tokens / event.window:.0%}",
+                f"{event.after_tokens / event.window:.0%}",
+            ),
+        ]
+        table = "".join(
+            f"<tr><td>{name}</td><td>{before}</td><td>{after}</td></tr>"
+            for name, before, after in rows
+        )
+        cost = (
+            f"summary request: {u.cache_read_input_tokens:,} tokens read from cache, "
+            f"{u.input_tokens + u.cache_creation_input_tokens:,} written or uncached, "
+            f"{u.output_tokens:,} out, ${event.cost_usd:.4f}"
+        )
+        kept = f"kept: the summary + the last {event.kept_turns} turn(s)"
+        page = (
+            f"<div class='forkagent-compaction'><b>Compacted the conversation</b> "
+            f"({event.window:,}-token window)<table><tr><th></th><th>before</th>"
+            f"<th>after</th></tr>{table}</table><small>{_esc(kept)}<br>{_esc(cost)}</small>"
+            f"<details><summary>summary</summary><pre style='white-space:pre-wrap'>"
+            f"{_esc(event.summary)}</pre></details></div>"
+        )
+        text = f"{event.line()}\n{kept}\n{cost}\nsummary:\n{event.summary}"
+        display({"text/html": page, "text/plain": text}, raw=True)
+
+    def _parent_context(self) -> str:
+        session = self.agent.session
+        return context_text(session.context_tokens, session.context_window)
+
     def tasks_bundle(self, ids: list[str]) -> dict[str, str]:
         """The task table as HTML and as text (for frontends that show only text)."""
         session = self.agent.session
         tasks = [session.task(i) for i in ids] if ids else session.tasks
-        text = "\n".join(card_text(t) for t in tasks) if tasks else "No tasks yet."
+        text = f"main (parent) · {self._parent_context()}\n"
+        text += "\n".join(card_text(t) for t in tasks) if tasks else "No tasks yet."
         budget = budget_line(session.budget)
         if budget:
             text += f"\n{budget}"
@@ -229,22 +280,24 @@ class KernelUI:
     def tasks_html(self, ids: list[str]) -> str:
         session = self.agent.session
         tasks = [session.task(i) for i in ids] if ids else session.tasks
+        parent = f"<div class='forkagent-context'>parent: {_esc(self._parent_context())}</div>"
         if not tasks:
-            return "<i>No tasks yet.</i>"
+            return f"{parent}<i>No tasks yet.</i>"
         rows = []
         for t in tasks:
             u = t.usage
             rows.append(
                 f"<tr><td><code>{_esc(t.name or t.id)}</code></td><td>{_esc(t.kind)}</td>"
                 f"<td>{_esc(t.status)}</td><td>{u.total_input_tokens:,} / {u.output_tokens:,}</td>"
-                f"<td>{u.cache_hit_ratio:.0%}</td><td>${t.cost_usd:.4f}</td>"
-                f"<td>{t.elapsed:.1f}s</td></tr>"
+                f"<td>{u.cache_hit_ratio:.0%}</td>"
+                f"<td>{_esc(context_text(t.context_tokens, t.context_window, t.compactions))}</td>"
+                f"<td>${t.cost_usd:.4f}</td><td>{t.elapsed:.1f}s</td></tr>"
             )
         head = (
             "<tr><th>task</th><th>kind</th><th>status</th><th>tokens in / out</th>"
-            "<th>cache hit</th><th>cost</th><th>elapsed</th></tr>"
+            "<th>cache hit</th><th>context</th><th>cost</th><th>elapsed</th></tr>"
         )
-        table = f"<table class='forkagent-tasks'>{head}{''.join(rows)}</table>"
+        table = f"{parent}<table class='forkagent-tasks'>{head}{''.join(rows)}</table>"
         budget = budget_line(session.budget)
         return table + (f"<div class='forkagent-budget'>{_esc(budget)}</div>" if budget else "")
 

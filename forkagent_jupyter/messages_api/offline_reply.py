@@ -10,6 +10,9 @@ What it does, exactly:
   request are not called.
 * A user message made only of tool results gets a final answer that reports each result.
 * `<task-notification>` blocks get a short summary of each worker's status and result.
+* A compaction request (`<compaction-request>` in the last user message) gets a summary built
+  from the conversation: how many requests and tool calls there were, the latest requests'
+  first lines, and the task ids it mentions.
 * Anything else gets an honest answer saying what the offline model can do.
 
 A fork child's directive arrives as text in its last user message, so it is carried out the
@@ -35,6 +38,11 @@ _DIRECTIVE_BLOCK = re.compile(r"<fork-directive>.*?</fork-directive>", re.DOTALL
 _DIRECTIVE = re.compile(r"^Directive:[ \t]*(.*)$", re.MULTILINE)
 _NOTIFICATION = re.compile(r"<task-notification>(.*?)</task-notification>", re.DOTALL)
 _MAX_REPORT = 1500
+_COMPACT_REQUEST = "<compaction-request>"
+_TASK_ID = re.compile(r"<task-id>(.*?)</task-id>|agent (a[0-9a-f]{16})\b")
+_OWN_BLOCKS = re.compile(
+    r"<(conversation-summary|compaction-request|task-notification)>.*?</\1>", re.DOTALL
+)
 
 CAPABILITIES = (
     "I am the offline model of forkagent-jupyter: no API key is set, so I cannot reason "
@@ -137,6 +145,35 @@ def _worker_answer(directive: str) -> str:
     )
 
 
+def _offline_summary(messages: Sequence[Mapping[str, Any]]) -> str:
+    """A deterministic summary of a conversation, for a compaction request."""
+    requests: list[str] = []
+    calls: dict[str, int] = {}
+    tasks: list[str] = []
+    for message in messages:
+        for block in _blocks(message):
+            kind = block.get("type")
+            text = str(block.get("text", "")) if kind == "text" else _result_text(block)
+            for found in _TASK_ID.finditer(text):
+                task = found.group(1) or found.group(2)
+                if task and task not in tasks:
+                    tasks.append(task)
+            if kind == "tool_use":
+                name = str(block.get("name"))
+                calls[name] = calls.get(name, 0) + 1
+            elif kind == "text" and message.get("role") == "user":
+                plain = _OWN_BLOCKS.sub("", _DIRECTIVE_BLOCK.sub("", text)).strip()
+                if plain:
+                    requests.append(plain.splitlines()[0][:80])
+    lines = [f"Earlier requests: {len(requests)}."]
+    lines += [f"- {r}" for r in requests[-5:]]
+    used = ", ".join(f"{name} x{n}" for name, n in sorted(calls.items())) or "none"
+    lines.append(f"Tool calls: {used}.")
+    if tasks:
+        lines.append(f"Background tasks mentioned: {', '.join(tasks)}.")
+    return "\n".join(lines)
+
+
 def offline_reply(body: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]:
     """The offline model's reply to a request body: (content blocks without ids, stop_reason)."""
     messages = list(body.get("messages") or [])
@@ -149,6 +186,8 @@ def offline_reply(body: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]:
     text = "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
     results = [b for b in blocks if b.get("type") == "tool_result"]
 
+    if _COMPACT_REQUEST in text:
+        return [{"type": "text", "text": _offline_summary(messages)}], "end_turn"
     notes = _NOTIFICATION.findall(text)
     if notes:
         return [{"type": "text", "text": _summarize_notifications(notes)}], "end_turn"

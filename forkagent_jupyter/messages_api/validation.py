@@ -12,7 +12,8 @@ unknown model) at the first broken rule, in this order:
 3. conversation rules on the merged messages (consecutive same-role turns merged; errors
    keep the original indices): content, citations/documents, cache_control, tool_use /
    tool_result pairing on every assistant->user pair, thinking blocks, tool_choice, prefill;
-4. the context window (`prompt is too long`).
+4. the context window: the input alone (`prompt is too long`), then, on create, the input
+   plus `max_tokens` (`input length and max_tokens exceed context limit`) [I].
 
 Choices where the spec is silent:
 
@@ -71,6 +72,7 @@ MESSAGES: dict[str, str] = {
     "too_many_messages": "messages: List should have at most 100000 items after validation, not {n}",
     # model and limits (rules 16, 17) [I]; max_tokens wording [I]
     "too_long": "prompt is too long: {n} tokens > {max} maximum",
+    "window": "input length and `max_tokens` exceed context limit: {n} + {m} > {max}, decrease input length or `max_tokens` and try again",
     "max_tokens": "max_tokens: {n} > {max}, which is the maximum allowed number of output tokens for {model}",
     # content (rules 2-4) [I]
     "empty_message": "messages.{i}: all messages must have non-empty content except for the optional final assistant message",
@@ -540,4 +542,6 @@ def validate_request(
     total = count_input_tokens(body, tok)
     if total > model.context_window:
         raise _err("too_long", n=total, max=model.context_window)
+    if not for_count_tokens and total + body["max_tokens"] > model.context_window:
+        raise _err("window", n=total, m=body["max_tokens"], max=model.context_window)
     return model

@@ -13,6 +13,7 @@ from ..messages_api.usage import Usage
 
 __all__ = [
     "AssistantMessage",
+    "Compacted",
     "LoopEvent",
     "ModelEvent",
     "ModelResponse",
@@ -140,8 +141,43 @@ class Stop:
     kind: Literal["stop"] = "stop"
 
 
+@dataclass(frozen=True)
+class Compacted:
+    """The conversation was compacted: its older turns replaced by a summary the model wrote
+    (see `compaction.py`). Token counts are of the whole prompt (system, tools, messages);
+    `after_tokens` is an estimate until the next request measures it. With `error` set the
+    summary request failed and the history was left as it was."""
+
+    trigger: Literal["threshold", "manual"]
+    before_tokens: int
+    after_tokens: int
+    window: int
+    messages_before: int
+    messages_after: int
+    kept_turns: int
+    summary: str
+    usage: Usage
+    cost_usd: float
+    error: str | None = None
+    kind: Literal["compacted"] = "compacted"
+
+    def line(self) -> str:
+        """One line for a status display."""
+        if self.error:
+            return f"not compacted: {self.error}"
+        return (
+            f"compacted {self.messages_before} messages into a summary + the last "
+            f"{self.kept_turns} turn(s) ({self.messages_after} messages): context "
+            f"{self.before_tokens:,} -> ~{self.after_tokens:,} of {self.window:,} tokens; "
+            f"summary request {self.usage.cache_read_input_tokens:,} cache read, "
+            f"{self.usage.input_tokens + self.usage.cache_creation_input_tokens:,} in, "
+            f"{self.usage.output_tokens:,} out, ${self.cost_usd:.4f}"
+        )
+
+
 LoopEvent = (
     RequestSent
+    | Compacted
     | TextDelta
     | Retrying
     | AssistantMessage

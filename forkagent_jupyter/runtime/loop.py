@@ -22,11 +22,12 @@ import asyncio
 import base64
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from ..messages_api.usage import cost_usd
+from .compaction import compact_if_needed, note_usage
 from .errors import ModelError, StreamInterruptedError
 from .events import (
     AssistantMessage,
@@ -54,6 +55,9 @@ from .tools.base import (
     run_parsed,
 )
 
+if TYPE_CHECKING:
+    from .compaction import CompactPolicy
+
 __all__ = ["AgentConfig", "LoopState", "ToolRunner", "run_turn"]
 
 INTERRUPTED = "The user interrupted this tool call before it finished; it did not complete."
@@ -78,6 +82,8 @@ class AgentConfig:
     cache_ttl: CacheTTL = "5m"
     thinking: dict[str, Any] | None = None
     stream_retry: StreamRetry = field(default_factory=StreamRetry)
+    compaction: CompactPolicy | None = None
+    """When to compact the conversation before a request (see compaction.py); None: never."""
 
 
 @dataclass
@@ -98,6 +104,13 @@ class LoopState:
     on_first_response_start: Callable[[], None] | None = None
     on_message: Callable[[dict[str, Any]], None] | None = None
     inbox: Callable[[], list[str]] | None = None
+    context_tokens: int = 0
+    """The last request's prompt size (uncached + cache writes + cache reads)."""
+    last_estimate: int = 0
+    token_ratio: float = 1.0
+    """Measured / estimated prompt tokens of the last request (calibrates the estimate)."""
+    on_history_replaced: Callable[[list[dict[str, Any]], dict[str, Any]], None] | None = None
+    """Called with the new history (and what happened) when compaction replaces it."""
 
     def append(self, history: list[dict[str, Any]], message: dict[str, Any]) -> None:
         append_message(history, message)
@@ -198,6 +211,9 @@ async def run_turn(
         if state.before_first_request is not None:
             hold, state.before_first_request = state.before_first_request, None
             await hold()
+        if cfg.compaction is not None:
+            async for compacted in compact_if_needed(cfg, history, state):
+                yield compacted
         start_hook = state.on_first_response_start
         request = ModelRequest(
             model=cfg.model,
@@ -246,6 +262,7 @@ async def run_turn(
         state.requests += 1
         state.previous_end = len(history) - 1
         state.cache_points = []  # a fork's shared prefix matters for its first request only
+        note_usage(state, response.usage)
         cost = cost_usd(response.usage, response.model, response.service_tier)
         yield UsageReport(response.usage, response.model, cost)
 

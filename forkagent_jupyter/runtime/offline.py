@@ -9,10 +9,10 @@ reads and writes are visible offline too.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 
 from ..messages_api.cache import PromptCache, VirtualClock, WallClock
-from ..messages_api.catalog import DEFAULT_CATALOG, lookup
+from ..messages_api.catalog import DEFAULT_CATALOG, ModelInfo, lookup
 from ..messages_api.errors import ApiError
 from ..messages_api.offline_reply import offline_reply, with_ids
 from ..messages_api.tokens import ByteTokenizer, count_output_tokens
@@ -33,13 +33,21 @@ OFFLINE_NOTICE = (
 class OfflineModel:
     """A `ModelClient` that answers with `offline_reply`, in process.
 
-    Requests are validated by the Messages API's rules (a malformed history fails here as it
-    would against the API) and billed by the emulator's prompt-cache accounting on a wall
-    clock (or `clock`).
+    Requests are validated by the Messages API's rules (a malformed history, or one that does
+    not fit the model's context window, fails here as it would against the API; `catalog`
+    gives other models or windows) and billed by the emulator's prompt-cache accounting on a
+    wall clock (or `clock`).
     """
 
-    def __init__(self, name: str | None = None, *, clock: VirtualClock | None = None) -> None:
+    def __init__(
+        self,
+        name: str | None = None,
+        *,
+        clock: VirtualClock | None = None,
+        catalog: Mapping[str, ModelInfo] | None = None,
+    ) -> None:
         self.name = name or default_model_name()
+        self.catalog = catalog or DEFAULT_CATALOG
         self._clock = clock or WallClock()
         self._cache = PromptCache(self._clock)
         self._tokenizer = ByteTokenizer()
@@ -48,13 +56,13 @@ class OfflineModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         body = build_request(request)
         try:
-            info = validate_request(body, version="2026-10-21", catalog=DEFAULT_CATALOG)
+            info = validate_request(body, version="2026-10-21", catalog=self.catalog)
         except ApiError as exc:
             raise ModelError(
                 f"The model API failed with HTTP {exc.status} ({exc.error_type}): {exc.message}",
                 status=exc.status,
             ) from None
-        info = lookup(request.model, DEFAULT_CATALOG)
+        info = lookup(request.model, self.catalog)
         blocks, stop_reason = offline_reply(body)
         blocks = with_ids(body, blocks)
         plan = self._cache.plan(

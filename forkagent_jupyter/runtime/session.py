@@ -20,8 +20,10 @@ from .agents import AgentDefinition, agent_listing, load_agents, resolve_model, 
 from .backends import Backend, select_backend
 from .batch import BatchResults, BatchRun, FanOut, Notify, fan_out
 from .budget import BudgetedModel, CostBudget
+from .compaction import CompactPolicy, check_compact_at, compact, window_for
 from .errors import ConfigError, UsageError
 from .events import (
+    Compacted,
     LoopEvent,
     RequestSent,
     Retrying,
@@ -127,7 +129,16 @@ class Session:
         max_cost_usd: float | None = None,
         stream_retries: int = DEFAULT_STREAM_RETRIES,
         stream_retry_delay: float = 0.5,
+        compact_at: float | None = 0.8,
+        compact_keep_turns: int = 2,
+        context_window: int | None = None,
     ) -> None:
+        self.compaction = CompactPolicy(
+            compact_at=check_compact_at(compact_at),
+            keep_turns=max(1, compact_keep_turns),
+            window=context_window,
+            task_lines=self._task_lines,
+        )
         self.stream_retry = StreamRetry(retries=stream_retries, base_delay=stream_retry_delay)
         self.services: dict[str, Any] = dict(services or {})
         self.model = model or default_model_name()
@@ -192,6 +203,7 @@ class Session:
                 AgentMeta(agent_id="main", kind="main", model=self.model)
             )
             self.main.state.on_message = self.main.transcript.append_message
+            self.main.state.on_history_replaced = self._history_replaced
             main_transcript = self.main.transcript
             self.gate.recorder = lambda e: main_transcript.append_event("permission", e)
         self.auto_turns: list[AutoTurn] = []
@@ -248,6 +260,7 @@ class Session:
             max_tokens=self.max_tokens,
             cache_ttl=self.cache_ttl,
             stream_retry=self.stream_retry,
+            compaction=self.compaction,
         )
         if hasattr(self, "main"):
             ctx.services["agent_run"] = self.main
@@ -262,6 +275,44 @@ class Session:
     @stream_retries.setter
     def stream_retries(self, value: int) -> None:
         self.stream_retry.set_retries(value)
+
+    @property
+    def compact_at(self) -> float | None:
+        """The fraction of the context window (prompt + max_tokens) at which a conversation
+        is compacted before its next request (None: never); every agent, from its next
+        request on."""
+        return self.compaction.compact_at
+
+    @compact_at.setter
+    def compact_at(self, value: float | None) -> None:
+        self.compaction.compact_at = check_compact_at(value)
+
+    @property
+    def context_tokens(self) -> int:
+        """The parent's last request's prompt size in tokens (0 before the first)."""
+        return self.main.state.context_tokens
+
+    @property
+    def context_window(self) -> int:
+        """The parent model's context window in tokens."""
+        return window_for(self.model, self.compaction)
+
+    def _task_lines(self, agent_id: str) -> list[str]:
+        return [
+            f"- {t.id}{f' ({t.name})' if t.name else ''}: {t.status} - {t.description}"
+            for t in self.registry
+            if t.owner == agent_id
+        ]
+
+    def _history_replaced(self, messages: list[dict[str, Any]], data: dict[str, Any]) -> None:
+        """The parent's history was compacted: on disk, and the agent listing told again if
+        its message was dropped."""
+        if self.main.transcript is not None:
+            self.main.transcript.append_event("compacted", {**data, "messages": messages})
+        if self._listed is not None and not any(
+            self._listed in str(m.get("content")) for m in messages
+        ):
+            self._listed = None
 
     def _agent_listing(self) -> str | None:
         """The named agents as the model is told them (None without the Agent tool). Files
@@ -371,23 +422,76 @@ class Session:
         self.main.history.clear()
         self._listed = None
         on_message = self.main.state.on_message
-        self.main.state = LoopState(on_message=on_message)
+        self.main.state = LoopState(
+            on_message=on_message, on_history_replaced=self.main.state.on_history_replaced
+        )
         if self.main.transcript is not None:
             self.main.transcript.append_event("reset")
+
+    async def compact(self, keep_turns: int | None = None) -> Compacted:
+        """Compact the parent conversation now: a fork of it writes a summary (reading the
+        history from the prompt cache), and the history becomes the summary plus the last
+        `keep_turns` turns (default `compact_keep_turns`). Waits for a turn in flight."""
+        if keep_turns is not None and (isinstance(keep_turns, bool) or keep_turns < 1):
+            raise UsageError(f"keep_turns must be 1 or more; got {keep_turns!r}.")
+        self.budget.check("The compaction was")
+        async with self._lock:
+            self.main.config = self._config()
+            result: Compacted | None = None
+            async for event in compact(
+                self.main.config, self.main.history, self.main.state, keep_turns=keep_turns
+            ):
+                if isinstance(event, UsageReport):
+                    self._parent_usage = self._parent_usage + event.usage
+                    self._parent_cost += event.cost_usd
+                elif isinstance(event, Compacted):
+                    result = event
+            self._changed.set()
+        assert result is not None
+        return result
+
+    def resume(self, session_id: str) -> int:
+        """Continue the parent conversation of an earlier session (by its id, under the same
+        transcripts folder) as it stood at its end, compactions applied; returns the number
+        of messages. Its workers are resumed one by one with `send`."""
+        if self.store is None:
+            raise UsageError("Resuming needs transcripts (Session(transcripts=...)).")
+        folder = self.store.root / session_id
+        loaded = self.store.load("main", folder)
+        self.main.history[:] = loaded.messages
+        ends = [i for i, m in enumerate(self.main.history) if m["role"] == "user"]
+        self.main.state.previous_end = ends[-1] if ends else None
+        self._listed = None
+        if self.main.transcript is not None:
+            self.main.transcript.append_event(
+                "resumed", {"from": session_id, "messages": list(self.main.history)}
+            )
+        return len(self.main.history)
 
     # -- background work -----------------------------------------------------------------
 
     async def fork(
-        self, directive: str, *, name: str | None = None, namespace: WorkerNamespace | None = None
+        self,
+        directive: str,
+        *,
+        name: str | None = None,
+        namespace: WorkerNamespace | None = None,
+        turns: int | None = None,
     ) -> Task:
         """Fork the parent conversation into a background worker (returns at once). Its
         Python runs in its own process, from a snapshot of the namespace taken now; with
         `namespace="shared"`, on a thread in the namespace itself (the session's default is
-        its `worker_namespace`)."""
-        return self.fork_now(directive, name=name, namespace=namespace)
+        its `worker_namespace`). With `turns`, the worker inherits only the last `turns`
+        turns of the conversation (the system prompt and tools always)."""
+        return self.fork_now(directive, name=name, namespace=namespace, turns=turns)
 
     def fork_now(
-        self, directive: str, *, name: str | None = None, namespace: WorkerNamespace | None = None
+        self,
+        directive: str,
+        *,
+        name: str | None = None,
+        namespace: WorkerNamespace | None = None,
+        turns: int | None = None,
     ) -> Task:
         """`fork` for callers that cannot await (the notebook's `%fork`): the same fork, the
         task returned at once."""
@@ -398,6 +502,7 @@ class Session:
             description=task_description(directive),
             name=name,
             namespace=namespace,
+            turns=turns,
         )
 
     async def fan_out(

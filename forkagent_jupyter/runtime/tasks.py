@@ -89,6 +89,9 @@ class Task:
     preview: str = ""
     activity: str = ""  # what holds the worker up now ("stream dropped, retrying (1/3)")
     retries: int = 0  # responses that broke off mid-stream and were sent again
+    context_tokens: int = 0  # its last request's prompt size (uncached + cache)
+    context_window: int = 0  # its model's context window
+    compactions: int = 0  # times its conversation was compacted
     foreground: bool = False  # its caller waits for it (a synchronous named agent)
     notification: str | None = None
     _notified_run: int = 0
@@ -134,6 +137,8 @@ def task_snapshot(task: Task, notification: str | None = None) -> dict[str, Any]
         "elapsed": round(task.elapsed, 3),
         "usage": usage_counts(task.usage),
         "cost_usd": round(task.cost_usd, 6),
+        "context_tokens": task.context_tokens,
+        "context_window": task.context_window,
         "current_tool": task.current_tool,
         "current_input": task.current_input,
         "activity": task.activity,

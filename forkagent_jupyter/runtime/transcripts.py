@@ -13,11 +13,12 @@ parent's record count at the start. A failing write is logged and ends that tran
 agent runs on).
 
 Loading replays the records as the runtime builds histories (same-role messages merge, a
-`reset` event starts over), skips a truncated last line with a warning, then repairs the end
-(`repair_for_resume`). The repair only appends or drops at the end, so every message sent
-before stays byte-identical. Tool calls without a result are answered with an error result
-saying the run was interrupted, rather than dropped: the model learns that the call may have
-taken effect. Trailing assistant messages with nothing to send back are dropped.
+`reset` event starts over, a `compacted` or `resumed` event carries the history from there),
+skips a truncated last line with a warning, then repairs the end (`repair_for_resume`). The
+repair only appends or drops at the end, so every message sent before stays byte-identical.
+Tool calls without a result are answered with an error result saying the run was interrupted,
+rather than dropped: the model learns that the call may have taken effect. Trailing assistant
+messages with nothing to send back are dropped.
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 RESET_EVENT = "reset"
+REPLACE_EVENTS = ("compacted", "resumed")
+"""Events whose `messages` replace the history from there on (the messages before stay in
+the file: a transcript keeps everything)."""
 INTERRUPTED_RESULT = (
     "The run was interrupted before this tool call's result was recorded; it may or may not "
     "have taken effect. Check before relying on it."
@@ -433,6 +437,10 @@ def _replay(
             append_message(messages, record["message"])
         elif record.get("type") == "event" and record.get("kind") == RESET_EVENT:
             messages = []
+        elif record.get("type") == "event" and record.get("kind") in REPLACE_EVENTS:
+            data = record.get("data") or {}
+            if isinstance(data, dict) and isinstance(data.get("messages"), list):
+                messages = [m for m in data["messages"] if isinstance(m, dict)]
     return messages
 
 

@@ -23,9 +23,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .agents import AgentDefinition, unknown_agent_message
+from .compaction import last_turns, window_for
 from .errors import RunEndedError, UsageError
 from .events import (
     AssistantMessage,
+    Compacted,
     Retrying,
     Stop,
     TextDelta,
@@ -138,14 +140,18 @@ class Workers:
         agent_id: str | None = None,
         worktree: Worktree | None = None,
         namespace: str | None = None,
+        turns: int | None = None,
     ) -> Task:
         """Start a fork of `parent` from `history` (default: the parent's history now); its
-        code runs in a snapshot of the namespace, or in the namespace itself (`shared`)."""
+        code runs in a snapshot of the namespace, or in the namespace itself (`shared`).
+        With `turns`, only the last `turns` turns of that history are inherited."""
         if parent.is_fork:
             raise ForkRefusedError(FORK_RECURSION_ERROR)
         if not directive.strip():
             raise UsageError("The fork directive is empty: say what the worker should do.")
         source = parent.history if history is None else history
+        if turns is not None:
+            source = last_turns(source, turns)
         built = build_fork_messages(source, directive, own_tool_use_id=tool_use_id)
         key = (id(source[-1]) if source else 0, len(source))
         group = self._groups.get(key)
@@ -179,7 +185,20 @@ class Workers:
             built.messages[shared] is source[shared]
         ):
             shared += 1
-        self._record(run, parent.id, shared)
+        measured = parent.state.previous_end
+        if (
+            turns is None
+            and measured is not None
+            and parent.state.context_tokens
+            and (shared > measured)
+        ):  # the parent's last request is a prefix of this one: its size is known
+            state.context_tokens = parent.state.context_tokens
+            state.previous_end = measured
+            state.token_ratio = parent.state.token_ratio
+        if turns is not None:  # a window of the parent's history is no prefix of its transcript
+            self._record(run, None, 0)
+        else:
+            self._record(run, parent.id, shared)
         return self._start(run)
 
     def definition(self, agent_type: str) -> AgentDefinition:
@@ -258,6 +277,9 @@ class Workers:
             run.transcript.append_message(message)
         run.state.on_message = run.transcript.append_message
         transcript = run.transcript
+        run.state.on_history_replaced = lambda messages, data: transcript.append_event(
+            "compacted", {**data, "messages": messages}
+        )
         run.config.gate.recorder = lambda entry: transcript.append_event("permission", entry)
         task.output_file = run.transcript.output_path
         run.transcript.output(f"started {task.kind} {task.id}: {task.description}")
@@ -268,6 +290,7 @@ class Workers:
     def _start(self, run: AgentRun) -> Task:
         assert run.task is not None
         run.config.ctx.services["agent_run"] = run
+        run.task.context_window = window_for(run.config.model, run.config.compaction)
         self.registry.register(run.task)
         self.runs[run.id] = run
         run.state.inbox = lambda: self._take_inbox(run)
@@ -429,6 +452,8 @@ class Workers:
                 out.output(f"  -> {mark}: {event.content[:200]}")
             elif isinstance(event, Retrying):
                 out.output(f"{event.summary} in {event.delay:.1f} s")
+            elif isinstance(event, Compacted):
+                out.output(event.line())
             elif isinstance(event, Stop):
                 out.output(f"stopped: {event.reason} {event.error or ''}")
         self._update(task, event)
@@ -438,6 +463,11 @@ class Workers:
             task.activity = ""
             task.usage = task.usage + event.usage
             task.cost_usd += event.cost_usd
+            task.context_tokens = event.usage.total_input_tokens
+        elif isinstance(event, Compacted):
+            if event.error is None:
+                task.compactions += 1
+                task.context_tokens = event.after_tokens
         elif isinstance(event, ToolUse):
             task.tool_uses += 1
             task.current_tool = event.name

@@ -398,6 +398,24 @@ def test_prompt_too_long_on_a_small_model() -> None:
         client.close()
 
 
+def test_input_plus_max_tokens_over_the_window_on_a_small_model() -> None:
+    tiny = {"tiny-1": ModelInfo("tiny-1", max_output=1000, context_window=900, min_cache_tokens=64)}
+    with Emulator(catalog=tiny) as emu:
+        client = anthropic.Anthropic(base_url=emu.base_url, api_key="k")
+        prompt = [user("x" * 2000)]  # about 510 tokens: fits alone, not with 400 more out
+        fits = client.messages.create(model="tiny-1", max_tokens=300, messages=prompt)
+        n = fits.usage.input_tokens
+        with pytest.raises(anthropic.BadRequestError) as info:
+            client.messages.create(model="tiny-1", max_tokens=400, messages=prompt)
+        assert info.value.body["error"] == {
+            "type": "invalid_request_error",
+            "message": f"input length and `max_tokens` exceed context limit: {n} + 400 > 900, "
+            "decrease input length or `max_tokens` and try again",
+        }
+        assert [v.status for v in emu.violations] == [400]
+        client.close()
+
+
 def test_legacy_rules_only_in_strict_legacy() -> None:
     messages = [assistant("I start"), user("hi"), user("again")]
     with Emulator(strict_legacy=True) as emu:

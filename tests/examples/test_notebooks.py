@@ -200,6 +200,29 @@ def test_how_forking_works(run_notebook: RunNotebook) -> None:
     sales = {i: [rng.randint(50, 500) for _ in range(12)] for i in range(40)}
     assert "total: completed, run 2" in resumed
     assert f"\n{sum(sum(v) for v in sales.values())}\n" in resumed
+    # one compaction: the history before and after, the summary request and its cost
+    before = ran.text("def show_history")
+    assert re.search(r"context: [\d,]+ of [\d,]+ tokens \(compact_at 0.8\)", before)
+    compacted = ran.text("%compact --keep 1")
+    assert "Compacted the conversation" in compacted and "summary request:" in compacted
+    request = ran.text("def is_summary")
+    same = re.search(r"for the first ([\d,]+) of its ([\d,]+) bytes", request)
+    assert same and int(same[1].replace(",", "")) > 0.9 * int(same[2].replace(",", ""))
+    assert "<compaction-request>" in request
+    billed = re.search(
+        r"billed: ([\d,]+) uncached, ([\d,]+) cache write, ([\d,]+) cache read", request
+    )
+    assert billed
+    uncached, written, read = (int(x.replace(",", "")) for x in billed.groups())
+    assert read > 10 * (uncached + written)  # the summary read the conversation from cache
+    after = ran.text("show_history(session.messages)")
+    rows = [line for line in after.splitlines() if re.match(r"^\s*\d+ (user|assistant) ", line)]
+    rows_before = [
+        line for line in before.splitlines() if re.match(r"^\s*\d+ (user|assistant)", line)
+    ]
+    assert 0 < len(rows) < len(rows_before)
+    assert "<conversation-summary>" in after
+    assert "(total): completed" in after and "(best): completed" in after  # task ids kept
 
 
 def test_your_own_agents(run_notebook: RunNotebook) -> None:

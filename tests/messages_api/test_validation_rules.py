@@ -234,6 +234,24 @@ def test_rule_16_prompt_too_long() -> None:
     ok(body(model="tiny", max_tokens=10, messages=[user("x" * 100)]), catalog=tiny)
 
 
+def test_rule_16_input_plus_max_tokens_over_the_window() -> None:
+    tiny = {"tiny": ModelInfo("tiny", max_output=100, context_window=80, min_cache_tokens=10)}
+    words = "x" * 200  # 64 tokens (see above): fits alone, not with 17 tokens of output
+    fails(
+        body(model="tiny", max_tokens=17, messages=[user(words)]),
+        "input length and `max_tokens` exceed context limit: 64 + 17 > 80, decrease input "
+        "length or `max_tokens` and try again",
+        catalog=tiny,
+    )
+    ok(body(model="tiny", max_tokens=16, messages=[user(words)]), catalog=tiny)
+    # count_tokens has no max_tokens: only the input counts
+    ok(
+        body(model="tiny", max_tokens=None, messages=[user(words)]),
+        catalog=tiny,
+        for_count_tokens=True,
+    )
+
+
 # --- rules 2-4: empty content -------------------------------------------------------------
 
 

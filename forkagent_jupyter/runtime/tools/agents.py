@@ -92,6 +92,12 @@ class AgentInput(BaseModel):
     isolation: Literal["worktree"] | None = Field(
         default=None, description="'worktree' runs the agent in its own git worktree."
     )
+    fork_turns: int | None = Field(
+        default=None,
+        ge=1,
+        description="For a fork: inherit only the last N turns of this conversation (cheaper "
+        "for a task that needs no older context); default: all of it.",
+    )
 
 
 class AgentTool(Tool[AgentInput]):
@@ -113,6 +119,11 @@ class AgentTool(Tool[AgentInput]):
         call = ctx.call
         tool_use_id = call.tool_use_id if call else None
         agent_type = args.subagent_type
+        if agent_type is not None and args.fork_turns is not None:
+            raise ToolError(
+                "fork_turns applies to forks only (no subagent_type): a named agent starts "
+                "with nothing but your prompt. Drop one of the two."
+            )
         if agent_type is None and not workers.forking:
             agent_type = "general-purpose"
         agent_id = new_agent_id()
@@ -135,6 +146,7 @@ class AgentTool(Tool[AgentInput]):
                     name=args.name,
                     agent_id=agent_id,
                     worktree=worktree,
+                    turns=args.fork_turns,
                 )
                 return launched_text(task)
             run = workers.named(
