@@ -26,11 +26,11 @@ __all__ = [
     "UsageReport",
 ]
 
-StopReason = Literal["end_turn", "max_turns", "max_tokens", "refusal", "aborted", "error"]
+StopReason = Literal["end_turn", "max_turns", "max_tokens", "refusal", "error"]
 """Why a turn ended: the model finished (`end_turn`), the turn limit was hit (`max_turns`), the
-reply was cut by `max_tokens`, the model refused (`refusal`; its tools are not run), the caller
-aborted (`aborted`), or the API failed after its retries, a stream that broke off mid-way
-after its own (`error`)."""
+reply was cut by `max_tokens`, the model refused (`refusal`; its tools are not run), or the API
+failed after its retries, a stream that broke off mid-way after its own (`error`). A turn that
+is stopped from outside is cancelled: it yields no `Stop`."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,7 @@ class ToolUse:
     id: str
     name: str
     input: dict[str, Any]
+    description: str = ""
     kind: Literal["tool_use"] = "tool_use"
 
 

@@ -54,13 +54,11 @@ from .tools.base import (
 )
 from .usage import cost_usd
 
-__all__ = ["AgentConfig", "LoopState", "ToolRunner", "run_turn"]
+__all__ = ["AgentConfig", "LoopState", "run_turn"]
 
 INTERRUPTED = "The user interrupted this tool call before it finished; it did not complete."
 NOT_RUN_REFUSAL = "Not run: the reply that asked for this call ended in a refusal."
 NOT_RUN_TRUNCATED = "Not run: the reply was cut off by max_tokens before this call was complete."
-
-ToolRunner = Callable[[str, str, dict[str, Any]], Awaitable[ToolOutcome]]
 
 
 @dataclass
@@ -185,16 +183,11 @@ async def run_turn(
     cfg: AgentConfig,
     history: list[dict[str, Any]],
     state: LoopState | None = None,
-    *,
-    abort: asyncio.Event | None = None,
 ) -> AsyncIterator[LoopEvent]:
     """Run the loop on `history` (which must end with a user message), appending to it."""
     state = state or LoopState()
     requests = 0
     while True:
-        if abort is not None and abort.is_set():
-            yield Stop("aborted", "stopped before the next request", turns=requests)
-            return
         if state.before_first_request is not None:
             hold, state.before_first_request = state.before_first_request, None
             await hold()
@@ -232,9 +225,7 @@ async def run_turn(
                 retries += 1
                 delay = policy.delay(retries)
                 yield Retrying(retries, policy.retries, delay, exc.reason, streamed)
-                if await _aborted_during(delay, abort):
-                    yield Stop("aborted", "stopped while waiting to retry", turns=requests)
-                    return
+                await asyncio.sleep(delay)
                 continue
             except ModelError as exc:
                 yield Stop("error", redact(str(exc)), turns=requests)
@@ -319,18 +310,6 @@ def _gave_up(exc: StreamInterruptedError, retries: int) -> str:
         return message
     times = "once" if retries == 1 else f"{retries} times"
     return f"{message} (the request was retried {times}; it broke off each time)"
-
-
-async def _aborted_during(delay: float, abort: asyncio.Event | None) -> bool:
-    """Wait `delay` seconds; True if `abort` was set meanwhile."""
-    if abort is None:
-        await asyncio.sleep(delay)
-        return False
-    try:
-        await asyncio.wait_for(abort.wait(), delay)
-    except asyncio.TimeoutError:
-        return False
-    return True
 
 
 def _pair(outcome: ToolOutcome) -> tuple[str, bool]:

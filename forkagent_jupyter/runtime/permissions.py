@@ -48,7 +48,6 @@ __all__ = [
     "PermissionMode",
     "PermissionPolicy",
     "PermissionRequest",
-    "RecordingPolicy",
     "Rule",
     "RuleBook",
     "ScriptedPolicy",
@@ -140,9 +139,6 @@ class ScriptedPolicy:
     async def decide(self, request: PermissionRequest) -> Allow | Deny:
         self.requests.append(request)
         return self.answers.pop(0) if self.answers else self.default
-
-
-RecordingPolicy = ScriptedPolicy
 
 
 @dataclass
@@ -282,12 +278,6 @@ class PermissionGate:
         if parsed not in target:
             target.append(parsed)
         return parsed
-
-    def remove_rule(self, rule: str, *, deny: bool = False) -> None:
-        parsed = Rule.parse(rule)
-        target = self.rules.deny if deny else self.rules.allow
-        if parsed in target:
-            target.remove(parsed)
 
     def for_worker(self, task_id: str, mode: PermissionMode | None = None) -> PermissionGate:
         """A worker's gate, sharing this gate's rules and log; its mode and approval timeout

@@ -362,7 +362,7 @@ class Workers:
                 run, "killed", result=_last_text(run.history) or None, error=run.stop_reason
             )
             return
-        if stop is not None and stop.reason in ("error", "refusal", "aborted"):
+        if stop is not None and stop.reason in ("error", "refusal"):
             error = stop.error or f"the run ended: {stop.reason}"
             self.registry.finish(
                 task, "failed", error=error, result=_last_text(run.history) or None
