@@ -1,7 +1,7 @@
 """The tool-use loop: one turn of a conversation as an async iterator of typed events.
 
 A turn sends the history to the model, streams the reply, appends it, runs the tools it asked
-for (read-only ones concurrently, the others one by one, results kept in call order), appends
+for (concurrency-safe ones together, the others one by one, results kept in call order), appends
 their results, and goes again until the model stops asking for tools. It ends with exactly one
 `Stop` event naming why.
 
@@ -162,17 +162,15 @@ async def _call_tool(
 
 
 def _batches(cfg: AgentConfig, uses: list[dict[str, Any]]) -> list[list[int]]:
-    """Indices of calls grouped so that consecutive read-only calls share a batch."""
+    """Indices of calls grouped so that consecutive concurrency-safe calls share a batch."""
+
+    def safe(use: dict[str, Any]) -> bool:
+        tool = cfg.tools.get(str(use.get("name")))
+        return bool(tool and tool.concurrency_safe)
+
     batches: list[list[int]] = []
     for i, use in enumerate(uses):
-        tool = cfg.tools.get(str(use.get("name")))
-        read_only = bool(tool and tool.read_only)
-        if (
-            read_only
-            and batches
-            and batches[-1][-1] == i - 1
-            and getattr(cfg.tools.get(str(uses[i - 1].get("name"))), "read_only", False)
-        ):
+        if safe(use) and batches and batches[-1][-1] == i - 1 and safe(uses[i - 1]):
             batches[-1].append(i)
         else:
             batches.append([i])

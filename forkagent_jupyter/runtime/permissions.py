@@ -5,10 +5,10 @@ The loop asks `PermissionGate.check` once per tool call, after validating the in
 1. a matching **deny rule** denies (deny always wins);
 2. **containment**: a path outside the work directory (symlinks and `..` resolved) is denied
    unless an allow rule *with a spec* for that tool matches it (`Read(/data/**)`); this holds
-   in every mode and for read-only tools too;
+   in every mode and for tools that need no approval too;
 3. mode `bypassPermissions` allows;
-4. mode `plan` denies every tool that is not read-only, telling the model it is planning;
-5. read-only tools are allowed;
+4. mode `plan` denies every tool not `allowed_in_plan`, telling the model it is planning;
+5. tools that do not `needs_approval` (Read, Glob, Grep, TaskOutput...) are allowed;
 6. a matching **allow rule** allows;
 7. mode `acceptEdits` allows Write and Edit (their paths are inside the work dir by step 2);
 8. otherwise the `PermissionPolicy` decides - in `bubble` (the mode of forked workers) the same,
@@ -302,7 +302,7 @@ class PermissionGate:
         try:
             facts = self._facts(tool, args, ctx)
             subject = facts.subject
-            if facts.paths and tool.read_only:
+            if facts.paths and tool.name in READ_TOOLS:
                 ctx.services["read_guard"] = self._read_guard(ctx.workdir)
             decision, by, rule = await self._decide(tool, args, ctx, raw_input, facts)
         except Exception as exc:  # a bad path (NUL byte...) or a bug: refuse, never crash
@@ -433,7 +433,7 @@ class PermissionGate:
             return outside, "workdir", None
         if self.mode == "bypassPermissions":
             return Allow(), "mode", None
-        if self.mode == "plan" and not tool.read_only:
+        if self.mode == "plan" and not tool.allowed_in_plan:
             return (
                 Deny(
                     f"{name} is not available in plan mode. Investigate with read-only tools "
@@ -443,8 +443,8 @@ class PermissionGate:
                 "mode",
                 None,
             )
-        if tool.read_only:
-            return Allow(), "read-only", None
+        if not tool.needs_approval:
+            return Allow(), "no-approval", None
         allowed = self._allowed_by(facts)
         if allowed is not None:
             return Allow(), "rule", str(allowed)
@@ -468,7 +468,7 @@ class PermissionGate:
             input=dict(raw_input),
             agent_id=ctx.agent_id,
             task_id=self.task_id,
-            read_only=tool.read_only,
+            read_only=not tool.needs_approval,
             summary=summarize(name, dict(raw_input), facts.subject),
             subject=facts.subject,
             outside_paths=tuple(str(p) for p in facts.outside),

@@ -201,6 +201,45 @@ async def test_task_output_tool_waits_and_reports(emulator: Any, make_session: A
     assert session.queue.drain("main") == []  # read through TaskOutput: not notified again
 
 
+async def test_plan_mode_refuses_task_stop_and_keeps_the_worker(
+    emulator: Any, make_session: Any
+) -> None:
+    """TaskStop needs no approval, yet it ends a worker: plan mode refuses it (the model is
+    told so) and the worker runs on; reading its output stays allowed."""
+    from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
+    from forkagent_jupyter.runtime.permissions import Allow, CallbackPolicy, PermissionRequest
+
+    asked, answer = asyncio.Event(), asyncio.Event()
+
+    async def approve_later(request: PermissionRequest) -> Allow:
+        asked.set()  # the worker now waits here, in the middle of its run
+        await answer.wait()
+        return Allow()
+
+    brain = ScriptedBrain(when_empty=OfflineBrain())  # the worker gets the offline model
+    stop_and_read = Reply(
+        (
+            {"type": "tool_use", "name": "TaskStop", "input": {"task_id": "w"}},
+            {"type": "tool_use", "name": "TaskOutput", "input": {"task_id": "w", "block": False}},
+        )
+    )
+    brain.when_last_user_contains("stop w", stop_and_read, times=1)
+    brain.add_rule(lambda req: "plan mode" in str(req["messages"][-1]), Reply.text("planned"))
+    emulator.brain = brain
+    session = make_session(auto_respond=False, permission_policy=CallbackPolicy(approve_later))
+    task = await session.fork("slow " + SLEEP.format(s=0), name="w")
+    await asyncio.wait_for(asked.wait(), 30)
+    session.gate.mode = "plan"
+    turn = await session.ask("stop w")
+    stop, output = turn.tool_calls
+    assert stop.is_error and "TaskStop is not available in plan mode" in stop.result
+    assert not output.is_error and "<status>running</status>" in output.result
+    assert not task.done
+    answer.set()
+    [done] = await session.wait(task.id, timeout=30)
+    assert done.status == "completed" and "slept" in (done.result or "")  # ran to its end
+
+
 async def test_routing_without_forking_and_inline_named_agents(
     emulator: Any, make_session: Any
 ) -> None:

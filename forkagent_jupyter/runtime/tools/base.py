@@ -1,7 +1,8 @@
 """What a tool is, and how one call of it becomes a tool_result.
 
 A tool is a small class: a name, a description, a pydantic input model (its JSON schema is the
-`input_schema` the model sees), whether it only reads, and an async `run`. Problems the model
+`input_schema` the model sees), three honest properties (`concurrency_safe`, `needs_approval`,
+`allowed_in_plan`), and an async `run`. Problems the model
 should see and can fix (a missing file, a bad pattern, a non-zero exit) are raised as
 `ToolError`; they become `is_error` tool_results. Invalid input and unexpected exceptions are
 turned into `is_error` results too, so a tool never ends a run; only cancellation propagates.
@@ -98,7 +99,14 @@ class Tool(ABC, Generic[InputT]):
     name: ClassVar[str]
     description: ClassVar[str]
     input_model: ClassVar[type[BaseModel]]
-    read_only: ClassVar[bool] = False
+    concurrency_safe: ClassVar[bool] = False
+    """Calls may run at the same time as the other concurrency-safe calls of the same reply
+    (they neither change what another call reads nor depend on the order of calls)."""
+    needs_approval: ClassVar[bool] = True
+    """A call is put to the permission policy unless a rule or the mode allows it; False:
+    it runs without asking (deny rules and work-directory containment still apply)."""
+    allowed_in_plan: ClassVar[bool] = False
+    """The tool may run in plan mode (it changes nothing the plan is about)."""
 
     def spec(self) -> dict[str, Any]:
         """The tool's definition as the Messages API takes it (stable key order). Built once

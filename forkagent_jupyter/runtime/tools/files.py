@@ -92,7 +92,9 @@ class ReadTool(_FileTool[ReadInput]):
         "(use Python to load data files such as parquet or images)."
     )
     input_model = ReadInput
-    read_only = True
+    concurrency_safe = True
+    needs_approval = False
+    allowed_in_plan = True
 
     async def run(self, args: ReadInput, ctx: ToolContext) -> str:
         path = resolve_in(ctx.workdir, args.file_path)
