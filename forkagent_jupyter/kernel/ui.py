@@ -33,10 +33,9 @@ from .cards import (
     PendingStrip,
     TaskCard,
     card_text,
-    input_preview,
 )
 from .delivery import answer_bundle, notification_bundle, notification_cell
-from .markdown import SafeMarkdown, fenced
+from .markdown import SafeMarkdown, code_span, fenced
 from .parents import in_latest_request
 
 if TYPE_CHECKING:
@@ -88,7 +87,7 @@ class WidgetPolicy:
         self.ui = ui
 
     async def decide(self, request: PermissionRequest) -> Any:
-        prompt = ApprovalPrompt(request, self.ui.workdir)
+        prompt = ApprovalPrompt(request)
         self.ui.pending[id(prompt)] = prompt
         self.ui.strip.add(prompt)
         card = self.ui.hub.cards.get(request.task_id or "")
@@ -201,11 +200,10 @@ class KernelUI:
     def _event_markdown(self, event: LoopEvent) -> str | None:
         if isinstance(event, TextDelta):
             return event.text
-        if isinstance(event, ToolUse):
-            preview = str(event.input.get("code") or event.input.get("command") or "")
-            preview = preview.strip().splitlines()[0][:80] if preview.strip() else ""
-            detail = f" `{preview}`" if preview else ""
-            return f"\n\n> **{event.name}**{detail}\n"
+        if isinstance(event, ToolUse):  # the tool's own line, its name in bold
+            line = event.description or event.name
+            rest = line.removeprefix(event.name).removeprefix(":").strip()
+            return f"\n\n> **{event.name}**" + (f" {code_span(rest)}" if rest else "") + "\n"
         if isinstance(event, Retrying):
             return f"\n\n*{event.summary}*\n\n"
         if isinstance(event, ToolResult):
@@ -271,7 +269,7 @@ class KernelUI:
             "request_id": str(id(prompt)),
             "task_id": request.task_id,
             "tool": request.tool_name,
-            "preview": input_preview(request.tool_name, dict(request.input), self.workdir)[:4000],
+            "preview": request.preview[:4000],
             "cell_id": launch.cell_id if launch else None,
         }
 

@@ -89,7 +89,8 @@ class UsageReport:
 
 @dataclass(frozen=True)
 class ToolUse:
-    """The model asked for a tool call (input as the model sent it)."""
+    """The model asked for a tool call (input as the model sent it). `description` is the
+    tool's one line about the call (`Tool.describe`), what every view shows of it."""
 
     id: str
     name: str
@@ -132,7 +133,7 @@ class Retrying:
 
 @dataclass(frozen=True)
 class Stop:
-    """The turn ended. `error` explains an `error` or `aborted` stop."""
+    """The turn ended. `error` explains an `error` stop."""
 
     reason: StopReason
     error: str | None = None

@@ -268,7 +268,8 @@ async def run_turn(
         outcomes: list[ToolOutcome | None] = [None] * len(uses)
         try:
             for use in uses:
-                yield ToolUse(str(use["id"]), str(use["name"]), dict(use.get("input") or {}))
+                name, data = str(use["name"]), dict(use.get("input") or {})
+                yield ToolUse(str(use["id"]), name, data, cfg.tools.describe(name, data))
             for batch in _batches(cfg, uses):
                 results = await asyncio.gather(*(_call_tool(cfg, uses[i], history) for i in batch))
                 for i, outcome in zip(batch, results, strict=True):

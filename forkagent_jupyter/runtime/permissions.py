@@ -13,7 +13,11 @@ The loop asks `PermissionGate.check` once per tool call, after validating the in
 7. mode `acceptEdits` allows Write and Edit (their paths are inside the work dir by step 2);
 8. otherwise the `PermissionPolicy` decides - in `bubble` (the mode of forked workers) the same,
    and the request carries the worker's task id so a UI can show it on the worker's card.
-   Without a policy the call is denied with a message saying how to allow it.
+   Without a policy the call is denied with a message saying how to allow it. The request
+   carries the tool's own presentation of the call (`Tool.describe`, `Tool.preview`: for a
+   file change the exact diff `run` would write, in the calling agent's work directory); a
+   call whose preview says it would fail (an Edit whose old_string is missing or not unique)
+   is refused with that error before anyone is asked.
 
 An `Allow` may carry `updated_input` (validated against the tool's input model and checked
 again by steps 1-2) and `remember_rule` / `remember` ("allow for session": the gate adds the
@@ -34,7 +38,7 @@ from pydantic import BaseModel, ValidationError
 
 from .permission_rules import Rule, command_parts
 from .secrets import redact
-from .tools.base import Tool, ToolContext, format_validation_error
+from .tools.base import Tool, ToolContext, ToolError, describe_call, format_validation_error
 from .tools.paths import is_inside, real, shown_path
 
 __all__ = [
@@ -87,16 +91,17 @@ Decision = Allow | Deny
 
 @dataclass(frozen=True)
 class PermissionRequest:
-    """What a policy is asked about. `summary` is one human-readable line; `outside_paths`
-    lists real paths outside the work directory (only present when a rule let them through);
-    `suggested_rule` is what "allow for session" would add."""
+    """What a policy is asked about. `summary` is the call's one line (`Tool.describe`) and
+    `preview` what a person approves (`Tool.preview`: the diff a file change would make);
+    `outside_paths` lists real paths outside the work directory (only present when a rule let
+    them through); `suggested_rule` is what "allow for session" would add."""
 
     tool_name: str
     input: dict[str, Any]
     agent_id: str
     task_id: str | None
-    read_only: bool
     summary: str
+    preview: str = ""
     subject: str = ""
     outside_paths: tuple[str, ...] = ()
     suggested_rule: str | None = None
@@ -174,29 +179,6 @@ class _Facts:
     outside: list[Path]
 
 
-def summarize(tool: str, data: dict[str, Any], subject: str) -> str:
-    """One readable line about a call, for a prompt or the log (secrets masked)."""
-
-    def cut(text: object, n: int = 60) -> str:
-        s = " ".join(str(text).split())
-        return s if len(s) <= n else s[: n - 1] + "…"
-
-    if tool == "Bash":
-        why = f"  # {cut(data['description'])}" if data.get("description") else ""
-        text = f"Bash: {cut(subject, 240)}{why}"
-    elif tool == "Write":
-        text = f"Write {subject} ({len(str(data.get('content', '')).splitlines())} lines)"
-    elif tool == "Edit":
-        text = f"Edit {subject}: {cut(data.get('old_string'))!r} -> {cut(data.get('new_string'))!r}"
-    elif tool == "Python":
-        lines = subject.splitlines() or [""]
-        more = f"  (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
-        text = f"Python: {cut(lines[0], 200)}{more}"
-    else:
-        text = f"{tool}: {cut(subject, 240)}" if subject else tool
-    return redact(text)
-
-
 def _worker_mode(session: PermissionMode, asked: PermissionMode | None) -> PermissionMode:
     """A worker's mode: `plan` if the session or the agent's definition says so (restricting is
     always allowed); the session's `bypassPermissions`/`acceptEdits`; else the definition's,
@@ -266,8 +248,8 @@ class PermissionGate:
 
     @property
     def log(self) -> list[dict[str, Any]]:
-        """Every decision: tool, summary, decision, by (rule/workdir/mode/read-only/policy/
-        no-policy/input/error), rule, message, agent_id, task_id."""
+        """Every decision: tool, summary, decision, by (rule/workdir/mode/no-approval/preview/
+        policy/no-policy/input/error), rule, message, agent_id, task_id."""
         return self.rules.log
 
     def add_rule(self, rule: str, *, deny: bool = False) -> Rule:
@@ -298,10 +280,8 @@ class PermissionGate:
         self, tool: Tool[Any], args: BaseModel, ctx: ToolContext, raw_input: dict[str, Any]
     ) -> Allow | Deny:
         """The decision for one validated call (never raises, except cancellation)."""
-        subject = ""
         try:
             facts = self._facts(tool, args, ctx)
-            subject = facts.subject
             if facts.paths and tool.name in READ_TOOLS:
                 ctx.services["read_guard"] = self._read_guard(ctx.workdir)
             decision, by, rule = await self._decide(tool, args, ctx, raw_input, facts)
@@ -311,7 +291,7 @@ class PermissionGate:
             by, rule = "error", None
         entry: dict[str, Any] = {
             "tool": tool.name,
-            "summary": summarize(tool.name, dict(raw_input), subject),
+            "summary": describe_call(tool, args),
             "decision": decision.behavior,
             "by": by,
             "rule": rule,
@@ -463,13 +443,17 @@ class PermissionGate:
                 "no-policy",
                 None,
             )
+        try:
+            preview = await tool.preview(args, ctx)
+        except ToolError as exc:  # the call would fail: the model hears why, nobody is asked
+            return Deny(str(exc) or f"{name} would fail."), "preview", None
         request = PermissionRequest(
             tool_name=name,
             input=dict(raw_input),
             agent_id=ctx.agent_id,
             task_id=self.task_id,
-            read_only=not tool.needs_approval,
-            summary=summarize(name, dict(raw_input), facts.subject),
+            summary=describe_call(tool, args),
+            preview=preview,
             subject=facts.subject,
             outside_paths=tuple(str(p) for p in facts.outside),
             suggested_rule=suggestion,

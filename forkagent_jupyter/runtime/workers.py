@@ -37,7 +37,7 @@ from .fork import FORK_RECURSION_ERROR, build_fork_messages
 from .history import append_message, blocks_of
 from .loop import AgentConfig, LoopState, run_turn
 from .notifications import CommandQueue
-from .tasks import Task, TaskRegistry, call_preview
+from .tasks import Task, TaskRegistry
 from .tools.base import ToolError
 from .transcripts import AgentMeta, Transcript, TranscriptStore, fingerprint
 from .worktree import Worktree, worktree_notice
@@ -423,7 +423,7 @@ class Workers:
         out = run.transcript
         if out is not None:
             if isinstance(event, ToolUse):
-                out.output(f"tool {event.name}: {str(event.input)[:200]}")
+                out.output(f"tool {event.description or event.name}")
             elif isinstance(event, ToolResult):
                 mark = "error" if event.is_error else "ok"
                 out.output(f"  -> {mark}: {event.content[:200]}")
@@ -441,7 +441,7 @@ class Workers:
         elif isinstance(event, ToolUse):
             task.tool_uses += 1
             task.current_tool = event.name
-            task.current_input = call_preview(event.name, event.input)
+            task.current_input = event.description
         elif isinstance(event, ToolResult):
             task.current_tool = None
             task.current_input = ""

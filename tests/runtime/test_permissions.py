@@ -296,7 +296,7 @@ async def test_bubble_requests_carry_the_task_id(ctx: ToolContext) -> None:
     assert isinstance(request, PermissionRequest)
     assert request.task_id == "task-7" and request.agent_id == "main"
     assert request.tool_name == "Bash" and request.input == {"command": "make test"}
-    assert request.summary == "Bash: make test" and not request.read_only
+    assert request.summary == "Bash: make test" and request.preview == "make test"
     assert request.suggested_rule == "Bash(make test)"
     assert parent.log is worker.log and parent.log[-1]["task_id"] == "task-7"
 

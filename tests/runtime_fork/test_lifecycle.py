@@ -12,7 +12,10 @@ import pytest
 from forkagent_jupyter.emulator.faults import Fault
 from forkagent_jupyter.runtime.agents import AgentFileError, AgentFileWarning
 from forkagent_jupyter.runtime.errors import UsageError
-from forkagent_jupyter.runtime.tasks import call_preview, task_snapshot
+from forkagent_jupyter.runtime.tasks import task_snapshot
+from forkagent_jupyter.runtime.tools import builtin_tools
+from forkagent_jupyter.runtime.tools.agents import agent_tools
+from forkagent_jupyter.runtime.tools.base import DESCRIBE_CHARS, ToolSet
 
 pytestmark = pytest.mark.anyio
 
@@ -294,11 +297,18 @@ async def test_a_running_task_shows_its_current_call(make_session: Any) -> None:
     assert task.current_tool is None and task.current_input == ""
 
 
-def test_call_preview_is_one_recognisable_line() -> None:
-    assert call_preview("Bash", {"command": "git status", "description": "d"}) == "git status"
-    assert call_preview("Python", {"code": "\nx = 1\nprint(x)\n"}) == "x = 1 …"
-    assert call_preview("Read", {"file_path": "data/a.csv"}) == "data/a.csv"
-    assert call_preview("Unknown", {"n": 3, "q": "find  it"}) == "find it"
-    assert len(call_preview("Bash", {"command": "x" * 500})) == 120
+def test_each_tool_describes_its_call_in_one_recognisable_line() -> None:
+    tools = ToolSet([*builtin_tools(), *agent_tools()])
+    bash = {"command": "git status", "description": "d"}
+    assert tools.describe("Bash", bash) == "Bash: git status # d"
+    assert tools.describe("Python", {"code": "\nx = 1\nprint(x)\n"}) == "Python: x = 1 (+1 lines)"
+    assert tools.describe("Read", {"file_path": "data/./a.csv"}) == "Read: data/a.csv"
+    edit = {"file_path": "a.py", "old_string": "x = 1\n", "new_string": "x = 2\n"}
+    assert tools.describe("Edit", edit) == "Edit a.py: 'x = 1' -> 'x = 2'"
+    assert tools.describe("TaskStop", {"task_id": "a1"}) == "TaskStop: a1"
+    assert tools.describe("Agent", {"description": "d", "prompt": "p"}) == "Agent (fork): d"
+    assert tools.describe("Unknown", {"q": "x"}) == "Unknown"
+    assert tools.describe("Read", {"file_path": 3}) == "Read"  # invalid input: just the name
+    assert len(tools.describe("Bash", {"command": "x" * 500})) == DESCRIBE_CHARS
     key = "sk-ant-" + "api03-" + "z" * 40
-    assert key not in call_preview("Bash", {"command": f"curl -H 'x-api-key: {key}'"})
+    assert key not in tools.describe("Bash", {"command": f"curl -H 'x-api-key: {key}'"})

@@ -110,6 +110,9 @@ class AgentTool(Tool[AgentInput]):
     needs_approval = False
     allowed_in_plan = True  # its workers inherit plan mode
 
+    def describe(self, args: AgentInput) -> str:
+        return f"Agent ({args.subagent_type or 'fork'}): {args.description}"
+
     async def run(self, args: AgentInput, ctx: ToolContext) -> str:
         workers, parent = _workers(ctx)
         call = ctx.call
@@ -196,6 +199,9 @@ class SendMessageTool(Tool[SendMessageInput]):
     concurrency_safe = True
     needs_approval = False
     allowed_in_plan = True  # a resumed worker inherits plan mode
+
+    def describe(self, args: SendMessageInput) -> str:
+        return f"SendMessage to {args.to}: {args.message}"
 
     async def run(self, args: SendMessageInput, ctx: ToolContext) -> str:
         workers, _ = _workers(ctx)

@@ -194,6 +194,10 @@ class GrepTool(Tool[GrepInput]):
     def permission_subject(self, args: GrepInput) -> str:
         return tidy(args.path or ".")
 
+    def describe(self, args: GrepInput) -> str:
+        only = f" ({args.glob})" if args.glob else ""
+        return f"Grep: {args.pattern!r} in {tidy(args.path or '.')}{only}"
+
     def paths(self, args: GrepInput, ctx: ToolContext) -> list[Path]:
         return [resolve_in(ctx.workdir, args.path or ".")]
 
