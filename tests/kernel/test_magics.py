@@ -69,6 +69,13 @@ def test_bad_magic_arguments_are_one_line_usage_errors(kernel: Kernel) -> None:
         "%send nobody hello": "%send: No task 'nobody'",
         "%%agent --frobnicate\nhi": "unknown option --frobnicate",
         "%%agent\n   ": "the cell is empty",
+        # the same parser whether the magic is awaited or called from code
+        "get_ipython().run_cell_magic('agent', '--frobnicate', 'hi')": (
+            "%%agent: unknown option --frobnicate"
+        ),
+        "%%agent stray words\nhi": "%%agent: unrecognized arguments: stray words",
+        "%tasks --wait --bogus": "%tasks: unknown option --bogus",
+        "%stop a b": "%stop: unrecognized arguments: b",
     }
     for code, expected in cases.items():
         result = kernel.execute(code)
