@@ -17,7 +17,8 @@ The loop asks `PermissionGate.check` once per tool call, after validating the in
    carries the tool's own presentation of the call (`Tool.describe`, `Tool.preview`: for a
    file change the exact diff `run` would write, in the calling agent's work directory); a
    call whose preview says it would fail (an Edit whose old_string is missing or not unique)
-   is refused with that error before anyone is asked.
+   is refused with that error before anyone is asked, and an approved call whose preview
+   changed meanwhile (the file was edited while the person looked) is refused too.
 
 An `Allow` may carry `updated_input` (validated against the tool's input model and checked
 again by steps 1-2) and `remember_rule` / `remember` ("allow for session": the gate adds the
@@ -465,6 +466,10 @@ class PermissionGate:
             problem = self._recheck(tool, decision.updated_input, ctx)
             if problem is not None:
                 return problem, "input", None
+        else:
+            changed = await self._changed_since(tool, args, ctx, preview)
+            if changed is not None:
+                return changed, "preview", None
         remembered = decision.remember_rule or (suggestion if decision.remember else None)
         if remembered:
             try:
@@ -488,6 +493,24 @@ class PermissionGate:
         if not isinstance(decision, (Allow, Deny)):
             return Deny(f"{request.tool_name} was not approved (the policy gave no decision).")
         return decision
+
+    async def _changed_since(
+        self, tool: Tool[Any], args: BaseModel, ctx: ToolContext, approved: str
+    ) -> Deny | None:
+        """What was approved must still be what the call does: a file that changed while the
+        person looked (another agent wrote it) makes the call refused, not applied to text
+        nobody saw."""
+        try:
+            now = await tool.preview(args, ctx)
+        except ToolError as exc:
+            return Deny(str(exc) or f"{tool.name} would fail.")
+        if now == approved:
+            return None
+        return Deny(
+            f"{tool.name} was not run: what it would change changed while the call waited for "
+            "approval (another agent or the user edited it), so the approved preview no longer "
+            "holds. Look at the current state and make the call again."
+        )
 
     def _recheck(self, tool: Tool[Any], data: dict[str, Any], ctx: ToolContext) -> Deny | None:
         """A policy's replacement input must be valid and pass the deny rules and

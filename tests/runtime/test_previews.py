@@ -17,7 +17,12 @@ import pytest
 
 from forkagent_jupyter.emulator import Reply
 from forkagent_jupyter.emulator.brains import OfflineBrain, ScriptedBrain, last_user_text
-from forkagent_jupyter.runtime.permissions import Allow, ScriptedPolicy
+from forkagent_jupyter.runtime.permissions import (
+    Allow,
+    CallbackPolicy,
+    PermissionRequest,
+    ScriptedPolicy,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -156,3 +161,27 @@ async def test_a_worktree_agents_edits_are_previewed_in_its_worktree(
     assert apply_diff(once, second.preview, "notes.txt", tmp_path / "c2") == edited.read_bytes()
     assert edited.read_bytes() == b"x = 3\ny = 1\n"
     assert (repo / "notes.txt").read_text() == "x = 1\ny = 1\n"  # the checkout is untouched
+
+
+async def test_a_file_changed_while_the_person_looked_is_not_edited(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    """The approval is for the diff shown: if the file changes before the answer (another
+    agent wrote it), the approved change no longer holds and the call is refused."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("x = 1\ny = 1\n")
+    shown: list[str] = []
+
+    def approve_after_a_concurrent_write(request: PermissionRequest) -> Allow:
+        shown.append(request.preview)
+        notes.write_text("x = 1\ny = 1\nz = 1\n")  # written while the prompt was open
+        return Allow()
+
+    edit = {"file_path": "notes.txt", "old_string": "y = 1", "new_string": "y = 2"}
+    emulator.script(one_call("Edit", edit), Reply.text("ok"))
+    session = make_session(permission_policy=CallbackPolicy(approve_after_a_concurrent_write))
+    turn = await session.ask("edit the notes")
+    [call] = turn.tool_calls
+    assert call.is_error and "changed while the call waited for approval" in call.result
+    assert notes.read_text() == "x = 1\ny = 1\nz = 1\n"  # the other write kept, no edit on it
+    assert shown and "+y = 2\n" in shown[0]
