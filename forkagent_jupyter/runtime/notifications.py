@@ -11,7 +11,6 @@ Every value interpolated into the XML is escaped, so a result that contains
 
 from __future__ import annotations
 
-import itertools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,7 +36,6 @@ class Command:
     owner: str = "main"
     mode: CommandMode = "task-notification"
     task_id: str | None = None
-    seq: int = 0
 
 
 @dataclass
@@ -50,7 +48,6 @@ class CommandQueue:
     on_enqueue: Callable[[Command], None] | None = None
     _items: list[Command] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _seq: itertools.count[int] = field(default_factory=itertools.count)
 
     def enqueue(
         self,
@@ -61,7 +58,7 @@ class CommandQueue:
         task_id: str | None = None,
     ) -> Command:
         with self._lock:
-            command = Command(text, owner, mode, task_id, next(self._seq))
+            command = Command(text, owner, mode, task_id)
             self._items.append(command)
         if self.on_enqueue is not None:
             self.on_enqueue(command)
