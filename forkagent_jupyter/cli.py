@@ -57,8 +57,7 @@ async def _demo(backend: str | None) -> int:
                 if isinstance(event, TextDelta):
                     print(event.text, end="", flush=True)
                 elif isinstance(event, ToolUse):
-                    code = str(event.input.get("code", event.input)).strip()
-                    print(f"\n  -> {event.name} call: {code.splitlines()[-1]}", flush=True)
+                    print(f"\n  -> {event.description or event.name}", flush=True)
                 elif isinstance(event, ToolResult):
                     mark = "error" if event.is_error else "ok"
                     print(f"  <- {event.name} result ({mark}): {event.content.strip()[:200]}\n")

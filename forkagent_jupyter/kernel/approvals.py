@@ -46,7 +46,7 @@ class WidgetPolicy:
 
     async def decide(self, request: PermissionRequest) -> Allow | Deny:
         ui = self.ui
-        prompt = ApprovalPrompt(request, ui.workdir)
+        prompt = ApprovalPrompt(request)
         ui.pending[id(prompt)] = prompt
         ui.strip.add(prompt)
         card = ui.hub.cards.get(request.task_id or "")

@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import difflib
 import functools
 import html
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import ipywidgets as w
@@ -33,7 +31,7 @@ from ..runtime.tasks import Task
 from .markdown import markdown_html
 from .parents import in_latest_request
 
-__all__ = ["ApprovalPrompt", "CardHub", "PendingStrip", "TaskCard", "input_preview"]
+__all__ = ["ApprovalPrompt", "CardHub", "PendingStrip", "TaskCard"]
 
 STATUS_COLOURS = {
     "running": "var(--jp-brand-color1, #1976d2)",
@@ -62,41 +60,6 @@ def notebook_output(output: Output) -> dict[str, Any]:
     return {"output_type": "display_data", "data": data, "metadata": dict(output.metadata)}
 
 
-def input_preview(tool: str, data: dict[str, Any], workdir: Path) -> str:
-    """The full input of a call as a person should review it (a diff for file changes)."""
-    if tool in ("Write", "Edit"):
-        path = Path(str(data.get("file_path", "")))
-        path = path if path.is_absolute() else workdir / path
-        try:
-            old = path.read_text() if path.is_file() else ""
-        except OSError:
-            old = ""
-        if tool == "Write":
-            new = str(data.get("content", ""))
-        else:
-            target = str(data.get("old_string", ""))
-            repl = str(data.get("new_string", ""))
-            new = (
-                old.replace(target, repl)
-                if data.get("replace_all")
-                else old.replace(target, repl, 1)
-            )
-        diff = difflib.unified_diff(
-            old.splitlines(keepends=True),
-            new.splitlines(keepends=True),
-            fromfile=f"a/{data.get('file_path')}",
-            tofile=f"b/{data.get('file_path')}",
-        )
-        return "".join(diff) or "(no change)"
-    if tool == "Bash":
-        return str(data.get("command", ""))
-    if tool == "Python":
-        return str(data.get("code", ""))
-    import json
-
-    return json.dumps(data, indent=2, ensure_ascii=False)
-
-
 class _WholeText:
     """ipywidgets clips a widget's `text/plain` to 110 characters; a card's text is what a
     frontend without widgets (a saved notebook on GitHub, nbconvert, a terminal) reads, so it
@@ -110,18 +73,17 @@ class _WholeText:
 
 
 class ApprovalPrompt(_WholeText, w.VBox):  # type: ignore[misc]
-    """One pending approval: what the call would do, and three answers."""
+    """One pending approval: what the call would do (the tool's own preview: for a file
+    change, the diff that would be written), and three answers."""
 
     def __repr__(self) -> str:
         request = self.request
         who = f"worker {request.task_id}" if request.task_id else "the parent"
         state = "answered" if self.future.done() else "waiting for an answer"
-        preview = input_preview(request.tool_name, dict(request.input), self.workdir)
-        return f"[approval: {request.tool_name} for {who}, {state}]\n{preview[:2000]}"
+        return f"[approval: {request.tool_name} for {who}, {state}]\n{request.preview[:2000]}"
 
-    def __init__(self, request: PermissionRequest, workdir: Path) -> None:
+    def __init__(self, request: PermissionRequest) -> None:
         self.request = request
-        self.workdir = workdir
         self.future: asyncio.Future[Allow | Deny] = asyncio.get_running_loop().create_future()
         title = w.HTML(
             f"<b>{_esc(request.tool_name)}</b> wants approval"
@@ -129,7 +91,7 @@ class ApprovalPrompt(_WholeText, w.VBox):  # type: ignore[misc]
         )
         body = w.HTML(
             "<pre style='max-height:16em;overflow:auto;margin:0'>"
-            + _esc(input_preview(request.tool_name, dict(request.input), workdir))
+            + _esc(request.preview)
             + "</pre>"
         )
         self.reason = w.Text(placeholder="reason (optional, the model reads it)")
@@ -397,8 +359,8 @@ class TaskCard(_WholeText, w.VBox):  # type: ignore[misc]
                 f"{colour};padding-left:8px;overflow-x:auto'>{body}</div>"
             )
         else:
-            call = f" <code>{_esc(t.current_input)}</code>" if t.current_input else ""
-            tool = f"running <code>{_esc(t.current_tool)}</code>{call} · " if t.current_tool else ""
+            call = t.current_input or t.current_tool
+            tool = f"running <code>{_esc(call)}</code> · " if call else ""
             activity = (
                 f"<i class='forkagent-activity'>{_esc(t.activity)}</i> · " if t.activity else ""
             )

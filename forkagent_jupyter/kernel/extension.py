@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import re
 import sys
+from argparse import Namespace
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,7 @@ from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 from traitlets.config import Configurable
 
 from .bridge import Bridge
-from .magics import AgentMagics, split_options, transform_cell
+from .magics import AgentMagics, agent_options, compact_options, tasks_options, transform_cell
 
 if TYPE_CHECKING:
     from ..runtime.session import Session
@@ -337,33 +338,30 @@ class KernelAgent:
 
     # -- %%agent -----------------------------------------------------------------------------
 
-    def _parse_cell_line(self, line: str) -> dict[str, Any]:
-        opts, rest = split_options(line, {"--new": False, "--model": True}, "%agent")
-        if rest:
-            raise UsageError(f"%%agent: unexpected argument {rest.split()[0]!r}")
-        return opts
-
     async def run_cell(self, line: str, body: str) -> None:
         """An `%%agent` cell, awaited at top level: streams the answer into this cell."""
-        opts = self._parse_cell_line(line)
+        await self.run_turn(agent_options(line), body)
+
+    async def run_turn(self, opts: Namespace, body: str) -> None:
+        """One `%%agent` turn with its parsed options."""
         prompt = interpolate(body, self.shell.user_ns)
         if not prompt.strip():
             raise UsageError("%%agent: the cell is empty; write what the agent should do.")
         self._within_budget("%%agent", "The turn was")
-        if opts.get("new"):
+        if opts.new:
             self.session.reset()
         model = self.session.model
-        if opts.get("model"):  # for this cell only
-            self.session.model = opts["model"]
+        if opts.model:  # for this cell only
+            self.session.model = opts.model
         try:
             async with interruptible():
                 await self.ui.run_turn(prompt)
         finally:
             self.session.model = model
 
-    def start_cell(self, line: str, body: str) -> Any:
+    def start_cell(self, opts: Namespace, body: str) -> Any:
         """`%%agent` without an await (run_cell_magic from code): run in the background."""
-        return self._spawn(self.run_cell(line, body))
+        return self._spawn(self.run_turn(opts, body))
 
     def _within_budget(self, magic: str, what: str) -> None:
         from ..runtime.budget import BudgetError
@@ -450,10 +448,14 @@ class KernelAgent:
             raise UsageError(f"%stop: {task.name or task.id} is not running ({task.status}).")
         self._spawn(self.session.stop(key))
 
-    async def wait_tasks(self, args: str) -> None:
+    async def run_tasks(self, line: str) -> None:
+        """An awaited `%tasks --wait [IDS]` or `%tasks --pull ID NAME...` line."""
+        args = tasks_options(line)
+        await (self.pull(args.ids) if args.pull else self.wait_tasks(args.ids))
+
+    async def wait_tasks(self, ids: list[str]) -> None:
         from ..runtime.errors import UsageError as RuntimeUsageError
 
-        ids = args.split()
         try:
             async with interruptible():
                 try:
@@ -467,14 +469,14 @@ class KernelAgent:
             return
         display(self.ui.tasks_bundle(ids), raw=True)
 
-    async def pull(self, args: str) -> None:
+    async def pull(self, args: list[str]) -> None:
         """`%tasks --pull ID NAME...`: copies of a worker's values, bound to the same names
         in the notebook's namespace."""
         from ..runtime.errors import UsageError as RuntimeUsageError
         from ..runtime.executors import PullError
         from ..runtime.executors.child import value_summary
 
-        key, *names = args.split()
+        key, *names = args or [""]
         if not names:
             raise UsageError("%tasks --pull: usage: %tasks --pull <task id or name> NAME...")
         try:
@@ -490,18 +492,9 @@ class KernelAgent:
         """`%compact [--keep N]`: compact the parent conversation now and show what changed."""
         from ..runtime.errors import UsageError as RuntimeUsageError
 
-        opts, rest = split_options(args, {"--keep": True}, "compact")
-        if rest:
-            raise UsageError(f"%compact: unexpected argument {rest.split()[0]!r}")
-        keep: int | None = None
-        if "keep" in opts:
-            try:
-                keep = int(opts["keep"])
-            except ValueError:
-                keep = 0
-            if keep < 1:
-                given = opts["keep"]
-                raise UsageError(f"%compact: --keep needs a number of turns >= 1, not {given!r}")
+        keep: int | None = compact_options(args).keep
+        if keep is not None and keep < 1:
+            raise UsageError(f"%compact: --keep needs a number of turns >= 1, not {keep}")
         self._within_budget("%compact", "The compaction was")
         try:
             async with interruptible():
@@ -513,11 +506,11 @@ class KernelAgent:
     def start_compact(self, args: str) -> Any:
         return self._spawn(self.compact(args))
 
-    def start_pull(self, args: str) -> Any:
+    def start_pull(self, args: list[str]) -> Any:
         return self._spawn(self.pull(args))
 
     def start_wait(self, ids: list[str]) -> Any:
-        return self._spawn(self.wait_tasks(" ".join(ids)))
+        return self._spawn(self.wait_tasks(ids))
 
     def replay(self, keys: list[str]) -> None:
         self.ui.replay(keys)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..messages_api.usage import usage_counts
 from ..runtime.tasks import Task
-from .cards import ApprovalPrompt, input_preview
+from .cards import ApprovalPrompt
 from .protocol import Approval, Budget, TaskRow, TasksMessage, TokenUsage
 
 if TYPE_CHECKING:
@@ -56,6 +56,7 @@ class FrontendRows:
             "cost_usd": round(task.cost_usd, 6),
             "cell_id": launch.cell_id if launch else None,
             "current_tool": task.current_tool,
+            "current_input": task.current_input or "",
             "started_at": task.started_at,
             "pending_approvals": sum(
                 1 for p in self.ui.pending.values() if p.request.task_id == task.id
@@ -65,12 +66,11 @@ class FrontendRows:
     def approval_row(self, prompt: ApprovalPrompt) -> Approval:
         request = prompt.request
         launch = self.ui.launches.get(request.task_id or "")
-        preview = input_preview(request.tool_name, dict(request.input), self.ui.workdir)
         return {
             "request_id": str(id(prompt)),
             "task_id": request.task_id,
             "tool": request.tool_name,
-            "preview": preview[:PREVIEW_CHARS],
+            "preview": request.preview[:PREVIEW_CHARS],
             "cell_id": launch.cell_id if launch else None,
         }
 

@@ -1,58 +1,99 @@
 """The magics: thin - parse, call the runtime through `KernelAgent`, display.
 
-`%%agent` cells and `%tasks --wait` lines are rewritten by an input transformer into a
-top-level `await`, so the cell stays busy while the kernel's event loop stays free (workers
-progress, buttons work). The magic functions below are what runs when no await is possible
-(`run_cell_magic` from code): the turn then starts in the background and its handle is
-returned.
+`%%agent` cells and `%tasks --wait` / `--pull` lines are rewritten by an input transformer
+into a top-level `await`, so the cell stays busy while the kernel's event loop stays free
+(workers progress, buttons work). The magic functions below are what runs when no await is
+possible (`run_cell_magic` from code): the turn then starts in the background and its handle
+is returned.
+
+Every magic's line, on either path, is parsed once, by the parser its `@magic_arguments`
+declare (`parse_line`); the prose of `%fork` and `%send` is kept as written.
 """
 
 from __future__ import annotations
 
 import re
+from argparse import Namespace
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 if TYPE_CHECKING:
     from .extension import KernelAgent
 
-__all__ = ["AgentMagics", "split_options", "transform_cell"]
+__all__ = [
+    "AgentMagics",
+    "agent_options",
+    "compact_options",
+    "parse_line",
+    "tasks_options",
+    "transform_cell",
+]
 
 _CELL = re.compile(r"^%%agent\b(.*)$")
-_WAIT = re.compile(r"^(\s*)%tasks\s+--wait\b(.*)$")
-_PULL = re.compile(r"^(\s*)%tasks\s+--pull\b(.*)$")
+_AWAITED = re.compile(r"^(\s*)%tasks(\s+--(?:wait|pull)\b.*)$")
 _COMPACT = re.compile(r"^(\s*)%compact\b(?![?])(.*)$")
 
 
-def split_options(line: str, flags: dict[str, bool], magic: str) -> tuple[dict[str, Any], str]:
-    """Leading `--option [value]` pairs, then the free text (kept verbatim, quotes and all).
+def _first_word(text: str) -> tuple[str, str]:
+    """The first word of `text` and the rest after it, as written (leading spaces dropped)."""
+    parts = text.split(None, 1)
+    return (parts[0], parts[1] if len(parts) > 1 else "") if parts else ("", "")
 
-    `flags` maps each option to whether it takes a value. An unknown option, or one missing
-    its value, is a one-line UsageError."""
-    opts: dict[str, Any] = {}
+
+def parse_line(magic: Any, line: str, name: str, text: str | None = None) -> Namespace:
+    """`line` parsed by the parser the magic declares with `@magic_arguments`: the one parser of
+    every magic (options, values, help all come from the declaration).
+
+    `text` names the positional that takes the rest of the line as it was written (quotes,
+    apostrophes and spacing kept: a directive or a message is prose, not shell words); the
+    magic's options must then come first, and the positionals declared before `text` take one
+    word each. Without `text`, the line is split into words. Any problem is one UsageError
+    line starting with `name`."""
+    parser = magic.parser
+    options = parser._option_string_actions  # the declared options (argparse keeps them here)
+
+    def known(word: str) -> Any:
+        option = word.partition("=")[0]
+        action = options.get(option)
+        if action is None:
+            listed = ", ".join(sorted(o for o in options if o.startswith("--"))) or "none"
+            raise UsageError(f"{name}: unknown option {option} (options: {listed})")
+        return action
+
+    words: list[str] = []
     rest = line.strip()
-    while rest.startswith("--"):
-        head, _, tail = rest.partition(" ")
-        name, eq, inline = head.partition("=")
-        if name not in flags:
-            known = ", ".join(sorted(flags)) or "none"
-            raise UsageError(f"%{magic}: unknown option {name} (options: {known})")
-        if flags[name]:
-            if eq:
-                value, rest = inline, tail.strip()
-            else:
-                value, _, rest = tail.strip().partition(" ")
-                rest = rest.strip()
-            if not value:
-                raise UsageError(f"%{magic}: option {name} needs a value")
-            opts[name[2:].replace("-", "_")] = value
-        else:
-            opts[name[2:].replace("-", "_")] = True
-            rest = tail.strip()
-    return opts, rest
+    if text is not None:
+        while rest.startswith("--"):
+            head, rest = _first_word(rest)
+            option, eq, _ = head.partition("=")
+            action = known(head)
+            words.append(head)
+            if action.nargs == 0 or eq:
+                continue
+            value, rest = _first_word(rest)
+            if not value or value.startswith("--"):
+                raise UsageError(f"{name}: option {option} needs a value")
+            words.append(value)
+        positionals = [a.dest for a in parser._actions if not a.option_strings]
+        for _ in positionals[: positionals.index(text)]:
+            word, rest = _first_word(rest)
+            if word:
+                words.append(word)
+    else:
+        words, rest = line.split(), ""
+        for word in words:
+            if word.startswith("--"):
+                known(word)
+    try:
+        args: Namespace = parser.parse_args(words)
+    except UsageError as exc:
+        raise UsageError(f"{name}: {exc}") from None
+    if text is not None:
+        setattr(args, text, rest)
+    return args
 
 
 def transform_cell(lines: list[str]) -> list[str]:
@@ -68,15 +109,14 @@ def transform_cell(lines: list[str]) -> list[str]:
         return [f"await __forkagent__.run_cell({first.group(1).strip()!r}, {body!r})\n"]
     out = []
     for line in lines:
-        wait = _WAIT.match(line.rstrip("\n"))
-        pull = _PULL.match(line.rstrip("\n"))
+        awaited = _AWAITED.match(line.rstrip("\n"))
+        if awaited:
+            indent, args = awaited.group(1), awaited.group(2).strip()
+            line = f"{indent}await __forkagent__.run_tasks({args!r})\n"
         compact = _COMPACT.match(line.rstrip("\n"))
-        if wait:
-            line = f"{wait.group(1)}await __forkagent__.wait_tasks({wait.group(2).strip()!r})\n"
-        elif pull:
-            line = f"{pull.group(1)}await __forkagent__.pull({pull.group(2).strip()!r})\n"
-        elif compact:
-            line = f"{compact.group(1)}await __forkagent__.compact({compact.group(2).strip()!r})\n"
+        if compact and not awaited:
+            indent, args = compact.group(1), compact.group(2).strip()
+            line = f"{indent}await __forkagent__.compact({args!r})\n"
         out.append(line)
     return out
 
@@ -99,8 +139,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
         The answer streams into the cell; usage and cost come at the end. `{name}` inserts
         the value of a notebook variable; `{{` and `}}` are literal braces.
         """
-        parse_argstring(self.agent, line)  # validate: one-line UsageError
-        return self.host.start_cell(line, cell)
+        return self.host.start_cell(agent_options(line), cell)
 
     @magic_arguments()
     @argument("--name", help="a name to address the worker with (%%send, %%stop)")
@@ -120,10 +159,11 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @argument("--poll", help="with --batch: seconds between polls of the batch (default 30)")
     @argument(
         "--turns",
+        type=int,
         help="inherit only the last N turns of the conversation (default: all of it; the "
         "system prompt and tools always)",
     )
-    @argument("directive", nargs="*", help="what the worker should do")
+    @argument("directive", nargs="?", help="what the worker should do (the rest of the line)")
     @line_magic
     def fork(self, line: str) -> Any:
         """Fork the parent conversation into a background worker; returns at once.
@@ -133,39 +173,26 @@ class AgentMagics(Magics):  # type: ignore[misc]
         unable to change your variables (bring values back with %tasks --pull ID NAME...).
         With --shared it runs in your namespace instead, one call at a time.
         """
-        flags = {
-            "--name": True,
-            "--shared": False,
-            "--batch": False,
-            "--over": True,
-            "--poll": True,
-            "--turns": True,
-        }
-        opts, directive = split_options(line, flags, "fork")
-        if opts.get("batch") or opts.get("over"):
-            return self.host.fork_batch(directive, opts)
-        if not directive:
+        args = parse_line(self.fork, line, "%fork", text="directive")
+        if args.batch or args.over:
+            given = {k: v for k, v in vars(args).items() if v not in (None, False)}
+            return self.host.fork_batch(args.directive, given)
+        if not args.directive:
             raise UsageError("%fork: say what the worker should do, e.g. %fork profile each column")
-        turns = None
-        if "turns" in opts:
-            turns = int(opts["turns"]) if str(opts["turns"]).isdigit() else 0
-            if turns < 1:
-                given = opts["turns"]
-                raise UsageError(f"%fork: --turns needs a number of turns >= 1, not {given!r}")
-        return self.host.fork(
-            directive, name=opts.get("name"), shared=bool(opts.get("shared")), turns=turns
-        )
+        if args.turns is not None and args.turns < 1:
+            raise UsageError(f"%fork: --turns needs a number of turns >= 1, not {args.turns}")
+        return self.host.fork(args.directive, name=args.name, shared=args.shared, turns=args.turns)
 
     @magic_arguments()
-    @argument("to", help="worker id or name")
-    @argument("message", nargs="*", help="the message")
+    @argument("to", nargs="?", help="worker id or name")
+    @argument("message", nargs="?", help="the message (the rest of the line)")
     @line_magic
     def send(self, line: str) -> Any:
         """Message a worker: queued if it is running, resumed if it has finished."""
-        to, _, message = line.strip().partition(" ")
-        if not to or not message.strip():
+        args = parse_line(self.send, line, "%send", text="message")
+        if not args.to or not args.message:
             raise UsageError("%send: usage: %send <worker id or name> <message>")
-        return self.host.send(to, message.strip())
+        return self.host.send(args.to, args.message)
 
     @magic_arguments()
     @argument("--wait", action="store_true", help="wait until the tasks finish")
@@ -179,9 +206,9 @@ class AgentMagics(Magics):  # type: ignore[misc]
     def tasks(self, line: str) -> Any:
         """A table of all tasks; `%tasks --wait [IDS]` waits for them to finish;
         `%tasks --pull ID NAME...` copies a worker's values into your namespace."""
-        args = parse_argstring(self.tasks, line)
+        args = tasks_options(line)
         if args.pull:
-            return self.host.start_pull(" ".join(args.ids))
+            return self.host.start_pull(args.ids)
         if args.wait:
             return self.host.start_wait(args.ids)
         return self.host.tasks_table(args.ids)
@@ -192,7 +219,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @line_magic
     def stop(self, line: str) -> Any:
         """Stop a worker (its partial result is reported), or all of them with --all."""
-        args = parse_argstring(self.stop, line)
+        args = parse_line(self.stop, line, "%stop")
         if args.all == bool(args.id):
             raise UsageError("%stop: give a task id or name, or --all")
         return self.host.stop(None if args.all else args.id)
@@ -203,11 +230,11 @@ class AgentMagics(Magics):  # type: ignore[misc]
     def bg(self, line: str) -> Any:
         """Move a named agent that the parent waits for to the background: the parent's turn
         goes on, and the agent's result comes later as a notification."""
-        args = parse_argstring(self.bg, line)
+        args = parse_line(self.bg, line, "%bg")
         return self.host.background(args.id)
 
     @magic_arguments()
-    @argument("--keep", help="turns to keep after the summary (default 2)")
+    @argument("--keep", type=int, help="turns to keep after the summary (default 2)")
     @line_magic
     def compact(self, line: str) -> Any:
         """Compact the parent conversation now: a fork of it summarises the conversation so
@@ -223,5 +250,20 @@ class AgentMagics(Magics):  # type: ignore[misc]
         """Show the notifications of these tasks and the parent's answer again, from the
         transcripts on disk (no model call). Cells inserted by the JupyterLab extension run
         this when re-executed."""
-        args = parse_argstring(self.notifications, line)
+        args = parse_line(self.notifications, line, "%notifications")
         return self.host.replay(args.ids)
+
+
+def agent_options(line: str) -> Namespace:
+    """The options of an `%%agent` line (whether the cell is awaited or not: parsed once)."""
+    return parse_line(AgentMagics.agent, line, "%%agent")
+
+
+def tasks_options(line: str) -> Namespace:
+    """The arguments of a `%tasks` line (whether the line is awaited or not)."""
+    return parse_line(AgentMagics.tasks, line, "%tasks")
+
+
+def compact_options(line: str) -> Namespace:
+    """The options of a `%compact` line (whether the line is awaited or not)."""
+    return parse_line(AgentMagics.compact, line, "%compact")

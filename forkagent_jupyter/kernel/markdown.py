@@ -15,7 +15,7 @@ import functools
 import re
 from typing import Any
 
-__all__ = ["SafeMarkdown", "fenced", "markdown_bundle", "markdown_html"]
+__all__ = ["SafeMarkdown", "code_span", "fenced", "markdown_bundle", "markdown_html"]
 
 
 @functools.cache
@@ -32,6 +32,15 @@ def fenced(text: str, info: str = "") -> str:
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{info}\n{text}\n{fence}"
+
+
+def code_span(text: str) -> str:
+    """`text` as inline Markdown code, delimited by more backticks than it holds (padded with
+    a space when it starts or ends with one)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 def markdown_html(text: str) -> str:

@@ -57,6 +57,7 @@ class TaskRow(TypedDict):
     cost_usd: float
     cell_id: str | None
     current_tool: str | None
+    current_input: str
     started_at: float
     pending_approvals: int
 

@@ -21,7 +21,7 @@ from ..runtime.events import (
     ToolResult,
     ToolUse,
 )
-from .markdown import SafeMarkdown
+from .markdown import SafeMarkdown, code_span
 
 if TYPE_CHECKING:
     from ..runtime.session import Session
@@ -35,11 +35,10 @@ def event_markdown(event: LoopEvent) -> str | None:
     """What one event of the turn adds to the cell's Markdown (None: nothing)."""
     if isinstance(event, TextDelta):
         return event.text
-    if isinstance(event, ToolUse):
-        preview = str(event.input.get("code") or event.input.get("command") or "")
-        preview = preview.strip().splitlines()[0][:80] if preview.strip() else ""
-        detail = f" `{preview}`" if preview else ""
-        return f"\n\n> **{event.name}**{detail}\n"
+    if isinstance(event, ToolUse):  # the tool's own line, its name in bold
+        line = event.description or event.name
+        rest = line.removeprefix(event.name).removeprefix(":").strip()
+        return f"\n\n> **{event.name}**" + (f" {code_span(rest)}" if rest else "") + "\n"
     if isinstance(event, Retrying):
         return f"\n\n*{event.summary}*\n\n"
     if isinstance(event, Compacted):

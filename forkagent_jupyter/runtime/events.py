@@ -27,11 +27,11 @@ __all__ = [
     "UsageReport",
 ]
 
-StopReason = Literal["end_turn", "max_turns", "max_tokens", "refusal", "aborted", "error"]
+StopReason = Literal["end_turn", "max_turns", "max_tokens", "refusal", "error"]
 """Why a turn ended: the model finished (`end_turn`), the turn limit was hit (`max_turns`), the
-reply was cut by `max_tokens`, the model refused (`refusal`; its tools are not run), the caller
-aborted (`aborted`), or the API failed after its retries, a stream that broke off mid-way
-after its own (`error`)."""
+reply was cut by `max_tokens`, the model refused (`refusal`; its tools are not run), or the API
+failed after its retries, a stream that broke off mid-way after its own (`error`). A turn that
+is stopped from outside is cancelled: it yields no `Stop`."""
 
 
 @dataclass(frozen=True)
@@ -90,11 +90,13 @@ class UsageReport:
 
 @dataclass(frozen=True)
 class ToolUse:
-    """The model asked for a tool call (input as the model sent it)."""
+    """The model asked for a tool call (input as the model sent it). `description` is the
+    tool's one line about the call (`Tool.describe`), what every view shows of it."""
 
     id: str
     name: str
     input: dict[str, Any]
+    description: str = ""
     kind: Literal["tool_use"] = "tool_use"
 
 
@@ -132,7 +134,7 @@ class Retrying:
 
 @dataclass(frozen=True)
 class Stop:
-    """The turn ended. `error` explains an `error` or `aborted` stop."""
+    """The turn ended. `error` explains an `error` stop."""
 
     reason: StopReason
     error: str | None = None

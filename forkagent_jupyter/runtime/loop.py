@@ -1,7 +1,7 @@
 """The tool-use loop: one turn of a conversation as an async iterator of typed events.
 
 A turn sends the history to the model, streams the reply, appends it, runs the tools it asked
-for (read-only ones concurrently, the others one by one, results kept in call order), appends
+for (concurrency-safe ones together, the others one by one, results kept in call order), appends
 their results, and goes again until the model stops asking for tools. It ends with exactly one
 `Stop` event naming why.
 
@@ -58,13 +58,11 @@ from .tools.base import (
 if TYPE_CHECKING:
     from .compaction import CompactPolicy
 
-__all__ = ["AgentConfig", "LoopState", "ToolRunner", "run_turn"]
+__all__ = ["AgentConfig", "LoopState", "run_turn"]
 
 INTERRUPTED = "The user interrupted this tool call before it finished; it did not complete."
 NOT_RUN_REFUSAL = "Not run: the reply that asked for this call ended in a refusal."
 NOT_RUN_TRUNCATED = "Not run: the reply was cut off by max_tokens before this call was complete."
-
-ToolRunner = Callable[[str, str, dict[str, Any]], Awaitable[ToolOutcome]]
 
 
 @dataclass
@@ -177,17 +175,15 @@ async def _call_tool(
 
 
 def _batches(cfg: AgentConfig, uses: list[dict[str, Any]]) -> list[list[int]]:
-    """Indices of calls grouped so that consecutive read-only calls share a batch."""
+    """Indices of calls grouped so that consecutive concurrency-safe calls share a batch."""
+
+    def safe(use: dict[str, Any]) -> bool:
+        tool = cfg.tools.get(str(use.get("name")))
+        return bool(tool and tool.concurrency_safe)
+
     batches: list[list[int]] = []
     for i, use in enumerate(uses):
-        tool = cfg.tools.get(str(use.get("name")))
-        read_only = bool(tool and tool.read_only)
-        if (
-            read_only
-            and batches
-            and batches[-1][-1] == i - 1
-            and getattr(cfg.tools.get(str(uses[i - 1].get("name"))), "read_only", False)
-        ):
+        if safe(use) and batches and batches[-1][-1] == i - 1 and safe(uses[i - 1]):
             batches[-1].append(i)
         else:
             batches.append([i])
@@ -198,16 +194,11 @@ async def run_turn(
     cfg: AgentConfig,
     history: list[dict[str, Any]],
     state: LoopState | None = None,
-    *,
-    abort: asyncio.Event | None = None,
 ) -> AsyncIterator[LoopEvent]:
     """Run the loop on `history` (which must end with a user message), appending to it."""
     state = state or LoopState()
     requests = 0
     while True:
-        if abort is not None and abort.is_set():
-            yield Stop("aborted", "stopped before the next request", turns=requests)
-            return
         if state.before_first_request is not None:
             hold, state.before_first_request = state.before_first_request, None
             await hold()
@@ -248,9 +239,7 @@ async def run_turn(
                 retries += 1
                 delay = policy.delay(retries)
                 yield Retrying(retries, policy.retries, delay, exc.reason, streamed)
-                if await _aborted_during(delay, abort):
-                    yield Stop("aborted", "stopped while waiting to retry", turns=requests)
-                    return
+                await asyncio.sleep(delay)
                 continue
             except ModelError as exc:
                 yield Stop("error", redact(str(exc)), turns=requests)
@@ -296,7 +285,8 @@ async def run_turn(
         outcomes: list[ToolOutcome | None] = [None] * len(uses)
         try:
             for use in uses:
-                yield ToolUse(str(use["id"]), str(use["name"]), dict(use.get("input") or {}))
+                name, data = str(use["name"]), dict(use.get("input") or {})
+                yield ToolUse(str(use["id"]), name, data, cfg.tools.describe(name, data))
             for batch in _batches(cfg, uses):
                 results = await asyncio.gather(*(_call_tool(cfg, uses[i], history) for i in batch))
                 for i, outcome in zip(batch, results, strict=True):
@@ -336,18 +326,6 @@ def _gave_up(exc: StreamInterruptedError, retries: int) -> str:
         return message
     times = "once" if retries == 1 else f"{retries} times"
     return f"{message} (the request was retried {times}; it broke off each time)"
-
-
-async def _aborted_during(delay: float, abort: asyncio.Event | None) -> bool:
-    """Wait `delay` seconds; True if `abort` was set meanwhile."""
-    if abort is None:
-        await asyncio.sleep(delay)
-        return False
-    try:
-        await asyncio.wait_for(abort.wait(), delay)
-    except asyncio.TimeoutError:
-        return False
-    return True
 
 
 def _pair(outcome: ToolOutcome) -> tuple[str, bool]:

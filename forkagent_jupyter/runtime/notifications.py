@@ -1,9 +1,9 @@
 """The command queue and the `<task-notification>` envelope.
 
-Commands wait in one queue with three priorities, `now` > `next` > `later`, FIFO within a
-priority. Each command names its owner: the agent that should read it (`main` for the parent
-conversation). A task's notification goes to the agent that launched the task, so a nested
-agent hears from its own workers and the parent never sees them.
+Commands wait in one queue, first in first out. Each command names its owner: the agent that
+should read it (`main` for the parent conversation). A task's notification goes to the agent
+that launched the task, so a nested agent hears from its own workers and the parent never sees
+them.
 
 Every value interpolated into the XML is escaped, so a result that contains
 `</task-notification>` cannot close the envelope early.
@@ -11,7 +11,6 @@ Every value interpolated into the XML is escaped, so a result that contains
 
 from __future__ import annotations
 
-import itertools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,12 +22,9 @@ from ..messages_api.usage import Usage
 __all__ = [
     "Command",
     "CommandQueue",
-    "Priority",
     "format_task_notification",
 ]
 
-Priority = Literal["now", "next", "later"]
-_RANK: dict[Priority, int] = {"now": 0, "next": 1, "later": 2}
 CommandMode = Literal["prompt", "task-notification", "message"]
 
 
@@ -39,14 +35,12 @@ class Command:
     text: str
     owner: str = "main"
     mode: CommandMode = "task-notification"
-    priority: Priority = "later"
     task_id: str | None = None
-    seq: int = 0
 
 
 @dataclass
 class CommandQueue:
-    """A thread-safe priority queue of commands, drained per owner.
+    """A thread-safe queue of commands, drained per owner in the order they came.
 
     `on_enqueue` is called (outside the lock) after each enqueue, so a host can wake the
     owner; it must not block."""
@@ -54,7 +48,6 @@ class CommandQueue:
     on_enqueue: Callable[[Command], None] | None = None
     _items: list[Command] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _seq: itertools.count[int] = field(default_factory=itertools.count)
 
     def enqueue(
         self,
@@ -62,25 +55,22 @@ class CommandQueue:
         *,
         owner: str = "main",
         mode: CommandMode = "task-notification",
-        priority: Priority = "later",
         task_id: str | None = None,
     ) -> Command:
         with self._lock:
-            command = Command(text, owner, mode, priority, task_id, next(self._seq))
+            command = Command(text, owner, mode, task_id)
             self._items.append(command)
         if self.on_enqueue is not None:
             self.on_enqueue(command)
         return command
 
-    def drain(self, owner: str, *, max_priority: Priority = "later") -> list[Command]:
-        """Remove and return the owner's commands up to `max_priority`, most urgent first."""
-        limit = _RANK[max_priority]
+    def drain(self, owner: str) -> list[Command]:
+        """Remove and return the owner's commands, oldest first."""
         with self._lock:
-            taken = [c for c in self._items if c.owner == owner and _RANK[c.priority] <= limit]
+            taken = [c for c in self._items if c.owner == owner]
             if taken:
-                ids = {c.seq for c in taken}
-                self._items = [c for c in self._items if c.seq not in ids]
-        return sorted(taken, key=lambda c: (_RANK[c.priority], c.seq))
+                self._items = [c for c in self._items if c.owner != owner]
+        return taken
 
     def discard(self, task_id: str) -> int:
         """Drop a task's notifications that were not read yet; returns how many."""
@@ -91,8 +81,7 @@ class CommandQueue:
 
     def pending(self, owner: str | None = None) -> list[Command]:
         with self._lock:
-            items = [c for c in self._items if owner is None or c.owner == owner]
-        return sorted(items, key=lambda c: (_RANK[c.priority], c.seq))
+            return [c for c in self._items if owner is None or c.owner == owner]
 
     def __len__(self) -> int:
         with self._lock:

@@ -5,15 +5,20 @@ The loop asks `PermissionGate.check` once per tool call, after validating the in
 1. a matching **deny rule** denies (deny always wins);
 2. **containment**: a path outside the work directory (symlinks and `..` resolved) is denied
    unless an allow rule *with a spec* for that tool matches it (`Read(/data/**)`); this holds
-   in every mode and for read-only tools too;
+   in every mode and for tools that need no approval too;
 3. mode `bypassPermissions` allows;
-4. mode `plan` denies every tool that is not read-only, telling the model it is planning;
-5. read-only tools are allowed;
+4. mode `plan` denies every tool not `allowed_in_plan`, telling the model it is planning;
+5. tools that do not `needs_approval` (Read, Glob, Grep, TaskOutput...) are allowed;
 6. a matching **allow rule** allows;
 7. mode `acceptEdits` allows Write and Edit (their paths are inside the work dir by step 2);
 8. otherwise the `PermissionPolicy` decides - in `bubble` (the mode of forked workers) the same,
    and the request carries the worker's task id so a UI can show it on the worker's card.
-   Without a policy the call is denied with a message saying how to allow it.
+   Without a policy the call is denied with a message saying how to allow it. The request
+   carries the tool's own presentation of the call (`Tool.describe`, `Tool.preview`: for a
+   file change the exact diff `run` would write, in the calling agent's work directory); a
+   call whose preview says it would fail (an Edit whose old_string is missing or not unique)
+   is refused with that error before anyone is asked, and an approved call whose preview
+   changed meanwhile (the file was edited while the person looked) is refused too.
 
 An `Allow` may carry `updated_input` (validated against the tool's input model and checked
 again by steps 1-2) and `remember_rule` / `remember` ("allow for session": the gate adds the
@@ -34,7 +39,7 @@ from pydantic import BaseModel, ValidationError
 
 from .permission_rules import Rule, command_parts
 from .secrets import redact
-from .tools.base import Tool, ToolContext, format_validation_error
+from .tools.base import Tool, ToolContext, ToolError, describe_call, format_validation_error
 from .tools.paths import is_inside, real, shown_path
 
 __all__ = [
@@ -48,7 +53,6 @@ __all__ = [
     "PermissionMode",
     "PermissionPolicy",
     "PermissionRequest",
-    "RecordingPolicy",
     "Rule",
     "RuleBook",
     "ScriptedPolicy",
@@ -88,16 +92,17 @@ Decision = Allow | Deny
 
 @dataclass(frozen=True)
 class PermissionRequest:
-    """What a policy is asked about. `summary` is one human-readable line; `outside_paths`
-    lists real paths outside the work directory (only present when a rule let them through);
-    `suggested_rule` is what "allow for session" would add."""
+    """What a policy is asked about. `summary` is the call's one line (`Tool.describe`) and
+    `preview` what a person approves (`Tool.preview`: the diff a file change would make);
+    `outside_paths` lists real paths outside the work directory (only present when a rule let
+    them through); `suggested_rule` is what "allow for session" would add."""
 
     tool_name: str
     input: dict[str, Any]
     agent_id: str
     task_id: str | None
-    read_only: bool
     summary: str
+    preview: str = ""
     subject: str = ""
     outside_paths: tuple[str, ...] = ()
     suggested_rule: str | None = None
@@ -142,9 +147,6 @@ class ScriptedPolicy:
         return self.answers.pop(0) if self.answers else self.default
 
 
-RecordingPolicy = ScriptedPolicy
-
-
 @dataclass
 class CallbackPolicy:
     """Delegates to a function of the request, sync or async."""
@@ -176,29 +178,6 @@ class _Facts:
     paths: list[Path]
     forms: list[list[str]]  # per path: the forms rules match against
     outside: list[Path]
-
-
-def summarize(tool: str, data: dict[str, Any], subject: str) -> str:
-    """One readable line about a call, for a prompt or the log (secrets masked)."""
-
-    def cut(text: object, n: int = 60) -> str:
-        s = " ".join(str(text).split())
-        return s if len(s) <= n else s[: n - 1] + "…"
-
-    if tool == "Bash":
-        why = f"  # {cut(data['description'])}" if data.get("description") else ""
-        text = f"Bash: {cut(subject, 240)}{why}"
-    elif tool == "Write":
-        text = f"Write {subject} ({len(str(data.get('content', '')).splitlines())} lines)"
-    elif tool == "Edit":
-        text = f"Edit {subject}: {cut(data.get('old_string'))!r} -> {cut(data.get('new_string'))!r}"
-    elif tool == "Python":
-        lines = subject.splitlines() or [""]
-        more = f"  (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
-        text = f"Python: {cut(lines[0], 200)}{more}"
-    else:
-        text = f"{tool}: {cut(subject, 240)}" if subject else tool
-    return redact(text)
 
 
 def _worker_mode(session: PermissionMode, asked: PermissionMode | None) -> PermissionMode:
@@ -270,8 +249,8 @@ class PermissionGate:
 
     @property
     def log(self) -> list[dict[str, Any]]:
-        """Every decision: tool, summary, decision, by (rule/workdir/mode/read-only/policy/
-        no-policy/input/error), rule, message, agent_id, task_id."""
+        """Every decision: tool, summary, decision, by (rule/workdir/mode/no-approval/preview/
+        policy/no-policy/input/error), rule, message, agent_id, task_id."""
         return self.rules.log
 
     def add_rule(self, rule: str, *, deny: bool = False) -> Rule:
@@ -282,12 +261,6 @@ class PermissionGate:
         if parsed not in target:
             target.append(parsed)
         return parsed
-
-    def remove_rule(self, rule: str, *, deny: bool = False) -> None:
-        parsed = Rule.parse(rule)
-        target = self.rules.deny if deny else self.rules.allow
-        if parsed in target:
-            target.remove(parsed)
 
     def for_worker(self, task_id: str, mode: PermissionMode | None = None) -> PermissionGate:
         """A worker's gate, sharing this gate's rules and log; its mode and approval timeout
@@ -308,11 +281,9 @@ class PermissionGate:
         self, tool: Tool[Any], args: BaseModel, ctx: ToolContext, raw_input: dict[str, Any]
     ) -> Allow | Deny:
         """The decision for one validated call (never raises, except cancellation)."""
-        subject = ""
         try:
             facts = self._facts(tool, args, ctx)
-            subject = facts.subject
-            if facts.paths and tool.read_only:
+            if facts.paths and tool.name in READ_TOOLS:
                 ctx.services["read_guard"] = self._read_guard(ctx.workdir)
             decision, by, rule = await self._decide(tool, args, ctx, raw_input, facts)
         except Exception as exc:  # a bad path (NUL byte...) or a bug: refuse, never crash
@@ -321,7 +292,7 @@ class PermissionGate:
             by, rule = "error", None
         entry: dict[str, Any] = {
             "tool": tool.name,
-            "summary": summarize(tool.name, dict(raw_input), subject),
+            "summary": describe_call(tool, args),
             "decision": decision.behavior,
             "by": by,
             "rule": rule,
@@ -443,7 +414,7 @@ class PermissionGate:
             return outside, "workdir", None
         if self.mode == "bypassPermissions":
             return Allow(), "mode", None
-        if self.mode == "plan" and not tool.read_only:
+        if self.mode == "plan" and not tool.allowed_in_plan:
             return (
                 Deny(
                     f"{name} is not available in plan mode. Investigate with read-only tools "
@@ -453,8 +424,8 @@ class PermissionGate:
                 "mode",
                 None,
             )
-        if tool.read_only:
-            return Allow(), "read-only", None
+        if not tool.needs_approval:
+            return Allow(), "no-approval", None
         allowed = self._allowed_by(facts)
         if allowed is not None:
             return Allow(), "rule", str(allowed)
@@ -473,13 +444,17 @@ class PermissionGate:
                 "no-policy",
                 None,
             )
+        try:
+            preview = await tool.preview(args, ctx)
+        except ToolError as exc:  # the call would fail: the model hears why, nobody is asked
+            return Deny(str(exc) or f"{name} would fail."), "preview", None
         request = PermissionRequest(
             tool_name=name,
             input=dict(raw_input),
             agent_id=ctx.agent_id,
             task_id=self.task_id,
-            read_only=tool.read_only,
-            summary=summarize(name, dict(raw_input), facts.subject),
+            summary=describe_call(tool, args),
+            preview=preview,
             subject=facts.subject,
             outside_paths=tuple(str(p) for p in facts.outside),
             suggested_rule=suggestion,
@@ -491,6 +466,10 @@ class PermissionGate:
             problem = self._recheck(tool, decision.updated_input, ctx)
             if problem is not None:
                 return problem, "input", None
+        else:
+            changed = await self._changed_since(tool, args, ctx, preview)
+            if changed is not None:
+                return changed, "preview", None
         remembered = decision.remember_rule or (suggestion if decision.remember else None)
         if remembered:
             try:
@@ -514,6 +493,24 @@ class PermissionGate:
         if not isinstance(decision, (Allow, Deny)):
             return Deny(f"{request.tool_name} was not approved (the policy gave no decision).")
         return decision
+
+    async def _changed_since(
+        self, tool: Tool[Any], args: BaseModel, ctx: ToolContext, approved: str
+    ) -> Deny | None:
+        """What was approved must still be what the call does: a file that changed while the
+        person looked (another agent wrote it) makes the call refused, not applied to text
+        nobody saw."""
+        try:
+            now = await tool.preview(args, ctx)
+        except ToolError as exc:
+            return Deny(str(exc) or f"{tool.name} would fail.")
+        if now == approved:
+            return None
+        return Deny(
+            f"{tool.name} was not run: what it would change changed while the call waited for "
+            "approval (another agent or the user edited it), so the approved preview no longer "
+            "holds. Look at the current state and make the call again."
+        )
 
     def _recheck(self, tool: Tool[Any], data: dict[str, Any], ctx: ToolContext) -> Deny | None:
         """A policy's replacement input must be valid and pass the deny rules and

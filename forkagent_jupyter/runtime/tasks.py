@@ -23,7 +23,6 @@ from typing import Any, Literal
 from ..messages_api.usage import Usage, usage_counts
 from .errors import UsageError
 from .notifications import CommandQueue, format_task_notification
-from .secrets import redact
 
 __all__ = [
     "DESCRIPTION_LIMIT",
@@ -85,7 +84,7 @@ class Task:
     worktree_path: str | None = None
     worktree_branch: str | None = None
     current_tool: str | None = None
-    current_input: str = ""  # one line of the current call's input (see call_preview)
+    current_input: str = ""  # the current call's one line (the tool's `describe`)
     preview: str = ""
     activity: str = ""  # what holds the worker up now ("stream dropped, retrying (1/3)")
     retries: int = 0  # responses that broke off mid-stream and were sent again
@@ -145,32 +144,6 @@ def task_snapshot(task: Task, notification: str | None = None) -> dict[str, Any]
         "foreground": task.foreground,
         "notification": notification if notification is not None else task.notification,
     }
-
-
-# the input field a person recognises a call by, per tool
-_CALL_SUBJECT = {
-    "Bash": "command",
-    "Python": "code",
-    "Read": "file_path",
-    "Write": "file_path",
-    "Edit": "file_path",
-    "Glob": "pattern",
-    "Grep": "pattern",
-    "Agent": "description",
-    "SendMessage": "to",
-    "TaskStop": "task_id",
-    "TaskOutput": "task_id",
-}
-
-
-def call_preview(tool: str, data: dict[str, Any], limit: int = 120) -> str:
-    """One line of a tool call's input for a task's live view: the command, the first line
-    of code, the path or pattern; other tools show their first text field."""
-    key = _CALL_SUBJECT.get(tool)
-    value = data.get(key) if key else next((v for v in data.values() if isinstance(v, str)), "")
-    lines = [ln for ln in redact(str(value or "")).splitlines() if ln.strip()] or [""]
-    line = " ".join(lines[0].split()) + (" …" if len(lines) > 1 else "")
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 Listener = Callable[[Task], None]

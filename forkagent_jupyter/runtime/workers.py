@@ -39,7 +39,7 @@ from .fork import FORK_RECURSION_ERROR, build_fork_messages
 from .history import append_message, blocks_of
 from .loop import AgentConfig, LoopState, run_turn
 from .notifications import CommandQueue
-from .tasks import Task, TaskRegistry, call_preview
+from .tasks import Task, TaskRegistry
 from .tools.base import ToolError
 from .transcripts import AgentMeta, Transcript, TranscriptStore, fingerprint
 from .worktree import Worktree, worktree_notice
@@ -385,7 +385,7 @@ class Workers:
                 run, "killed", result=_last_text(run.history) or None, error=run.stop_reason
             )
             return
-        if stop is not None and stop.reason in ("error", "refusal", "aborted"):
+        if stop is not None and stop.reason in ("error", "refusal"):
             error = stop.error or f"the run ended: {stop.reason}"
             self.registry.finish(
                 task, "failed", error=error, result=_last_text(run.history) or None
@@ -446,7 +446,7 @@ class Workers:
         out = run.transcript
         if out is not None:
             if isinstance(event, ToolUse):
-                out.output(f"tool {event.name}: {str(event.input)[:200]}")
+                out.output(f"tool {event.description or event.name}")
             elif isinstance(event, ToolResult):
                 mark = "error" if event.is_error else "ok"
                 out.output(f"  -> {mark}: {event.content[:200]}")
@@ -471,7 +471,7 @@ class Workers:
         elif isinstance(event, ToolUse):
             task.tool_uses += 1
             task.current_tool = event.name
-            task.current_input = call_preview(event.name, event.input)
+            task.current_input = event.description
         elif isinstance(event, ToolResult):
             task.current_tool = None
             task.current_input = ""

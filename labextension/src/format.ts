@@ -71,6 +71,8 @@ export interface ITaskCells {
   cache: string;
   cost: string;
   title: string;
+  /** The running call, as its tool describes it ('' when none). */
+  call: string;
 }
 
 /** The text of one row of the Tasks panel. */
@@ -85,7 +87,8 @@ export function taskCells(task: ITaskRow): ITaskCells {
     tokensTitle: tokensTitle(task.usage),
     cache: formatRatio(cacheHitRatio(task.usage)),
     cost: formatCost(task.cost_usd),
-    title: task.description
+    title: task.description,
+    call: task.status === 'running' ? task.current_input : ''
   };
 }
 

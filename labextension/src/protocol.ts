@@ -35,6 +35,8 @@ export interface ITaskRow {
   cost_usd: number;
   cell_id: string | null;
   current_tool: string | null;
+  /** The current call in one line, as the tool describes it. */
+  current_input: string;
   started_at: number;
   pending_approvals: number;
 }
@@ -113,6 +115,7 @@ export function parseTaskRow(value: unknown): ITaskRow | null {
     cost_usd: num(value.cost_usd),
     cell_id: strOrNull(value.cell_id),
     current_tool: strOrNull(value.current_tool),
+    current_input: str(value.current_input),
     started_at: num(value.started_at),
     pending_approvals: num(value.pending_approvals)
   };

@@ -73,6 +73,9 @@ export class TasksPanel extends Widget {
       if (task.description) {
         row.appendChild(h('div', 'jp-forkagent-task-description', task.description));
       }
+      if (text.call) {
+        row.appendChild(h('div', 'jp-forkagent-task-call', text.call));
+      }
       list.appendChild(row);
     }
     node.appendChild(list);

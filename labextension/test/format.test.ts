@@ -48,12 +48,14 @@ describe('formatting', () => {
         cost_usd: 0.0042,
         elapsed: 12.34,
         current_tool: 'Write',
+        current_input: 'Write notes.txt (3 lines)',
         pending_approvals: 1
       })
     );
     expect(cells).toMatchObject({
       label: 'tests (a1)',
       status: 'running (approval) · Write',
+      call: 'Write notes.txt (3 lines)',
       elapsed: '12.3 s',
       tokens: '14k / 150',
       cache: '98%',

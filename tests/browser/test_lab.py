@@ -106,6 +106,9 @@ def test_forks_cards_approvals_and_notification_cells(nb_page: Any, lab: Lab) ->
     tasks = _open_tasks(page)
     tasks.locator(".jp-forkagent-task-row[data-status='running']").nth(1).wait_for()
     assert "running" in card1.inner_text()
+    # a running row names its current call as the tool describes it (as the card does)
+    call = tasks.locator(".jp-forkagent-task-row").filter(has_text="w1")
+    expect(call.locator(".jp-forkagent-task-call")).to_contain_text("Python: open('w1.txt'")
     shot(page, "02-cards-pending-approvals")
     if os.environ.get("FORKAGENT_SCREENSHOT") == "1":
         page.screenshot(path=str(ROOT / "docs" / "approvals.png"))

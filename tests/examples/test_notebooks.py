@@ -163,7 +163,7 @@ def test_permissions(run_notebook: RunNotebook) -> None:
         ["Bash", "allow", "by", "policy"],
         ["Bash", "allow", "by", "rule"],
         ["Bash", "deny", "by", "policy"],
-        ["Read", "allow", "by", "read-only"],
+        ["Read", "allow", "by", "no-approval"],
         ["Write", "deny", "by", "mode"],
         ["Bash", "deny", "by", "rule"],
     ]

@@ -41,7 +41,7 @@ def test_compact_magic_shows_what_it_did(kernel: Kernel, emulator: Any) -> None:
     # bad input: one line each, nothing changed
     for code, expected in {
         "%compact --keep 0": "%compact: --keep needs a number of turns >= 1",
-        "%compact now": "%compact: unexpected argument 'now'",
+        "%compact now": "%compact: unrecognized arguments: now",
     }.items():
         result = kernel.execute(code)
         assert result.reply["content"]["ename"] == "UsageError", code
@@ -79,7 +79,9 @@ def test_fork_turns_and_context_in_tasks(kernel: Kernel, emulator: Any) -> None:
     assert "Cell 2:" in texts and "Cell 1:" not in texts and "Cell 0:" not in texts
     assert kernel.value(f"{SESSION}.registry.get('recent').status") == "completed"
     bad = kernel.execute("%fork --turns zero Sum again")
-    assert "%fork: --turns needs a number of turns >= 1" in bad.reply["content"]["evalue"]
+    assert bad.reply["content"]["evalue"] == "%fork: argument --turns: invalid int value: 'zero'"
+    none = kernel.execute("%fork --turns 0 Sum again")
+    assert "%fork: --turns needs a number of turns >= 1" in none.reply["content"]["evalue"]
     # the context of the parent and of each task against its window
     table = kernel.execute("%tasks")
     data = next(m["content"]["data"] for m in table.messages if m["msg_type"] == "display_data")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -67,6 +69,13 @@ def test_bad_magic_arguments_are_one_line_usage_errors(kernel: Kernel) -> None:
         "%send nobody hello": "%send: No task 'nobody'",
         "%%agent --frobnicate\nhi": "unknown option --frobnicate",
         "%%agent\n   ": "the cell is empty",
+        # the same parser whether the magic is awaited or called from code
+        "get_ipython().run_cell_magic('agent', '--frobnicate', 'hi')": (
+            "%%agent: unknown option --frobnicate"
+        ),
+        "%%agent stray words\nhi": "%%agent: unrecognized arguments: stray words",
+        "%tasks --wait --bogus": "%tasks: unknown option --bogus",
+        "%stop a b": "%stop: unrecognized arguments: b",
     }
     for code, expected in cases.items():
         result = kernel.execute(code)
@@ -464,3 +473,37 @@ def test_help_is_generated_and_unload_stops_workers(kernel: Kernel) -> None:
         time.sleep(0.1)
     gone = kernel.execute("%%agent\nhello")
     assert gone.status == "error" and "UsageError" in gone.reply["content"]["ename"]
+
+
+def test_an_approval_shows_the_diff_the_edit_writes(
+    kernel: Kernel, emulator: Any, tmp_path: Path
+) -> None:
+    """The preview on an approval (card and Tasks panel) is the tool's own: for an Edit of a
+    CRLF file, the diff that is then written, byte for byte."""
+    from forkagent_jupyter.emulator.brains import OfflineBrain, ScriptedBrain
+
+    before = b"a = 1\r\nb = 2\r\n"
+    (tmp_path / "crlf.txt").write_bytes(before)
+    edit = {"file_path": "crlf.txt", "old_string": "a = 1\nb = 2", "new_string": "a = 3\nb = 4"}
+    brain = ScriptedBrain(when_empty=OfflineBrain())
+    brain.when_last_user_contains(
+        "fix the file", Reply(({"type": "tool_use", "name": "Edit", "input": edit},)), times=1
+    )
+    emulator.brain = brain
+    kernel.execute("%config ForkAgent.approval_timeout = 60")
+    kernel.open_comm("ext")
+    kernel.execute("%fork --name fixer fix the file")
+    [ask] = kernel.wait_comm("ext", "approval", until=lambda a: len(a) == 1)
+    assert ask["tool"] == "Edit" and "-a = 1\r\n" in ask["preview"]
+    kernel.comm_msg(
+        "ext", {"type": "approve", "request_id": ask["request_id"], "decision": "allow"}
+    )
+    kernel.execute("%tasks --wait fixer", timeout=60)
+    after = (tmp_path / "crlf.txt").read_bytes()
+    assert after == b"a = 3\r\nb = 4\r\n"
+    check = tmp_path / "check"
+    check.mkdir()
+    (check / "crlf.txt").write_bytes(before)
+    (tmp_path / "approved.patch").write_bytes(ask["preview"].encode())
+    subprocess.run(["git", "apply", str(tmp_path / "approved.patch")], cwd=check, check=True)
+    assert (check / "crlf.txt").read_bytes() == after

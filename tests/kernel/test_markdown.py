@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from forkagent_jupyter.kernel.markdown import SafeMarkdown, markdown_bundle
+from forkagent_jupyter.kernel.markdown import (
+    SafeMarkdown,
+    code_span,
+    markdown_bundle,
+    markdown_html,
+)
 
 HOSTILE = (
     "**Done.** See below.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
@@ -25,3 +30,10 @@ def test_footer_is_ours_and_appended_as_html() -> None:
     shown = SafeMarkdown("*hi*", footer_html="<p><small>usage</small></p>")._repr_mimebundle_()
     assert shown["text/html"].endswith("<p><small>usage</small></p>")
     assert "<em>hi</em>" in shown["text/html"]
+
+
+def test_a_call_line_stays_one_code_span_whatever_backticks_it_holds() -> None:
+    line = "print(`x`) ``y`` <b>"
+    html = markdown_html(f"> **Python** {code_span(line)}")
+    assert "<code>print(`x`) ``y`` &lt;b&gt;</code>" in html
+    assert code_span("`edge`") == "`` `edge` ``"

@@ -70,7 +70,9 @@ class Boom(Tool[BoomInput]):
     name: ClassVar[str] = "Boom"
     description: ClassVar[str] = "Always fails."
     input_model = BoomInput
-    read_only = True
+    concurrency_safe = True
+    needs_approval = False
+    allowed_in_plan = True
 
     async def run(self, args: BoomInput, ctx: ToolContext) -> str:
         raise RuntimeError(f"kaboom {args.what}")

@@ -12,7 +12,10 @@ import pytest
 from forkagent_jupyter.emulator.faults import Fault
 from forkagent_jupyter.runtime.agents import AgentFileError, AgentFileWarning
 from forkagent_jupyter.runtime.errors import UsageError
-from forkagent_jupyter.runtime.tasks import call_preview, task_snapshot
+from forkagent_jupyter.runtime.tasks import task_snapshot
+from forkagent_jupyter.runtime.tools import builtin_tools
+from forkagent_jupyter.runtime.tools.agents import agent_tools
+from forkagent_jupyter.runtime.tools.base import DESCRIBE_CHARS, ToolSet
 
 pytestmark = pytest.mark.anyio
 
@@ -201,6 +204,45 @@ async def test_task_output_tool_waits_and_reports(emulator: Any, make_session: A
     assert session.queue.drain("main") == []  # read through TaskOutput: not notified again
 
 
+async def test_plan_mode_refuses_task_stop_and_keeps_the_worker(
+    emulator: Any, make_session: Any
+) -> None:
+    """TaskStop needs no approval, yet it ends a worker: plan mode refuses it (the model is
+    told so) and the worker runs on; reading its output stays allowed."""
+    from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
+    from forkagent_jupyter.runtime.permissions import Allow, CallbackPolicy, PermissionRequest
+
+    asked, answer = asyncio.Event(), asyncio.Event()
+
+    async def approve_later(request: PermissionRequest) -> Allow:
+        asked.set()  # the worker now waits here, in the middle of its run
+        await answer.wait()
+        return Allow()
+
+    brain = ScriptedBrain(when_empty=OfflineBrain())  # the worker gets the offline model
+    stop_and_read = Reply(
+        (
+            {"type": "tool_use", "name": "TaskStop", "input": {"task_id": "w"}},
+            {"type": "tool_use", "name": "TaskOutput", "input": {"task_id": "w", "block": False}},
+        )
+    )
+    brain.when_last_user_contains("stop w", stop_and_read, times=1)
+    brain.add_rule(lambda req: "plan mode" in str(req["messages"][-1]), Reply.text("planned"))
+    emulator.brain = brain
+    session = make_session(auto_respond=False, permission_policy=CallbackPolicy(approve_later))
+    task = await session.fork("slow " + SLEEP.format(s=0), name="w")
+    await asyncio.wait_for(asked.wait(), 30)
+    session.gate.mode = "plan"
+    turn = await session.ask("stop w")
+    stop, output = turn.tool_calls
+    assert stop.is_error and "TaskStop is not available in plan mode" in stop.result
+    assert not output.is_error and "<status>running</status>" in output.result
+    assert not task.done
+    answer.set()
+    [done] = await session.wait(task.id, timeout=30)
+    assert done.status == "completed" and "slept" in (done.result or "")  # ran to its end
+
+
 async def test_routing_without_forking_and_inline_named_agents(
     emulator: Any, make_session: Any
 ) -> None:
@@ -255,11 +297,18 @@ async def test_a_running_task_shows_its_current_call(make_session: Any) -> None:
     assert task.current_tool is None and task.current_input == ""
 
 
-def test_call_preview_is_one_recognisable_line() -> None:
-    assert call_preview("Bash", {"command": "git status", "description": "d"}) == "git status"
-    assert call_preview("Python", {"code": "\nx = 1\nprint(x)\n"}) == "x = 1 …"
-    assert call_preview("Read", {"file_path": "data/a.csv"}) == "data/a.csv"
-    assert call_preview("Unknown", {"n": 3, "q": "find  it"}) == "find it"
-    assert len(call_preview("Bash", {"command": "x" * 500})) == 120
+def test_each_tool_describes_its_call_in_one_recognisable_line() -> None:
+    tools = ToolSet([*builtin_tools(), *agent_tools()])
+    bash = {"command": "git status", "description": "d"}
+    assert tools.describe("Bash", bash) == "Bash: git status # d"
+    assert tools.describe("Python", {"code": "\nx = 1\nprint(x)\n"}) == "Python: x = 1 (+1 lines)"
+    assert tools.describe("Read", {"file_path": "data/./a.csv"}) == "Read: data/a.csv"
+    edit = {"file_path": "a.py", "old_string": "x = 1\n", "new_string": "x = 2\n"}
+    assert tools.describe("Edit", edit) == "Edit a.py: 'x = 1' -> 'x = 2'"
+    assert tools.describe("TaskStop", {"task_id": "a1"}) == "TaskStop: a1"
+    assert tools.describe("Agent", {"description": "d", "prompt": "p"}) == "Agent (fork): d"
+    assert tools.describe("Unknown", {"q": "x"}) == "Unknown"
+    assert tools.describe("Read", {"file_path": 3}) == "Read"  # invalid input: just the name
+    assert len(tools.describe("Bash", {"command": "x" * 500})) == DESCRIBE_CHARS
     key = "sk-ant-" + "api03-" + "z" * 40
-    assert key not in call_preview("Bash", {"command": f"curl -H 'x-api-key: {key}'"})
+    assert key not in tools.describe("Bash", {"command": f"curl -H 'x-api-key: {key}'"})

@@ -28,7 +28,7 @@ def test_forkagent_demo_runs_offline_without_a_key() -> None:
     # the demo asks for the offline backend itself: no "no credentials" notice
     assert "offline backend" in out.stdout
     assert "credentials" not in out.stderr
-    assert "-> Python call" in out.stdout
+    assert "-> Python: " in out.stdout  # the tool's own line about the call
     assert "<- Python result (ok)" in out.stdout
     assert "'mean': 5.725" in out.stdout
     assert "[3.1, 2.6, 9.7, 9.3]" in out.stdout  # turn 2 used turn 1's variables

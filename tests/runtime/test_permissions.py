@@ -19,6 +19,7 @@ from forkagent_jupyter.runtime.permissions import (
     PermissionRequest,
     ScriptedPolicy,
 )
+from forkagent_jupyter.runtime.tools.agents import TaskOutputTool, TaskStopTool
 from forkagent_jupyter.runtime.tools.base import Tool, ToolContext
 from forkagent_jupyter.runtime.tools.files import EditTool, GlobTool, GrepTool, ReadTool, WriteTool
 from forkagent_jupyter.runtime.tools.python import PythonTool
@@ -256,6 +257,16 @@ async def test_plan_mode_denies_every_change(ctx: ToolContext) -> None:
         assert isinstance(await gate.check(tool, tool.parse(raw), ctx, raw), Allow)
 
 
+async def test_plan_mode_refuses_task_stop_though_it_needs_no_approval(ctx: ToolContext) -> None:
+    stop, output = TaskStopTool(), TaskOutputTool()
+    assert not stop.needs_approval and not stop.allowed_in_plan and not stop.concurrency_safe
+    assert isinstance(await check(PermissionGate(), stop, ctx, task_id="w"), Allow)
+    planning = PermissionGate(mode="plan")
+    refused = await check(planning, stop, ctx, task_id="w")
+    assert isinstance(refused, Deny) and "TaskStop is not available in plan mode" in refused.message
+    assert isinstance(await check(planning, output, ctx, task_id="w"), Allow)
+
+
 async def test_accept_edits_allows_file_edits_inside_only(ctx: ToolContext) -> None:
     gate = PermissionGate(mode="acceptEdits")
     assert isinstance(await check(gate, WRITE, ctx, file_path="src/new.py", content="x"), Allow)
@@ -285,7 +296,7 @@ async def test_bubble_requests_carry_the_task_id(ctx: ToolContext) -> None:
     assert isinstance(request, PermissionRequest)
     assert request.task_id == "task-7" and request.agent_id == "main"
     assert request.tool_name == "Bash" and request.input == {"command": "make test"}
-    assert request.summary == "Bash: make test" and not request.read_only
+    assert request.summary == "Bash: make test" and request.preview == "make test"
     assert request.suggested_rule == "Bash(make test)"
     assert parent.log is worker.log and parent.log[-1]["task_id"] == "task-7"
 
@@ -357,7 +368,7 @@ async def test_decision_log(ctx: ToolContext, monkeypatch: pytest.MonkeyPatch) -
     await check(gate, BASH, ctx, command=f"curl -H 'x-api-key: {key}' example.com")
     entries = gate.log
     assert [(e["tool"], e["decision"], e["by"]) for e in entries] == [
-        ("Read", "allow", "read-only"),
+        ("Read", "allow", "no-approval"),
         ("Bash", "allow", "rule"),
         ("Bash", "deny", "rule"),
         ("Bash", "deny", "no-policy"),

@@ -14,15 +14,12 @@ from forkagent_jupyter.runtime.tasks import Task, TaskRegistry
 pytestmark = pytest.mark.anyio
 
 
-def test_queue_priorities_fifo_and_owners() -> None:
+def test_queue_fifo_and_owners() -> None:
     queue = CommandQueue()
-    queue.enqueue("later-1")
-    queue.enqueue("now-1", priority="now")
-    queue.enqueue("next-1", priority="next")
-    queue.enqueue("later-2")
+    queue.enqueue("first")
     queue.enqueue("for-agent", owner="a1")
-    assert [c.text for c in queue.drain("main", max_priority="next")] == ["now-1", "next-1"]
-    assert [c.text for c in queue.drain("main")] == ["later-1", "later-2"]
+    queue.enqueue("second")
+    assert [c.text for c in queue.drain("main")] == ["first", "second"]
     assert queue.drain("main") == []
     assert [c.text for c in queue.drain("a1")] == ["for-agent"]
 

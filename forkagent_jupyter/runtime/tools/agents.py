@@ -112,7 +112,12 @@ class AgentTool(Tool[AgentInput]):
         "run_in_background is true or the agent type runs in the background."
     )
     input_model = AgentInput
-    read_only = True
+    concurrency_safe = True  # several agents start (or are waited for) side by side
+    needs_approval = False
+    allowed_in_plan = True  # its workers inherit plan mode
+
+    def describe(self, args: AgentInput) -> str:
+        return f"Agent ({args.subagent_type or 'fork'}): {args.description}"
 
     async def run(self, args: AgentInput, ctx: ToolContext) -> str:
         workers, parent = _workers(ctx)
@@ -203,7 +208,12 @@ class SendMessageTool(Tool[SendMessageInput]):
         "next step; a finished one is resumed with it and reports back again."
     )
     input_model = SendMessageInput
-    read_only = True
+    concurrency_safe = True
+    needs_approval = False
+    allowed_in_plan = True  # a resumed worker inherits plan mode
+
+    def describe(self, args: SendMessageInput) -> str:
+        return f"SendMessage to {args.to}: {args.message}"
 
     async def run(self, args: SendMessageInput, ctx: ToolContext) -> str:
         workers, _ = _workers(ctx)
@@ -223,7 +233,9 @@ class TaskStopTool(Tool[TaskStopInput]):
     name = "TaskStop"
     description = "Stop a running background agent. Its partial result is reported back."
     input_model = TaskStopInput
-    read_only = True
+    concurrency_safe = False  # it ends a worker that other calls of the reply may read
+    needs_approval = False  # the caller stops its own workers
+    allowed_in_plan = False  # it changes what runs: not while planning
 
     async def run(self, args: TaskStopInput, ctx: ToolContext) -> str:
         workers, _ = _workers(ctx)
@@ -251,7 +263,9 @@ class TaskOutputTool(Tool[TaskOutputInput]):
         "Prefer waiting for its notification; use this only when you cannot go on without it."
     )
     input_model = TaskOutputInput
-    read_only = True
+    concurrency_safe = True
+    needs_approval = False
+    allowed_in_plan = True
 
     async def run(self, args: TaskOutputInput, ctx: ToolContext) -> str:
         workers, _ = _workers(ctx)

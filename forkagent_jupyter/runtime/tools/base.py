@@ -1,16 +1,24 @@
 """What a tool is, and how one call of it becomes a tool_result.
 
 A tool is a small class: a name, a description, a pydantic input model (its JSON schema is the
-`input_schema` the model sees), whether it only reads, and an async `run`. Problems the model
-should see and can fix (a missing file, a bad pattern, a non-zero exit) are raised as
-`ToolError`; they become `is_error` tool_results. Invalid input and unexpected exceptions are
-turned into `is_error` results too, so a tool never ends a run; only cancellation propagates.
+`input_schema` the model sees), three properties (`concurrency_safe`, `needs_approval`,
+`allowed_in_plan`), and an async `run`. Problems the model should see and can fix (a missing
+file, a bad pattern, a non-zero exit) are raised as `ToolError`; they become `is_error`
+tool_results. Invalid input and unexpected exceptions are turned into `is_error` results too,
+so a tool never ends a run; only cancellation propagates.
+
+Each tool also presents its own calls, the one presentation every view uses: `describe` (one
+line: task cards, the Tasks panel, transcripts, the permission log) and `preview` (what a
+person approves: for a file change, the unified diff `run` would write, computed from the same
+resolved path and the same matching; a call that would fail raises `ToolError` there, and is
+refused before anyone is asked).
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import logging
 import traceback
 from abc import ABC, abstractmethod
@@ -32,6 +40,7 @@ __all__ = [
     "ToolOutcome",
     "ToolOutput",
     "ToolSet",
+    "describe_call",
     "format_validation_error",
 ]
 
@@ -98,7 +107,14 @@ class Tool(ABC, Generic[InputT]):
     name: ClassVar[str]
     description: ClassVar[str]
     input_model: ClassVar[type[BaseModel]]
-    read_only: ClassVar[bool] = False
+    concurrency_safe: ClassVar[bool] = False
+    """Calls may run at the same time as the other concurrency-safe calls of the same reply
+    (they neither change what another call reads nor depend on the order of calls)."""
+    needs_approval: ClassVar[bool] = True
+    """A call is put to the permission policy unless a rule or the mode allows it; False:
+    it runs without asking (deny rules and work-directory containment still apply)."""
+    allowed_in_plan: ClassVar[bool] = False
+    """The tool may run in plan mode (it changes nothing the plan is about)."""
 
     def spec(self) -> dict[str, Any]:
         """The tool's definition as the Messages API takes it (stable key order). Built once
@@ -124,9 +140,37 @@ class Tool(ABC, Generic[InputT]):
         """Absolute paths this call would touch (checked against the work dir)."""
         return []
 
+    def describe(self, args: InputT) -> str:
+        """One line saying what this call does (use `describe_call`, which also masks secrets
+        and keeps it to one line). By default: the name and the permission subject, else the
+        first text field of the input."""
+        subject = self.permission_subject(args) or next(
+            (v for v in args.model_dump().values() if isinstance(v, str) and v.strip()), ""
+        )
+        return f"{self.name}: {subject}" if subject else self.name
+
+    async def preview(self, args: InputT, ctx: ToolContext) -> str:
+        """The call in full, as a person should review it before approving it. Raises
+        ToolError when the call would fail (it is then refused without asking anyone).
+        By default: the input as JSON."""
+        data = args.model_dump(exclude_defaults=True)
+        return json.dumps(data, indent=2, ensure_ascii=False)
+
     @abstractmethod
     async def run(self, args: InputT, ctx: ToolContext) -> str | ToolOutput:
         """Do the work and return the text the model reads; raise ToolError on failure."""
+
+
+DESCRIBE_CHARS = 200  # the longest a call's one-line description gets
+
+
+def describe_call(tool: Tool[Any], args: BaseModel, limit: int = DESCRIBE_CHARS) -> str:
+    """The tool's description of a call on one line of at most `limit` characters, secrets
+    masked: how every view names a call."""
+    text = redact(tool.describe(args))
+    lines = [line for line in text.splitlines() if line.strip()] or [tool.name]
+    line = " ".join(lines[0].split()) + (" …" if len(lines) > 1 else "")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def format_validation_error(tool: str, exc: ValidationError) -> str:
@@ -163,6 +207,18 @@ class ToolSet:
         if self._specs is None:
             self._specs = [t.spec() for t in self._tools.values()]
         return self._specs
+
+    def describe(self, name: str, raw_input: Mapping[str, Any]) -> str:
+        """A call's one line (`describe_call`) from its raw input; just the name when the
+        tool is unknown or the input invalid."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return name
+        try:
+            args = tool.parse(raw_input)
+        except ValidationError:
+            return name
+        return describe_call(tool, args)
 
     def without(self, names: Iterable[str]) -> ToolSet:
         drop = set(names)

@@ -5,18 +5,22 @@ paths it touches (`paths`: symlinks followed, `..` folded) so the permission gat
 calls inside the work directory and match rules such as `Write(src/**)` against them; its
 `permission_subject` is the path as the model wrote it, tidied (what a person reads).
 Problems the model can fix (missing file, ambiguous edit, binary file) are `ToolError`s.
+Write and Edit preview a call as the unified diff that `run` would write: the same path, the
+same matching (CRLF, uniqueness), so what a person approves is what is written.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .base import Tool, ToolContext, ToolError
+from .diff import unified_diff
 from .paths import resolve_in
 from .search import GlobTool, GrepTool, tidy
 from .search import display_path as _shown
@@ -92,7 +96,16 @@ class ReadTool(_FileTool[ReadInput]):
         "(use Python to load data files such as parquet or images)."
     )
     input_model = ReadInput
-    read_only = True
+    concurrency_safe = True
+    needs_approval = False
+    allowed_in_plan = True
+
+    def describe(self, args: ReadInput) -> str:
+        if args.offset is None and args.limit is None:
+            return f"Read: {tidy(args.file_path)}"
+        start = args.offset or 1
+        end = f"-{start + args.limit - 1}" if args.limit else " on"
+        return f"Read: {tidy(args.file_path)} (lines {start}{end})"
 
     async def run(self, args: ReadInput, ctx: ToolContext) -> str:
         path = resolve_in(ctx.workdir, args.file_path)
@@ -163,13 +176,38 @@ class WriteTool(_FileTool[WriteInput]):
     )
     input_model = WriteInput
 
+    def describe(self, args: WriteInput) -> str:
+        return f"Write {tidy(args.file_path)} ({_count_lines(args.content)} lines)"
+
+    async def preview(self, args: WriteInput, ctx: ToolContext) -> str:
+        path = resolve_in(ctx.workdir, args.file_path)
+        shown = _shown(ctx, path)
+
+        def diff() -> str:
+            _check_write(path, shown)
+            if not path.exists():
+                return unified_diff(None, args.content, shown) or f"(creates {shown}, empty)"
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                raise _io_error("read", shown, exc) from None
+            try:
+                old = data.decode("utf-8")
+            except UnicodeDecodeError:
+                return (
+                    f"(replaces {shown}, {len(data)} bytes that are not UTF-8 text, with:)\n"
+                    + unified_diff("", args.content, shown)
+                )
+            return unified_diff(old, args.content, shown) or "(no change)"
+
+        return await asyncio.to_thread(diff)
+
     async def run(self, args: WriteInput, ctx: ToolContext) -> str:
         path = resolve_in(ctx.workdir, args.file_path)
         shown = _shown(ctx, path)
 
         def write() -> str:
-            if path.is_dir():
-                raise ToolError(f"{shown} is a folder; give a file path.")
+            _check_write(path, shown)
             with _file_lock(path):
                 existed = path.exists()
                 try:
@@ -178,12 +216,20 @@ class WriteTool(_FileTool[WriteInput]):
                         f.write(args.content)
                 except OSError as exc:
                     raise _io_error("write", shown, exc) from None
-            lines = args.content.count("\n") + (not args.content.endswith("\n"))
-            lines = lines if args.content else 0
             verb = "Overwrote" if existed else "Created"
+            lines = _count_lines(args.content)
             return f"{verb} {shown} ({lines} lines, {len(args.content)} characters)."
 
         return await asyncio.to_thread(write)
+
+
+def _count_lines(text: str) -> int:
+    return text.count("\n") + (not text.endswith("\n")) if text else 0
+
+
+def _check_write(path: Path, shown: str) -> None:
+    if path.is_dir():
+        raise ToolError(f"{shown} is a folder; give a file path.")
 
 
 # -- Edit ----------------------------------------------------------------------------------
@@ -210,12 +256,41 @@ class EditTool(_FileTool[EditInput]):
     )
     input_model = EditInput
 
+    def describe(self, args: EditInput) -> str:
+        every = " (every occurrence)" if args.replace_all else ""
+        old, new = _clip(args.old_string), _clip(args.new_string)
+        return f"Edit {tidy(args.file_path)}: {old!r} -> {new!r}{every}"
+
+    async def preview(self, args: EditInput, ctx: ToolContext) -> str:
+        path = resolve_in(ctx.workdir, args.file_path)
+        shown = _shown(ctx, path)
+
+        def diff() -> str:
+            text = _edit_source(path, shown, args)
+            return unified_diff(text, _replace(text, shown, args).updated, shown)
+
+        return await asyncio.to_thread(diff)
+
     async def run(self, args: EditInput, ctx: ToolContext) -> str:
         path = resolve_in(ctx.workdir, args.file_path)
         return await asyncio.to_thread(_edit, path, _shown(ctx, path), args)
 
 
-def _edit(path: Path, shown: str, args: EditInput) -> str:
+def _clip(text: str, n: int = 60) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= n else line[: n - 1] + "…"
+
+
+@dataclass(frozen=True)
+class _Replacement:
+    updated: str  # the whole new text
+    count: int  # occurrences of the old text
+    at: int  # where the first one was
+    new: str  # the replacement as written (line ends matched to the file's)
+
+
+def _edit_source(path: Path, shown: str, args: EditInput) -> str:
+    """The text an edit applies to, after the checks that need no matching."""
     if not args.old_string:
         raise ToolError("old_string is empty. To create or replace a whole file, use Write.")
     if args.old_string == args.new_string:
@@ -224,40 +299,50 @@ def _edit(path: Path, shown: str, args: EditInput) -> str:
         raise ToolError(f"{shown} is a folder, not a file.")
     if not path.exists():
         raise ToolError(f"File not found: {shown} (use Write to create it).")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise _io_error("read", shown, exc) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"{shown} is not UTF-8 text; Edit cannot change it.") from None
+
+
+def _replace(text: str, shown: str, args: EditInput) -> _Replacement:
+    """The edit applied to `text`: old_string must occur once (or replace_all); in a CRLF
+    file, an old_string written with LF line ends matches the CRLF text."""
+    old, new = args.old_string, args.new_string
+    if old not in text and "\r\n" in text and "\r\n" not in old and "\n" in old:
+        old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+    count = text.count(old)
+    if count == 0:
+        hint = (
+            " The text exists but with different leading or trailing whitespace."
+            if old.strip() and old.strip() in text
+            else " It must match exactly, including indentation; Read the file again."
+        )
+        raise ToolError(f"old_string was not found in {shown}.{hint}")
+    if count > 1 and not args.replace_all:
+        raise ToolError(
+            f"old_string occurs {count} times in {shown}. Include more surrounding text so "
+            "it matches exactly one place, or set replace_all to change all of them."
+        )
+    updated = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
+    return _Replacement(updated, count, text.index(old), new)
+
+
+def _edit(path: Path, shown: str, args: EditInput) -> str:
     with _file_lock(path):
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise _io_error("read", shown, exc) from None
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise ToolError(f"{shown} is not UTF-8 text; Edit cannot change it.") from None
-        old, new = args.old_string, args.new_string
-        if old not in text and "\r\n" in text and "\r\n" not in old and "\n" in old:
-            old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
-        count = text.count(old)
-        if count == 0:
-            hint = (
-                " The text exists but with different leading or trailing whitespace."
-                if old.strip() and old.strip() in text
-                else " It must match exactly, including indentation; Read the file again."
-            )
-            raise ToolError(f"old_string was not found in {shown}.{hint}")
-        if count > 1 and not args.replace_all:
-            raise ToolError(
-                f"old_string occurs {count} times in {shown}. Include more surrounding text so "
-                "it matches exactly one place, or set replace_all to change all of them."
-            )
-        at = text.index(old)
-        updated = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
+        text = _edit_source(path, shown, args)
+        done = _replace(text, shown, args)
         try:
             with path.open("w", encoding="utf-8", newline="") as f:
-                f.write(updated)
+                f.write(done.updated)
         except OSError as exc:
             raise _io_error("write", shown, exc) from None
-    done = f"{count} replacements" if args.replace_all and count > 1 else "1 replacement"
-    return f"Edited {shown} ({done}).\n{_snippet(updated, at, new)}"
+    count = f"{done.count} replacements" if args.replace_all and done.count > 1 else "1 replacement"
+    return f"Edited {shown} ({count}).\n{_snippet(done.updated, done.at, done.new)}"
 
 
 def _snippet(text: str, at: int, new: str, around: int = 3, most: int = 30) -> str:

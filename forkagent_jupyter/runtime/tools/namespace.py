@@ -56,7 +56,9 @@ class VariablesTool(Tool[VariablesInput]):
         "columns). Modules, functions and classes are left out."
     )
     input_model = VariablesInput
-    read_only = True
+    concurrency_safe = True
+    needs_approval = False
+    allowed_in_plan = True
 
     async def run(self, args: VariablesInput, ctx: ToolContext) -> str:
         return str(await _where_code_runs(ctx, list_variables, args.include_private))
@@ -76,7 +78,9 @@ class DescribeDataTool(Tool[DescribeInput]):
         "values, the first rows and summary statistics, without dumping it whole."
     )
     input_model = DescribeInput
-    read_only = True
+    concurrency_safe = True
+    needs_approval = False
+    allowed_in_plan = True
 
     async def run(self, args: DescribeInput, ctx: ToolContext) -> str:
         text = await _where_code_runs(ctx, describe_variable, args.name, args.rows)

@@ -77,6 +77,14 @@ class PythonTool(Tool[PythonInput]):
     def permission_subject(self, args: PythonInput) -> str:
         return args.code.strip()
 
+    def describe(self, args: PythonInput) -> str:
+        lines = [line for line in args.code.strip().splitlines() if line.strip()] or [""]
+        more = f"  (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+        return f"Python: {lines[0].strip()}{more}"
+
+    async def preview(self, args: PythonInput, ctx: ToolContext) -> str:
+        return args.code
+
     async def run(self, args: PythonInput, ctx: ToolContext) -> str | ToolOutput:
         result = await runner_of(ctx).run(args.code)
         parts: list[str] = []

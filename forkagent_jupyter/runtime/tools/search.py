@@ -120,7 +120,9 @@ class GlobTool(Tool[GlobInput]):
         "unless the pattern names them."
     )
     input_model = GlobInput
-    read_only = True
+    concurrency_safe = True
+    needs_approval = False
+    allowed_in_plan = True
 
     def permission_subject(self, args: GlobInput) -> str:
         return tidy(f"{args.path or '.'}/{args.pattern}")
@@ -185,10 +187,16 @@ class GrepTool(Tool[GrepInput]):
         f"and virtual environments are skipped. At most {MAX_ENTRIES} entries are returned."
     )
     input_model = GrepInput
-    read_only = True
+    concurrency_safe = True
+    needs_approval = False
+    allowed_in_plan = True
 
     def permission_subject(self, args: GrepInput) -> str:
         return tidy(args.path or ".")
+
+    def describe(self, args: GrepInput) -> str:
+        only = f" ({args.glob})" if args.glob else ""
+        return f"Grep: {args.pattern!r} in {tidy(args.path or '.')}{only}"
 
     def paths(self, args: GrepInput, ctx: ToolContext) -> list[Path]:
         return [resolve_in(ctx.workdir, args.path or ".")]

@@ -61,6 +61,15 @@ class BashTool(Tool[BashInput]):
     def permission_subject(self, args: BashInput) -> str:
         return args.command.strip()
 
+    def describe(self, args: BashInput) -> str:
+        command = " ".join(args.command.split())
+        why = " ".join((args.description or "").split())
+        return f"Bash: {command}" + (f"  # {why}" if why else "")
+
+    async def preview(self, args: BashInput, ctx: ToolContext) -> str:
+        why = f"# {args.description.strip()}\n" if args.description else ""
+        return why + args.command
+
     async def run(self, args: BashInput, ctx: ToolContext) -> str:
         if not ctx.workdir.is_dir():
             raise ToolError(f"The work directory {ctx.workdir} does not exist.")

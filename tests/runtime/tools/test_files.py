@@ -47,8 +47,10 @@ def test_builtin_tools_order_and_schemas() -> None:
     tools = builtin_tools()
     names = ["Read", "Write", "Edit", "Glob", "Grep", "Bash", "Python", "Variables", "DescribeData"]
     assert [t.name for t in tools] == names
-    read_only = ["Read", "Glob", "Grep", "Variables", "DescribeData"]
-    assert [t.name for t in tools if t.read_only] == read_only
+    reading = ["Read", "Glob", "Grep", "Variables", "DescribeData"]
+    assert [t.name for t in tools if t.concurrency_safe] == reading
+    assert [t.name for t in tools if not t.needs_approval] == reading
+    assert [t.name for t in tools if t.allowed_in_plan] == reading
     for tool in tools:
         spec = tool.spec()
         assert spec["description"] and spec["input_schema"]["type"] == "object"

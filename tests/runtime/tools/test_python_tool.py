@@ -152,7 +152,7 @@ async def test_host_supplied_runner(tmp_path: Path) -> None:
 def test_subject_is_the_code() -> None:
     tool = PythonTool()
     assert tool.permission_subject(tool.parse({"code": "\n x = 1\n"})) == "x = 1"
-    assert not tool.read_only
+    assert tool.needs_approval and not tool.concurrency_safe and not tool.allowed_in_plan
 
 
 def test_execute_source_on_a_loop_thread_explains_await() -> None:

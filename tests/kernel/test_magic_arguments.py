@@ -1,0 +1,57 @@
+"""Every magic is parsed by the parser its `@magic_arguments` declare (`parse_line`): options
+and their values from the declaration, prose (a directive, a message) kept as written, and
+every problem one UsageError line naming the magic."""
+
+from __future__ import annotations
+
+import pytest
+from IPython.core.error import UsageError
+
+from forkagent_jupyter.kernel.magics import AgentMagics, agent_options, parse_line, tasks_options
+
+
+def test_prose_is_kept_as_written_after_the_declared_options() -> None:
+    line = '--name w  --shared check the user\'s   data "as is"'
+    args = parse_line(AgentMagics.fork, line, "%fork", text="directive")
+    assert (args.name, args.shared) == ("w", True)
+    assert args.directive == 'check the user\'s   data "as is"'
+    batch = parse_line(AgentMagics.fork, '--batch --over=xs "A {item}."', "%fork", text="directive")
+    assert (batch.batch, batch.over, batch.poll, batch.directive) == (
+        True,
+        "xs",
+        None,
+        '"A {item}."',
+    )
+    sent = parse_line(AgentMagics.send, "w1   it's --not an option", "%send", text="message")
+    assert (sent.to, sent.message) == ("w1", "it's --not an option")
+
+
+def test_agent_and_tasks_lines_use_the_magics_own_parsers() -> None:
+    assert vars(agent_options("--new --model=claude-x")) == {"new": True, "model": "claude-x"}
+    assert vars(agent_options("")) == {"new": False, "model": None}
+    assert tasks_options("--wait a b").ids == ["a", "b"]
+    pull = tasks_options("--pull w x y")
+    assert pull.pull and not pull.wait and pull.ids == ["w", "x", "y"]
+
+
+@pytest.mark.parametrize(
+    ("magic", "line", "text", "message"),
+    [
+        (AgentMagics.fork, "--bogus x", "directive", "%fork: unknown option --bogus (options: "),
+        (AgentMagics.fork, "--name", "directive", "%fork: option --name needs a value"),
+        (AgentMagics.fork, "--name --shared x", "directive", "%fork: option --name needs a value"),
+        (AgentMagics.agent, "--frobnicate", None, "%%agent: unknown option --frobnicate"),
+        (AgentMagics.agent, "extra words", None, "%%agent: unrecognized arguments: extra words"),
+        (AgentMagics.agent, "--model", None, "%%agent: argument --model: expected one argument"),
+        (AgentMagics.tasks, "--wait --bogus", None, "%tasks: unknown option --bogus"),
+        (AgentMagics.stop, "a b", None, "%stop: unrecognized arguments: b"),
+        (AgentMagics.notifications, "", None, "%notifications: the following arguments are"),
+    ],
+)
+def test_bad_arguments_are_one_line_naming_the_magic(
+    magic: object, line: str, text: str | None, message: str
+) -> None:
+    name = {"agent": "%%agent"}.get(magic.__name__, f"%{magic.__name__}")  # type: ignore[attr-defined]
+    with pytest.raises(UsageError) as caught:
+        parse_line(magic, line, name, text=text)
+    assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
