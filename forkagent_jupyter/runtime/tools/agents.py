@@ -108,6 +108,11 @@ class AgentTool(Tool[AgentInput]):
     input_model = AgentInput
     read_only = True
 
+    def permission_subject(self, args: AgentInput) -> str:
+        """The agent type, so that `Agent(reviewer)` allows or denies that type ("fork" for
+        a fork of the caller)."""
+        return args.subagent_type or "fork"
+
     async def run(self, args: AgentInput, ctx: ToolContext) -> str:
         workers, parent = _workers(ctx)
         call = ctx.call
@@ -171,7 +176,7 @@ class AgentTool(Tool[AgentInput]):
             task.foreground = False
         if not task.done:  # moved to the background: its notification will report it
             return moved_text(task)
-        workers.queue.discard(task.id)  # reported here, as this call's result, and only here
+        workers.registry.suppress(task)  # reported here, as this call's result, and only here
         if task.status != "completed":
             raise ToolError(f"Agent {task.id} {task.status}: {task.error or task.result or ''}")
         return finished_text(task)
@@ -252,12 +257,12 @@ class TaskOutputTool(Tool[TaskOutputInput]):
             if not args.block:
                 retrieval = "not_ready"
             else:
-                try:
-                    await asyncio.wait_for(task.wait(), args.timeout)
+                try:  # until its status is final, not until its clean-up (git) is done
+                    await asyncio.wait_for(task.ended(), args.timeout)
                 except asyncio.TimeoutError:
                     retrieval = "timeout"
         if task.done:
-            workers.queue.discard(task.id)  # read here: no notification needed any more
+            workers.registry.suppress(task)  # read here: no notification needed any more
         parts = [
             f"<retrieval_status>{retrieval}</retrieval_status>",
             f"<task_id>{task.id}</task_id>",
