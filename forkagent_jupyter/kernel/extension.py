@@ -413,8 +413,11 @@ class KernelAgent:
             if not running:
                 print("%stop --all: no task is running.")
                 return
-            print(f"%stop --all: stopping {len(running)} task(s).")
-            self._spawn(self.session.workers.stop_all())
+            print(
+                f"%stop --all: stopping {len(running)} task(s); their notifications are shown "
+                "here, not sent to the agent."
+            )
+            self._spawn(self.session.stop_all())
             return
         batch = self.session.batches.get(key)
         if batch is not None:  # a batched fan-out: cancel the batch, stop its forks
@@ -426,7 +429,9 @@ class KernelAgent:
             raise UsageError(f"%stop: {exc}") from None
         if task.done:
             raise UsageError(f"%stop: {task.name or task.id} is not running ({task.status}).")
-        self._spawn(self.session.workers.stop(key))
+        # at once, here: nothing is left to fail unseen in a background task
+        self.session.workers.kill(task.id, None)
+        print(f"%stop: stopping {task.name or task.id}.")
 
     async def wait_tasks(self, args: str) -> None:
         from ..runtime.errors import UsageError as RuntimeUsageError

@@ -727,8 +727,9 @@ class Workers:
         self.registry.changed(task)
         return task
 
-    def kill(self, key: str, reason: str) -> None:
-        """Stop a running task for `reason` (named in its notification) without waiting."""
+    def kill(self, key: str, reason: str | None = None) -> None:
+        """Stop a running task without waiting (`reason`, if given, is named in its
+        notification; none: the user stopped it). A task that has ended: nothing."""
         task = self.registry.get(key)
         run = self.runs.get(task.id)
         if task.done or run is None:
