@@ -115,6 +115,11 @@ class Task:
         """Ended, and its notification (if any) enqueued: nothing more comes of this run."""
         return self.done and self._settled_run >= self.run
 
+    @property
+    def quiet(self) -> bool:
+        """The current run's notification is for no model (see `TaskRegistry.suppress`)."""
+        return self._suppressed_run >= self.run
+
     async def wait(self) -> Task:
         """Until the run has ended and its notification is enqueued (see `settle`)."""
         await self._done.wait()
@@ -343,6 +348,8 @@ class TaskRegistry:
             worktree_path=task.worktree_path,
             worktree_branch=task.worktree_branch,
         )
+        if task.foreground:  # its caller waits for it: reported as that call's result
+            task._suppressed_run = task.run
         if task._suppressed_run < task.run:
             to = self.recipient(task.owner)
             self.queue.enqueue(task.notification, owner=to, task_id=task.id)

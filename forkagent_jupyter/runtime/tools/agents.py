@@ -166,7 +166,7 @@ class AgentTool(Tool[AgentInput]):
             return launched_text(task)
         task.foreground = True
         workers.registry.changed(task)
-        ended = asyncio.ensure_future(task.wait())
+        ended = asyncio.ensure_future(task.ended())
         moved = asyncio.ensure_future(run.to_background.wait())
         try:
             await asyncio.wait({ended, moved}, return_when=asyncio.FIRST_COMPLETED)
@@ -176,7 +176,10 @@ class AgentTool(Tool[AgentInput]):
             task.foreground = False
         if not task.done:  # moved to the background: its notification will report it
             return moved_text(task)
-        workers.registry.suppress(task)  # reported here, as this call's result, and only here
+        # reported here, as this call's result, and only here: its notification is never
+        # enqueued (suppressed before its clean-up ends); then wait for that clean-up
+        workers.registry.suppress(task)
+        await task.wait()
         if task.status != "completed":
             raise ToolError(f"Agent {task.id} {task.status}: {task.error or task.result or ''}")
         return finished_text(task)
