@@ -92,6 +92,7 @@ class AgentRun:
     transcript: Transcript | None = None
     worktree: Worktree | None = None
     reisolate: bool = False  # its unchanged worktree was removed: create it again first
+    creating: asyncio.Future[Worktree] | None = None  # that creation, while under way
     ending: bool = False  # between its terminal status and its notification
     resume_with: list[str] = field(default_factory=list)  # messages that came meanwhile
     shell_groups: set[int] = field(default_factory=set)  # its Bash calls' process groups
@@ -471,6 +472,11 @@ class Workers:
     async def _clean_worktree(self, run: AgentRun) -> None:
         """Remove the run's worktree unless it holds changes (git failing: kept)."""
         task = run.task
+        if run.creating is not None:  # stopped while its worktree was being created
+            creating, run.creating = run.creating, None
+            with contextlib.suppress(Exception):
+                self._place(run, await creating)
+                run.reisolate = False
         worktree = run.worktree
         if task is None or worktree is None:
             return
@@ -493,12 +499,16 @@ class Workers:
         removed), at the same place; refuse to run anywhere else."""
         old = run.worktree
         assert old is not None
+        # shielded and kept on the run: a stop meanwhile does not leave a worktree that
+        # nobody cleans up (`_clean_worktree` waits for it)
+        run.creating = asyncio.ensure_future(create_worktree(old.parent_workdir, run.id))
         try:
-            fresh = await create_worktree(old.parent_workdir, run.id)
+            fresh = await asyncio.shield(run.creating)
         except WorktreeError as exc:
             raise RunEndedError(
                 f"cannot resume in a git worktree again ({exc}); not run in your checkout"
             ) from None
+        run.creating = None
         run.reisolate = False
         self._place(run, fresh)
         if run.transcript is not None:
@@ -743,14 +753,18 @@ class Workers:
 
     async def stop_all(self) -> list[Task]:
         """Stop every running task at the user's request: each ends `killed` with one
-        notification, which is not handed to any model (invariant 43)."""
+        notification, which is not handed to any model (invariant 43). Returns the tasks it
+        stopped (not those that ended by themselves meanwhile: they report as usual)."""
 
-        async def one(task: Task) -> Task:
-            with contextlib.suppress(UsageError):  # it ended by itself meanwhile
+        async def one(task: Task) -> Task | None:
+            try:
                 return await self.stop(task.id, quiet=True)
-            return await task.wait()
+            except UsageError:  # it ended by itself meanwhile
+                await task.wait()
+                return None
 
-        return list(await asyncio.gather(*(one(t) for t in self.registry.running())))
+        stopped = await asyncio.gather(*(one(t) for t in self.registry.running()))
+        return [t for t in stopped if t is not None]
 
 
 def _require_dir(path: Path, name: str) -> None:

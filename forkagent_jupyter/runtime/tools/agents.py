@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import ConfigError, UsageError
 from ..fork import FORK_RECURSION_ERROR
 from ..tasks import Task
-from ..worktree import create_worktree
+from ..worktree import Worktree, create_worktree
 from .base import Tool, ToolContext, ToolError
 
 __all__ = ["AgentTool", "SendMessageTool", "TaskOutputTool", "TaskStopTool", "agent_tools"]
@@ -62,6 +62,27 @@ def finished_text(task: Task) -> str:
         f"continue it)\n<usage>total_tokens: {u.total_input_tokens + u.output_tokens}\n"
         f"tool_uses: {task.tool_uses}\nduration_ms: {duration}</usage>"
     )
+
+
+_removing: set[asyncio.Task[Any]] = set()
+
+
+async def _new_worktree(ctx: ToolContext, agent_id: str) -> Worktree:
+    """A worktree for a new agent; if the call is cancelled while git creates it, it is
+    removed once created (no run will own it)."""
+    creating = asyncio.ensure_future(create_worktree(ctx.workdir, agent_id))
+
+    def orphaned(done: asyncio.Future[Worktree]) -> None:
+        if not done.cancelled() and done.exception() is None:
+            job = asyncio.ensure_future(done.result().finish())
+            _removing.add(job)
+            job.add_done_callback(_removing.discard)
+
+    try:
+        return await asyncio.shield(creating)
+    except asyncio.CancelledError:
+        creating.add_done_callback(orphaned)
+        raise
 
 
 class AgentInput(BaseModel):
@@ -128,7 +149,7 @@ class AgentTool(Tool[AgentInput]):
             if isolation == "worktree":
                 if parent.is_fork and agent_type is None:
                     raise ToolError(FORK_RECURSION_ERROR)
-                worktree = await create_worktree(ctx.workdir, agent_id)
+                worktree = await _new_worktree(ctx, agent_id)
             if agent_type is None:
                 history = call.history if call else None
                 task = workers.fork(
@@ -153,10 +174,12 @@ class AgentTool(Tool[AgentInput]):
                 agent_id=agent_id,
                 worktree=worktree,
             )
-        except (UsageError, ConfigError) as exc:
-            if worktree is not None:
+        except Exception as exc:
+            if worktree is not None:  # no run owns it: remove it (it is unchanged)
                 await worktree.finish()
-            raise ToolError(str(exc)) from None
+            if isinstance(exc, (UsageError, ConfigError)):
+                raise ToolError(str(exc)) from None
+            raise
         # a named agent runs while the caller waits, unless asked or defined to run apart
         background = args.run_in_background
         if background is None:
