@@ -97,7 +97,10 @@ class Handler(BaseHTTPRequestHandler):
                 parts.append(self.rfile.read(size))
                 self.rfile.readline()
         length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
+        body = self.rfile.read(length) if length > 0 else b""
+        if len(body) < length:  # the client went away mid-request: there is no request
+            raise ConnectionAbortedError(f"body ended after {len(body)} of {length} bytes")
+        return body
 
     # -- writing -------------------------------------------------------------------------
 

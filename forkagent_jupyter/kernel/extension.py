@@ -433,7 +433,10 @@ class KernelAgent:
             if not running:
                 print("%stop --all: no task is running.")
                 return
-            print(f"%stop --all: stopping {len(running)} task(s).")
+            print(
+                f"%stop --all: stopping {len(running)} task(s); their notifications are shown "
+                "here, not sent to the agent."
+            )
             self._spawn(self.session.stop_all())
             return
         batch = self.session.batches.get(key)
@@ -446,7 +449,9 @@ class KernelAgent:
             raise UsageError(f"%stop: {exc}") from None
         if task.done:
             raise UsageError(f"%stop: {task.name or task.id} is not running ({task.status}).")
-        self._spawn(self.session.stop(key))
+        # at once, here: nothing is left to fail unseen in a background task
+        self.session.stop_now(task.id)
+        print(f"%stop: stopping {task.name or task.id}.")
 
     async def run_tasks(self, line: str) -> None:
         """An awaited `%tasks --wait [IDS]` or `%tasks --pull ID NAME...` line."""

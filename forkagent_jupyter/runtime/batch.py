@@ -441,7 +441,7 @@ class BatchRun:
             return
         self._check_registered()  # a fork that ended before its request never registers
         if self.notify == "digest":
-            self.session.queue.discard(task.id)
+            self.session.registry.suppress(task)
         if all(t.done for t in self.tasks):
             ended_by_stop = self.processing_status in ("pending", "in_progress")
             if ended_by_stop and all(t.status == "killed" for t in self.tasks):

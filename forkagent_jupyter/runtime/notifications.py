@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 from xml.sax.saxutils import escape
 
@@ -78,6 +78,20 @@ class CommandQueue:
             before = len(self._items)
             self._items = [c for c in self._items if c.task_id != task_id]
             return before - len(self._items)
+
+    def reroute(self, owner: str, to: str) -> int:
+        """Hand `owner`'s unread commands to `to` (the owner ended); returns how many."""
+        if owner == to:
+            return 0
+        with self._lock:
+            moved = [replace(c, owner=to) if c.owner == owner else c for c in self._items]
+            count = sum(1 for c in self._items if c.owner == owner)
+            self._items = moved
+        if count and self.on_enqueue is not None:
+            for command in [c for c in moved if c.owner == to]:
+                self.on_enqueue(command)
+                break
+        return count
 
     def pending(self, owner: str | None = None) -> list[Command]:
         with self._lock:

@@ -49,7 +49,9 @@ from .tools.base import Tool, ToolContext, ToolSet
 from .transcripts import AgentMeta, TranscriptStore
 from .workers import AgentRun, Workers
 
-__all__ = ["AutoTurn", "Backend", "Session", "ToolCall", "Turn"]
+__all__ = ["STOPPED_BY_USER", "AutoTurn", "Backend", "Session", "ToolCall", "Turn"]
+
+STOPPED_BY_USER = "*Stopped at your request: not sent to the agent.*"
 
 
 @dataclass(frozen=True)
@@ -563,9 +565,25 @@ class Session:
     async def stop(self, task_id: str) -> Task:
         return await self.workers.stop(task_id)
 
+    def stop_now(self, task_id: str) -> None:
+        """`stop` for callers that cannot await (the notebook's `%stop`): the task is killed at
+        once; its clean-up and notification follow on the loop."""
+        self.workers.kill(task_id, None)
+
     async def stop_all(self) -> list[Task]:
-        """Stop every running worker (the user asked for it)."""
-        return await self.workers.stop_all()
+        """Stop every running task at the user's request. Their notifications are not
+        handed to the parent model (it did not ask; invariant 43) but still go to the host
+        (`on_auto_turn`, shown with no answer), so the notebook shows how each ended."""
+        stopped = await self.workers.stop_all()
+        shown = [t for t in stopped if t.notification]
+        if shown:
+            turn = Turn(text=STOPPED_BY_USER)
+            auto = AutoTurn([t.id for t in shown], [t.notification or "" for t in shown], turn)
+            self.auto_turns.append(auto)
+            self._record_answer(auto)
+            if self.on_auto_turn is not None:
+                self.on_auto_turn(auto)
+        return stopped
 
     async def wait(self, *task_ids: str, timeout: float | None = None) -> list[Task]:
         """Wait for the given tasks (default: every task of the session) to end.
@@ -649,7 +667,7 @@ class Session:
             listener("notification", event)
 
     def _busy(self) -> bool:
-        if self.registry.running() or self._lock.locked():
+        if self._lock.locked() or not all(t.settled for t in self.registry):
             return True
         if self._responder is not None and not self._responder.done():
             return True

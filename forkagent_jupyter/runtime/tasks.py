@@ -1,10 +1,15 @@
 """Background tasks: one vocabulary, one state machine, one notification per run.
 
 A task is `running` until exactly one terminal transition - `completed`, `failed` or
-`killed` - made by `TaskRegistry.finish`, the only place that sets a terminal status. It is
-idempotent (a second call is a no-op and returns False) and it enqueues the run's one
-`<task-notification>` for the task's owner. A resumed task (SendMessage to a finished agent)
-starts a new run: `running` again, and its end produces one more notification.
+`killed`. It has two steps: `TaskRegistry.end` sets the terminal status (the only place that
+does; idempotent: a second call is a no-op and returns False), which releases `ended()`
+waiters such as a blocking TaskOutput at once; `TaskRegistry.settle` then enqueues the run's
+one `<task-notification>` for its owner (unless it was suppressed: read through TaskOutput,
+reported as a synchronous Agent call's result, or part of a stop the user asked for) and
+releases `wait()`. What a runner does in between (its worktree's clean-up) never holds up a
+reader of the status. `finish` does both steps at once. A resumed task (SendMessage to a
+finished agent) starts a new run: `running` again, and its end produces one more
+notification.
 
 Why `killed` and not `cancelled`: a stopped worker's partial result is still reported, and
 "killed" says plainly that it did not end by itself. Why max_turns ends `completed`: the
@@ -94,6 +99,9 @@ class Task:
     foreground: bool = False  # its caller waits for it (a synchronous named agent)
     notification: str | None = None
     _notified_run: int = 0
+    _settled_run: int = 0
+    _suppressed_run: int = 0
+    _ended: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
     _done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
     @property
@@ -104,8 +112,24 @@ class Task:
     def elapsed(self) -> float:
         return (self.ended_at or time.time()) - self.started_at
 
+    @property
+    def settled(self) -> bool:
+        """Ended, and its notification (if any) enqueued: nothing more comes of this run."""
+        return self.done and self._settled_run >= self.run
+
+    @property
+    def quiet(self) -> bool:
+        """The current run's notification is for no model (see `TaskRegistry.suppress`)."""
+        return self._suppressed_run >= self.run
+
     async def wait(self) -> Task:
+        """Until the run has ended and its notification is enqueued (see `settle`)."""
         await self._done.wait()
+        return self
+
+    async def ended(self) -> Task:
+        """Until the run has a terminal status (before its clean-up and notification)."""
+        await self._ended.wait()
         return self
 
     @property
@@ -207,6 +231,19 @@ class TaskRegistry:
             raise UsageError(f"No task {key!r}. Known tasks: {known}.")
         return task
 
+    def recipient(self, owner: str) -> str:
+        """Who reads a notification meant for `owner`: the owner while it runs (or when it
+        is not a task of this registry), else the nearest running agent above it, else the
+        parent conversation ("main")."""
+        seen: set[str] = set()
+        while owner != "main" and owner not in seen:
+            seen.add(owner)
+            task = self._tasks.get(owner)
+            if task is None or task.status == "running":  # not one of ours, or live
+                return owner
+            owner = task.owner
+        return "main"
+
     def running(self, owner: str | None = None) -> list[Task]:
         return [
             t for t in self._tasks.values() if not t.done and (owner is None or t.owner == owner)
@@ -214,7 +251,7 @@ class TaskRegistry:
 
     def restart(self, task: Task) -> None:
         """Start a new run of a finished task (resume)."""
-        if not task.done:
+        if not task.settled:
             raise ValueError(f"task {task.id} is still running")
         task.status = "running"
         task.run += 1
@@ -222,6 +259,7 @@ class TaskRegistry:
         task.ended_at = None
         task.started_at = time.time()
         task._done = asyncio.Event()
+        task._ended = asyncio.Event()
         self.changed(task)
 
     def finish(
@@ -232,7 +270,21 @@ class TaskRegistry:
         result: str | None = None,
         error: str | None = None,
     ) -> bool:
-        """The one terminal transition. Returns False when the task had already ended."""
+        """Both steps of the terminal transition at once (`end`, then `settle`)."""
+        if not self.end(task, status, result=result, error=error):
+            return False
+        self.settle(task)
+        return True
+
+    def end(
+        self,
+        task: Task,
+        status: Literal["completed", "failed", "killed"],
+        *,
+        result: str | None = None,
+        error: str | None = None,
+    ) -> bool:
+        """Set the run's terminal status. Returns False when the task had already ended."""
         if task.status != "running" or task._notified_run >= task.run:
             return False
         task.status = status
@@ -243,20 +295,41 @@ class TaskRegistry:
         task.current_tool = None
         task.current_input = ""
         task.activity = ""
+        task._ended.set()
+        self.changed(task)
+        return True
+
+    def suppress(self, task: Task) -> None:
+        """The current run's notification is not to be read by the model (its result went
+        another way, or the user stopped it): drop it if queued, never enqueue it."""
+        task._suppressed_run = task.run
+        self.queue.discard(task.id)
+
+    def settle(self, task: Task) -> None:
+        """Format the ended run's notification and enqueue it for its owner (once, unless
+        suppressed), then release `wait()`. A no-op for a running or settled task."""
+        if not task.done or task._settled_run >= task.run:
+            return
+        task._settled_run = task.run
+        status = task.status
         task.notification = format_task_notification(
             task_id=task.id,
             tool_use_id=task.tool_use_id,
             output_file=shown_path(task.output_file, self.base),
             status=status,
             summary=task.summary(),
-            result=result,
+            # a failure is told in the summary alone (no partial text passed off as a result)
+            result=task.result if status != "failed" else None,
             usage=task.usage if status == "completed" else None,
             tool_uses=task.tool_uses,
-            duration_ms=int((task.ended_at - task.started_at) * 1000),
+            duration_ms=int(((task.ended_at or time.time()) - task.started_at) * 1000),
             worktree_path=task.worktree_path,
             worktree_branch=task.worktree_branch,
         )
-        self.queue.enqueue(task.notification, owner=task.owner, task_id=task.id)
+        if task.foreground:  # its caller waits for it: reported as that call's result
+            task._suppressed_run = task.run
+        if task._suppressed_run < task.run:
+            to = self.recipient(task.owner)
+            self.queue.enqueue(task.notification, owner=to, task_id=task.id)
         task._done.set()
         self.changed(task)
-        return True

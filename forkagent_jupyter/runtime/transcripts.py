@@ -47,6 +47,7 @@ __all__ = [
     "Transcript",
     "TranscriptError",
     "TranscriptStore",
+    "WorktreeRecord",
     "answered_notifications",
     "fingerprint",
     "repair_for_resume",
@@ -76,6 +77,19 @@ def fingerprint(value: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+class WorktreeRecord(BaseModel):
+    """An agent's git worktree, enough to work in it again after a restart."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    repo_root: str
+    path: str
+    branch: str
+    base_commit: str
+    parent_workdir: str
+    workdir: str
+
+
 class AgentMeta(BaseModel):
     """What a transcript needs besides its messages to resume the agent."""
 
@@ -94,6 +108,10 @@ class AgentMeta(BaseModel):
     inherits_seq: int | None = None
     """The parent's last record number when this agent was opened (None: not known)."""
     worktree_path: str | None = None
+    """The agent's git worktree while it exists (None once removed, or never isolated)."""
+    worktree: WorktreeRecord | None = None
+    """Where the agent was isolated (kept after the worktree is removed): a resume runs
+    there again, never in the parent's checkout."""
     system_hash: str | None = None
     tools_hash: str | None = None
     created_at: float = Field(default_factory=time.time)

@@ -8,18 +8,31 @@ the rules that make a fan-out cheap and its results reliable:
   The first one to reach the model leads; the others wait until the leader's response has
   started (only then is its cache write readable), so N siblings cost one write and N-1 reads
   even when the parent's cache has expired.
-* One notification per run, always to the launching agent (`Task.owner`); an agent with
-  workers of its own does not complete until they have reported back to it.
+* One terminal transition per run (`_end`), whatever ends it - completion, failure, a
+  refused request, a stop, a cancel: the terminal status first (a blocking TaskOutput never
+  waits on git), the transcript's result, the agent's background shell commands killed, its
+  worktree cleaned up (kept when it holds changes), then exactly one notification.
+* A notification goes to the launching agent (`Task.owner`) while it runs, else to the
+  nearest running agent above it, else to the parent; an agent with workers of its own does
+  not complete until they have reported back to it.
 * SendMessage to a running agent waits in its inbox for the next loop boundary; to a finished
-  one resumes it in the background (from memory, or from its transcript after a restart).
+  one resumes it in the background (from memory, or from its transcript after a restart), in
+  its own worktree when it had one - never in the parent's checkout. A message that comes
+  while the agent is ending resumes it once it has ended.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
+import logging
+import os
 import secrets as _secrets
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal
 
 from .agents import AgentDefinition, unknown_agent_message
@@ -41,10 +54,12 @@ from .loop import AgentConfig, LoopState, run_turn
 from .notifications import CommandQueue
 from .tasks import Task, TaskRegistry
 from .tools.base import ToolError
-from .transcripts import AgentMeta, Transcript, TranscriptStore, fingerprint
-from .worktree import Worktree, worktree_notice
+from .transcripts import AgentMeta, Transcript, TranscriptStore, WorktreeRecord, fingerprint
+from .worktree import Worktree, WorktreeError, create_worktree, worktree_notice
 
 __all__ = ["AgentRun", "ForkRefusedError", "Workers", "new_agent_id"]
+
+log = logging.getLogger(__name__)
 
 FORK_MAX_TURNS = 200
 LEADER_WAIT_SECONDS = 60.0
@@ -78,6 +93,11 @@ class AgentRun:
     wakeup: asyncio.Event = field(default_factory=asyncio.Event)
     transcript: Transcript | None = None
     worktree: Worktree | None = None
+    reisolate: bool = False  # its unchanged worktree was removed: create it again first
+    creating: asyncio.Future[Worktree] | None = None  # that creation, while under way
+    ending: bool = False  # between its terminal status and its notification
+    resume_with: list[str] = field(default_factory=list)  # messages that came meanwhile
+    shell_groups: set[int] = field(default_factory=set)  # its Bash calls' process groups
 
 
 @dataclass(eq=False)
@@ -125,6 +145,7 @@ class Workers:
         self._fork_config = fork_config
         self.runs: dict[str, AgentRun] = {}
         self._groups: dict[tuple[int, int], _ForkGroup] = {}
+        self._endings: set[asyncio.Task[None]] = set()  # terminal transitions under way
 
     # -- launching -------------------------------------------------------------------------
 
@@ -246,12 +267,17 @@ class Workers:
         return run
 
     @staticmethod
-    def _isolate(run: AgentRun, worktree: Worktree | None) -> None:
+    def _place(run: AgentRun, worktree: Worktree) -> None:
+        """Make `worktree` the run's working place."""
+        run.worktree = worktree
+        run.config = replace(run.config, ctx=replace(run.config.ctx, workdir=worktree.workdir))
+
+    @classmethod
+    def _isolate(cls, run: AgentRun, worktree: Worktree | None) -> None:
         """Move the run into its worktree and tell it so (its own last message)."""
         if worktree is None:
             return
-        run.worktree = worktree
-        run.config = replace(run.config, ctx=replace(run.config.ctx, workdir=worktree.workdir))
+        cls._place(run, worktree)
         notice = worktree_notice(worktree.parent_workdir, worktree.workdir)
         append_message(run.history, {"role": "user", "content": [{"type": "text", "text": notice}]})
 
@@ -271,6 +297,10 @@ class Workers:
             inherits_count=shared,
             system_hash=fingerprint(run.config.system),
             tools_hash=fingerprint(run.config.tools.specs()),
+            worktree_path=str(run.worktree.path) if run.worktree is not None else None,
+            worktree=(
+                WorktreeRecord(**run.worktree.fields()) if run.worktree is not None else None
+            ),
         )
         run.transcript = self.store.open(meta)
         for message in run.history[shared:]:
@@ -294,8 +324,28 @@ class Workers:
         self.registry.register(run.task)
         self.runs[run.id] = run
         run.state.inbox = lambda: self._take_inbox(run)
-        run.runner = asyncio.get_running_loop().create_task(self._run(run), name=run.id)
+        self._launch(run)
         return run.task
+
+    def _launch(self, run: AgentRun) -> None:
+        """Run `run` as an asyncio task; whatever becomes of that task, the run ends once."""
+        run.config.ctx.services["shell_groups"] = run.shell_groups
+        runner = asyncio.get_running_loop().create_task(self._run(run), name=run.id)
+        runner.add_done_callback(functools.partial(self._runner_done, run))
+        run.runner = runner
+
+    def _runner_done(self, run: AgentRun, runner: asyncio.Task[None]) -> None:
+        """A runner cancelled before it started never reached `_end`: end it now."""
+        task = run.task
+        if task is not None and not task.done and run.runner is runner:
+            result = _last_text(run.history) or None
+            self._spawn(self._end(run, "killed", result=result, error=run.stop_reason))
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        job = asyncio.get_running_loop().create_task(coro)
+        self._endings.add(job)
+        job.add_done_callback(self._endings.discard)
+        return job
 
     def _schedule(self, run: AgentRun, group: _ForkGroup) -> None:
         """Hold every sibling but the first until the first one's response has started."""
@@ -351,6 +401,8 @@ class Workers:
         assert task is not None
         stop: Stop | None = None
         try:
+            if run.reisolate:
+                await self._reisolate(run)
             while True:
                 async for event in run_turn(run.config, run.history, run.state):
                     self._observe(run, event)
@@ -380,48 +432,112 @@ class Workers:
         except Exception as exc:  # a bug or an unexpected failure: report, never hang
             await self._end(run, "failed", error=f"{type(exc).__name__}: {exc}")
             return
+        await self._end(run, *self._outcome(run, stop))
+
+    @staticmethod
+    def _outcome(
+        run: AgentRun, stop: Stop | None
+    ) -> tuple[Literal["completed", "failed", "killed"], str | None, str | None]:
+        """(status, result, error) of a run whose loop ended by itself."""
+        text = _last_text(run.history)
         if run.stop_reason is not None:  # stopped while its last request was refused
-            await self._end(
-                run, "killed", result=_last_text(run.history) or None, error=run.stop_reason
-            )
-            return
+            return "killed", text or None, run.stop_reason
         if stop is not None and stop.reason in ("error", "refusal"):
-            error = stop.error or f"the run ended: {stop.reason}"
-            self.registry.finish(
-                task, "failed", error=error, result=_last_text(run.history) or None
-            )
-            return
-        result = _last_text(run.history)
+            return "failed", text or None, stop.error or f"the run ended: {stop.reason}"
         if stop is not None and stop.reason == "max_turns":
             limit = run.config.max_turns
             note = f"[stopped at its limit of {limit} model requests before finishing]"
-            await self._end(run, "completed", result=f"{result}\n\n{note}".strip())
-            return
-        if not result:
-            await self._end(run, "failed", error="the agent produced no text")
-            return
-        await self._end(run, "completed", result=result)
+            return "completed", f"{text}\n\n{note}".strip(), None
+        if not text:
+            return "failed", None, "the agent produced no text"
+        return "completed", text, None
 
     async def _end(
         self,
         run: AgentRun,
         status: Literal["completed", "failed", "killed"],
-        *,
         result: str | None = None,
         error: str | None = None,
     ) -> None:
-        """Clean up the worktree (kept when it changed), then the one terminal transition."""
+        """The one terminal transition of a run (a no-op when it has already ended): the
+        terminal status at once, so that readers of the status never wait on git; then, in a
+        step no cancel interrupts, the transcript's result, the agent's background shell
+        commands killed, its worktree cleaned up and its one notification enqueued."""
         task = run.task
         assert task is not None
-        if run.worktree is not None and task.status == "running":
-            outcome = await asyncio.shield(run.worktree.finish())
-            task.worktree_path = str(outcome.path) if outcome.kept else None
-            task.worktree_branch = outcome.branch if outcome.kept else None
-            if run.transcript is not None:
-                run.transcript.update_meta(worktree_path=task.worktree_path)
-        if run.transcript is not None and task.status == "running":
+        if not self.registry.end(task, status, result=result, error=error):
+            return
+        run.ending = True
+        if run.transcript is not None:
             run.transcript.set_result(result or error or "")
-        self.registry.finish(task, status, result=result, error=error)
+        # what was sent to it and is still unread goes to whoever reads for it now
+        self.queue.reroute(run.id, self.registry.recipient(task.owner))
+        await asyncio.shield(self._spawn(self._settle(run)))
+
+    async def _settle(self, run: AgentRun) -> None:
+        task = run.task
+        assert task is not None
+        try:
+            _kill_groups(run.shell_groups)
+            await self._clean_worktree(run)
+        finally:
+            self.registry.settle(task)
+            run.ending = False
+            if run.resume_with:  # messages that came while it ended: resume with them
+                messages, run.resume_with = run.resume_with, []
+                try:
+                    self._resume(run, messages)
+                except UsageError as exc:
+                    log.warning("agent %s not resumed: %s", run.id, exc)
+                    if run.transcript is not None:
+                        run.transcript.output(f"not resumed: {exc}")
+
+    async def _clean_worktree(self, run: AgentRun) -> None:
+        """Remove the run's worktree unless it holds changes (git failing: kept)."""
+        task = run.task
+        if run.creating is not None:  # stopped while its worktree was being created
+            creating, run.creating = run.creating, None
+            with contextlib.suppress(Exception):
+                self._place(run, await creating)
+                run.reisolate = False
+        worktree = run.worktree
+        if task is None or worktree is None:
+            return
+        if run.reisolate:  # it was never created again: nothing to clean
+            task.worktree_path = task.worktree_branch = None
+        else:
+            try:
+                outcome = await worktree.finish()
+            except Exception as exc:  # fail closed: keep it, say so
+                log.warning("worktree %s kept: clean-up failed: %s", worktree.path, exc)
+                task.worktree_path, task.worktree_branch = str(worktree.path), worktree.branch
+            else:
+                task.worktree_path = str(outcome.path) if outcome.kept else None
+                task.worktree_branch = outcome.branch if outcome.kept else None
+        if run.transcript is not None:
+            run.transcript.update_meta(worktree_path=task.worktree_path)
+
+    async def _reisolate(self, run: AgentRun) -> None:
+        """Create the worktree of a resumed agent again (its earlier one, unchanged, was
+        removed), at the same place; refuse to run anywhere else."""
+        old = run.worktree
+        assert old is not None
+        # shielded and kept on the run: a stop meanwhile does not leave a worktree that
+        # nobody cleans up (`_clean_worktree` waits for it)
+        run.creating = asyncio.ensure_future(create_worktree(old.parent_workdir, run.id))
+        try:
+            fresh = await asyncio.shield(run.creating)
+        except WorktreeError as exc:
+            raise RunEndedError(
+                f"cannot resume in a git worktree again ({exc}); not run in your checkout"
+            ) from None
+        run.creating = None
+        run.reisolate = False
+        self._place(run, fresh)
+        if run.transcript is not None:
+            run.transcript.update_meta(
+                worktree_path=str(fresh.path), worktree=WorktreeRecord(**fresh.fields())
+            )
 
     async def _next_for(self, run: AgentRun) -> None:
         """Wait until one of `run`'s own workers ends (its notification is then queued)."""
@@ -495,6 +611,11 @@ class Workers:
         """Deliver `message` to a running agent, or resume a finished one with it."""
         if not message.strip():
             raise UsageError("The message is empty.")
+        if to == "main" or (self.main is not None and to == self.main.id):
+            raise UsageError(
+                "'main' is the parent conversation itself, not a background agent: messages "
+                "go to the agents it started (by id or name)."
+            )
         task_or_none = self.registry.find(to)
         if task_or_none is None:
             return self._revive(to, message)
@@ -506,18 +627,51 @@ class Workers:
             run.inbox.append(message)
             run.wakeup.set()
             return f"Message queued for {task.name or task.id}; it arrives at its next step."
+        if run.ending or not task.settled:
+            run.resume_with.append(message)
+            return (
+                f"Agent {task.name or task.id} is just ending ({task.status}); it resumes with "
+                "your message as soon as it has ended, and will report back when it finishes."
+            )
+        return self._resume(run, [message])
+
+    def _resume(self, run: AgentRun, messages: list[str]) -> str:
+        """Start a new run of a finished agent with `messages`, where it worked before."""
+        task = run.task
+        assert task is not None
+        self._renew_worktree(run)
         previous = task.status
         self.registry.restart(task)
+        run.stop_reason = None
+        # messages it accepted while running but never read come first
+        texts = [f"{MESSAGE_PREFIX}\n{m}" for m in run.inbox] + messages
+        run.inbox.clear()
         run.state.append(
-            run.history, {"role": "user", "content": [{"type": "text", "text": message}]}
+            run.history, {"role": "user", "content": [{"type": "text", "text": t} for t in texts]}
         )
         if run.transcript is not None:
-            run.transcript.output(f"resumed with a message: {message[:200]}")
-        run.runner = asyncio.get_running_loop().create_task(self._run(run), name=run.id)
+            run.transcript.output(f"resumed with a message: {messages[-1][:200]}")
+        self._launch(run)
         return (
             f"Agent {task.name or task.id} had {previous}; it was resumed in the background "
             f"with your message and will report back when it finishes."
         )
+
+    def _renew_worktree(self, run: AgentRun) -> None:
+        """Before a resume: the worktree it kept must still be there (else refuse); one that
+        was removed unchanged is created again when the run starts."""
+        worktree = run.worktree
+        if worktree is None:
+            return
+        fresh = Worktree.from_fields(worktree.fields())  # its clean-up runs again at the end
+        removed = False
+        with contextlib.suppress(Exception):
+            outcome = worktree.outcome
+            removed = outcome is not None and not outcome.kept
+        if not removed and not run.reisolate:
+            _require_dir(fresh.path, (run.task.name if run.task else None) or run.id)
+        run.reisolate = run.reisolate or removed
+        run.worktree = fresh
 
     def _revive(self, key: str, message: str) -> str:
         """Resume an agent this session does not hold, from its transcript on disk."""
@@ -535,6 +689,11 @@ class Workers:
             if definition is None:
                 definition = self._definitions()["general-purpose"]
             config = self._named_config(self.main, definition, agent_id, meta.model or None)
+        worktree = None
+        if meta.worktree is not None:
+            worktree = Worktree.from_fields(meta.worktree.model_dump())
+            if meta.worktree_path is not None:
+                _require_dir(Path(meta.worktree_path), meta.name or meta.agent_id)
         history = loaded.messages
         ends = [i for i, m in enumerate(history) if m["role"] == "user"]
         state = LoopState(previous_end=ends[-1] if ends else None)
@@ -542,7 +701,7 @@ class Workers:
             id=agent_id,
             kind=meta.kind,
             description=meta.description,
-            owner="main",
+            owner=self.registry.recipient(meta.owner),
             name=meta.name,
         )
         run = AgentRun(
@@ -554,6 +713,9 @@ class Workers:
             is_fork=meta.kind == "fork",
             definition=definition,
         )
+        if worktree is not None:  # where it worked, never the checkout
+            self._place(run, worktree)
+            run.reisolate = meta.worktree_path is None
         changed = meta.cache_mismatches(system=config.system, tools=config.tools.specs())
         self._record(run, None, 0)
         state.append(history, {"role": "user", "content": [{"type": "text", "text": message}]})
@@ -570,15 +732,23 @@ class Workers:
             f"transcript in the background with your message and will report back.{note}"
         )
 
-    async def stop(self, key: str) -> Task:
+    async def stop(self, key: str, *, quiet: bool = False) -> Task:
+        """Stop a running task (killed, its partial result reported) and wait until it has
+        ended. `quiet`: the user stopped it among others; its notification is not for the
+        model (it is still shown to the user)."""
         task = self.registry.get(key)
         if task.done:
             raise UsageError(f"Task {task.id} is not running (status: {task.status}).")
         run = self.runs[task.id]
-        if run.runner is not None:
-            run.runner.cancel()
-            await asyncio.wait({run.runner})
-        self.registry.finish(task, "killed", result=_last_text(run.history) or None)
+        if quiet:
+            self.registry.suppress(task)
+        runner = run.runner
+        if runner is not None and not runner.done():
+            runner.cancel()
+            await asyncio.wait({runner})
+        if not task.done:
+            await self._end(run, "killed", result=_last_text(run.history) or None)
+        await task.wait()
         return task
 
     def background(self, key: str) -> Task:
@@ -597,8 +767,9 @@ class Workers:
         self.registry.changed(task)
         return task
 
-    def kill(self, key: str, reason: str) -> None:
-        """Stop a running task for `reason` (named in its notification) without waiting."""
+    def kill(self, key: str, reason: str | None = None) -> None:
+        """Stop a running task without waiting (`reason`, if given, is named in its
+        notification; none: the user stopped it). A task that has ended: nothing."""
         task = self.registry.get(key)
         run = self.runs.get(task.id)
         if task.done or run is None:
@@ -608,7 +779,39 @@ class Workers:
             run.runner.cancel()
         else:
             result = _last_text(run.history) or None
-            self.registry.finish(task, "killed", result=result, error=reason)
+            self._spawn(self._end(run, "killed", result=result, error=reason))
 
     async def stop_all(self) -> list[Task]:
-        return [await self.stop(t.id) for t in self.registry.running()]
+        """Stop every running task at the user's request: each ends `killed` with one
+        notification, which is not handed to any model (invariant 43). Returns the tasks it
+        stopped (not those that ended by themselves meanwhile: they report as usual)."""
+
+        async def one(task: Task) -> Task | None:
+            try:
+                return await self.stop(task.id, quiet=True)
+            except UsageError:  # it ended by itself meanwhile
+                await task.wait()
+                return None
+
+        stopped = await asyncio.gather(*(one(t) for t in self.registry.running()))
+        return [t for t in stopped if t is not None]
+
+
+def _require_dir(path: Path, name: str) -> None:
+    """Refuse a resume whose kept worktree is gone (it would run in the checkout instead)."""
+    if path.is_dir():
+        return
+    raise UsageError(
+        f"Agent {name} worked in the git worktree {path}, which no longer exists; it is not "
+        "resumed (it would run in your checkout instead). Start a new agent."
+    )
+
+
+def _kill_groups(groups: set[int]) -> None:
+    """Kill the process groups an agent's shell commands left running (`cmd &`)."""
+    killpg = getattr(os, "killpg", None)
+    while groups:
+        pgid = groups.pop()
+        if killpg is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                killpg(pgid, signal.SIGKILL)

@@ -107,6 +107,29 @@ class Worktree:
         task = self._finishing
         return task.result() if task is not None and task.done() else None
 
+    def fields(self) -> dict[str, str]:
+        """What a transcript records to work in this worktree again (`from_fields`)."""
+        return {
+            "repo_root": str(self.repo_root),
+            "path": str(self.path),
+            "branch": self.branch,
+            "base_commit": self.base_commit,
+            "parent_workdir": str(self.parent_workdir),
+            "workdir": str(self.workdir),
+        }
+
+    @classmethod
+    def from_fields(cls, data: dict[str, str]) -> Worktree:
+        """A handle on a recorded worktree (a fresh one: its `finish` has not run)."""
+        return cls(
+            Path(data["repo_root"]),
+            Path(data["path"]),
+            data["branch"],
+            data["base_commit"],
+            Path(data["parent_workdir"]),
+            Path(data["workdir"]),
+        )
+
     def translate(self, path: str | os.PathLike[str]) -> Path:
         """`path` (absolute, in the parent's repository) as the same file in this worktree."""
         return translate_path(path, self.repo_root, self.path)

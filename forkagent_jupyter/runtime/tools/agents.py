@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import ConfigError, UsageError
 from ..fork import FORK_RECURSION_ERROR
 from ..tasks import Task
-from ..worktree import create_worktree
+from ..worktree import Worktree, create_worktree
 from .base import Tool, ToolContext, ToolError
 
 __all__ = ["AgentTool", "SendMessageTool", "TaskOutputTool", "TaskStopTool", "agent_tools"]
@@ -62,6 +62,27 @@ def finished_text(task: Task) -> str:
         f"continue it)\n<usage>total_tokens: {u.total_input_tokens + u.output_tokens}\n"
         f"tool_uses: {task.tool_uses}\nduration_ms: {duration}</usage>"
     )
+
+
+_removing: set[asyncio.Task[Any]] = set()
+
+
+async def _new_worktree(ctx: ToolContext, agent_id: str) -> Worktree:
+    """A worktree for a new agent; if the call is cancelled while git creates it, it is
+    removed once created (no run will own it)."""
+    creating = asyncio.ensure_future(create_worktree(ctx.workdir, agent_id))
+
+    def orphaned(done: asyncio.Future[Worktree]) -> None:
+        if not done.cancelled() and done.exception() is None:
+            job = asyncio.ensure_future(done.result().finish())
+            _removing.add(job)
+            job.add_done_callback(_removing.discard)
+
+    try:
+        return await asyncio.shield(creating)
+    except asyncio.CancelledError:
+        creating.add_done_callback(orphaned)
+        raise
 
 
 class AgentInput(BaseModel):
@@ -119,6 +140,11 @@ class AgentTool(Tool[AgentInput]):
     def describe(self, args: AgentInput) -> str:
         return f"Agent ({args.subagent_type or 'fork'}): {args.description}"
 
+    def permission_subject(self, args: AgentInput) -> str:
+        """The agent type, so that `Agent(reviewer)` allows or denies that type ("fork" for
+        a fork of the caller)."""
+        return args.subagent_type or "fork"
+
     async def run(self, args: AgentInput, ctx: ToolContext) -> str:
         workers, parent = _workers(ctx)
         call = ctx.call
@@ -139,7 +165,7 @@ class AgentTool(Tool[AgentInput]):
             if isolation == "worktree":
                 if parent.is_fork and agent_type is None:
                     raise ToolError(FORK_RECURSION_ERROR)
-                worktree = await create_worktree(ctx.workdir, agent_id)
+                worktree = await _new_worktree(ctx, agent_id)
             if agent_type is None:
                 history = call.history if call else None
                 task = workers.fork(
@@ -165,10 +191,12 @@ class AgentTool(Tool[AgentInput]):
                 agent_id=agent_id,
                 worktree=worktree,
             )
-        except (UsageError, ConfigError) as exc:
-            if worktree is not None:
+        except Exception as exc:
+            if worktree is not None:  # no run owns it: remove it (it is unchanged)
                 await worktree.finish()
-            raise ToolError(str(exc)) from None
+            if isinstance(exc, (UsageError, ConfigError)):
+                raise ToolError(str(exc)) from None
+            raise
         # a named agent runs while the caller waits, unless asked or defined to run apart
         background = args.run_in_background
         if background is None:
@@ -178,7 +206,7 @@ class AgentTool(Tool[AgentInput]):
             return launched_text(task)
         task.foreground = True
         workers.registry.changed(task)
-        ended = asyncio.ensure_future(task.wait())
+        ended = asyncio.ensure_future(task.ended())
         moved = asyncio.ensure_future(run.to_background.wait())
         try:
             await asyncio.wait({ended, moved}, return_when=asyncio.FIRST_COMPLETED)
@@ -188,7 +216,10 @@ class AgentTool(Tool[AgentInput]):
             task.foreground = False
         if not task.done:  # moved to the background: its notification will report it
             return moved_text(task)
-        workers.queue.discard(task.id)  # reported here, as this call's result, and only here
+        # reported here, as this call's result, and only here: its notification is never
+        # enqueued (suppressed before its clean-up ends); then wait for that clean-up
+        workers.registry.suppress(task)
+        await task.wait()
         if task.status != "completed":
             raise ToolError(f"Agent {task.id} {task.status}: {task.error or task.result or ''}")
         return finished_text(task)
@@ -278,12 +309,12 @@ class TaskOutputTool(Tool[TaskOutputInput]):
             if not args.block:
                 retrieval = "not_ready"
             else:
-                try:
-                    await asyncio.wait_for(task.wait(), args.timeout)
+                try:  # until its status is final, not until its clean-up (git) is done
+                    await asyncio.wait_for(task.ended(), args.timeout)
                 except asyncio.TimeoutError:
                     retrieval = "timeout"
         if task.done:
-            workers.queue.discard(task.id)  # read here: no notification needed any more
+            workers.registry.suppress(task)  # read here: no notification needed any more
         parts = [
             f"<retrieval_status>{retrieval}</retrieval_status>",
             f"<task_id>{task.id}</task_id>",

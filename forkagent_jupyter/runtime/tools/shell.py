@@ -94,6 +94,9 @@ class BashTool(Tool[BashInput]):
             raise
         finally:
             os.close(write_fd)
+        groups = ctx.services.get("shell_groups")
+        if isinstance(groups, set):  # killed when its agent ends (`cmd &` children too)
+            groups.add(proc.pid)
         loop = asyncio.get_running_loop()
         transport, reader = await loop.connect_read_pipe(
             lambda: _Collect(sink, loop), os.fdopen(read_fd, "rb", buffering=0)
@@ -116,6 +119,8 @@ class BashTool(Tool[BashInput]):
             held = not await _drain(reader, DRAIN_AFTER_EXIT)
         finally:
             transport.close()
+            if isinstance(groups, set) and not _group_alive(proc.pid):
+                groups.discard(proc.pid)
         text = sink.text().rstrip("\n")
         if held:
             text += (
@@ -151,6 +156,17 @@ async def _drain(reader: _Collect, seconds: float) -> bool:
         await asyncio.wait_for(asyncio.shield(reader.done), seconds)
     except asyncio.TimeoutError:
         return False
+    return True
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of the group is still there (a background child of the command)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
     return True
 
 

@@ -1,0 +1,61 @@
+"""%stop and %send in a real kernel: one line for what cannot be done, a bulk stop shown in
+the notebook but not handed to the agent."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .conftest import Kernel
+
+
+def _one_line_usage_error(result: Any, expected: str) -> None:
+    assert result.status == "error"
+    reply = result.reply["content"]
+    assert reply["ename"] == "UsageError", reply
+    assert expected in reply["evalue"] and "\n" not in reply["evalue"].strip()
+    assert "Traceback" not in result.texts()
+
+
+def _wait_until(kernel: Kernel, expr: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not kernel.value(expr):
+        assert time.monotonic() < deadline, f"not reached: {expr}"
+        time.sleep(0.1)
+
+
+def test_send_to_main_and_stop_of_a_finished_task_are_one_line(kernel: Kernel) -> None:
+    assert kernel.execute("%%agent\nHello.").status == "ok"
+    _one_line_usage_error(kernel.execute("%send main hi"), "%send: 'main' is the parent")
+    assert kernel.value("len(__forkagent__.session.tasks)") == 0  # nothing was started
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    assert kernel.execute("%fork --name quick report `py: 6 * 7`").status == "ok"
+    _wait_until(kernel, "all(t.settled for t in __forkagent__.session.tasks)")
+    _one_line_usage_error(kernel.execute("%stop quick"), "%stop: quick is not running")
+
+
+def test_stop_all_shows_notifications_without_asking_the_agent(
+    kernel: Kernel, emulator: Any
+) -> None:
+    kernel.execute("%config ForkAgent.approval_timeout = 60")
+    for i in range(2):  # each waits for an approval of its Python call
+        assert kernel.execute(f"%fork --name w{i} compute `py: {i} + 1`").status == "ok"
+    kernel.execute("from forkagent_jupyter.kernel import api as __api")
+    _wait_until(kernel, "len(__api.pending()) == 2")
+    before = len(emulator.api_requests())
+    stopped = kernel.execute("%stop --all")
+    assert stopped.status == "ok" and "stopping 2 task(s)" in stopped.texts()
+    _wait_until(kernel, "all(t.settled for t in __forkagent__.session.tasks)")
+    _wait_until(kernel, "len(__forkagent__.session.auto_turns) == 1")
+    assert kernel.value("[t.status for t in __forkagent__.session.tasks]") == ["killed"] * 2
+    later = emulator.api_requests()[before:]
+    assert not any("<task-notification>" in str(r.body["messages"]) for r in later)
+    # the notebook shows both notifications (the launching cells' notification area)
+    kernel.drain()
+    notes = [
+        m["content"]["data"].get("text/markdown", "")
+        for m in kernel.iopub
+        if m["msg_type"] == "update_display_data"
+    ]
+    shown = "\n".join(n for n in notes if "<task-notification>" in n)
+    assert shown.count("<status>killed</status>") >= 2 and "not sent to the agent" in shown

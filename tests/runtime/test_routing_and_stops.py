@@ -1,0 +1,145 @@
+"""No stranded or doubled notification: one report per run, to a live reader; user stops
+are not handed to the model; per-type Agent rules."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain, last_user_text
+from forkagent_jupyter.emulator.faults import Fault
+from forkagent_jupyter.runtime.errors import UsageError
+from forkagent_jupyter.runtime.session import STOPPED_BY_USER
+
+pytestmark = pytest.mark.anyio
+
+SLEEP = "`py: __import__('time').sleep({s}) or 'slept'`"
+
+
+def agent_call(agent_type: str | None, prompt: str, **extra: Any) -> Reply:
+    call: dict[str, Any] = {"description": "ask the agent", "prompt": prompt, **extra}
+    if agent_type is not None:
+        call["subagent_type"] = agent_type
+    return Reply(({"type": "tool_use", "name": "Agent", "input": call},))
+
+
+async def wait_for(predicate: Any, timeout: float = 20) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.02)
+
+
+async def test_a_failed_synchronous_named_agent_is_reported_once(
+    emulator: Any, make_session: Any
+) -> None:
+    brain = ScriptedBrain(when_empty=OfflineBrain())
+
+    def delegate(request: Any) -> bool:
+        if "DELEGATE" not in last_user_text(request):
+            return False
+        # the named agent's request (and the SDK's two retries) fail
+        emulator.faults.next(Fault.error(500, "boom", retry_after_ms=0), times=3)
+        return True
+
+    brain.add_rule(delegate, agent_call("general-purpose", "check it"), times=1)
+    emulator.brain = brain
+    session = make_session(auto_respond=False)
+    turn = await session.ask("DELEGATE please")
+    [call] = turn.tool_calls
+    assert call.is_error and "failed" in call.result and "boom" in call.result
+    [task] = session.tasks
+    assert task.status == "failed" and task.settled
+    assert session.queue.drain("main") == []  # reported as the call's result only
+
+
+async def test_a_resumed_nested_worker_reports_to_the_nearest_live_owner(
+    tmp_path: Path, make_session: Any
+) -> None:
+    agents = tmp_path / ".forkagent" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "lead.md").write_text(
+        "---\ndescription: delegates\ntools: Agent, Python\n---\nYou delegate.\n"
+    )
+    session = make_session(auto_respond=False)
+    run = session.workers.named(
+        session.main, "lead", "Delegate.\nfork: child work `py: 5 * 5`", description="lead"
+    )
+    lead = session.workers.start(run)
+    await session.wait(lead.id, timeout=30)
+    child = next(t for t in session.tasks if t.id != lead.id)
+    assert child.owner == lead.id and lead.status == "completed"
+    assert [n.task_id for n in session.queue.drain("main")] == [lead.id]
+    # the lead has finished: the child's next report goes to the parent, not to the lead
+    await session.send(child.id, "once more `py: 2 + 3`")
+    await session.wait(child.id, timeout=30)
+    assert child.status == "completed" and child.run == 2
+    assert session.queue.pending(lead.id) == []
+    [note] = session.queue.drain("main")
+    assert note.task_id == child.id and "5" in note.text
+
+
+async def test_sending_to_the_parent_is_refused(make_session: Any) -> None:
+    session = make_session(auto_respond=False)
+    await session.ask("Hello.")
+    with pytest.raises(UsageError, match="'main' is the parent conversation itself") as info:
+        await session.send("main", "hi")
+    assert "\n" not in str(info.value)  # one line
+    assert session.tasks == []
+
+
+async def test_a_bulk_stop_is_shown_but_not_handed_to_the_model(
+    emulator: Any, make_session: Any
+) -> None:
+    session = make_session()  # auto_respond on: the parent answers notifications by itself
+    tasks = [await session.fork(f"w{i}: " + SLEEP.format(s=10)) for i in range(2)]
+    await wait_for(lambda: all(t.current_tool == "Python" for t in tasks))
+    shown: list[Any] = []
+    session.on_auto_turn = shown.append
+    before = len(emulator.api_requests())
+    stopped = await session.stop_all()
+    await asyncio.wait_for(session.idle(), 30)
+    assert sorted(t.id for t in stopped) == sorted(t.id for t in tasks)
+    assert all(t.status == "killed" and t.settled for t in tasks)
+    later = emulator.api_requests()[before:]
+    assert not any("<task-notification>" in str(r.body["messages"][-1]) for r in later)
+    [auto] = shown  # shown to the user once, with no answer of the model
+    assert sorted(auto.task_ids) == sorted(t.id for t in tasks)
+    assert auto.turn.text == STOPPED_BY_USER and auto.turn.requests == 0
+    assert all("<status>killed</status>" in xml for xml in auto.notifications)
+    assert len(session.queue) == 0
+
+
+async def test_agent_rules_match_the_agent_type(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    from forkagent_jupyter.runtime.permission_rules import Rule
+    from forkagent_jupyter.runtime.tools.agents import AgentInput, AgentTool
+
+    agents = tmp_path / ".forkagent" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "reviewer.md").write_text("---\ndescription: reviews\ntools: Read\n---\nReview.\n")
+    brain = ScriptedBrain(when_empty=OfflineBrain())
+    brain.when_last_user_contains("REVIEW", agent_call("reviewer", "review it"), times=1)
+    brain.when_last_user_contains(
+        "GENERAL", agent_call("general-purpose", "count `py: 1 + 1`"), times=1
+    )
+    emulator.brain = brain
+    session = make_session(auto_respond=False, deny=["Agent(reviewer)"])
+    turn = await session.ask("REVIEW please")
+    [call] = turn.tool_calls
+    assert call.is_error and "denied by the rule Agent(reviewer)" in call.result
+    assert session.tasks == []
+    turn = await session.ask("GENERAL please")  # another type: the rule does not apply
+    [call] = turn.tool_calls
+    assert not call.is_error and [t.kind for t in session.tasks] == ["general-purpose"]
+    subject = AgentTool().permission_subject(
+        AgentInput(description="d", prompt="p", subagent_type="reviewer")
+    )
+    assert Rule.parse("Agent(reviewer)").matches_text(subject)
+    fork = AgentTool().permission_subject(AgentInput(description="d", prompt="p"))
+    assert Rule.parse("Agent(fork)").matches_text(fork)
