@@ -86,9 +86,13 @@ class BashTool(Tool[BashInput]):
         finally:
             os.close(write_fd)
         loop = asyncio.get_running_loop()
-        transport, reader = await loop.connect_read_pipe(
-            lambda: _Collect(sink, loop), os.fdopen(read_fd, "rb", buffering=0)
-        )
+        try:
+            transport, reader = await loop.connect_read_pipe(
+                lambda: _Collect(sink, loop), os.fdopen(read_fd, "rb", buffering=0)
+            )
+        except BaseException:  # cancelled (or failed) before the output is read: no leftovers
+            await _kill(proc)
+            raise
         try:
             try:
                 await asyncio.wait_for(proc.wait(), args.timeout)
