@@ -110,7 +110,10 @@ def _live_children() -> list[int]:
     """Pids of this process's children that have not exited (zombies are dead)."""
     found = []
     for task in Path("/proc/self/task").iterdir():
-        found += [int(p) for p in (task / "children").read_text().split()]
+        try:
+            found += [int(p) for p in (task / "children").read_text().split()]
+        except FileNotFoundError:  # a thread that has just ended
+            continue
     return [pid for pid in found if _alive(pid)]
 
 
