@@ -12,10 +12,10 @@ and path checks run on the loop throughout. A call that counts is recorded with 
 runs as usual, so the code under test behaves as without the guard (an exception raised in
 it could be swallowed by the code's own error handling); the test fails at its end.
 
-In the test process `tests/conftest.py` starts a guard around every test. In a kernel started
-by `tests/kernel/conftest.py`, `FORKAGENT_LOOP_GUARD=1` makes the startup file
-`tests/kernel/loop_guard_startup.py` start one for the kernel's life; the fixture reads its
-findings from the kernel (`findings_json()`) before shutting it down.
+In the test process `tests/conftest.py` starts a guard around every test. A kernel started by
+`tests/kernel/conftest.py` runs `tests/kernel/loop_guard_startup.py` at start (PYTHONSTARTUP),
+which starts one for the kernel's life; the fixture reads its findings from the kernel
+(`findings_json()`) before shutting it down, and fails the test if there are any.
 """
 
 from __future__ import annotations
@@ -168,7 +168,12 @@ def install() -> None:
         _kernel_guard = LoopGuard().start()
 
 
-def findings_json() -> str:
-    """The kernel guard's findings so far, as JSON (a list of {call, where, stack})."""
-    found = _kernel_guard.findings if _kernel_guard is not None else []
-    return json.dumps([f.to_dict() for f in found])
+def findings_json(clear: bool = False) -> str:
+    """The kernel guard's findings so far, as JSON (a list of {call, where, stack});
+    `clear`: forget them (a test that blocks on purpose)."""
+    if _kernel_guard is None:
+        return "null"  # no guard in this process
+    found = [f.to_dict() for f in _kernel_guard.findings]
+    if clear:
+        _kernel_guard.findings.clear()
+    return json.dumps(found)
