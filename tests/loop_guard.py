@@ -38,17 +38,27 @@ PACKAGE = str(Path(forkagent_jupyter.__file__).resolve().parent)
 KNOWN: list[tuple[str, set[str]]] = [
     # reading agent definitions (.forkagent/agents/*.md) when a session starts or an agent runs
     ("runtime/agents.py", {"load_agent_file"}),
-    # batch records: written when a batch changes state, read when batches are resumed
-    ("runtime/batch.py", {"_write_record", "_pending_records", "resume_batches"}),
+    # batch records: written when a batch changes state, read when batches are resumed or
+    # shown as a DataFrame
+    ("runtime/batch.py", {"_write_record", "_pending_records", "resume_batches", "to_dataframe"}),
     # the SDK client reads its configuration files when it is made
     ("runtime/credentials.py", {"anthropic_client"}),
-    # closing a Dask client waits for it
-    ("runtime/executors/dask.py", {"close"}),
-    # reading transcripts back to resume an agent (after waiting for the store's writer)
+    # checking that Dask is installed (reads package metadata); closing a Dask client
+    ("runtime/executors/dask.py", {"require_dask", "close"}),
+    # forking the kernel for a worker's snapshot: IPython's at-fork hook joins its history
+    # thread
+    ("runtime/executors/process.py", {"__init__"}),
+    # the price table is read when the module is first imported (in the %load_ext cell)
+    ("runtime/usage.py", {"<module>"}),
+    # reading transcripts back: to resume an agent, and `%notifications` replaying answers
     (
         "runtime/transcripts.py",
         {"load", "exists", "agent_ids", "find", "agent_id_for", "_continue"},
     ),
+    ("runtime/transcripts.py", {"answered_notifications"}),
+    # not the package's: ipykernel flushes stdout/stderr before each display, waiting (at most
+    # its flush_timeout) for its IOPub thread
+    ("ipykernel/iostream.py", {"flush"}),
 ]
 """Functions of the package known to block the loop, not yet moved off it: (file, names).
 A blocking call under one of them is allowed; anywhere else it fails the test."""
