@@ -13,10 +13,9 @@ unbuffered write. Called on the event loop, `append_*` returns at once; called e
 script, a thread), when the record is on disk. `flush()` (or `await aflush()`) returns once
 everything handed over before it is on disk; the store's own readers flush first,
 `Session.wait` flushes before it returns, and what is left is written at `close()` and at the
-end of the process. Everything written passes
-through `redact`. A fork does not copy what it inherits: its meta names the parent, the number
-of shared messages and the parent's record count at the start. A failing write is logged and
-ends that transcript (the agent runs on).
+end of the process. Everything written passes through `redact`. A fork does not copy what it
+inherits: its meta names the parent, the number of shared messages and the parent's record
+count at the start. A failing write is logged and ends that transcript (the agent runs on).
 
 Loading replays the records as the runtime builds histories (same-role messages merge, a
 `reset` event starts over), skips a truncated last line with a warning, then repairs the end
