@@ -1,16 +1,17 @@
 """The loop guard: records every blocking call that the package makes on a running event loop.
 
 Built on `blockbuster`, which wraps the blocking functions of the standard library (file and
-socket I/O on blocking descriptors, `time.sleep`, `os.stat` and friends, contended lock
-acquires, sqlite, `input`) and checks, on each call, whether the calling thread is running an
-event loop. Only calls with a frame of `forkagent_jupyter` on the stack count (a test's own
+socket I/O on blocking descriptors, `time.sleep`, contended lock acquires, sqlite, `input`)
+and checks, on each call, whether the calling thread is running an event loop. Only calls with a frame of `forkagent_jupyter` on the stack count (a test's own
 blocking set-up is not the package's), except under the functions listed in `KNOWN` (blocking
 reads and writes not yet moved off the loop) and in `forkagent_jupyter.emulator` (a test
 server on its own threads). File system metadata calls (`os.stat`, `os.mkdir`, `os.replace`,
 path resolution, listing a folder) are not counted: on a local disk they take microseconds,
-and path checks run on the loop throughout. A call that counts is recorded with its stack and then
-runs as usual, so the code under test behaves as without the guard (an exception raised in
-it could be swallowed by the code's own error handling); the test fails at its end.
+and path checks run on the loop throughout. Neither is what runs while a module is first
+imported (once per process: counting it would make a test's result depend on the order).
+A call that counts is recorded with its stack and then runs as usual, so the code under test
+behaves as without the guard (an exception raised in it could be swallowed by the code's own
+error handling); the test fails at its end.
 
 In the test process `tests/conftest.py` starts a guard around every test. A kernel started by
 `tests/kernel/conftest.py` runs `tests/kernel/loop_guard_startup.py` at start (PYTHONSTARTUP),
@@ -48,8 +49,6 @@ KNOWN: list[tuple[str, set[str]]] = [
     # forking the kernel for a worker's snapshot: IPython's at-fork hook joins its history
     # thread
     ("runtime/executors/process.py", {"__init__"}),
-    # the price table is read when the module is first imported (in the %load_ext cell)
-    ("runtime/usage.py", {"<module>"}),
     # reading transcripts back: to resume an agent, and `%notifications` replaying answers
     (
         "runtime/transcripts.py",
@@ -130,6 +129,9 @@ class LoopGuard:
                 del buster.functions[name]  # file system metadata: see the module doc
         for function in buster.functions.values():
             function.can_block_in("logging/__init__.py", {"emit", "flush"})
+            # a module's first import: once per process, so which test meets it depends on
+            # the order the tests run in
+            function.can_block_in("<frozen importlib._bootstrap>", {"_find_and_load"})
             for filename, functions in KNOWN:
                 function.can_block_in(filename, functions)
         original = bb._wrap_blocking
