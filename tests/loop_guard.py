@@ -2,13 +2,15 @@
 
 Built on `blockbuster`, which wraps the blocking functions of the standard library (file and
 socket I/O on blocking descriptors, `time.sleep`, contended lock acquires, sqlite, `input`)
-and checks, on each call, whether the calling thread is running an event loop. Only calls with a frame of `forkagent_jupyter` on the stack count (a test's own
-blocking set-up is not the package's), except under the functions listed in `KNOWN` (blocking
-reads and writes not yet moved off the loop) and in `forkagent_jupyter.emulator` (a test
-server on its own threads). File system metadata calls (`os.stat`, `os.mkdir`, `os.replace`,
-path resolution, listing a folder) are not counted: on a local disk they take microseconds,
-and path checks run on the loop throughout. Neither is what runs while a module is first
-imported (once per process: counting it would make a test's result depend on the order).
+and checks, on each call, whether the calling thread is running an event loop. Only calls
+with a frame of `forkagent_jupyter` on the stack count (a test's own blocking set-up is not
+the package's), except under the functions listed in `KNOWN` (blocking reads and writes not
+yet moved off the loop) and in `forkagent_jupyter.emulator` (a test server on its own
+threads). File system metadata calls (`os.stat`, `os.mkdir`, `os.replace`, path resolution,
+listing a folder) are not counted: on a local disk they take microseconds, and path checks run
+on the loop throughout. Neither is what runs while a module is first imported (once per
+process: counting it would make a test's result depend on the order).
+
 A call that counts is recorded with its stack and then runs as usual, so the code under test
 behaves as without the guard (an exception raised in it could be swallowed by the code's own
 error handling); the test fails at its end.
