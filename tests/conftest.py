@@ -7,6 +7,12 @@
 - ``lenient_emulator``: the same server with ``strict=False`` (no teardown check).
 - ``sync_client`` / ``async_client``: ``anthropic.Anthropic`` / ``AsyncAnthropic`` pointed at
   ``emulator.base_url`` with ``api_key="test-key"`` and the SDK's default retries.
+- ``loop_guard`` (every test): records each blocking call that the package makes on a
+  running event loop (file or socket I/O, sleeps, contended locks: see ``tests/loop_guard.py``)
+  and fails the test at its end, listing the calls and their stacks. A test that blocks on
+  purpose reads ``loop_guard.findings`` and clears them.
+- Tests run in random order (pytest-randomly; the seed is printed, ``-p randomly
+  --randomly-seed=N`` repeats an order, ``-p no:randomly`` runs them in file order).
 - Async tests run on anyio's pytest plugin: mark them ``@pytest.mark.anyio`` (or set
   ``pytestmark = pytest.mark.anyio``); ``anyio_backend`` selects asyncio.
 """
@@ -23,11 +29,20 @@ import pytest
 from forkagent_jupyter.emulator import Emulator
 from forkagent_jupyter.runtime.permissions import AllowAll
 from forkagent_jupyter.runtime.session import Session
+from tests.loop_guard import LoopGuard, guarded
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def loop_guard() -> Iterator[LoopGuard]:
+    with guarded() as guard:
+        yield guard
+    if guard.findings:
+        pytest.fail(guard.report(), pytrace=False)
 
 
 @pytest.fixture

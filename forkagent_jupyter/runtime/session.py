@@ -594,6 +594,8 @@ class Session:
         tasks = [self.registry.get(t) for t in task_ids] or list(self.registry)
         waiting = asyncio.gather(*(t.wait() for t in tasks))
         await asyncio.wait_for(waiting, timeout)
+        if self.store is not None:  # their transcripts and output files are on disk
+            await self.store.aflush()
         return tasks
 
     @property
@@ -739,7 +741,7 @@ class Session:
             await asyncio.wait({self._responder})
         self.compute.close()
         if self.store is not None:
-            self.store.close()
+            await self.store.aclose()
         await self.client.aclose()
 
 

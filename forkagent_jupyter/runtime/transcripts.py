@@ -6,11 +6,16 @@
     <root>/<session>/tasks/<agent_id>.output      plain text to `tail -f`: progress, result
 
 Messages keep their key order and unicode, so a loaded history serializes to the bytes that
-were sent and a resumed request reads the prompt cache. Each record is one unbuffered write,
-on disk before `append_*` returns; everything written passes through `redact`. A fork does
-not copy what it inherits: its meta names the parent, the number of shared messages and the
-parent's record count at the start. A failing write is logged and ends that transcript (the
-agent runs on).
+were sent and a resumed request reads the prompt cache. The files are written by the store's
+own writer thread, never on the event loop: `append_*` numbers and formats the record and hands
+it over, and the thread writes the records in the order they were given, each as one
+unbuffered write. Called on the event loop, `append_*` returns at once; called elsewhere (a
+script, a thread), when the record is on disk. `flush()` (or `await aflush()`) returns once
+everything handed over before it is on disk; the store's own readers flush first,
+`Session.wait` flushes before it returns, and what is left is written at `close()` and at the
+end of the process. Everything written passes through `redact`. A fork does not copy what it
+inherits: its meta names the parent, the number of shared messages and the parent's record
+count at the start. A failing write is logged and ends that transcript (the agent runs on).
 
 Loading replays the records as the runtime builds histories (same-role messages merge, a
 `reset` event starts over, a `compacted` or `resumed` event carries the history from there),
@@ -23,14 +28,19 @@ messages with nothing to send back are dropped.
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import hashlib
 import json
 import logging
 import os
+import queue
 import re
+import threading
 import time
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -181,6 +191,100 @@ def _close_all(fds: OrderedDict[Path, int]) -> None:
         os.close(fds.popitem()[1])
 
 
+_Job = Callable[[], object]
+_STOP = object()
+
+
+class _Writer:
+    """One thread that runs a store's file writes, in the order they were submitted.
+
+    Submitting never waits (an unbounded queue), so the event loop hands records over and goes
+    on; the thread starts with the first write and ends when the writer is garbage collected."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+
+    def submit(self, job: _Job) -> None:
+        """Hand `job` over; off the event loop (no loop running in this thread), also wait
+        until it is done, so a script's write is on disk when its call returns."""
+        if self._thread is None:
+            with self._start_lock:
+                if self._thread is None:
+                    thread = threading.Thread(
+                        target=_drain, args=(self._jobs,), name=self.name, daemon=True
+                    )
+                    thread.start()
+                    self._thread = thread
+                    _live_writers.add(self)
+                    stop = weakref.finalize(self, self._jobs.put, _STOP)
+                    stop.atexit = False  # at exit the thread writes what is left first
+        self._jobs.put(job)
+        if not _on_event_loop():
+            self.flush()
+
+    def flush(self) -> None:
+        """Wait (blocking) until every write submitted before is done."""
+        thread = self._thread
+        if thread is None or not thread.is_alive():
+            return
+        done = threading.Event()
+        self._jobs.put(done.set)
+        while not done.wait(0.5) and thread.is_alive():
+            pass
+
+    async def aflush(self) -> None:
+        """Wait, without blocking the event loop, until every write submitted before is done."""
+        if self._thread is None or not self._thread.is_alive():
+            return
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+
+        def resolve() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        def signal() -> None:
+            try:
+                loop.call_soon_threadsafe(resolve)
+            except RuntimeError:  # the loop is closed: nobody waits
+                pass
+
+        self._jobs.put(signal)
+        await done
+
+
+def _on_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _drain(jobs: queue.SimpleQueue[Any]) -> None:
+    while True:
+        job = jobs.get()
+        if job is _STOP:
+            return
+        try:
+            job()
+        except Exception:  # a bug in one write must not stop the others
+            log.exception("transcript writer: a write failed")
+
+
+_live_writers: weakref.WeakSet[_Writer] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_all() -> None:
+    """At the end of the process, what the stores were given reaches the disk."""
+    for writer in list(_live_writers):
+        writer.flush()
+
+
 class Transcript:
     """The files of one agent, open for appending."""
 
@@ -197,11 +301,19 @@ class Transcript:
     def _append(self, path: Path, text: str) -> None:
         if self.broken:
             return
-        try:
-            self.store._files.append(path, text)
-        except OSError as exc:
-            self.broken = True
-            log.error("transcript of %s stops here: cannot write %s (%s)", self.agent_id, path, exc)
+
+        def write() -> None:
+            if self.broken:
+                return
+            try:
+                self.store._files.append(path, text)
+            except OSError as exc:
+                self.broken = True
+                log.error(
+                    "transcript of %s stops here: cannot write %s (%s)", self.agent_id, path, exc
+                )
+
+        self.store._writer.submit(write)
 
     def _record(self, record: dict[str, Any]) -> None:
         self.seq += 1
@@ -231,14 +343,12 @@ class Transcript:
     def update_meta(self, **changes: Any) -> None:
         """Change fields of the meta file (e.g. `worktree_path=None` once it is removed)."""
         self.meta = self.meta.model_copy(update=changes)
-        try:
-            self.store._write_meta(self.meta)
-        except OSError as exc:
-            log.error("cannot update %s: %s", self.meta_path, exc)
+        self.store._submit_meta(self.meta)
 
     def close(self) -> None:
         """Release the file handles (a later append opens them again)."""
-        self.store._files.close(self.path, self.output_path)
+        paths = (self.path, self.output_path)
+        self.store._writer.submit(lambda: self.store._files.close(*paths))
 
 
 class TranscriptStore:
@@ -250,14 +360,24 @@ class TranscriptStore:
         self.dir = self.root / session_id
         (self.dir / "agents").mkdir(parents=True, exist_ok=True)
         (self.dir / "tasks").mkdir(parents=True, exist_ok=True)
+        self._files = _Files()
+        self._writer = _Writer(f"forkagent-transcripts-{session_id}")
         ignore = self.root / ".gitignore"
         if not ignore.exists():
-            ignore.write_text("*\n")
-        self._files = _Files()
+            self._writer.submit(lambda: ignore.write_text("*\n"))
         self._transcripts: dict[str, Transcript] = {}
 
     def output_path(self, agent_id: str) -> Path:
         return self.dir / "tasks" / f"{agent_id}.output"
+
+    def flush(self) -> None:
+        """Wait until every record and meta change handed over so far is on disk (blocking:
+        from a thread, or before reading the files back)."""
+        self._writer.flush()
+
+    async def aflush(self) -> None:
+        """`flush()` for the event loop: waits without blocking it."""
+        await self._writer.aflush()
 
     def _write_meta(self, meta: AgentMeta) -> None:
         """Replace the meta file in one step (a reader never sees half of it)."""
@@ -265,6 +385,15 @@ class TranscriptStore:
         tmp = _meta_path(self.dir, meta.agent_id).with_suffix(".tmp")
         tmp.write_text(redact(text) + "\n", encoding="utf-8")
         tmp.replace(_meta_path(self.dir, meta.agent_id))
+
+    def _submit_meta(self, meta: AgentMeta) -> None:
+        def write() -> None:
+            try:
+                self._write_meta(meta)
+            except OSError as exc:
+                log.error("cannot write %s: %s", _meta_path(self.dir, meta.agent_id), exc)
+
+        self._writer.submit(write)
 
     def open(self, agent_id: str | AgentMeta, meta: AgentMeta | None = None) -> Transcript:
         """Start or continue an agent's transcript: `open(meta)` or `open(agent_id, meta)`.
@@ -279,31 +408,40 @@ class TranscriptStore:
         parent = self._transcripts.get(meta.inherits_from or "")
         if parent is not None and meta.inherits_seq is None:
             meta = meta.model_copy(update={"inherits_seq": parent.seq})
-        self._write_meta(meta)
         transcript = self._transcripts.get(meta.agent_id)
         if transcript is None:  # else: already open here, its record count carries on
             seq = _continue(_transcript_path(self.dir, meta.agent_id))
             transcript = self._transcripts[meta.agent_id] = Transcript(self, meta, seq)
         transcript.meta = meta
-        transcript.output_path.touch()
+        self._submit_meta(meta)
+        transcript._append(transcript.output_path, "")  # the output file exists from the start
         return transcript
 
     def close(self) -> None:
-        self._files.close()
+        """Close the files once what was handed over is written (this does not wait)."""
+        self._writer.submit(self._files.close)
+
+    async def aclose(self) -> None:
+        """`close()`, then wait (without blocking the loop) until the files are written."""
+        await self.aflush()
+        self.close()
 
     # -- finding ---------------------------------------------------------------------------
 
     def exists(self, agent_id: str, session_dir: Path | None = None) -> bool:
         """Whether this session (or `session_dir`) has a transcript of `agent_id`."""
         where = session_dir or self.dir
+        self.flush()
         return _is_file_id(agent_id) and _meta_path(where, agent_id).is_file()
 
     def agent_ids(self) -> list[str]:
         """Agents with a transcript in this session, oldest first."""
+        self.flush()
         return [m.agent_id for m in _metas(self.dir)]
 
     def find(self, name_or_id: str) -> str | None:
         """The agent id in this session for an id or a name (the newest of that name)."""
+        self.flush()
         found = self.search(self.root, name_or_id, sessions=[self.dir])
         return found[1] if found else None
 
@@ -328,6 +466,7 @@ class TranscriptStore:
         return session, meta.agent_id
 
     def _anywhere(self, name_or_id: str) -> tuple[Path, str] | None:
+        self.flush()
         here = self.search(self.root, name_or_id, sessions=[self.dir])
         return here or self.search(self.root, name_or_id)
 
@@ -355,6 +494,7 @@ def answered_notifications(root: Path, task_ids: list[str]) -> dict[str, Any] | 
     failing that, of any of them): {"tasks": [...], "answer": str}, from any session's
     parent transcript under `root`."""
     root = Path(root)
+    _flush_all()
     wanted = set(task_ids)
     best: tuple[float, int, dict[str, Any]] | None = None
     sessions = [p for p in root.iterdir() if p.is_dir()] if root.is_dir() else []
@@ -391,6 +531,7 @@ def _continue(path: Path) -> int:
     """The number of records in `path`, after cutting off a truncated last line (a crash)."""
     if not path.exists():
         return 0
+    _flush_all()  # another store of this process may still be writing it
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
         keep = data.rfind(b"\n") + 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import time
@@ -14,6 +15,7 @@ import pytest
 from jupyter_client.manager import KernelManager
 
 from forkagent_jupyter.emulator import Emulator
+from tests.loop_guard import LoopGuard
 
 
 @dataclass
@@ -120,6 +122,15 @@ class Kernel:
         mine = [m for m in self.iopub[start:] if m["parent_header"].get("msg_id") == msg_id]
         return Execution(reply, mine)
 
+    def guard_findings(self, clear: bool = False) -> list[dict[str, str]]:
+        """What the kernel's loop guard recorded so far (see tests/loop_guard.py)."""
+        code = f"print(__import__('tests.loop_guard', fromlist=['x']).findings_json({clear}))"
+        result = self.execute(code)
+        assert result.status == "ok", result.texts()
+        found = json.loads(result.texts().strip().splitlines()[-1])
+        assert found is not None, "the kernel has no loop guard"
+        return list(found)
+
     def start(self, code: str) -> str:
         """Send a cell without waiting for it."""
         return str(self.client.execute(code))
@@ -214,6 +225,8 @@ def kernel(emulator: Emulator, tmp_path: Path) -> Iterator[Kernel]:
         ANTHROPIC_BASE_URL=emulator.base_url,
         FORKAGENT_BACKEND="anthropic",
         PYTHONPATH=str(Path(__file__).resolve().parents[2]),
+        # the loop guard in the kernel (tests/loop_guard.py)
+        PYTHONSTARTUP=str(Path(__file__).with_name("loop_guard_startup.py")),
     )
     km = KernelManager(kernel_name="python3")
     km.start_kernel(env=env, cwd=str(tmp_path))
@@ -221,7 +234,13 @@ def kernel(emulator: Emulator, tmp_path: Path) -> Iterator[Kernel]:
     try:
         loaded = k.execute("%load_ext forkagent_jupyter")
         assert loaded.status == "ok", loaded.texts()
+        # `%load_ext` is a synchronous cell the user runs once: its imports and set-up are
+        # not counted; from here on every blocking call of the package on the loop is
+        k.guard_findings(clear=True)
         yield k
+        found = k.guard_findings()
+        if found:
+            pytest.fail("in the kernel: " + LoopGuard().report(found), pytrace=False)
     finally:
         k.client.stop_channels()
         km.shutdown_kernel(now=True)

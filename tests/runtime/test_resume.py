@@ -87,6 +87,7 @@ async def test_truncated_last_line_is_skipped(tmp_path: Path) -> None:
     t = store.open(AgentMeta(agent_id="a1", kind="fork"))
     t.append_message({"role": "user", "content": [{"type": "text", "text": "héllo"}]})
     t.append_message({"content": [{"text": "ok", "type": "text"}], "role": "assistant"})
+    await store.aflush()  # on disk before the file is damaged behind the store's back
     with t.path.open("a") as f:
         f.write('{"seq": 3, "type": "mess')
     loaded = store.load("a1")

@@ -339,3 +339,35 @@ def test_repair_drops_empty_trailing_assistant_messages(tmp_path: Path) -> None:
     done = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "answer"}]
     assert repair_for_resume(done) == (done, [])
     assert repair_for_resume([]) == ([], [])
+
+
+@pytest.mark.anyio
+async def test_appends_on_the_event_loop_leave_it_free_and_keep_their_order(
+    tmp_path: Path, loop_guard: Any
+) -> None:
+    store = TranscriptStore(tmp_path, "s1")
+    t = store.open(AgentMeta(agent_id=AGENT, kind="fork"))
+    for i in range(300):
+        t.append_event("step", {"i": i})
+        t.output(f"line {i}")
+    t.set_result("done")
+    assert not loop_guard.findings, loop_guard.report()  # the writer thread did the writes
+    await store.aflush()
+    records = lines(t.path)
+    assert [r["seq"] for r in records] == list(range(1, 302))
+    assert [r["data"]["i"] for r in records[:300]] == list(range(300))
+    assert records[-1]["kind"] == "result"
+    output = t.output_path.read_text().splitlines()
+    assert [x.split("] ", 1)[1] for x in output[:300]] == [f"line {i}" for i in range(300)]
+    assert output[-1] == "done"
+    assert (tmp_path / ".gitignore").read_text() == "*\n"
+    await store.aclose()
+
+
+def test_appends_off_the_event_loop_are_on_disk_when_they_return(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path, "s1")
+    t = store.open(AgentMeta(agent_id=AGENT, kind="fork"))
+    for i in range(3):
+        t.append_event("step", {"i": i})
+        assert len(lines(t.path)) == i + 1
+    store.close()

@@ -5,7 +5,8 @@ do the calls of workers forked with `--shared`. Each call runs in its own daemon
 event loop (in a kernel: the kernel's, with every card and worker on it) keeps running while
 code computes. Calls on one namespace are serialised: two agents never execute code in the same
 namespace at once. What the calling thread prints is captured by a thread-aware proxy on
-sys.stdout/stderr (all other writes pass through); its displays go to the runner's sink when it
+sys.stdout/stderr (all other writes pass through), installed only while a call runs (a stopped
+call's thread that still waits does not keep it); its displays go to the runner's sink when it
 has one (a worker's card), else where they would go anyway (the running cell), and their PNG
 figures are kept for the model. Cancelling a call interrupts its code (an exception raised in
 the thread at the next Python bytecode; code blocked inside a C call, such as `time.sleep`,
@@ -81,36 +82,60 @@ class _Tee(io.StringIO):
 
 
 _capture_lock = threading.Lock()
-_capturing = 0
+
+
+class _Capture:
+    """One call's routing of its thread's writes to sys.stdout/stderr into `out`/`err`.
+
+    The proxies are installed by the first capture and put back by the last release, so
+    sys.stdout/stderr are the original streams whenever no call is running. A call ends its
+    capture when it ends, or when it is stopped while its thread still waits in a C call
+    (`time.sleep`): a lingering thread never keeps the proxies installed."""
+
+    def __init__(self, out: io.StringIO, err: io.StringIO) -> None:
+        self.buffers = (out, err)
+        self.routers: list[tuple[str, _ThreadRouter]] = []
+        self.thread_id: int | None = None
+        self.ended = False
+
+    def start(self) -> None:
+        """Route the calling thread's writes (once, and not after `release`)."""
+        import sys
+
+        with _capture_lock:
+            if self.thread_id is not None or self.ended:
+                return
+            self.thread_id = threading.get_ident()
+            for name, buf in zip(("stdout", "stderr"), self.buffers, strict=True):
+                router = getattr(sys, name)
+                if not isinstance(router, _ThreadRouter):
+                    router = _ThreadRouter(router)
+                    setattr(sys, name, router)
+                router.buffers[self.thread_id] = buf
+                self.routers.append((name, router))
+
+    def release(self) -> None:
+        """End the routing (from any thread; again: nothing). A proxy that routes no other
+        call is replaced by the stream it stood in for."""
+        import sys
+
+        with _capture_lock:
+            self.ended = True
+            routers, self.routers = self.routers, []
+            for name, router in routers:
+                router.buffers.pop(self.thread_id or 0, None)
+                if not router.buffers and getattr(sys, name) is router:
+                    setattr(sys, name, router.original)
 
 
 @contextlib.contextmanager
-def _captured(out: io.StringIO, err: io.StringIO) -> Iterator[None]:
-    """Route this thread's writes to sys.stdout/stderr into `out`/`err` while inside."""
-    import sys
-
-    global _capturing
-    me = threading.get_ident()
-    with _capture_lock:
-        for name in ("stdout", "stderr"):
-            if not isinstance(getattr(sys, name), _ThreadRouter):
-                setattr(sys, name, _ThreadRouter(getattr(sys, name)))
-        routers = [r for r in (sys.stdout, sys.stderr) if isinstance(r, _ThreadRouter)]
-        for router, buf in zip(routers, (out, err), strict=True):
-            router.buffers[me] = buf
-        _capturing += 1
+def _captured(capture: _Capture) -> Iterator[None]:
+    """`capture` routes this thread's writes while inside."""
+    capture.start()
     try:
         yield
     finally:
-        with _capture_lock:
-            for router in routers:
-                router.buffers.pop(me, None)
-            _capturing -= 1
-            if _capturing == 0:
-                for name in ("stdout", "stderr"):
-                    current = getattr(sys, name)
-                    if isinstance(current, _ThreadRouter) and not current.buffers:
-                        setattr(sys, name, current.original)
+        capture.release()
 
 
 @contextlib.contextmanager
@@ -159,6 +184,7 @@ class _Job:
         self.thread_id: int | None = None
         self.armed = False  # the code is running: an interrupt may be raised in it
         self.cancelled = False
+        self.capture: _Capture | None = None
 
     def interrupt(self) -> None:
         """Stop the code (at most once); a job that has not started never starts."""
@@ -170,6 +196,9 @@ class _Job:
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(
                     ctypes.c_ulong(self.thread_id), ctypes.py_object(ExecutionInterrupted)
                 )
+            capture = self.capture
+        if capture is not None:  # the call is over, even if its thread still waits
+            capture.release()
 
     def run(self) -> ExecResult:
         sink = self.sink
@@ -178,7 +207,9 @@ class _Job:
         images: list[bytes] = []
         value: str | None = None
         error: str | None = None
-        with _namespace_thread_lock(self.namespace), _captured(out, err):
+        with self.guard:
+            self.capture = _Capture(out, err)
+        with _namespace_thread_lock(self.namespace), _captured(self.capture):
             try:
                 with _displays(sink, images):
                     with self.guard:

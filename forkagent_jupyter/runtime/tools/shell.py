@@ -98,9 +98,13 @@ class BashTool(Tool[BashInput]):
         if isinstance(groups, set):  # killed when its agent ends (`cmd &` children too)
             groups.add(proc.pid)
         loop = asyncio.get_running_loop()
-        transport, reader = await loop.connect_read_pipe(
-            lambda: _Collect(sink, loop), os.fdopen(read_fd, "rb", buffering=0)
-        )
+        try:
+            transport, reader = await loop.connect_read_pipe(
+                lambda: _Collect(sink, loop), os.fdopen(read_fd, "rb", buffering=0)
+            )
+        except BaseException:  # cancelled (or failed) before the output is read: no leftovers
+            await _kill(proc)
+            raise
         try:
             try:
                 await asyncio.wait_for(proc.wait(), args.timeout)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -70,14 +70,34 @@ async def test_only_this_calls_output_is_captured(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     original = sys.stdout
-    ns: dict[str, Any] = {}
-    task = asyncio.ensure_future(run("import time\nprint('inside')\ntime.sleep(0.3)", ns, tmp_path))
-    await asyncio.sleep(0.1)
+    ns: dict[str, Any] = {"started": threading.Event(), "printed": threading.Event()}
+    code = "print('inside')\nstarted.set()\n_ = printed.wait(30)"
+    task = asyncio.ensure_future(run(code, ns, tmp_path))
+    assert await asyncio.to_thread(ns["started"].wait, 30)
     print("from the event loop")  # another thread, while the code runs
+    ns["printed"].set()
     out = await task
     assert out.content == "inside"
     assert "from the event loop" in capsys.readouterr().out
     assert sys.stdout is original  # the proxy is gone when no call runs
+
+
+async def test_a_stopped_call_releases_stdout_while_its_thread_lingers(tmp_path: Path) -> None:
+    original = sys.stdout
+    ns: dict[str, Any] = {"started": threading.Event(), "release": threading.Event()}
+    # the code waits inside a C call, where an interrupt cannot reach it until it returns
+    task = asyncio.ensure_future(run("started.set()\nrelease.wait(30)", ns, tmp_path))
+    assert await asyncio.to_thread(ns["started"].wait, 30)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    try:
+        assert sys.stdout is original  # the call is over, though its thread still waits
+        out = await run("print('mine')", {}, tmp_path)
+        assert out.content == "mine"
+        assert sys.stdout is original
+    finally:
+        ns["release"].set()
 
 
 async def test_calls_on_one_namespace_are_serialised(tmp_path: Path) -> None:
@@ -95,45 +115,45 @@ async def test_calls_on_one_namespace_are_serialised(tmp_path: Path) -> None:
 
 
 async def test_separate_namespaces_run_in_parallel(tmp_path: Path) -> None:
-    code = "import time\ntime.sleep(0.5)"
-    started = time.monotonic()
-    await asyncio.gather(run(code, {}, tmp_path), run(code, {}, tmp_path))
-    assert time.monotonic() - started < 0.9
+    # each call waits for the other at a barrier: serialised calls would break it
+    barrier = threading.Barrier(2, timeout=30)
+    code = "barrier.wait()\n'met'"
+    a, b = await asyncio.gather(
+        run(code, {"barrier": barrier}, tmp_path), run(code, {"barrier": barrier}, tmp_path)
+    )
+    assert a.content == b.content == "'met'"
 
 
-async def test_event_loop_keeps_running_while_code_sleeps(tmp_path: Path) -> None:
-    ticks = 0
+async def test_event_loop_keeps_running_while_code_waits(tmp_path: Path) -> None:
+    # the code waits for something only the event loop does: a blocked loop never does it
+    ns: dict[str, Any] = {"started": threading.Event(), "ticked": threading.Event()}
+    code = "started.set()\nticked.wait(30)"
 
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.01)
-            ticks += 1
+    async def tick() -> None:
+        await asyncio.to_thread(ns["started"].wait, 30)
+        await asyncio.sleep(0)
+        ns["ticked"].set()
 
-    t = asyncio.ensure_future(ticker())
-    try:
-        out = await run("import time\ntime.sleep(0.5)\n'slept'", {}, tmp_path)
-    finally:
-        t.cancel()
-    assert out.content == "'slept'"
-    assert ticks >= 20, ticks
+    ticker = asyncio.ensure_future(tick())
+    out = await run(code, ns, tmp_path)
+    await ticker
+    assert out.content == "True"
 
 
 async def test_cancelling_interrupts_the_code_and_frees_the_namespace(tmp_path: Path) -> None:
-    ns: dict[str, Any] = {}
+    ns: dict[str, Any] = {"started": threading.Event()}
     spin = (
-        "import time\nstart = time.time()\nwhile time.time() - start < 20:\n    pass\n"
-        "finished = True"
+        "import time\nstarted.set()\nstart = time.time()\nwhile time.time() - start < 60:\n"
+        "    pass\nfinished = True"
     )
     task = asyncio.ensure_future(run(spin, ns, tmp_path))
-    await asyncio.sleep(0.3)
+    assert await asyncio.to_thread(ns["started"].wait, 30)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    started = time.monotonic()
-    after = await run("'finished' in globals()", ns, tmp_path)
+    # the namespace is free again long before the spin could end by itself
+    after = await asyncio.wait_for(run("'finished' in globals()", ns, tmp_path), 30)
     assert after.content == "False"  # the loop was interrupted, not left to finish
-    assert time.monotonic() - started < 3
 
 
 async def test_host_supplied_runner(tmp_path: Path) -> None:
