@@ -53,11 +53,36 @@ def _missing() -> str | None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     reason = _missing()
     for item in items:
-        if "tests/browser" not in str(item.fspath).replace(os.sep, "/"):
+        if not _is_browser(item):
             continue
         item.add_marker(pytest.mark.browser)
         if reason and os.environ.get("FORKAGENT_E2E") != "require":
             item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def _is_browser(item: pytest.Item) -> bool:
+    return "tests/browser" in str(item.fspath).replace(os.sep, "/")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A browser module is one person's session in steps: each test starts from the notebook
+    the one before it left (cells run, a kernel restarted). Random ordering (pytest-randomly,
+    which reorders during collection) keeps its place for the modules, but the steps inside
+    each module run in file order again."""
+    slots = [i for i, item in enumerate(session.items) if _is_browser(item)]
+    modules: list[str] = []
+    for i in slots:
+        name = session.items[i].nodeid.split("::")[0]
+        if name not in modules:
+            modules.append(name)
+
+    def step(item: pytest.Item) -> tuple[int, int]:
+        line = item.reportinfo()[1] or 0
+        return modules.index(item.nodeid.split("::")[0]), line
+
+    ordered = sorted((session.items[i] for i in slots), key=step)
+    for i, item in zip(slots, ordered, strict=True):
+        session.items[i] = item
 
 
 def _free_port() -> int:

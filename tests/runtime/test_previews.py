@@ -9,6 +9,7 @@ for byte. A call that would fail is refused before anyone is asked.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -172,9 +173,10 @@ async def test_a_file_changed_while_the_person_looked_is_not_edited(
     notes.write_text("x = 1\ny = 1\n")
     shown: list[str] = []
 
-    def approve_after_a_concurrent_write(request: PermissionRequest) -> Allow:
+    async def approve_after_a_concurrent_write(request: PermissionRequest) -> Allow:
         shown.append(request.preview)
-        notes.write_text("x = 1\ny = 1\nz = 1\n")  # written while the prompt was open
+        # written while the prompt was open (off the loop, as another agent's write would be)
+        await asyncio.to_thread(notes.write_text, "x = 1\ny = 1\nz = 1\n")
         return Allow()
 
     edit = {"file_path": "notes.txt", "old_string": "y = 1", "new_string": "y = 2"}
