@@ -43,6 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.output import finish
 from forkagent_jupyter.emulator import Emulator, OfflineBrain, Reply
 from forkagent_jupyter.runtime.permissions import AllowAll
 from forkagent_jupyter.runtime.session import Session
@@ -274,15 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         "kernel": kernel_rtt(20 if ns.quick else 200, PROCESSING_S[size]),
     }
     result["failures"] = check(result)
-    text = json.dumps(result, indent=2)
-    if ns.out is not None:
-        ns.out.parent.mkdir(parents=True, exist_ok=True)
-        ns.out.write_text(text + "\n")
-    print(text)
-    if ns.check and result["failures"]:
-        print("batch_fanout: " + "; ".join(result["failures"]), file=sys.stderr)
-        return 1
-    return 0
+    return finish("batch_fanout", result, ns.out, ns.check)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ CI size; `--check` fails when a bound below does not hold.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -32,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_client.manager import KernelManager
+
+from benchmarks.output import finish
 
 from .kernel_load import Client, rtts
 
@@ -321,14 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         client.kc.stop_channels()
         km.shutdown_kernel(now=True)
     result["failures"] = check(result)
-    text = json.dumps(result, indent=2)
-    ns.out.parent.mkdir(parents=True, exist_ok=True)
-    ns.out.write_text(text + "\n")
-    print(text)
-    if ns.check and result["failures"]:
-        print("compute_load: " + "; ".join(result["failures"]), file=sys.stderr)
-        return 1
-    return 0
+    return finish("compute_load", result, ns.out, ns.check)
 
 
 if __name__ == "__main__":

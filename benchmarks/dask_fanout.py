@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import statistics
 import sys
@@ -30,6 +29,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from benchmarks.output import finish
 
 from .compute_load import S, fan_out, start_kernel, wait_computing, wait_idle
 from .kernel_load import Client, rtts
@@ -196,14 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     if ns.dask_address:
         result["other_cluster"] = {"address": ns.dask_address, **measure(ns.dask_address, size)}
     result["failures"] = check(result)
-    text = json.dumps(result, indent=2)
-    ns.out.parent.mkdir(parents=True, exist_ok=True)
-    ns.out.write_text(text + "\n")
-    print(text)
-    if ns.check and result["failures"]:
-        print("dask_fanout: " + "; ".join(result["failures"]), file=sys.stderr)
-        return 1
-    return 0
+    return finish("dask_fanout", result, ns.out, ns.check)
 
 
 if __name__ == "__main__":

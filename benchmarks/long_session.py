@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.output import finish
 from forkagent_jupyter.emulator import Emulator
 from forkagent_jupyter.messages_api.catalog import DEFAULT_CATALOG
 from forkagent_jupyter.messages_api.tokens import ByteTokenizer, count_input_tokens
@@ -185,15 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         **asyncio.run(run(cells, window, cell_tokens)),
     }
     result["failures"] = check(result)
-    text = json.dumps(result, indent=2)
-    if ns.out is not None:
-        ns.out.parent.mkdir(parents=True, exist_ok=True)
-        ns.out.write_text(text + "\n")
-    print(text)
-    if ns.check and result["failures"]:
-        print("long_session: " + "; ".join(result["failures"]), file=sys.stderr)
-        return 1
-    return 0
+    return finish("long_session", result, ns.out, ns.check)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,8 @@ __all__ = ["Finding", "LoopGuard", "findings_json", "guarded", "install"]
 PACKAGE = str(Path(forkagent_jupyter.__file__).resolve().parent)
 
 KNOWN: list[tuple[str, set[str]]] = [
-    # reading agent definitions (.forkagent/agents/*.md) when a session starts or an agent runs
+    # reading agent definitions (.forkagent/agents/*.md) when a named agent starts (the
+    # listing each parent turn carries is read on a thread)
     ("runtime/agents.py", {"load_agent_file"}),
     # batch records: written when a batch changes state, read when batches are resumed or
     # shown as a DataFrame

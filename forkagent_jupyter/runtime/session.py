@@ -400,7 +400,7 @@ class Session:
     async def _turn(self, texts: list[str]) -> AsyncIterator[LoopEvent]:
         self.main.config = self._config()
         blocks = [{"type": "text", "text": t} for t in texts]
-        listing = self._agent_listing()
+        listing = await asyncio.to_thread(self._agent_listing)  # reads the agent files
         if listing is not None and listing != self._listed:
             blocks.insert(0, {"type": "text", "text": listing})
             self._listed = listing
