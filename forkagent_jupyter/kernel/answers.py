@@ -8,6 +8,7 @@ recorded delivery again, also after a restart (from the parent's transcript).
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -68,18 +69,21 @@ class AnswerDelivery:
             body = SafeMarkdown("\n\n---\n\n".join(shown))
             in_latest_request(display, body, display_id=launch.display_id, update=True)
 
-    def replay(self, keys: list[str]) -> None:
-        """`%notifications ID ...`: show recorded notifications and the answer again."""
+    async def replay(self, keys: list[str]) -> None:
+        """`%notifications ID ...`: show recorded notifications and the answer again (the
+        transcripts are read on a thread)."""
         session = self.ui.agent.session
         ids = []
         for key in keys:
             task = session.find_task(key)
             found = task.id if task else None
             if found is None and session.store is not None:
-                found = session.store.agent_id_for(key)
+                found = await session.store.aagent_id_for(key)
             ids.append(found or key)
         root = session.store.root if session.store is not None else None
-        record = answered_notifications(root, ids) if root is not None else None
+        record = None
+        if root is not None:
+            record = await asyncio.to_thread(answered_notifications, root, ids)
         if record is None:
             raise UsageError(
                 f"%notifications: no recorded notification for {' '.join(keys)} "

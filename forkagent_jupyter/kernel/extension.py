@@ -24,7 +24,15 @@ from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 from traitlets.config import Configurable
 
 from .bridge import Bridge
-from .magics import AgentMagics, agent_options, compact_options, tasks_options, transform_cell
+from .magics import (
+    AgentMagics,
+    agent_options,
+    compact_options,
+    notifications_options,
+    send_options,
+    tasks_options,
+    transform_cell,
+)
 
 if TYPE_CHECKING:
     from ..runtime.session import Session
@@ -403,14 +411,36 @@ class KernelAgent:
             raise UsageError("%fork: --poll needs a positive number of seconds")
         start_batch(self, template, str(opts["over"]), opts.get("name"), poll)
 
-    def send(self, to: str, message: str) -> None:
+    async def send_line(self, line: str) -> None:
+        """An awaited `%send` line."""
+        args = send_options(line)
+        await self.asend(args.to, interpolate(args.message, self.shell.user_ns))
+
+    async def asend(self, to: str, text: str) -> None:
+        """`%send`: the message to a running agent, or resuming a finished one (one of an
+        earlier session is read from its transcript on a thread)."""
         from ..runtime.errors import UsageError as RuntimeUsageError
 
         try:
-            reply = self.session.send_now(to, interpolate(message, self.shell.user_ns))
+            reply = await self.session.send(to, text)
         except RuntimeUsageError as exc:
             raise UsageError(f"%send: {exc}") from None
         self.ui.show_card(self.session.task(to), note=reply)
+
+    def send(self, to: str, message: str) -> Any:
+        """`%send` where no await is possible: at once to an agent this session holds; one to
+        resume from disk is resumed in the background (its handle returned)."""
+        from ..runtime.errors import UsageError as RuntimeUsageError
+
+        text = interpolate(message, self.shell.user_ns)
+        try:
+            reply = self.session.send_now(to, text)
+        except RuntimeUsageError as exc:
+            raise UsageError(f"%send: {exc}") from None
+        if reply is None:
+            return self._start(self.asend(to, text))
+        self.ui.show_card(self.session.task(to), note=reply)
+        return None
 
     def background(self, key: str) -> None:
         """`%bg ID`, the card's "Run in background" button, `api.background`."""
@@ -509,16 +539,35 @@ class KernelAgent:
         self.ui.show_compaction(event)
 
     def start_compact(self, args: str) -> Any:
-        return self._spawn(self.compact(args))
+        return self._start(self.compact(args))
 
     def start_pull(self, args: list[str]) -> Any:
-        return self._spawn(self.pull(args))
+        return self._start(self.pull(args))
 
     def start_wait(self, ids: list[str]) -> Any:
-        return self._spawn(self.wait_tasks(ids))
+        return self._start(self.wait_tasks(ids))
 
-    def replay(self, keys: list[str]) -> None:
-        self.ui.replay(keys)
+    async def notifications_line(self, line: str) -> None:
+        """An awaited `%notifications` line."""
+        await self.replay(notifications_options(line).ids)
+
+    async def replay(self, keys: list[str]) -> None:
+        await self.ui.replay(keys)
+
+    def start_replay(self, keys: list[str]) -> Any:
+        return self._start(self.replay(keys))
+
+    def _start(self, work: Any) -> asyncio.Task[Any]:
+        """A magic's awaitable work, where no await is possible: started in the background
+        (its output goes to this cell); a UsageError it meets is printed there."""
+
+        async def run() -> None:
+            try:
+                await work
+            except UsageError as exc:
+                print(f"UsageError: {exc}", file=sys.stderr)
+
+        return self._spawn(run())
 
     def tasks_table(self, ids: list[str]) -> None:
         from ..runtime.errors import UsageError as RuntimeUsageError

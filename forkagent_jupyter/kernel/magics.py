@@ -1,10 +1,11 @@
 """The magics: thin - parse, call the runtime through `KernelAgent`, display.
 
-`%%agent` cells and `%tasks --wait` / `--pull` lines are rewritten by an input transformer
-into a top-level `await`, so the cell stays busy while the kernel's event loop stays free
-(workers progress, buttons work). The magic functions below are what runs when no await is
-possible (`run_cell_magic` from code): the turn then starts in the background and its handle
-is returned.
+`%%agent` cells, `%tasks --wait` / `--pull` and `%compact` lines, and unindented `%send` and
+`%notifications` lines are rewritten by an input transformer into a top-level `await`, so the
+cell stays busy while the kernel's event loop stays free (workers progress, buttons work, and
+files are read on threads). The magic functions below are what runs when no await is possible
+(`run_cell_magic` from code, an indented line): the work then starts in the background and its
+handle is returned.
 
 Every magic's line, on either path, is parsed once, by the parser its `@magic_arguments`
 declare (`parse_line`); the prose of `%fork` and `%send` is kept as written.
@@ -27,7 +28,9 @@ __all__ = [
     "AgentMagics",
     "agent_options",
     "compact_options",
+    "notifications_options",
     "parse_line",
+    "send_options",
     "tasks_options",
     "transform_cell",
 ]
@@ -35,6 +38,9 @@ __all__ = [
 _CELL = re.compile(r"^%%agent\b(.*)$")
 _AWAITED = re.compile(r"^(\s*)%tasks(\s+--(?:wait|pull)\b.*)$")
 _COMPACT = re.compile(r"^(\s*)%compact\b(?![?])(.*)$")
+_TOP_LEVEL = re.compile(r"^()%(send|notifications)\b(?![?])(.*)$")
+"""`%send` and `%notifications` lines awaited when not indented (an indented line may be in
+a function, where an await is not allowed: those run the magic, see `KernelAgent.send`)."""
 
 
 def _first_word(text: str) -> tuple[str, str]:
@@ -97,8 +103,8 @@ def parse_line(magic: Any, line: str, name: str, text: str | None = None) -> Nam
 
 
 def transform_cell(lines: list[str]) -> list[str]:
-    """Input transformer: `%%agent` cells and `%tasks --wait`, `%tasks --pull` and `%compact`
-    lines become awaits."""
+    """Input transformer: `%%agent` cells and `%tasks --wait`, `%tasks --pull`, `%compact`,
+    and unindented `%send` and `%notifications` lines become awaits."""
     if not lines:
         return lines
     first = _CELL.match(lines[0].rstrip("\n"))
@@ -117,6 +123,10 @@ def transform_cell(lines: list[str]) -> list[str]:
         if compact and not awaited:
             indent, args = compact.group(1), compact.group(2).strip()
             line = f"{indent}await __forkagent__.compact({args!r})\n"
+        top = _TOP_LEVEL.match(line.rstrip("\n"))
+        if top:  # `{expr}` and `$name` expanded as IPython expands a magic's line
+            expanded = f"get_ipython().var_expand({top.group(3)!r})"
+            line = f"await __forkagent__.{top.group(2)}_line({expanded})\n"
         out.append(line)
     return out
 
@@ -189,9 +199,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @line_magic
     def send(self, line: str) -> Any:
         """Message a worker: queued if it is running, resumed if it has finished."""
-        args = parse_line(self.send, line, "%send", text="message")
-        if not args.to or not args.message:
-            raise UsageError("%send: usage: %send <worker id or name> <message>")
+        args = send_options(line)
         return self.host.send(args.to, args.message)
 
     @magic_arguments()
@@ -250,8 +258,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
         """Show the notifications of these tasks and the parent's answer again, from the
         transcripts on disk (no model call). Cells inserted by the JupyterLab extension run
         this when re-executed."""
-        args = parse_line(self.notifications, line, "%notifications")
-        return self.host.replay(args.ids)
+        return self.host.start_replay(notifications_options(line).ids)
 
 
 def agent_options(line: str) -> Namespace:
@@ -262,6 +269,19 @@ def agent_options(line: str) -> Namespace:
 def tasks_options(line: str) -> Namespace:
     """The arguments of a `%tasks` line (whether the line is awaited or not)."""
     return parse_line(AgentMagics.tasks, line, "%tasks")
+
+
+def send_options(line: str) -> Namespace:
+    """The arguments of a `%send` line (whether the line is awaited or not)."""
+    args = parse_line(AgentMagics.send, line, "%send", text="message")
+    if not args.to or not args.message:
+        raise UsageError("%send: usage: %send <worker id or name> <message>")
+    return args
+
+
+def notifications_options(line: str) -> Namespace:
+    """The arguments of a `%notifications` line (whether the line is awaited or not)."""
+    return parse_line(AgentMagics.notifications, line, "%notifications")
 
 
 def compact_options(line: str) -> Namespace:

@@ -221,8 +221,8 @@ class KernelUI:
     def _on_auto_turn(self, auto: AutoTurn) -> None:
         self.answers.deliver(auto)
 
-    def replay(self, keys: list[str]) -> None:
-        self.answers.replay(keys)
+    async def replay(self, keys: list[str]) -> None:
+        await self.answers.replay(keys)
 
     # -- %tasks ----------------------------------------------------------------------------------
 

@@ -384,7 +384,8 @@ class BatchRun:
 
     def _write_record(self, **extra: Any) -> None:
         path = self._record_path()
-        if path is None:
+        store = self.session.store
+        if path is None or store is None:
             return
         forks = [
             {
@@ -403,10 +404,7 @@ class BatchRun:
             "collected": False,
             **extra,
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(redact(json.dumps(record, ensure_ascii=False, indent=1)) + "\n")
-        tmp.replace(path)
+        store.write_json(path, record)
 
     async def _collect(self) -> None:
         try:
@@ -649,7 +647,7 @@ async def resume_batches(session: Session) -> list[BatchRun]:
     except ConfigError:
         return []
     resumed = []
-    for path, record in _pending_records(store.root):
+    for path, record in await asyncio.to_thread(_pending_records, store.root):
         batch_id = str(record["batch_id"])
         if batch_id in session.batches or path.parent.parent == store.dir:
             continue
@@ -667,7 +665,7 @@ async def resume_batches(session: Session) -> list[BatchRun]:
         for fork in record.get("forks") or []:
             agent_id = str(fork.get("agent_id"))
             try:
-                loaded = store.load(agent_id)
+                loaded = await store.aload(agent_id)
             except UsageError:
                 continue
             base = session._fork_config(session.main, agent_id, None)
@@ -692,7 +690,7 @@ async def resume_batches(session: Session) -> list[BatchRun]:
         if not run.forks:
             continue
         # this session now owns the batch: its record moves here, the old one is closed
-        path.write_text(json.dumps({**record, "collected": True, "moved_to": str(store.dir)}))
+        store.write_json(path, {**record, "collected": True, "moved_to": str(store.dir)})
         run._write_record()
         session.registry.subscribe(run.on_task_change)
         session.batches[batch_id] = run

@@ -452,22 +452,23 @@ class Session:
         assert result is not None
         return result
 
-    def resume(self, session_id: str) -> int:
+    async def resume(self, session_id: str) -> int:
         """Continue the parent conversation of an earlier session (by its id, under the same
         transcripts folder) as it stood at its end, compactions applied; returns the number
         of messages. Its workers are resumed one by one with `send`."""
         if self.store is None:
             raise UsageError("Resuming needs transcripts (Session(transcripts=...)).")
         folder = self.store.root / session_id
-        loaded = self.store.load("main", folder)
-        self.main.history[:] = loaded.messages
-        ends = [i for i, m in enumerate(self.main.history) if m["role"] == "user"]
-        self.main.state.previous_end = ends[-1] if ends else None
-        self._listed = None
-        if self.main.transcript is not None:
-            self.main.transcript.append_event(
-                "resumed", {"from": session_id, "messages": list(self.main.history)}
-            )
+        loaded = await self.store.aload("main", folder)
+        async with self._lock:  # not in the middle of a turn
+            self.main.history[:] = loaded.messages
+            ends = [i for i, m in enumerate(self.main.history) if m["role"] == "user"]
+            self.main.state.previous_end = ends[-1] if ends else None
+            self._listed = None
+            if self.main.transcript is not None:
+                self.main.transcript.append_event(
+                    "resumed", {"from": session_id, "messages": list(self.main.history)}
+                )
         return len(self.main.history)
 
     # -- background work -----------------------------------------------------------------
@@ -549,13 +550,16 @@ class Session:
         return await self.compute.pull(task.id, names)
 
     async def send(self, to: str, message: str) -> str:
-        """Message a running worker (queued) or a finished one (resumed)."""
-        return self.send_now(to, message)
-
-    def send_now(self, to: str, message: str) -> str:
-        """`send` for callers that cannot await (the notebook's `%send`)."""
+        """Message a running worker (queued) or a finished one (resumed; one of an earlier
+        session from its transcript, read on a thread)."""
         self.budget.check("The message was")
-        return self.workers.send(to, message)
+        return await self.workers.send(to, message)
+
+    def send_now(self, to: str, message: str) -> str | None:
+        """`send` for callers that cannot await, to an agent this session holds: its reply,
+        or None when the agent has to be resumed from disk (then `await send(...)`)."""
+        self.budget.check("The message was")
+        return self.workers.deliver(to, message)
 
     def background(self, task_id: str) -> Task:
         """Move a synchronous named agent to the background: the parent's Agent call that
@@ -739,7 +743,7 @@ class Session:
         if self._responder is not None and not self._responder.done():
             self._responder.cancel()
             await asyncio.wait({self._responder})
-        self.compute.close()
+        await self.compute.aclose()
         if self.store is not None:
             await self.store.aclose()
         await self.client.aclose()

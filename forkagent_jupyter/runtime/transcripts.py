@@ -17,6 +17,8 @@ end of the process. Everything written passes through `redact`. A fork does not 
 inherits: its meta names the parent, the number of shared messages and the parent's record
 count at the start. A failing write is logged and ends that transcript (the agent runs on).
 
+Reading back (`load`, `agent_id_for`, ...) blocks until the files are read; on the event loop
+the runtime calls the `a`-versions (`aload`, `aagent_id_for`), which read on a thread.
 Loading replays the records as the runtime builds histories (same-role messages merge, a
 `reset` event starts over, a `compacted` or `resumed` event carries the history from there),
 skips a truncated last line with a warning, then repairs the end (`repair_for_resume`). The
@@ -395,6 +397,22 @@ class TranscriptStore:
 
         self._writer.submit(write)
 
+    def write_json(self, path: Path, data: Any) -> None:
+        """Replace the file `path` (under the root) with `data` as JSON, in one step, on the
+        writer thread: in order with the transcripts, never on the event loop."""
+        text = redact(json.dumps(data, ensure_ascii=False, indent=1)) + "\n"
+
+        def write() -> None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(".tmp")
+                tmp.write_text(text, encoding="utf-8")
+                tmp.replace(path)
+            except OSError as exc:
+                log.error("cannot write %s: %s", path, exc)
+
+        self._writer.submit(write)
+
     def open(self, agent_id: str | AgentMeta, meta: AgentMeta | None = None) -> Transcript:
         """Start or continue an agent's transcript: `open(meta)` or `open(agent_id, meta)`.
 
@@ -475,6 +493,10 @@ class TranscriptStore:
         found = self._anywhere(name_or_id)
         return found[1] if found else None
 
+    async def aagent_id_for(self, name_or_id: str) -> str | None:
+        """`agent_id_for` for the event loop: the files are read on a thread."""
+        return await asyncio.to_thread(self.agent_id_for, name_or_id)
+
     # -- loading ---------------------------------------------------------------------------
 
     def load(self, agent_id: str, session_dir: Path | None = None) -> LoadedTranscript:
@@ -487,6 +509,10 @@ class TranscriptStore:
         meta = _read_meta(_meta_path(session, agent_id))
         messages, repairs = repair_for_resume(_replay(session, meta, upto=None, seen=set()))
         return LoadedTranscript(meta, messages, session, repairs)
+
+    async def aload(self, agent_id: str, session_dir: Path | None = None) -> LoadedTranscript:
+        """`load` for the event loop: the files are read on a thread."""
+        return await asyncio.to_thread(self.load, agent_id, session_dir)
 
 
 def answered_notifications(root: Path, task_ids: list[str]) -> dict[str, Any] | None:

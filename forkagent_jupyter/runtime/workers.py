@@ -222,9 +222,14 @@ class Workers:
             self._record(run, parent.id, shared)
         return self._start(run)
 
-    def definition(self, agent_type: str) -> AgentDefinition:
+    async def definitions(self) -> dict[str, AgentDefinition]:
+        """The named agents, their files read on a thread (they are read again at each use:
+        an edited file counts from the next agent on)."""
+        return await asyncio.to_thread(self._definitions)
+
+    async def definition(self, agent_type: str) -> AgentDefinition:
         """The named agent `agent_type`, or a ToolError listing the available ones."""
-        definitions = self._definitions()
+        definitions = await self.definitions()
         found = definitions.get(agent_type)
         if found is None:
             raise ToolError(unknown_agent_message(agent_type, sorted(definitions)))
@@ -233,7 +238,7 @@ class Workers:
     def named(
         self,
         parent: AgentRun,
-        agent_type: str,
+        definition: AgentDefinition,
         prompt: str,
         *,
         description: str,
@@ -243,11 +248,8 @@ class Workers:
         agent_id: str | None = None,
         worktree: Worktree | None = None,
     ) -> AgentRun:
-        """Prepare (not start) a named agent run; `start` it."""
-        definitions = self._definitions()
-        definition = definitions.get(agent_type)
-        if definition is None:
-            raise ToolError(unknown_agent_message(agent_type, sorted(definitions)))
+        """Prepare (not start) a run of the named agent `definition` (see `definition`);
+        `start` it."""
         agent_id = agent_id or new_agent_id()
         task = Task(
             id=agent_id,
@@ -607,8 +609,17 @@ class Workers:
 
     # -- messaging and stopping --------------------------------------------------------------
 
-    def send(self, to: str, message: str) -> str:
-        """Deliver `message` to a running agent, or resume a finished one with it."""
+    async def send(self, to: str, message: str) -> str:
+        """Deliver `message` to a running agent, or resume a finished one with it (one this
+        session does not hold, from its transcript)."""
+        reply = self.deliver(to, message)
+        if reply is None:
+            return await self._revive(to, message)
+        return reply
+
+    def deliver(self, to: str, message: str) -> str | None:
+        """`send` to an agent this session holds, at once (None: it holds no such agent;
+        `send` resumes it from disk)."""
         if not message.strip():
             raise UsageError("The message is empty.")
         if to == "main" or (self.main is not None and to == self.main.id):
@@ -618,7 +629,7 @@ class Workers:
             )
         task_or_none = self.registry.find(to)
         if task_or_none is None:
-            return self._revive(to, message)
+            return None
         task = task_or_none
         run = self.runs.get(task.id)
         if run is None:
@@ -673,21 +684,25 @@ class Workers:
         run.reisolate = run.reisolate or removed
         run.worktree = fresh
 
-    def _revive(self, key: str, message: str) -> str:
-        """Resume an agent this session does not hold, from its transcript on disk."""
-        agent_id = self.store.agent_id_for(key) if self.store is not None else None
-        if agent_id is None or self.store is None or self.main is None:
+    async def _revive(self, key: str, message: str) -> str:
+        """Resume an agent this session does not hold, from its transcript on disk (read on
+        a thread)."""
+        store = self.store
+        agent_id = await store.aagent_id_for(key) if store is not None else None
+        if agent_id is None or store is None or self.main is None:
             self.registry.get(key)  # raises the "No task ..." error with the known tasks
             raise UsageError(f"No transcript found for agent {key!r}.")
-        loaded = self.store.load(agent_id)
+        loaded = await store.aload(agent_id)
+        definitions = await self.definitions() if loaded.meta.kind != "fork" else {}
+        reply = self.deliver(agent_id, message)  # revived meanwhile by another message
+        if reply is not None:
+            return reply
         meta = loaded.meta
         if meta.kind == "fork":
             config = replace(self._fork_config(self.main, agent_id, None), max_turns=FORK_MAX_TURNS)
             definition = None
         else:
-            definition = self._definitions().get(meta.kind)
-            if definition is None:
-                definition = self._definitions()["general-purpose"]
+            definition = definitions.get(meta.kind) or definitions["general-purpose"]
             config = self._named_config(self.main, definition, agent_id, meta.model or None)
         worktree = None
         if meta.worktree is not None:

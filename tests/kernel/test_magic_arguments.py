@@ -7,7 +7,15 @@ from __future__ import annotations
 import pytest
 from IPython.core.error import UsageError
 
-from forkagent_jupyter.kernel.magics import AgentMagics, agent_options, parse_line, tasks_options
+from forkagent_jupyter.kernel.magics import (
+    AgentMagics,
+    agent_options,
+    notifications_options,
+    parse_line,
+    send_options,
+    tasks_options,
+    transform_cell,
+)
 
 
 def test_prose_is_kept_as_written_after_the_declared_options() -> None:
@@ -55,3 +63,20 @@ def test_bad_arguments_are_one_line_naming_the_magic(
     with pytest.raises(UsageError) as caught:
         parse_line(magic, line, name, text=text)
     assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
+
+
+def test_lines_that_read_files_are_awaited_where_an_await_is_allowed() -> None:
+    """`%send` (a resume reads a transcript) and `%notifications` (reads the parent's) become
+    awaits at the top level of a cell; indented, in a function perhaps, they stay magics."""
+    cell = ["%send w1 it's {x}\n", "%notifications a b\n", "if True:\n", "    %send w1 hi\n"]
+    assert transform_cell(cell) == [
+        'await __forkagent__.send_line(get_ipython().var_expand(" w1 it\'s {x}"))\n',
+        "await __forkagent__.notifications_line(get_ipython().var_expand(' a b'))\n",
+        "if True:\n",
+        "    %send w1 hi\n",
+    ]
+    assert transform_cell(["%send?\n"]) == ["%send?\n"]  # IPython shows the help
+    assert vars(send_options(" w1 it's {x}")) == {"to": "w1", "message": "it's {x}"}
+    assert notifications_options(" a b").ids == ["a", "b"]
+    with pytest.raises(UsageError, match=r"^%send: usage"):
+        send_options("w1")

@@ -438,7 +438,17 @@ def test_replay_and_resume_after_a_kernel_restart(kernel: Kernel, emulator: Any)
     replayed = kernel.execute("%notifications keeper")
     assert replayed.status == "ok", replayed.texts()
     assert "42" in replayed.texts() and len(emulator.api_requests()) == calls
-    resumed = kernel.execute("%send keeper and now `py: 6 * 8`")
+    # where no await is possible (code, an indented line) the magic starts the same work in
+    # the background: its output, and its error, still land in the cell that ran it
+    started = kernel.execute(
+        't = get_ipython().run_line_magic("notifications", "keeper")\nawait t\n'
+        't = get_ipython().run_line_magic("notifications", "nosuchtask")\nawait t'
+    )
+    assert started.status == "ok", started.texts()
+    assert "42" in started.texts()
+    assert "UsageError: %notifications: no recorded notification" in started.texts()
+    # the line is expanded as IPython expands a magic's (`{3 + 3}` is 6)
+    resumed = kernel.execute("%send keeper and now `py: {3 + 3} * 8`")
     assert resumed.status == "ok", resumed.texts()
     assert "resumed from its transcript" in resumed.texts()
     ui, key = "__forkagent__.ui", "__forkagent__.session.registry.get('keeper').id"

@@ -4,6 +4,7 @@ against the emulator; Bedrock's AWS event-stream responses are not served by the
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import os
@@ -108,7 +109,11 @@ async def test_an_sdk_profile_is_a_credential(
 ) -> None:
     token = "profile-access-token-" + "7" * 20
     _write_profile(clean_env / ".config" / "anthropic", emulator.base_url, token)
-    session = Session(workdir=tmp_path, permission_policy=AllowAll(), home=clean_env)
+    # Session() is synchronous and the SDK reads its profile file there, once: the caller's
+    # own blocking call, made here off the loop (as a script makes it)
+    session = await asyncio.to_thread(
+        Session, workdir=tmp_path, permission_policy=AllowAll(), home=clean_env
+    )
     try:
         assert session.backend == "anthropic"
         turn = await session.ask("Say hello.")

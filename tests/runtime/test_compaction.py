@@ -198,7 +198,7 @@ async def test_resume_after_compaction_gets_the_compacted_history(
     await first.aclose()
 
     second = sessions(compact_at=None)
-    assert second.resume(first.session_id) == len(kept)
+    assert await second.resume(first.session_id) == len(kept)
     assert second.messages == kept
     assert cell(0) not in json.dumps(second.messages)  # only in the summary's words
     turn = await second.ask("And now?")
@@ -211,7 +211,7 @@ async def test_resume_after_compaction_gets_the_compacted_history(
     assert usage["cache_read_input_tokens"] > 0  # the resumed prefix is the one sent before
     # and a third session resumes the second's (resumed, then extended) conversation
     third = sessions(compact_at=None)
-    third.resume(second.session_id)
+    await third.resume(second.session_id)
     assert third.messages == second.messages
 
 
@@ -244,7 +244,7 @@ async def test_fork_with_turns_inherits_only_the_last_turns(
     assert all(t.status == "completed" for t in [whole, *windowed])
     assert prompt_tokens(firsts["Short 0:"]) < prompt_tokens(firsts["Whole:"]) - 3 * 700
     # the windowed fork's transcript holds its own messages (resumable on its own)
-    loaded = session.store.load(windowed[0].id)  # type: ignore[union-attr]
+    loaded = await session.store.aload(windowed[0].id)  # type: ignore[union-attr]
     assert cell(2) not in json.dumps(loaded.messages) and cell(3) in json.dumps(loaded.messages)
     with pytest.raises(UsageError, match="1 or more"):
         await session.fork("bad", turns=0)
@@ -298,7 +298,7 @@ async def test_a_worker_compacts_inside_its_own_transcript(
     path = session.store.dir / "agents" / f"{worker.id}.jsonl"  # type: ignore[union-attr]
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert any(r.get("kind") == "compacted" for r in records)
-    loaded = session.store.load(worker.id)  # type: ignore[union-attr]
+    loaded = await session.store.aload(worker.id)  # type: ignore[union-attr]
     assert SUMMARY_TAG in json.dumps(loaded.messages[0])
     assert "Again 2:" in json.dumps(loaded.messages)
     # its directive survives, whichever turns were dropped

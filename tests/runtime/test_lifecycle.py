@@ -62,7 +62,8 @@ async def test_max_turns_completes_with_a_note(make_session: Any, tmp_path: Path
         "---\ndescription: counts\ntools: Python\nmaxTurns: 1\n---\nYou count.\n"
     )
     session = make_session(auto_respond=False)
-    run = session.workers.named(session.main, "counter", "Count `py: 1 + 1`", description="count")
+    counter = await session.workers.definition("counter")
+    run = session.workers.named(session.main, counter, "Count `py: 1 + 1`", description="count")
     task = session.workers.start(run)
     [done] = await session.wait(task.id, timeout=30)
     assert done.status == "completed"
@@ -100,8 +101,9 @@ async def test_nested_agent_hears_from_its_own_fork(tmp_path: Path, make_session
         "---\ndescription: delegates\ntools: Agent, Python\n---\nYou delegate.\n"
     )
     session = make_session(auto_respond=False)
+    lead_agent = await session.workers.definition("lead")
     run = session.workers.named(
-        session.main, "lead", "Delegate.\nfork: child work `py: 5 * 5`", description="lead"
+        session.main, lead_agent, "Delegate.\nfork: child work `py: 5 * 5`", description="lead"
     )
     lead = session.workers.start(run)
     await session.wait(lead.id, timeout=30)
@@ -135,22 +137,22 @@ async def test_clear_errors_for_bad_agents_and_ids(tmp_path: Path, make_session:
     from forkagent_jupyter.runtime.tools.base import ToolError
 
     with pytest.raises(ToolError, match=r"Agent type 'nope' not found\. Available agents: general"):
-        session.workers.named(session.main, "nope", "x", description="x")
+        await session.workers.definition("nope")
     agents = tmp_path / ".forkagent" / "agents"
     agents.mkdir(parents=True)
     bad = agents / "broken.md"
     bad.write_text("---\ndescription: x\nmaxTurns: 0\n---\nbody\n")
     with pytest.raises(AgentFileError, match=r"broken\.md: field 'maxTurns'"):
-        session.agent_definitions()
+        await session.workers.definitions()
     bad.write_text("---\ndescription: x\ncolour: red\n---\nbody\n")
     with pytest.warns(AgentFileWarning, match=r"broken\.md: key 'colour' is not used here"):
-        assert "broken" in session.agent_definitions()  # loads; the key is ignored
+        assert "broken" in await session.workers.definitions()  # loads; the key is ignored
     bad.write_text("no front matter")
     with pytest.raises(AgentFileError, match=r"broken\.md: missing front matter"):
-        session.agent_definitions()
+        await session.workers.definitions()
     bad.write_text("---\ndescription: [x\n---\nbody\n")
     with pytest.raises(AgentFileError, match=r"broken\.md: front matter is not valid YAML"):
-        session.agent_definitions()
+        await session.workers.definitions()
 
 
 class SlowPolicy:

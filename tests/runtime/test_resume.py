@@ -71,13 +71,13 @@ async def test_fork_transcripts_share_the_parents_file(make_session: Any, tmp_pa
     assert session.store is not None
     store = TranscriptStore(session.store.root, "reader")
     for task in tasks:
-        loaded = store.load(task.id)
+        loaded = await store.aload(task.id)
         assert loaded.meta.inherits_from == "main"
         assert loaded.messages[: len(session.messages[:2])] == session.messages[:2]
         own = (session.store.dir / "agents" / f"{task.id}.jsonl").read_text()
         assert "Some context to inherit." not in own  # not copied: inherited by reference
     with pytest.raises(Exception, match="No transcript found"):
-        store.load("a0000000000000000")
+        await store.aload("a0000000000000000")
 
 
 async def test_truncated_last_line_is_skipped(tmp_path: Path) -> None:
@@ -90,6 +90,6 @@ async def test_truncated_last_line_is_skipped(tmp_path: Path) -> None:
     await store.aflush()  # on disk before the file is damaged behind the store's back
     with t.path.open("a") as f:
         f.write('{"seq": 3, "type": "mess')
-    loaded = store.load("a1")
+    loaded = await store.aload("a1")
     assert [m["role"] for m in loaded.messages] == ["user", "assistant"]
     assert list(loaded.messages[1]) == ["content", "role"]  # key order kept

@@ -66,8 +66,9 @@ async def test_a_resumed_nested_worker_reports_to_the_nearest_live_owner(
         "---\ndescription: delegates\ntools: Agent, Python\n---\nYou delegate.\n"
     )
     session = make_session(auto_respond=False)
+    lead_agent = await session.workers.definition("lead")
     run = session.workers.named(
-        session.main, "lead", "Delegate.\nfork: child work `py: 5 * 5`", description="lead"
+        session.main, lead_agent, "Delegate.\nfork: child work `py: 5 * 5`", description="lead"
     )
     lead = session.workers.start(run)
     await session.wait(lead.id, timeout=30)

@@ -74,7 +74,7 @@ async def start_isolated(session: Any, repo: Path, prompt: str, **kw: Any) -> An
     worktree = await create_worktree(repo, agent_id)
     run = session.workers.named(
         session.main,
-        "general-purpose",
+        await session.workers.definition("general-purpose"),
         prompt,
         description="isolated work",
         agent_id=agent_id,
@@ -167,7 +167,10 @@ async def test_background_shell_children_die_with_their_agent(
     session = make_session(auto_respond=False)
     pidfile = tmp_path / "pid.txt"
     run = session.workers.named(
-        session.main, "general-purpose", f"SPAWN {pidfile}", description="spawner"
+        session.main,
+        await session.workers.definition("general-purpose"),
+        f"SPAWN {pidfile}",
+        description="spawner",
     )
     task = session.workers.start(run)
     await session.wait(task.id, timeout=30)

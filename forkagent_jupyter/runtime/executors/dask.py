@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import pickle
+import threading
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -173,13 +174,34 @@ class DaskBackend:
         return runner
 
     def close(self) -> None:
+        """Kill the runners; a client this backend connected is closed on a thread of its own
+        (closing waits for the scheduler: not on the event loop, and not waited for here)."""
+        client = self._release()
+        if client is not None:
+            threading.Thread(
+                target=_close_client, args=(client,), name="forkagent-dask-close", daemon=True
+            ).start()
+
+    async def aclose(self) -> None:
+        """`close`, returning once the client is closed (waiting off the event loop)."""
+        client = self._release()
+        if client is not None:
+            await asyncio.to_thread(_close_client, client)
+
+    def _release(self) -> Any:
+        """Kill the runners; the client to close (one this backend connected), if any."""
         for runner in self.runners:
             runner.kill("the session was closed")
         self._groups.clear()
         if self._owns_client and self._client is not None:
             client, self._client = self._client, None
-            with contextlib.suppress(Exception):
-                client.close(timeout=2)
+            return client
+        return None
+
+
+def _close_client(client: Any) -> None:
+    with contextlib.suppress(Exception):
+        client.close(timeout=2)
 
 
 class DaskRunner:

@@ -199,8 +199,9 @@ class ComputePlane:
         """Worker processes alive now."""
         return len(self._alive)
 
-    def close(self) -> None:
-        """Kill every worker process and snapshot (the session is closing)."""
+    async def aclose(self) -> None:
+        """Kill every worker process and snapshot, and close the Dask client this plane
+        connected (the session is closing)."""
         for runner in list(self.runners.values()):
             if isinstance(runner, ProcessRunner):
                 runner.kill("the session was closed")
@@ -208,4 +209,4 @@ class ComputePlane:
             snapshot.current = False
             snapshot.close()
         if self.dask is not None:
-            self.dask.close()
+            await self.dask.aclose()

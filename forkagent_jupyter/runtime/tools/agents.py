@@ -158,7 +158,7 @@ class AgentTool(Tool[AgentInput]):
         if agent_type is None and not workers.forking:
             agent_type = "general-purpose"
         agent_id = new_agent_id()
-        definition = None if agent_type is None else workers.definition(agent_type)
+        definition = None if agent_type is None else await workers.definition(agent_type)
         isolation = args.isolation or (definition.isolation if definition else None)
         worktree = None
         try:
@@ -180,9 +180,10 @@ class AgentTool(Tool[AgentInput]):
                     turns=args.fork_turns,
                 )
                 return launched_text(task)
+            assert definition is not None
             run = workers.named(
                 parent,
-                agent_type,
+                definition,
                 args.prompt,
                 description=args.description,
                 tool_use_id=tool_use_id,
@@ -249,7 +250,7 @@ class SendMessageTool(Tool[SendMessageInput]):
     async def run(self, args: SendMessageInput, ctx: ToolContext) -> str:
         workers, _ = _workers(ctx)
         try:
-            return str(workers.send(args.to, args.message))
+            return str(await workers.send(args.to, args.message))
         except UsageError as exc:
             raise ToolError(str(exc)) from None
 

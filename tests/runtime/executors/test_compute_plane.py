@@ -62,7 +62,8 @@ async def test_a_named_agent_chooses_its_namespace_in_its_file(
     )
     namespace: dict[str, Any] = {}
     session = make_session(auto_respond=False, namespace=namespace)
-    run = session.workers.named(session.main, "setter", "Set `py: w = 7`", description="set")
+    setter = await session.workers.definition("setter")
+    run = session.workers.named(session.main, setter, "Set `py: w = 7`", description="set")
     task = session.workers.start(run)
     assert (await done(session, task)).status == "completed"
     assert namespace["w"] == 7
