@@ -335,6 +335,23 @@ def _long_session(r: dict[str, Any]) -> list[str]:
     return out
 
 
+def _resume_read(r: dict[str, Any]) -> list[str]:
+    out = ["### The loop while an agent is resumed from its transcript (`resume_read`)", ""]
+    rows = [
+        [label, f"{r[key]['seconds'] * 1000:.0f} ms", f"{r[key]['longest_stall_s'] * 1000:.0f} ms"]
+        for label, key in (("`load` on the loop", "load_on_loop"), ("`await aload`", "aload"))
+        if key in r
+    ]
+    out += _table(["read", "wall time", "longest loop stall"], rows)
+    if r.get("stall_ratio") is not None:
+        out += [
+            f"{r['messages']:,} messages ({r['transcript_bytes'] / 1e6:.1f} MB): the stall "
+            f"with the read on a thread is {r['stall_ratio']:.2f} of the stall on the loop.",
+            "",
+        ]
+    return out
+
+
 SECTIONS = {
     "dask_fanout": _dask_fanout,
     "fork_cache": _fork_cache,
@@ -345,6 +362,7 @@ SECTIONS = {
     "emulator_throughput": _emulator,
     "batch_fanout": _batch_fanout,
     "long_session": _long_session,
+    "resume_read": _resume_read,
 }
 
 

@@ -585,17 +585,25 @@ def _metas(session: Path) -> list[AgentMeta]:
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
+    """The records of a transcript file, read line by line (a long file is never one string:
+    a reading thread lets the event loop in between lines)."""
     if not path.exists():
         return []
-    lines = [x for x in path.read_text(encoding="utf-8", errors="replace").split("\n") if x.strip()]
     records = []
-    for number, line in enumerate(lines, start=1):  # we never write blank lines
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            if number < len(lines):
-                raise TranscriptError(f"{path}: line {number} is not valid JSON") from None
-            log.warning("%s: skipping a truncated last line (line %d)", path, number)
+    number, broken = 0, 0  # `broken`: a line that is not JSON, allowed only as the last one
+    with path.open(encoding="utf-8", errors="replace", newline="\n") as lines:
+        for line in lines:
+            if not line.strip():  # we never write blank lines
+                continue
+            number += 1
+            if broken:
+                raise TranscriptError(f"{path}: line {broken} is not valid JSON")
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                broken = number
+    if broken:
+        log.warning("%s: skipping a truncated last line (line %d)", path, broken)
     return [r for r in records if isinstance(r, dict)]
 
 
