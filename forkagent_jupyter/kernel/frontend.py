@@ -61,6 +61,9 @@ class FrontendRows:
             "pending_approvals": sum(
                 1 for p in self.ui.pending.values() if p.request.task_id == task.id
             ),
+            "context_tokens": task.context_tokens,
+            "context_window": task.context_window,
+            "compactions": task.compactions,
         }
 
     def approval_row(self, prompt: ApprovalPrompt) -> Approval:

@@ -60,6 +60,11 @@ class TaskRow(TypedDict):
     current_input: str
     started_at: float
     pending_approvals: int
+    context_tokens: int
+    """The prompt size of its last request (what it holds in context)."""
+    context_window: int
+    """Its model's context window (0: unknown)."""
+    compactions: int
 
 
 class Approval(TypedDict):

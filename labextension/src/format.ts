@@ -48,6 +48,28 @@ export function tokensTitle(u: ITokenUsage): string {
   );
 }
 
+/** Context held against the window, short: `45k / 200k (23%)` (`45k` when the window is
+ * unknown), and exactly, for a tooltip. */
+export function formatContext(
+  t: Pick<ITaskRow, 'context_tokens' | 'context_window' | 'compactions'>
+): { short: string; title: string } {
+  const n = (v: number) => v.toLocaleString('en-US');
+  const compacted = t.compactions > 0 ? `, compacted ${t.compactions}x` : '';
+  if (t.context_window <= 0) {
+    return {
+      short: formatTokens(t.context_tokens),
+      title: `context ${n(t.context_tokens)} tokens (its last request)${compacted}`
+    };
+  }
+  const share = formatRatio(t.context_tokens / t.context_window);
+  return {
+    short: `${formatTokens(t.context_tokens)} / ${formatTokens(t.context_window)} (${share})`,
+    title:
+      `context ${n(t.context_tokens)} of ${n(t.context_window)} tokens (${share}, its last ` +
+      `request)${compacted}`
+  };
+}
+
 export function formatCost(usd: number): string {
   return `$${usd.toFixed(usd < 1 ? 4 : 2)}`;
 }
@@ -70,6 +92,9 @@ export interface ITaskCells {
   tokensTitle: string;
   cache: string;
   cost: string;
+  /** Context held against the window, and its tooltip. */
+  context: string;
+  contextTitle: string;
   title: string;
   /** The running call, as its tool describes it ('' when none). */
   call: string;
@@ -79,6 +104,7 @@ export interface ITaskCells {
 export function taskCells(task: ITaskRow): ITaskCells {
   const status = task.pending_approvals > 0 ? `${task.status} (approval)` : task.status;
   const tool = task.current_tool ? ` · ${task.current_tool}` : '';
+  const context = formatContext(task);
   return {
     label: taskLabel(task),
     status: status + tool,
@@ -87,6 +113,8 @@ export function taskCells(task: ITaskRow): ITaskCells {
     tokensTitle: tokensTitle(task.usage),
     cache: formatRatio(cacheHitRatio(task.usage)),
     cost: formatCost(task.cost_usd),
+    context: context.short,
+    contextTitle: context.title,
     title: task.description,
     call: task.status === 'running' ? task.current_input : ''
   };

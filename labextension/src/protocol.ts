@@ -39,6 +39,11 @@ export interface ITaskRow {
   current_input: string;
   started_at: number;
   pending_approvals: number;
+  /** The prompt size of its last request (what it holds in context). */
+  context_tokens: number;
+  /** Its model's context window (0: unknown). */
+  context_window: number;
+  compactions: number;
 }
 
 export interface IApproval {
@@ -117,7 +122,10 @@ export function parseTaskRow(value: unknown): ITaskRow | null {
     current_tool: strOrNull(value.current_tool),
     current_input: str(value.current_input),
     started_at: num(value.started_at),
-    pending_approvals: num(value.pending_approvals)
+    pending_approvals: num(value.pending_approvals),
+    context_tokens: num(value.context_tokens),
+    context_window: num(value.context_window),
+    compactions: num(value.compactions)
   };
 }
 

@@ -70,6 +70,11 @@ export class TasksPanel extends Widget {
       stats.appendChild(h('span', 'jp-forkagent-task-tokens', `${text.tokens} tok`)).title = text.tokensTitle;
       stats.appendChild(h('span', 'jp-forkagent-task-cache', `cache ${text.cache}`));
       stats.appendChild(h('span', 'jp-forkagent-task-cost', text.cost));
+      if (task.context_tokens > 0) {
+        const context = h('span', 'jp-forkagent-task-context', `ctx ${text.context}`);
+        context.title = text.contextTitle;
+        stats.appendChild(context);
+      }
       if (task.description) {
         row.appendChild(h('div', 'jp-forkagent-task-description', task.description));
       }

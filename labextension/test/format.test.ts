@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   budgetLine,
   cacheHitRatio,
+  formatContext,
   formatCost,
   formatElapsed,
   formatRatio,
@@ -64,6 +65,18 @@ describe('formatting', () => {
     expect(cells.tokensTitle).toBe(
       '14,484 input tokens (14,200 cache read, 200 cache write, 84 uncached), 150 output tokens'
     );
+  });
+
+  it('shows the context held against the window, exactly in the tooltip', () => {
+    const cells = taskCells(row({ context_tokens: 45_210, context_window: 200_000, compactions: 2 }));
+    expect(cells.context).toBe('45k / 200k (23%)');
+    expect(cells.contextTitle).toBe(
+      'context 45,210 of 200,000 tokens (23%, its last request), compacted 2x'
+    );
+    expect(formatContext({ context_tokens: 900, context_window: 0, compactions: 0 })).toEqual({
+      short: '900',
+      title: 'context 900 tokens (its last request)'
+    });
   });
 
   it('computes the cache hit ratio as cache reads over all input tokens', () => {

@@ -57,7 +57,15 @@ describe('parseInsertCell', () => {
 describe('task rows and approvals', () => {
   it('fills missing fields with neutral values', () => {
     const row = parseTaskRow({ id: 't1', status: 'completed', usage: { output_tokens: 'x' } });
-    expect(row).toMatchObject({ id: 't1', name: null, status: 'completed', cell_id: null });
+    expect(row).toMatchObject({
+      id: 't1',
+      name: null,
+      status: 'completed',
+      cell_id: null,
+      context_tokens: 0,
+      context_window: 0,
+      compactions: 0
+    });
     expect(row!.usage).toEqual({
       input_tokens: 0,
       cache_creation_input_tokens: 0,

@@ -360,6 +360,13 @@ def test_notifications_reach_an_open_forkagent_comm(kernel: Kernel) -> None:
     [row] = tables[-1]["tasks"]
     assert row["id"] == task_id and row["name"] == "viacomm" and row["status"] == "completed"
     assert row["cost_usd"] > 0
+    # what it holds in context against its model's window, as the runtime measured it
+    context = kernel.value(
+        "(lambda t: (t.context_tokens, t.context_window))"
+        "(__forkagent__.session.registry.get('viacomm'))"
+    )
+    assert (row["context_tokens"], row["context_window"]) == tuple(context)
+    assert 0 < row["context_tokens"] < row["context_window"] and row["compactions"] == 0
     # token counts in the Messages API's words, the same in the row and the notification
     usage = kernel.value(
         "(lambda u: {'input_tokens': u.input_tokens,"
