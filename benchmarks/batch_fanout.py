@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.output import finish
+from benchmarks.output import finish, options
 from forkagent_jupyter.emulator import Emulator, OfflineBrain, Reply
 from forkagent_jupyter.runtime.permissions import AllowAll
 from forkagent_jupyter.runtime.session import Session
@@ -254,11 +254,8 @@ def check(result: dict[str, Any]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     import asyncio
 
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="the CI size")
-    parser.add_argument("--check", action="store_true", help="fail when a bound does not hold")
+    parser = options(__doc__)
     parser.add_argument("--forks", type=int, help="forks in the cost comparison")
-    parser.add_argument("--out", type=Path)
     parser.add_argument("--serve-emulator", type=float, help=argparse.SUPPRESS)
     ns = parser.parse_args(argv)
     if ns.serve_emulator is not None:

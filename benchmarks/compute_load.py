@@ -21,7 +21,6 @@ CI size; `--check` fails when a bound below does not hold.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -32,7 +31,7 @@ from typing import Any
 
 from jupyter_client.manager import KernelManager
 
-from benchmarks.output import finish
+from benchmarks.output import finish, options
 
 from .kernel_load import Client, rtts
 
@@ -298,10 +297,7 @@ def check(result: dict[str, Any]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="CI size")
-    parser.add_argument("--check", action="store_true", help="fail when a bound does not hold")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/compute_load.json")
+    parser = options(__doc__, out=ROOT / "benchmarks/results/compute_load.json")
     ns = parser.parse_args(argv)
     size = SIZES["quick" if ns.quick else "full"]
     km, client = start_kernel()

@@ -20,7 +20,6 @@ Prints JSON and writes it to `--out`; `--quick` is the CI size; `--check` fails 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import statistics
@@ -30,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks.output import finish
+from benchmarks.output import finish, options
 
 from .compute_load import S, fan_out, start_kernel, wait_computing, wait_idle
 from .kernel_load import Client, rtts
@@ -173,11 +172,8 @@ def check(result: dict[str, Any]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="CI size")
-    parser.add_argument("--check", action="store_true", help="fail when a bound does not hold")
+    parser = options(__doc__, out=ROOT / "benchmarks/results/dask_fanout.json")
     parser.add_argument("--dask-address", help="also measure the cluster at this address")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/dask_fanout.json")
     ns = parser.parse_args(argv)
     try:
         import distributed  # noqa: F401

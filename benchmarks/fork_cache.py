@@ -17,7 +17,6 @@ Prints JSON (`--out FILE` writes it too). `--quick` is the CI size.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sys
@@ -27,6 +26,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+from benchmarks.output import options
 from forkagent_jupyter.emulator import Emulator, OfflineBrain, Reply
 from forkagent_jupyter.messages_api.tokens import flatten
 from forkagent_jupyter.messages_api.usage import Usage, cost_usd
@@ -267,10 +267,7 @@ def check(result: dict[str, Any]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="the CI size")
-    parser.add_argument("--check", action="store_true", help="fail when a bound is broken")
-    parser.add_argument("--out", type=Path)
+    parser = options(__doc__)
     ns = parser.parse_args(argv)
     result = asyncio.run(run(ns.quick))
     failures = check(result)

@@ -31,6 +31,7 @@ from typing import Any
 
 from jupyter_client.manager import KernelManager
 
+from benchmarks.output import options
 from forkagent_jupyter.emulator import Emulator, OfflineBrain, Reply
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -250,11 +251,12 @@ def check(rows: list[dict[str, Any]], quick: bool) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="50 and 200 workers (CI size)")
-    parser.add_argument("--check", action="store_true", help="fail when a bound does not hold")
+    parser = options(
+        __doc__,
+        out=ROOT / "benchmarks/results/kernel_load.json",
+        quick="50 and 200 workers (CI size)",
+    )
     parser.add_argument("--workers", type=int, nargs="*")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/kernel_load.json")
     parser.add_argument("--serve-emulator", action="store_true", help=argparse.SUPPRESS)
     ns = parser.parse_args(argv)
     if ns.serve_emulator:

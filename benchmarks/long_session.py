@@ -24,17 +24,15 @@ Prints JSON (`--out FILE` writes it too). `--quick` is the CI size.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import json
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
-from benchmarks.output import finish
+from benchmarks.output import finish, options
 from forkagent_jupyter.emulator import Emulator
 from forkagent_jupyter.messages_api.catalog import DEFAULT_CATALOG
 from forkagent_jupyter.messages_api.tokens import ByteTokenizer, count_input_tokens
@@ -168,10 +166,7 @@ async def run(cells: int, window: int, cell_tokens: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="the CI size")
-    parser.add_argument("--check", action="store_true", help="fail when a bound does not hold")
-    parser.add_argument("--out", type=Path)
+    parser = options(__doc__)
     ns = parser.parse_args(argv)
     cells, window, cell_tokens = SIZES["quick" if ns.quick else "full"]
     result: dict[str, Any] = {

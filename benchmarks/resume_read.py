@@ -22,7 +22,6 @@ Prints JSON (`--out FILE` writes it too). `--quick` is the CI size.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 import tempfile
@@ -31,7 +30,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.output import finish
+from benchmarks.output import finish, options
 from forkagent_jupyter.runtime.transcripts import AgentMeta, LoadedTranscript, TranscriptStore
 
 SIZES = {"full": 20_000, "quick": 10_000}
@@ -115,10 +114,7 @@ def check(result: dict[str, Any]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="the CI size")
-    parser.add_argument("--check", action="store_true", help="fail when a bound does not hold")
-    parser.add_argument("--out", type=Path)
+    parser = options(__doc__)
     ns = parser.parse_args(argv)
     messages = SIZES["quick" if ns.quick else "full"]
     result: dict[str, Any] = {

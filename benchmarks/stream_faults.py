@@ -18,7 +18,6 @@ size repeats the fan-out with more seeds.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import math
@@ -29,6 +28,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from benchmarks.output import options
 from forkagent_jupyter.emulator import Emulator, Fault
 from forkagent_jupyter.runtime.permissions import AllowAll
 from forkagent_jupyter.runtime.retry import DEFAULT_STREAM_RETRIES
@@ -186,10 +186,7 @@ def check(result: dict[str, Any]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="the CI size")
-    parser.add_argument("--check", action="store_true", help="fail when a bound is broken")
-    parser.add_argument("--out", type=Path)
+    parser = options(__doc__)
     ns = parser.parse_args(argv)
     result = asyncio.run(run(ns.quick))
     failures = check(result)
