@@ -134,7 +134,8 @@ def context_text(tokens: int, window: int, compactions: int = 0) -> str:
     """An agent's context size against its window: "context 12,345 / 200,000 (6%)"."""
     if not window:
         return f"context {tokens:,}"
-    text = f"context {tokens:,} / {window:,} ({tokens / window:.0%})"
+    share = tokens / window
+    text = f"context {tokens:,} / {window:,} ({'<1%' if 0 < share < 0.005 else f'{share:.0%}'})"
     if compactions:
         text += f", compacted {compactions}x"
     return text

@@ -61,7 +61,8 @@ export function formatContext(
       title: `context ${n(t.context_tokens)} tokens (its last request)${compacted}`
     };
   }
-  const share = formatRatio(t.context_tokens / t.context_window);
+  const ratio = t.context_tokens / t.context_window;
+  const share = ratio > 0 && ratio < 0.005 ? '<1%' : formatRatio(ratio);
   return {
     short: `${formatTokens(t.context_tokens)} / ${formatTokens(t.context_window)} (${share})`,
     title:

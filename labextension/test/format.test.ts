@@ -73,6 +73,10 @@ describe('formatting', () => {
     expect(cells.contextTitle).toBe(
       'context 45,210 of 200,000 tokens (23%, its last request), compacted 2x'
     );
+    // a small context is not 0% of the window
+    expect(taskCells(row({ context_tokens: 3_690, context_window: 1_000_000 })).context).toBe(
+      '3.7k / 1.0M (<1%)'
+    );
     expect(formatContext({ context_tokens: 900, context_window: 0, compactions: 0 })).toEqual({
       short: '900',
       title: 'context 900 tokens (its last request)'
