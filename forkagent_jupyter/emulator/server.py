@@ -1,7 +1,8 @@
 """`Emulator`: the Anthropic-compatible HTTP server the SDK talks to in tests and demos.
 
 Endpoints: `POST /v1/messages` (JSON or `stream: true`), `POST /v1/messages/count_tokens`,
-Vertex AI's `...:streamRawPredict` / `:rawPredict` route to messages (`platforms.py`),
+Vertex AI's `...:streamRawPredict` / `:rawPredict` and Bedrock's `/model/{id}/invoke...` route
+to messages (`platforms.py`; Bedrock streams event-stream frames, `eventstream.py`),
 the Message Batches endpoints under `/v1/messages/batches` (see `batches.py`; options in
 `emulator.batches.options`), and the control endpoints under `/_emulator/` (see
 `control.py`). Query strings are ignored.
@@ -36,6 +37,7 @@ from ..messages_api.tokens import ByteTokenizer, Tokenizer, count_input_tokens
 from ..messages_api.validation import THINKING_SECRET, sign_thinking, validate_request
 from .batches import BatchStore
 from .brains import Brain, OfflineBrain, Reply, ScriptedBrain
+from .eventstream import CONTENT_TYPE, chunk_frame, exception_frame
 from .faults import Fault, FaultPlan, error_headers
 from .ids import IdFactory
 from .ledger import Ledger, RequestRecord, Violation, make_entry, summarize_request
@@ -383,7 +385,8 @@ class Emulator:
             tokens = count_input_tokens(body, self.tokenizer)
             h.send_json(200, {"input_tokens": tokens}, self._headers(rec))
             return
-        self._messages(h, rec, body, info, workspace, start)
+        eventstream = route is not None and route.platform == "bedrock"
+        self._messages(h, rec, body, info, workspace, start, eventstream=eventstream)
 
     def _authorize(self, rec: RequestRecord, body_version: str | None = None) -> tuple[str, str]:
         key = rec.headers.get("x-api-key")
@@ -439,6 +442,8 @@ class Emulator:
         info: ModelInfo,
         workspace: str,
         start: float,
+        *,
+        eventstream: bool = False,
     ) -> None:
         streaming = bool(body.get("stream"))
         plan = self._cache.plan(
@@ -506,7 +511,7 @@ class Emulator:
 
         try:
             if streaming:
-                self._stream(h, rec, message, fault, latency, bill)
+                self._stream(h, rec, message, fault, latency, bill, eventstream=eventstream)
             else:
                 events = sum(1 for e in message_events(message, self.stream_options) if e.delta)
                 self._wait(latency * events)
@@ -526,13 +531,20 @@ class Emulator:
         fault: Fault | None,
         latency: float,
         bill: Callable[[bool], None],
+        *,
+        eventstream: bool = False,
     ) -> None:
-        """Send the SSE stream (a fault may cut it); `bill` runs before the last write."""
+        """Send the stream (a fault may cut it); `bill` runs before the last write. SSE, or
+        with `eventstream` AWS event-stream frames (Bedrock)."""
         headers = {
             **self._headers(rec),
-            "Content-Type": "text/event-stream; charset=utf-8",
+            "Content-Type": CONTENT_TYPE if eventstream else "text/event-stream; charset=utf-8",
             "Cache-Control": "no-cache",
         }
+
+        def encode(event: SseEvent) -> bytes:
+            return chunk_frame(event.data) if eventstream else event.encode()
+
         h.start_chunked(200, headers)
         error_after = fault.stream_error_after if fault is not None else None
         drop_after = (
@@ -554,7 +566,11 @@ class Emulator:
             if error_after is not None and sent_content >= error_after:
                 assert fault is not None
                 err = {"type": fault.stream_error_type, "message": fault.stream_error_message}
-                pending.append(SseEvent("error", {"type": "error", "error": err}).encode())
+                if eventstream:
+                    kind, text = fault.stream_error_type, fault.stream_error_message
+                    pending.append(exception_frame(kind, text))
+                else:
+                    pending.append(SseEvent("error", {"type": "error", "error": err}).encode())
                 bill(False)
                 flush()
                 h.end_chunked()
@@ -577,7 +593,7 @@ class Emulator:
             if event.delta and latency > 0:
                 flush()
                 self._wait(latency)
-            pending.append(event.encode())
+            pending.append(encode(event))
             if event.content:
                 sent_content += 1
         bill(True)

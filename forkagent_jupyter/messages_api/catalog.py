@@ -35,6 +35,7 @@ Choices (spec §2, §6.1, §6.2; our own where the spec has no figure):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -48,6 +49,7 @@ __all__ = [
     "PRICES",
     "ModelInfo",
     "Price",
+    "catalog_name",
     "lookup",
     "price_for",
 ]
@@ -188,8 +190,23 @@ def lookup(model: str, catalog: Mapping[str, ModelInfo]) -> ModelInfo:
     return info
 
 
+_PLATFORM_ID = re.compile(r"^(?:[a-z]+\.)?anthropic\.(.+?)(?:-v\d+(?::\d+)?)?$")
+
+
+def catalog_name(model: str) -> str:
+    """The first-party id inside a cloud platform's model id: Amazon Bedrock's
+    `anthropic.claude-sonnet-4-5-20250929-v1:0` and its cross-region inference profiles
+    (`us.anthropic...`), Vertex AI's `claude-sonnet-4-5@20250929`. Any other id as it is."""
+    match = _PLATFORM_ID.match(model)
+    if match is not None:
+        return match.group(1)
+    return model.replace("@", "-", 1) if "@" in model else model
+
+
 def price_for(model: str) -> Price:
-    """The price of `model`; dated ids (`claude-haiku-4-5-20251001`) use their family's."""
+    """The price of `model`; dated ids (`claude-haiku-4-5-20251001`) use their family's, a
+    platform's id (`catalog_name`) the model's inside it."""
+    model = catalog_name(model)
     if model in PRICES:
         return PRICES[model]
     for name in sorted(PRICES, key=len, reverse=True):

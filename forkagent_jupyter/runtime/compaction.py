@@ -37,7 +37,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..messages_api.catalog import DEFAULT_CATALOG
+from ..messages_api.catalog import DEFAULT_CATALOG, catalog_name
 from ..messages_api.tokens import ByteTokenizer, count_input_tokens
 from ..messages_api.usage import Usage, cost_usd
 from .errors import ModelError, StreamInterruptedError, UsageError
@@ -121,7 +121,7 @@ def window_for(model: str, policy: CompactPolicy | None = None) -> int:
     """The context window of `model` in tokens (the policy's override first)."""
     if policy is not None and policy.window:
         return policy.window
-    info = DEFAULT_CATALOG.get(model)
+    info = DEFAULT_CATALOG.get(catalog_name(model))  # a platform's id: the model inside it
     return info.context_window if info is not None else DEFAULT_WINDOW
 
 

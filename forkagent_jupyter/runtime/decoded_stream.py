@@ -9,9 +9,16 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from ..messages_api.usage import Usage
-from .errors import ModelError
+from .errors import ModelError, StreamInterruptedError
 from .events import ModelEvent, ModelResponse, TextDelta
-from .model import AnthropicModel, ModelRequest, _api_message, _api_type, build_request
+from .model import (
+    TRANSIENT_STREAM_ERRORS,
+    AnthropicModel,
+    ModelRequest,
+    _api_message,
+    _api_type,
+    build_request,
+)
 from .secrets import redact
 from .stream import MessageReducer
 
@@ -36,6 +43,15 @@ class DecodedStreamModel(AnthropicModel):
                 if text:
                     yield TextDelta(text)
         except anthropic.APIStatusError as exc:
+            if exc.status_code == 200:  # an error event (an exception frame) mid-stream
+                kind = _api_type(exc)
+                message = (
+                    f"The model API failed during the response (HTTP 200, {kind}): "
+                    f"{_api_message(exc)}"
+                )
+                if kind in TRANSIENT_STREAM_ERRORS:
+                    raise StreamInterruptedError(message, reason=f"{kind} in the stream") from None
+                raise ModelError(message, status=200) from None
             raise ModelError(
                 f"The model API failed with HTTP {exc.status_code} "
                 f"({_api_type(exc)}): {_api_message(exc)}",

@@ -35,7 +35,17 @@ __all__ = [
 
 CacheTTL = Literal["5m", "1h"]
 MAX_BREAKPOINTS = 4
-TRANSIENT_STREAM_ERRORS = frozenset({"overloaded_error", "api_error"})
+TRANSIENT_STREAM_ERRORS = frozenset(
+    {
+        "overloaded_error",
+        "api_error",
+        # Amazon Bedrock's stream exceptions of the same kind
+        "internalServerException",
+        "serviceUnavailableException",
+        "modelStreamErrorException",
+        "throttlingException",
+    }
+)
 """`error` events in a started stream that a new attempt of the same request may not meet."""
 
 

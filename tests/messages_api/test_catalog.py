@@ -56,3 +56,18 @@ def test_cost_reads_the_tables_price() -> None:
     expected = 0.10 + 0.50 + 0.10 * 0.1 + 0.10 * 1.25 + 0.10 * 2.0
     assert abs(cost_usd(usage, "claude-haiku-5-5") - expected) < 1e-12
     assert abs(cost_usd(usage, "claude-haiku-5-5", "batch") - expected / 2) < 1e-12
+
+
+def test_a_platforms_model_id_is_the_model_inside_it() -> None:
+    from forkagent_jupyter.messages_api.catalog import catalog_name
+
+    for platform_id, name in [
+        ("anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5-20250929"),
+        ("us.anthropic.claude-sonnet-4-6-v1:0", "claude-sonnet-4-6"),
+        ("global.anthropic.claude-haiku-4-5-20251001-v1:0", "claude-haiku-4-5-20251001"),
+        ("claude-sonnet-4-5@20250929", "claude-sonnet-4-5-20250929"),
+        ("claude-sonnet-4-6", "claude-sonnet-4-6"),
+    ]:
+        assert catalog_name(platform_id) == name
+        assert price_for(platform_id) == DEFAULT_CATALOG[name].price  # not the default's
+    assert price_for("us.anthropic.claude-sonnet-4-6-v1:0") != price_for(DEFAULT_MODEL)

@@ -5,7 +5,6 @@ against the emulator; Bedrock's AWS event-stream responses are not served by the
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 import subprocess
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from forkagent_jupyter.emulator import Emulator
+from forkagent_jupyter.emulator.faults import Fault
 from forkagent_jupyter.runtime.errors import ConfigError
 from forkagent_jupyter.runtime.permissions import AllowAll
 from forkagent_jupyter.runtime.session import Session
@@ -196,10 +196,45 @@ async def test_foundry_through_the_sdk_client(
     _assert_secret_absent(key, session, tmp_path)
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("botocore") is not None, reason="botocore is installed"
-)
-def test_bedrock_without_botocore_is_one_clear_message(clean_env: Path, tmp_path: Path) -> None:
+async def test_bedrock_through_the_sdk_client(
+    clean_env: Path, tmp_path: Path, emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bedrock's route, its body and its AWS event-stream frames, decoded by the SDK's Bedrock
+    client (botocore); an exception frame mid-stream is retried like a first-party error."""
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    key = "bedrock-api-key-" + "9" * 24
+    model = "us.anthropic.claude-sonnet-4-6-v1:0"  # a cross-region inference profile
+    session = Session(
+        model,
+        backend="bedrock",
+        api_key=key,
+        base_url=emulator.base_url,
+        workdir=tmp_path,
+        permission_policy=AllowAll(),
+        home=clean_env,
+    )
+    try:
+        assert session.backend == "bedrock"
+        first = await session.ask("Say hello.")
+        emulator.faults.next(Fault.stream_error(after=1, error_type="overloaded_error"))
+        second = await session.ask("And again.")
+        assert first.ok and second.ok, (first.error, second.error)
+        assert second.usage.cache_read_input_tokens > 0  # cache markers survive the route
+    finally:
+        await session.aclose()
+    requests = emulator.api_requests(f"/model/{model}/invoke-with-response-stream")
+    assert len(requests) == 3  # the second turn's first stream broke, and was sent again
+    assert requests[0].headers["authorization"] == f"Bearer {key}"
+    assert requests[0].body["model"] == "claude-sonnet-4-6"  # the catalog model of the id
+    assert emulator.api_requests() == []  # nothing went to the first-party path
+    assert emulator.violations == []
+    _assert_secret_absent(key, session, tmp_path)
+
+
+def test_bedrock_without_botocore_is_one_clear_message(
+    clean_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "botocore", None)  # as if the extra were not installed
     with pytest.raises(ConfigError, match=r"needs botocore.*forkagent-jupyter\[bedrock\]"):
         Session(backend="bedrock", api_key="bedrock-key", workdir=tmp_path)
 

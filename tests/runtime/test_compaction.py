@@ -359,3 +359,13 @@ async def test_the_offline_model_refuses_a_request_over_the_window(tmp_path: Pat
         assert session.context_tokens + MAX_TOKENS < 0.6 * WINDOW
     finally:
         await session.aclose()
+
+
+def test_a_platforms_model_id_has_its_models_window() -> None:
+    from forkagent_jupyter.messages_api.catalog import DEFAULT_CATALOG
+    from forkagent_jupyter.runtime.compaction import window_for
+
+    # a Bedrock inference profile of Sonnet 4.6: its 200k window, not the default model's 1M
+    assert window_for("us.anthropic.claude-sonnet-4-6-v1:0") == 200_000
+    assert DEFAULT_CATALOG["claude-sonnet-4-6"].context_window == 200_000
+    assert window_for("claude-sonnet-4-5@20250929") == 200_000  # a Vertex id
