@@ -17,6 +17,8 @@ from .model import (
     ModelRequest,
     _api_message,
     _api_type,
+    _broken,
+    broke_the_connection,
     build_request,
 )
 from .secrets import redact
@@ -32,8 +34,10 @@ class DecodedStreamModel(AnthropicModel):
         import anthropic
 
         reducer = MessageReducer()
+        streaming = False  # the 200 response has begun: a failure now breaks it mid-way
         try:
             events: Any = await self._client.messages.create(**build_request(request), stream=True)
+            streaming = True
             async for event in events:
                 data = event.to_dict()
                 was_started = reducer.started
@@ -59,11 +63,20 @@ class DecodedStreamModel(AnthropicModel):
                 retryable=exc.status_code in (408, 409, 429) or exc.status_code >= 500,
             ) from None
         except (anthropic.APIConnectionError, anthropic.APIError, OSError) as exc:
+            if streaming:  # the frames stopped coming: sent again, as a broken SSE stream is
+                raise _broken(exc, streaming) from None
             raise ModelError(
                 f"Could not reach the model API: {redact(str(exc))}", retryable=True
             ) from None
+        except Exception as exc:
+            if not streaming or not broke_the_connection(exc):
+                raise
+            raise _broken(exc, streaming) from None
         if not reducer.finished:
-            raise ModelError("The response stream ended before the message was complete.")
+            raise StreamInterruptedError(
+                "The response stream ended before the message was complete.",
+                reason="stream ended early",
+            )
         yield ModelResponse(
             content=reducer.blocks(),
             stop_reason=reducer.stop_reason or "end_turn",

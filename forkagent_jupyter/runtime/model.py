@@ -247,7 +247,7 @@ class AnthropicModel:
         except (OSError, ValueError, RuntimeError) as exc:  # the connection broke mid-stream
             raise _broken(exc, streaming) from None
         except Exception as exc:
-            if type(exc).__module__.split(".")[0] not in ("httpx2", "httpcore2", "httpx", "anyio"):
+            if not broke_the_connection(exc):
                 raise
             raise _broken(exc, streaming) from None
         if not reducer.finished:
@@ -265,6 +265,15 @@ class AnthropicModel:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+TRANSPORT_PACKAGES = frozenset({"httpx2", "httpcore2", "httpx", "httpcore", "anyio", "botocore"})
+"""Packages whose exceptions, raised while reading a response, mean the connection broke."""
+
+
+def broke_the_connection(exc: BaseException) -> bool:
+    """Whether `exc` comes from the transport (the connection broke), not from a bug."""
+    return type(exc).__module__.split(".")[0] in TRANSPORT_PACKAGES
 
 
 def _broken(exc: BaseException, streaming: bool) -> ModelError:

@@ -200,7 +200,8 @@ async def test_bedrock_through_the_sdk_client(
     clean_env: Path, tmp_path: Path, emulator: Emulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Bedrock's route, its body and its AWS event-stream frames, decoded by the SDK's Bedrock
-    client (botocore); an exception frame mid-stream is retried like a first-party error."""
+    client (botocore); an exception frame, a dropped connection or an early end mid-stream
+    is sent again, as a broken first-party stream is."""
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     key = "bedrock-api-key-" + "9" * 24
     model = "us.anthropic.claude-sonnet-4-6-v1:0"  # a cross-region inference profile
@@ -218,12 +219,18 @@ async def test_bedrock_through_the_sdk_client(
         first = await session.ask("Say hello.")
         emulator.faults.next(Fault.stream_error(after=1, error_type="overloaded_error"))
         second = await session.ask("And again.")
-        assert first.ok and second.ok, (first.error, second.error)
+        emulator.faults.next(Fault.dropped(after=1))
+        third = await session.ask("Once more.")
+        emulator.faults.next(Fault.truncated(after=1))
+        fourth = await session.ask("And the last.")
+        turns = (first, second, third, fourth)
+        assert all(t.ok for t in turns), [t.error for t in turns]
+        assert [t.retries for t in turns] == [0, 1, 1, 1]
         assert second.usage.cache_read_input_tokens > 0  # cache markers survive the route
     finally:
         await session.aclose()
     requests = emulator.api_requests(f"/model/{model}/invoke-with-response-stream")
-    assert len(requests) == 3  # the second turn's first stream broke, and was sent again
+    assert len(requests) == 7  # each broken stream was sent again
     assert requests[0].headers["authorization"] == f"Bearer {key}"
     assert requests[0].body["model"] == "claude-sonnet-4-6"  # the catalog model of the id
     assert emulator.api_requests() == []  # nothing went to the first-party path
