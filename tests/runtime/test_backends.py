@@ -141,20 +141,33 @@ def _assert_secret_absent(secret: str, session: Session, workdir: Path) -> None:
             assert secret not in path.read_text(errors="replace"), path
 
 
+def _platform_session(
+    backend: str,
+    key: str,
+    emulator: Emulator,
+    workdir: Path,
+    home: Path,
+    model: str | None = None,
+) -> Session:
+    """A session on a cloud platform's SDK client, pointed at the emulator."""
+    return Session(
+        model,
+        backend=backend,
+        api_key=key,
+        base_url=emulator.base_url,
+        workdir=workdir,
+        permission_policy=AllowAll(),
+        home=home,
+    )
+
+
 async def test_vertex_through_the_sdk_client(
     clean_env: Path, tmp_path: Path, emulator: Emulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CLOUD_ML_REGION", "us-east5")
     monkeypatch.setenv("ANTHROPIC_VERTEX_PROJECT_ID", "demo-project")
     token = "ya29.vertex-access-token-" + "5" * 16
-    session = Session(
-        backend="vertex",
-        api_key=token,
-        base_url=emulator.base_url,
-        workdir=tmp_path,
-        permission_policy=AllowAll(),
-        home=clean_env,
-    )
+    session = _platform_session("vertex", token, emulator, tmp_path, clean_env)
     try:
         assert session.backend == "vertex"
         first = await session.ask("Say hello.")
@@ -177,14 +190,7 @@ async def test_foundry_through_the_sdk_client(
     clean_env: Path, tmp_path: Path, emulator: Emulator
 ) -> None:
     key = "foundry-key-" + "3" * 20
-    session = Session(
-        backend="foundry",
-        api_key=key,
-        base_url=emulator.base_url,
-        workdir=tmp_path,
-        permission_policy=AllowAll(),
-        home=clean_env,
-    )
+    session = _platform_session("foundry", key, emulator, tmp_path, clean_env)
     try:
         assert session.backend == "foundry"
         turn = await session.ask("Say hello.")
@@ -205,15 +211,7 @@ async def test_bedrock_through_the_sdk_client(
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     key = "bedrock-api-key-" + "9" * 24
     model = "us.anthropic.claude-sonnet-4-6-v1:0"  # a cross-region inference profile
-    session = Session(
-        model,
-        backend="bedrock",
-        api_key=key,
-        base_url=emulator.base_url,
-        workdir=tmp_path,
-        permission_policy=AllowAll(),
-        home=clean_env,
-    )
+    session = _platform_session("bedrock", key, emulator, tmp_path, clean_env, model)
     try:
         assert session.backend == "bedrock"
         first = await session.ask("Say hello.")
