@@ -135,7 +135,8 @@ def context_text(tokens: int, window: int, compactions: int = 0) -> str:
     if not window:
         return f"context {tokens:,}"
     share = tokens / window
-    text = f"context {tokens:,} / {window:,} ({'<1%' if 0 < share < 0.005 else f'{share:.0%}'})"
+    percent = f"{share:.1%}" if share < 0.01 else f"{share:.0%}"  # a small share: 0.3%, not 0%
+    text = f"context {tokens:,} / {window:,} ({percent})"
     if compactions:
         text += f", compacted {compactions}x"
     return text

@@ -62,7 +62,8 @@ export function formatContext(
     };
   }
   const ratio = t.context_tokens / t.context_window;
-  const share = ratio > 0 && ratio < 0.005 ? '<1%' : formatRatio(ratio);
+  // a small share with one decimal (0.4%), not rounded to 0%
+  const share = ratio < 0.01 ? `${(Math.max(0, ratio) * 100).toFixed(1)}%` : formatRatio(ratio);
   return {
     short: `${formatTokens(t.context_tokens)} / ${formatTokens(t.context_window)} (${share})`,
     title:

@@ -75,7 +75,7 @@ describe('formatting', () => {
     );
     // a small context is not 0% of the window
     expect(taskCells(row({ context_tokens: 3_690, context_window: 1_000_000 })).context).toBe(
-      '3.7k / 1.0M (<1%)'
+      '3.7k / 1.0M (0.4%)'
     );
     expect(formatContext({ context_tokens: 900, context_window: 0, compactions: 0 })).toEqual({
       short: '900',

@@ -151,7 +151,7 @@ def test_forks_cards_approvals_and_notification_cells(nb_page: Any, lab: Lab) ->
     # each row shows what its worker holds in context against its model's window
     row = tasks.locator(".jp-forkagent-task-row").filter(has_text="w2")
     context = row.locator(".jp-forkagent-task-context")
-    assert re.fullmatch(r"ctx \S+ / \S+ \(<?\d+%\)", context.inner_text()), context.inner_text()
+    assert re.fullmatch(r"ctx \S+ / \S+ \([\d.]+%\)", context.inner_text()), context.inner_text()
     assert "tokens (" in (context.get_attribute("title") or "")
     # a click on a task in the panel scrolls the notebook to its card
     _cells(page).nth(0).scroll_into_view_if_needed()

@@ -56,6 +56,6 @@ def test_a_pending_approval_reads_as_text(kernel: Kernel) -> None:
 
 def test_context_reads_against_the_window() -> None:
     assert context_text(45_210, 200_000, 2) == "context 45,210 / 200,000 (23%), compacted 2x"
-    assert context_text(3_690, 1_000_000) == "context 3,690 / 1,000,000 (<1%)"  # not 0%
-    assert context_text(0, 1_000_000) == "context 0 / 1,000,000 (0%)"
+    assert context_text(3_690, 1_000_000) == "context 3,690 / 1,000,000 (0.4%)"  # not 0%
+    assert context_text(0, 1_000_000) == "context 0 / 1,000,000 (0.0%)"
     assert context_text(900, 0) == "context 900"

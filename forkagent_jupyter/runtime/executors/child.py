@@ -35,12 +35,14 @@ from .display import flush_figures, ipython_shell, open_figures
 from .source import run_source, safe_repr
 from .wire import FrameSocket
 
-__all__ = ["become_snapshot", "serve_worker"]
+__all__ = ["SETUP_FAILED", "become_snapshot", "describe_status", "serve_worker"]
 
 STREAM_FLUSH_SECONDS = 0.1
 STREAM_LIMIT = 1_000_000  # characters of output one call may send to its card
 CAPTURE_LIMIT = 2_000_000  # characters of output one call keeps for its result
 _PR_SET_PDEATHSIG = 1
+SETUP_FAILED = 70
+"""A snapshot process's exit code when its set-up raised."""
 
 
 def _die_with_parent() -> None:
@@ -89,7 +91,9 @@ def _child_stdio() -> None:
 
 
 def become_snapshot(control: socket.socket, namespace: dict[str, Any]) -> NoReturn:
-    """Run in the child right after the kernel forked it; never returns."""
+    """Run in the child right after the kernel forked it; never returns. Its exit code says
+    how it ended: 0 when the kernel let it go, SETUP_FAILED when letting go of the kernel's
+    things raised (the kernel names the code when a worker cannot start)."""
     try:
         _die_with_parent()
         _detach_from_kernel()
@@ -97,6 +101,9 @@ def become_snapshot(control: socket.socket, namespace: dict[str, Any]) -> NoRetu
         forget_secrets()
         os.environ["MPLBACKEND"] = os.environ.get("MPLBACKEND") or "agg"
         gc.freeze()  # what the kernel had stays shared (copy-on-write) with the kernel
+    except BaseException:
+        os._exit(SETUP_FAILED)
+    try:
         _serve_spawns(control, namespace)
     finally:
         os._exit(0)
@@ -155,7 +162,10 @@ def describe_status(status: int) -> str:
         except ValueError:
             name = f"signal {number}"
         return f"was killed by {name}"
-    return f"exited with code {os.WEXITSTATUS(status)}"
+    code = os.WEXITSTATUS(status)
+    if code == SETUP_FAILED:
+        return f"exited with code {code} (its set-up in the forked process failed)"
+    return f"exited with code {code}"
 
 
 class _PipeStream(io.TextIOBase):

@@ -83,7 +83,9 @@ class Snapshot:
             socket.send_fds(self.control, [pickle.dumps(("spawn", token, nice))], [theirs.fileno()])
         except OSError as exc:
             ours.close()
-            raise WorkerLostError(f"the snapshot process cannot start a worker: {exc}") from None
+            raise WorkerLostError(
+                f"the snapshot process cannot start a worker: {exc}{self._how_it_ended()}"
+            ) from None
         finally:
             theirs.close()
         try:
@@ -93,6 +95,14 @@ class Snapshot:
             raise
         self.children.add(pid)
         return pid, ours
+
+    def _how_it_ended(self) -> str:
+        """How the snapshot process ended, if it has, for an error message ("" if not)."""
+        try:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            return ""
+        return f" (it {describe_status(status)})" if pid else ""
 
     def _on_report(self, message: tuple[Any, ...]) -> None:
         if message[0] == "spawned":

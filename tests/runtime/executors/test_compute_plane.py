@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -101,3 +102,32 @@ async def test_a_dead_worker_process_fails_its_task_once(make_session: Any) -> N
     # its history stays a valid conversation: the call was answered
     history = session.workers.runs[task.id].history
     assert history[-1]["content"][0]["type"] == "tool_result"
+
+
+def _until_exited(pid: int) -> None:
+    """Wait until child `pid` has exited (a zombie: not yet reaped)."""
+    stat = Path(f"/proc/{pid}/stat")
+    while stat.read_text().split(") ", 1)[1][0] != "Z":
+        time.sleep(0.01)
+
+
+async def test_a_snapshot_that_died_says_how(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker that cannot start because its snapshot process is gone says how that process
+    ended (here: its set-up in the fork raised)."""
+    from forkagent_jupyter.runtime.executors import WorkerLostError, child
+    from forkagent_jupyter.runtime.executors.process import Snapshot
+
+    def fail() -> None:
+        raise RuntimeError("set-up fails")
+
+    monkeypatch.setattr(child, "forget_secrets", fail)  # inherited by the forked process
+    snapshot = Snapshot({})
+    try:
+        assert await asyncio.to_thread(snapshot.control.recv, 1) == b""  # it has gone
+        await asyncio.to_thread(_until_exited, snapshot.pid)
+        with pytest.raises(WorkerLostError) as caught:
+            await snapshot.spawn()
+        assert "cannot start a worker" in str(caught.value)
+        assert "exited with code 70 (its set-up in the forked process failed)" in str(caught.value)
+    finally:
+        snapshot.close()
