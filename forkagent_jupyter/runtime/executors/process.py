@@ -120,9 +120,10 @@ class Snapshot:
 
     def _on_end(self) -> None:
         self.closed = True
+        ended = f"the snapshot process ended{self._how_it_ended()}"
         for waiter in self._spawns.values():
             if not waiter.done():
-                waiter.set_exception(WorkerLostError("the snapshot process ended"))
+                waiter.set_exception(WorkerLostError(ended))
         self.control.close()  # now, even if the loop ends before the transport does
         _reap_soon(self.pid)
 
