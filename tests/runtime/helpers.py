@@ -1,4 +1,5 @@
-"""Shared by the runtime tests: the emulator's records of fork requests, and git."""
+"""Shared by the runtime tests: the emulator's records of fork requests, git, and a named
+agent that delegates to a fork."""
 
 from __future__ import annotations
 
@@ -42,3 +43,30 @@ def git(cwd: Path, *args: str) -> str:
     """Run git in `cwd`; its stdout, stripped (a failure raises)."""
     done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
     return done.stdout.strip()
+
+
+def make_repo(path: Path) -> Path:
+    """A git repository at `path` with one commit (`data.csv`)."""
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.email", "t@example.com")
+    git(path, "config", "user.name", "T")
+    (path / "data.csv").write_text("a,b\n1,2\n")
+    git(path, "add", ".")
+    git(path, "commit", "-qm", "init")
+    return path
+
+
+async def start_lead(session: Any, workdir: Path) -> Any:
+    """A named agent `lead` (its file written under `workdir`) that forks a child worker;
+    started, its task returned."""
+    agents = workdir / ".forkagent" / "agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / "lead.md").write_text(
+        "---\ndescription: delegates\ntools: Agent, Python\n---\nYou delegate.\n"
+    )
+    lead = await session.workers.definition("lead")
+    run = session.workers.named(
+        session.main, lead, "Delegate.\nfork: child work `py: 5 * 5`", description="lead"
+    )
+    return session.workers.start(run)

@@ -9,20 +9,9 @@ import pytest
 
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain, last_user_text
 
-from .helpers import git
+from .helpers import git, make_repo
 
 pytestmark = pytest.mark.anyio
-
-
-def make_repo(path: Path) -> Path:
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.email", "t@example.com")
-    git(path, "config", "user.name", "T")
-    (path / "data.csv").write_text("a,b\n1,2\n")
-    git(path, "add", ".")
-    git(path, "commit", "-qm", "init")
-    return path
 
 
 def brain(write: bool) -> ScriptedBrain:

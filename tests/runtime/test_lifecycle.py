@@ -17,6 +17,8 @@ from forkagent_jupyter.runtime.tools import builtin_tools
 from forkagent_jupyter.runtime.tools.agents import agent_tools
 from forkagent_jupyter.runtime.tools.base import DESCRIBE_CHARS, ToolSet
 
+from .helpers import start_lead
+
 pytestmark = pytest.mark.anyio
 
 SLEEP = "`py: __import__('time').sleep({s}) or 'slept'`"
@@ -95,23 +97,14 @@ async def test_send_to_running_then_completed_agent(emulator: Any, make_session:
 
 
 async def test_nested_agent_hears_from_its_own_fork(tmp_path: Path, make_session: Any) -> None:
-    agents = tmp_path / ".forkagent" / "agents"
-    agents.mkdir(parents=True)
-    (agents / "lead.md").write_text(
-        "---\ndescription: delegates\ntools: Agent, Python\n---\nYou delegate.\n"
-    )
     session = make_session(auto_respond=False)
-    lead_agent = await session.workers.definition("lead")
-    run = session.workers.named(
-        session.main, lead_agent, "Delegate.\nfork: child work `py: 5 * 5`", description="lead"
-    )
-    lead = session.workers.start(run)
+    lead = await start_lead(session, tmp_path)
     await session.wait(lead.id, timeout=30)
     assert lead.status == "completed"
     child = next(t for t in session.tasks if t.id != lead.id)
     assert child.owner == lead.id and child.status == "completed"
     # the child's notification went to the lead (it read it before completing) ...
-    lead_texts = str(run.history)
+    lead_texts = str(session.workers.runs[lead.id].history)
     assert f"<task-id>{child.id}</task-id>" in lead_texts
     # ... and the parent hears only about the lead
     main_notes = session.queue.drain("main")

@@ -14,6 +14,8 @@ from forkagent_jupyter.emulator.faults import Fault
 from forkagent_jupyter.runtime.errors import UsageError
 from forkagent_jupyter.runtime.session import STOPPED_BY_USER
 
+from .helpers import start_lead
+
 pytestmark = pytest.mark.anyio
 
 SLEEP = "`py: __import__('time').sleep({s}) or 'slept'`"
@@ -60,17 +62,8 @@ async def test_a_failed_synchronous_named_agent_is_reported_once(
 async def test_a_resumed_nested_worker_reports_to_the_nearest_live_owner(
     tmp_path: Path, make_session: Any
 ) -> None:
-    agents = tmp_path / ".forkagent" / "agents"
-    agents.mkdir(parents=True)
-    (agents / "lead.md").write_text(
-        "---\ndescription: delegates\ntools: Agent, Python\n---\nYou delegate.\n"
-    )
     session = make_session(auto_respond=False)
-    lead_agent = await session.workers.definition("lead")
-    run = session.workers.named(
-        session.main, lead_agent, "Delegate.\nfork: child work `py: 5 * 5`", description="lead"
-    )
-    lead = session.workers.start(run)
+    lead = await start_lead(session, tmp_path)
     await session.wait(lead.id, timeout=30)
     child = next(t for t in session.tasks if t.id != lead.id)
     assert child.owner == lead.id and lead.status == "completed"

@@ -19,6 +19,8 @@ from forkagent_jupyter.emulator.faults import Fault
 from forkagent_jupyter.runtime.tools.agents import TaskOutputInput, TaskOutputTool
 from forkagent_jupyter.runtime.worktree import create_worktree
 
+from .helpers import git, make_repo
+
 pytestmark = pytest.mark.anyio
 
 _WRITE = re.compile(r"WRITE (\S+)")
@@ -43,23 +45,6 @@ class ActingBrain:
             command = f"sleep 300 > /dev/null 2>&1 & echo $! > {spawn.group(1)}"
             return Reply.tool_use("Bash", {"command": command})
         return self.offline.reply(request)
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
-    ).stdout.strip()
-
-
-def make_repo(path: Path) -> Path:
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.email", "t@example.com")
-    git(path, "config", "user.name", "T")
-    (path / "data.csv").write_text("a,b\n1,2\n")
-    git(path, "add", ".")
-    git(path, "commit", "-qm", "init")
-    return path
 
 
 def worktrees(repo: Path) -> list[str]:
