@@ -47,7 +47,7 @@ def git(cwd: Path, *args: str) -> str:
 
 def make_repo(path: Path) -> Path:
     """A git repository at `path` with one commit (`data.csv`)."""
-    path.mkdir()
+    path.mkdir(parents=True)
     git(path, "init", "-q", "-b", "main")
     git(path, "config", "user.email", "t@example.com")
     git(path, "config", "user.name", "T")

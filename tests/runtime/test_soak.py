@@ -23,7 +23,6 @@ import json
 import os
 import random
 import re
-import subprocess
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -39,6 +38,8 @@ from forkagent_jupyter.runtime.notifications import Command
 from forkagent_jupyter.runtime.permissions import AllowAll
 from forkagent_jupyter.runtime.session import STOPPED_BY_USER, Session
 from forkagent_jupyter.runtime.tasks import Task
+
+from .helpers import git, make_repo
 
 pytestmark = pytest.mark.anyio
 
@@ -84,23 +85,6 @@ def _agent(prompt: str, *, background: bool, isolated: bool = False) -> Reply:
     if isolated:
         call["isolation"] = "worktree"
     return Reply(({"type": "tool_use", "name": "Agent", "input": call},))
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
-    ).stdout.strip()
-
-
-def make_repo(path: Path) -> Path:
-    path.mkdir(parents=True)
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.email", "t@example.com")
-    git(path, "config", "user.name", "T")
-    (path / "data.csv").write_text("a,b\n1,2\n")
-    git(path, "add", ".")
-    git(path, "commit", "-qm", "init")
-    return path
 
 
 @dataclass
