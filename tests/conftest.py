@@ -29,6 +29,7 @@ import pytest
 from forkagent_jupyter.emulator import Emulator
 from forkagent_jupyter.runtime.permissions import AllowAll
 from forkagent_jupyter.runtime.session import Session
+from tests.dask_cluster import cluster
 from tests.loop_guard import LoopGuard, guarded
 
 
@@ -92,3 +93,11 @@ async def make_session(emulator: Emulator, tmp_path: Path) -> AsyncIterator[Call
     yield make
     for session in made:
         await session.aclose()
+
+
+@pytest.fixture(scope="module")
+def dask_address() -> Iterator[str]:
+    """The scheduler address of a local Dask cluster (`tests/dask_cluster.py`), one per test
+    module that asks for it."""
+    with cluster() as address:
+        yield address

@@ -9,13 +9,10 @@ import base64
 import contextlib
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests.dask_cluster import cluster
 
 from .conftest import Kernel
 from .test_compute import FIGURE, SESSION, _card_outputs, setup, status, wait_until
@@ -23,12 +20,6 @@ from .test_compute import FIGURE, SESSION, _card_outputs, setup, status, wait_un
 pytestmark = pytest.mark.kernel
 if not os.environ.get("CI"):  # CI installs the [dask] extra: there a missing one fails
     pytest.importorskip("distributed")
-
-
-@pytest.fixture(scope="module")
-def dask_address() -> Iterator[str]:
-    with cluster() as address:
-        yield address
 
 
 def runner(name: str) -> str:

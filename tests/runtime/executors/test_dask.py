@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import socket
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,17 +14,10 @@ from forkagent_jupyter.runtime.errors import ConfigError
 from forkagent_jupyter.runtime.executors import PullError
 from forkagent_jupyter.runtime.executors.dask import DaskRunner, require_dask
 from forkagent_jupyter.runtime.executors.shipping import referenced_names
-from tests.dask_cluster import cluster
 
 pytestmark = pytest.mark.anyio
 if not os.environ.get("CI"):  # CI installs the [dask] extra: there a missing one fails
     pytest.importorskip("distributed")
-
-
-@pytest.fixture(scope="module")
-def dask_address() -> Iterator[str]:
-    with cluster() as address:
-        yield address
 
 
 async def done(session: Any, *tasks: Any) -> list[Any]:
