@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from IPython import get_ipython
 from IPython.core.error import UsageError
+from IPython.core.getipython import get_ipython
 
 from ..runtime.report import CostReport, cost_report
 

@@ -14,8 +14,9 @@ import asyncio
 import html
 from typing import TYPE_CHECKING, Any
 
+from IPython.core.display import HTML
 from IPython.core.error import UsageError
-from IPython.display import HTML, display
+from IPython.display import display
 
 if TYPE_CHECKING:
     from ..runtime.batch import BatchRun

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
-from IPython.display import HTML, display
+from IPython.core.display import HTML
+from IPython.display import display
 
 from ..runtime.budget import CostBudget
 from ..runtime.events import Compacted
