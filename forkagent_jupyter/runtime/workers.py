@@ -48,7 +48,7 @@ from .events import (
     ToolUse,
     UsageReport,
 )
-from .fork import FORK_RECURSION_ERROR, build_fork_messages
+from .fork import FORK_RECURSION_ERROR, FORK_TAG, build_fork_messages
 from .history import append_message, blocks_of
 from .loop import AgentConfig, LoopState, run_turn
 from .notifications import CommandQueue
@@ -108,6 +108,9 @@ class _ForkGroup:
     handoff: asyncio.Event = field(default_factory=asyncio.Event)  # the leader left, unstarted
 
 
+NO_OUTPUT = "(no output)"
+
+
 def _last_text(history: list[dict[str, Any]]) -> str:
     for message in reversed(history):
         if message["role"] == "assistant":
@@ -117,6 +120,31 @@ def _last_text(history: list[dict[str, Any]]) -> str:
             if text:
                 return text
     return ""
+
+
+def _own_start(run: AgentRun) -> int:
+    """Where the run's own messages begin: a fork's after its directive (what comes before
+    is the parent's, inherited); a named agent's at the start."""
+    if not run.is_fork:
+        return 0
+    tag = f"<{FORK_TAG}>"
+    for i in range(len(run.history) - 1, -1, -1):
+        message = run.history[i]
+        if message["role"] == "user" and any(
+            b.get("type") == "text" and tag in str(b.get("text", "")) for b in blocks_of(message)
+        ):
+            return i + 1
+    return 0  # compacted away: everything left is its own
+
+
+def _own_text(run: AgentRun) -> str:
+    """The run's last text of its own (never the inherited conversation's)."""
+    return _last_text(run.history[_own_start(run) :])
+
+
+def _partial(run: AgentRun) -> str:
+    """A stopped run's partial result: its own last text, or that it had none."""
+    return _own_text(run) or NO_OUTPUT
 
 
 class Workers:
@@ -340,8 +368,7 @@ class Workers:
         """A runner cancelled before it started never reached `_end`: end it now."""
         task = run.task
         if task is not None and not task.done and run.runner is runner:
-            result = _last_text(run.history) or None
-            self._spawn(self._end(run, "killed", result=result, error=run.stop_reason))
+            self._spawn(self._end(run, "killed", result=_partial(run), error=run.stop_reason))
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         job = asyncio.get_running_loop().create_task(coro)
@@ -425,11 +452,10 @@ class Workers:
                     {"role": "user", "content": [{"type": "text", "text": t} for t in pending]},
                 )
         except asyncio.CancelledError:
-            result = _last_text(run.history) or None
-            await self._end(run, "killed", result=result, error=run.stop_reason)
+            await self._end(run, "killed", result=_partial(run), error=run.stop_reason)
             raise
         except RunEndedError as exc:  # the agent cannot go on (its worker process died)
-            await self._end(run, "failed", error=str(exc), result=_last_text(run.history) or None)
+            await self._end(run, "failed", error=str(exc), result=_own_text(run) or None)
             return
         except Exception as exc:  # a bug or an unexpected failure: report, never hang
             await self._end(run, "failed", error=f"{type(exc).__name__}: {exc}")
@@ -441,9 +467,9 @@ class Workers:
         run: AgentRun, stop: Stop | None
     ) -> tuple[Literal["completed", "failed", "killed"], str | None, str | None]:
         """(status, result, error) of a run whose loop ended by itself."""
-        text = _last_text(run.history)
+        text = _own_text(run)
         if run.stop_reason is not None:  # stopped while its last request was refused
-            return "killed", text or None, run.stop_reason
+            return "killed", text or NO_OUTPUT, run.stop_reason
         if stop is not None and stop.reason in ("error", "refusal"):
             return "failed", text or None, stop.error or f"the run ended: {stop.reason}"
         if stop is not None and stop.reason == "max_turns":
@@ -762,7 +788,7 @@ class Workers:
             runner.cancel()
             await asyncio.wait({runner})
         if not task.done:
-            await self._end(run, "killed", result=_last_text(run.history) or None)
+            await self._end(run, "killed", result=_partial(run))
         await task.wait()
         return task
 
@@ -793,8 +819,7 @@ class Workers:
         if run.runner is not None and not run.runner.done():
             run.runner.cancel()
         else:
-            result = _last_text(run.history) or None
-            self._spawn(self._end(run, "killed", result=result, error=reason))
+            self._spawn(self._end(run, "killed", result=_partial(run), error=reason))
 
     async def stop_all(self) -> list[Task]:
         """Stop every running task at the user's request: each ends `killed` with one
