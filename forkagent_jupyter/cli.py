@@ -69,6 +69,29 @@ async def _demo(backend: str | None) -> int:
     return 0
 
 
+def _backend_ready(backend: str) -> bool:
+    """The anthropic backend needs a credential: without one, say so in one line at once
+    (not after starting a kernel and failing in every cell)."""
+    if backend != "anthropic":
+        return True
+    from .runtime.credentials import anthropic_client
+    from .runtime.errors import ConfigError
+
+    try:
+        found = anthropic_client() is not None
+    except ConfigError as exc:
+        print(f"forkagent demo: {exc}", file=sys.stderr)
+        return False
+    if not found:
+        print(
+            "forkagent demo: --backend anthropic needs a key: set ANTHROPIC_API_KEY (or "
+            "ANTHROPIC_AUTH_TOKEN, or an SDK profile: ANTHROPIC_PROFILE), or leave out --backend "
+            "to run offline.",
+            file=sys.stderr,
+        )
+    return found
+
+
 def _bench(args: list[str]) -> int:
     """The benchmarks live in the source tree (`benchmarks/`), not in the installed package."""
     root = Path(__file__).resolve().parents[1]
@@ -128,6 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args[:1] == ["bench"]:  # every option goes to `python -m benchmarks`
         return _bench(args[1:])
     ns = parser.parse_args(args)
+    if ns.command == "demo" and not _backend_ready(ns.backend):
+        return 2
     if ns.command == "demo" and ns.quick:
         return asyncio.run(_demo(ns.backend))
     if ns.command == "demo":

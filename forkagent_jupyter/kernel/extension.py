@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.display import display
 from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
-from traitlets.config import Configurable
 
 from .bridge import Bridge
 from .magics import (
@@ -33,6 +32,7 @@ from .magics import (
     tasks_options,
     transform_cell,
 )
+from .settings import CheckedSettings
 
 if TYPE_CHECKING:
     from ..runtime.session import Session
@@ -40,11 +40,15 @@ if TYPE_CHECKING:
 
 __all__ = ["ForkAgent", "KernelAgent", "load", "unload"]
 
+BACKEND_CHOICES = ("", "anthropic", "bedrock", "vertex", "foundry", "offline")
+"""runtime.backends.BACKENDS and "" (unset), written out: importing the runtime here would
+make `%load_ext` slow (a test keeps the two the same)."""
+
 _VAR = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)\}(?!\})")
 
 
-class ForkAgent(Configurable):  # type: ignore[misc]
-    """Settings of the forkagent extension."""
+class ForkAgent(CheckedSettings):
+    """Settings of the forkagent extension, each checked when assigned (settings.py)."""
 
     model = Unicode("", help="Model id (default: FORKAGENT_MODEL or the built-in default).").tag(
         config=True
@@ -53,7 +57,7 @@ class ForkAgent(Configurable):  # type: ignore[misc]
         "",
         help="'anthropic', 'bedrock', 'vertex', 'foundry' or 'offline' (default: 'anthropic' "
         "when the SDK finds credentials, else 'offline').",
-    ).tag(config=True)
+    ).tag(config=True, choices=BACKEND_CHOICES)
     permission_mode = CaselessStrEnum(
         ["default", "acceptEdits", "bypassPermissions", "plan"],
         default_value="default",
@@ -64,19 +68,19 @@ class ForkAgent(Configurable):  # type: ignore[misc]
     ).tag(config=True)
     approval_timeout = Float(
         600.0, help="Seconds an approval waits for an answer before it counts as a denial."
-    ).tag(config=True)
+    ).tag(config=True, above=0)
     headless_approval_timeout = Float(
         20.0,
         help="Seconds an approval waits when no frontend can answer it (a notebook run by "
         "nbclient, papermill or nbconvert, without the JupyterLab extension) before it counts "
         "as a denial; a line on stderr says at once how to allow the tool.",
-    ).tag(config=True)
+    ).tag(config=True, above=0)
     max_workers = Int(
         16,
         help="Worker processes alive at once. A finished worker's process is kept for pulls "
         "until a new worker needs its place; a new one waits only while every process "
         "belongs to a running worker.",
-    ).tag(config=True)
+    ).tag(config=True, minimum=1)
     worker_namespace = CaselessStrEnum(
         ["isolated", "shared"],
         default_value="isolated",
@@ -90,14 +94,14 @@ class ForkAgent(Configurable):  # type: ignore[misc]
         5,
         help="Niceness added to worker processes, so the kernel answers first on a busy "
         "machine (0 for none).",
-    ).tag(config=True)
+    ).tag(config=True, minimum=0, maximum=19)
     max_cost_usd = Float(
         None,
         allow_none=True,
         help="A cost budget for the session in USD (None: none). When the session's spend "
         "reaches it, running workers stop (killed, the reason in their notification) and new "
         "turns, forks and messages are refused until it is raised.",
-    ).tag(config=True)
+    ).tag(config=True, above=0, allowed="a positive number of dollars, or None for no budget")
     cache_ttl = CaselessStrEnum(
         ["5m", "1h"], default_value="5m", help="Prompt-cache lifetime to request."
     ).tag(config=True)
@@ -117,7 +121,7 @@ class ForkAgent(Configurable):  # type: ignore[misc]
         help="Times a reply whose stream breaks off mid-way (dropped connection, "
         "overloaded_error or api_error event) is requested again, with backoff, before the "
         "run fails (0: never).",
-    ).tag(config=True)
+    ).tag(config=True, minimum=0)
     compact_at = Float(
         0.8,
         allow_none=True,
@@ -126,7 +130,13 @@ class ForkAgent(Configurable):  # type: ignore[misc]
         "fork of it writes a summary (read from the prompt cache) that replaces all but the "
         "last turns. None: never (a long session then ends in a context-window error). "
         "%compact compacts the parent now.",
-    ).tag(config=True)
+    ).tag(
+        config=True,
+        above=0,
+        maximum=1,
+        allowed="a fraction of the context window above 0 and at most 1 (e.g. 0.8), or None "
+        "to never compact",
+    )
 
 
 def interpolate(text: str, namespace: dict[str, Any]) -> str:
@@ -187,15 +197,7 @@ class KernelAgent:
         if session is None:
             return  # read when the session is made
         name, value = change["name"], change["new"]
-        if name == "backend" and value != change["old"]:
-            print(
-                "ForkAgent.backend cannot change once the session has started: run "
-                "%unload_ext forkagent_jupyter then %load_ext forkagent_jupyter (or restart the "
-                "kernel) to use the new backend.",
-                file=sys.stderr,
-            )
-            self.settings.backend = change["old"]
-        elif name == "permission_mode":
+        if name == "permission_mode":  # (backend is frozen once the session exists)
             session.gate.mode = value
         elif name == "approval_timeout":
             pass  # read by the approval card at each request (approvals.py)
@@ -314,10 +316,21 @@ class KernelAgent:
     @property
     def session(self) -> Session:
         if self._session is None:
+            from ..runtime.errors import ConfigError
             from .ui import KernelUI
 
             self._ui = KernelUI(self)
-            self._session = self._ui.make_session()
+            try:
+                self._session = self._ui.make_session()
+            except ConfigError as exc:  # no key, a platform's extra missing: one line
+                self._ui = None
+                raise UsageError(f"forkagent: {exc}") from None
+            self.settings.freeze(
+                "backend",
+                "the backend cannot change once the session has started; %unload_ext "
+                "forkagent_jupyter then %load_ext forkagent_jupyter (or restart the kernel) to "
+                "use another",
+            )
             if self.settings.executor != "local":
                 self._apply_executor()
             self._resume_batches(self._session)
@@ -388,11 +401,16 @@ class KernelAgent:
         shared: bool = False,
         turns: int | None = None,
     ) -> Any:
+        from ..runtime.errors import UsageError as RuntimeUsageError
+
         directive = interpolate(directive, self.shell.user_ns)
         self._within_budget("%fork", "The fork was")
-        self.session.fork_now(
-            directive, name=name, namespace="shared" if shared else None, turns=turns
-        )
+        try:
+            self.session.fork_now(
+                directive, name=name, namespace="shared" if shared else None, turns=turns
+            )
+        except RuntimeUsageError as exc:
+            raise UsageError(f"%fork: {exc}") from None
         # its card is shown by the session's task event (ui.KernelUI._on_task), once
 
     def fork_batch(self, template: str, opts: dict[str, Any]) -> None:

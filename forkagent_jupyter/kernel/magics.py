@@ -13,8 +13,10 @@ declare (`parse_line`); the prose of `%fork` and `%send` is kept as written.
 
 from __future__ import annotations
 
+import functools
 import re
 from argparse import Namespace
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -34,6 +36,28 @@ __all__ = [
     "tasks_options",
     "transform_cell",
 ]
+
+HELP_WORDS = ("-h", "--help", "?", "??")
+"""A magic's whole line asking for its help (`%fork -h`, `%fork ?`): the help is shown, nothing
+runs."""
+
+
+class HelpShown(Exception):  # noqa: N818 (not an error: the help was shown)
+    """Raised by `parse_line` after printing a magic's help; the magic then returns."""
+
+
+def _shows_help(magic: Callable[..., Any]) -> Callable[..., Any]:
+    """A magic that returns quietly once `parse_line` has shown its help."""
+
+    @functools.wraps(magic)
+    def run(self: Any, *args: Any) -> Any:
+        try:
+            return magic(self, *args)
+        except HelpShown:
+            return None
+
+    return run
+
 
 _CELL = re.compile(r"^%%agent\b(.*)$")
 _AWAITED = re.compile(r"^(\s*)%tasks(\s+--(?:wait|pull)\b.*)$")
@@ -60,6 +84,9 @@ def parse_line(magic: Any, line: str, name: str, text: str | None = None) -> Nam
     line starting with `name`."""
     parser = magic.parser
     options = parser._option_string_actions  # the declared options (argparse keeps them here)
+    if line.strip() in HELP_WORDS:
+        print(parser.format_help().replace("::\n\n", "", 1).strip())
+        raise HelpShown(name)
 
     def known(word: str) -> Any:
         option = word.partition("=")[0]
@@ -77,6 +104,8 @@ def parse_line(magic: Any, line: str, name: str, text: str | None = None) -> Nam
             option, eq, _ = head.partition("=")
             action = known(head)
             words.append(head)
+            if eq and not head.partition("=")[2]:
+                raise UsageError(f"{name}: option {option} needs a value")
             if action.nargs == 0 or eq:
                 continue
             value, rest = _first_word(rest)
@@ -93,6 +122,8 @@ def parse_line(magic: Any, line: str, name: str, text: str | None = None) -> Nam
         for word in words:
             if word.startswith("--"):
                 known(word)
+                if word.endswith("="):
+                    raise UsageError(f"{name}: option {word[:-1]} needs a value")
     try:
         args: Namespace = parser.parse_args(words)
     except UsageError as exc:
@@ -102,19 +133,33 @@ def parse_line(magic: Any, line: str, name: str, text: str | None = None) -> Nam
     return args
 
 
+def _asks_help(line: str) -> bool:
+    """`%send -h`, `%compact ?`: a line magic asked for its help (left for the magic)."""
+    words = line.split(None, 1)
+    return (
+        len(words) == 2
+        and words[0].startswith("%")
+        and not words[0].startswith("%%")
+        and words[1].strip() in HELP_WORDS
+    )
+
+
 def transform_cell(lines: list[str]) -> list[str]:
     """Input transformer: `%%agent` cells and `%tasks --wait`, `%tasks --pull`, `%compact`,
     and unindented `%send` and `%notifications` lines become awaits."""
     if not lines:
         return lines
     first = _CELL.match(lines[0].rstrip("\n"))
-    if first and first.group(1).strip() in ("?", "??"):
-        return lines  # `%%agent?`: IPython shows the magic's help
+    if first and first.group(1).strip() in HELP_WORDS:
+        return lines  # `%%agent?`, `%%agent -h`: the magic's help
     if first:
         body = "".join(lines[1:])
         return [f"await __forkagent__.run_cell({first.group(1).strip()!r}, {body!r})\n"]
     out = []
     for line in lines:
+        if _asks_help(line):
+            out.append(line)  # the magic shows its help
+            continue
         awaited = _AWAITED.match(line.rstrip("\n"))
         if awaited:
             indent, args = awaited.group(1), awaited.group(2).strip()
@@ -143,6 +188,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @argument("--new", action="store_true", help="start a new parent conversation")
     @argument("--model", help="switch the conversation to this model")
     @cell_magic
+    @_shows_help
     def agent(self, line: str, cell: str) -> Any:
         """Talk to the agent: the cell body is your turn in the parent conversation.
 
@@ -175,6 +221,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
     )
     @argument("directive", nargs="?", help="what the worker should do (the rest of the line)")
     @line_magic
+    @_shows_help
     def fork(self, line: str) -> Any:
         """Fork the parent conversation into a background worker; returns at once.
 
@@ -197,6 +244,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @argument("to", nargs="?", help="worker id or name")
     @argument("message", nargs="?", help="the message (the rest of the line)")
     @line_magic
+    @_shows_help
     def send(self, line: str) -> Any:
         """Message a worker: queued if it is running, resumed if it has finished."""
         args = send_options(line)
@@ -211,6 +259,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
     )
     @argument("ids", nargs="*", help="task ids or names (default: all)")
     @line_magic
+    @_shows_help
     def tasks(self, line: str) -> Any:
         """A table of all tasks; `%tasks --wait [IDS]` waits for them to finish;
         `%tasks --pull ID NAME...` copies a worker's values into your namespace."""
@@ -225,6 +274,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @argument("--all", action="store_true", help="stop every running task")
     @argument("id", nargs="?", help="task id or name")
     @line_magic
+    @_shows_help
     def stop(self, line: str) -> Any:
         """Stop a worker (its partial result is reported), or all of them with --all."""
         args = parse_line(self.stop, line, "%stop")
@@ -235,6 +285,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @magic_arguments()
     @argument("id", help="task id or name")
     @line_magic
+    @_shows_help
     def bg(self, line: str) -> Any:
         """Move a named agent that the parent waits for to the background: the parent's turn
         goes on, and the agent's result comes later as a notification."""
@@ -244,6 +295,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @magic_arguments()
     @argument("--keep", type=int, help="turns to keep after the summary (default 2)")
     @line_magic
+    @_shows_help
     def compact(self, line: str) -> Any:
         """Compact the parent conversation now: a fork of it summarises the conversation so
         far (reading it from the prompt cache), and the history becomes that summary plus the
@@ -254,6 +306,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @magic_arguments()
     @argument("ids", nargs="+", help="task ids or names")
     @line_magic
+    @_shows_help
     def notifications(self, line: str) -> Any:
         """Show the notifications of these tasks and the parent's answer again, from the
         transcripts on disk (no model call). Cells inserted by the JupyterLab extension run

@@ -96,7 +96,11 @@ def _platform(name: str, make: Any, *held: str, **kwargs: Any) -> Any:
 
 
 def _needs(module: str, backend: str, why: str) -> None:
-    if importlib.util.find_spec(module) is None:
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its parent package (google of google.auth) is missing
+        found = False
+    if not found:
         raise ConfigError(
             f"backend {backend!r} needs {module} {why}: pip install 'forkagent-jupyter[{backend}]'."
         )

@@ -497,8 +497,16 @@ class Session:
         turns: int | None = None,
     ) -> Task:
         """`fork` for callers that cannot await (the notebook's `%fork`): the same fork, the
-        task returned at once."""
+        task returned at once. A name a running task already has is refused (the new
+        worker would hide it from `send`, `stop` and `wait`)."""
         self.budget.check("The fork was")
+        if name is not None:
+            holder = self.registry.find(name)
+            if holder is not None and not holder.done:
+                raise UsageError(
+                    f"the name {name!r} is in use by the running task {holder.id}: give this "
+                    f"worker another name, or stop {name} first."
+                )
         return self.workers.fork(
             self.main,
             directive,

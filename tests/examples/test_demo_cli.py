@@ -54,3 +54,27 @@ def test_forkagent_demo_executes_the_fan_out_notebook(tmp_path: Path) -> None:
     cards = saved.cards("%fork")
     assert len(cards) == 4 and all(">completed<" in c for c in cards), cards
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+def test_demo_with_the_anthropic_backend_and_no_key_is_one_line(tmp_path: Path) -> None:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE")
+        and not k.startswith("FORKAGENT_")
+    }
+    env["PYTHONPATH"] = str(ROOT)
+    env["HOME"] = str(tmp_path)  # no SDK profile either
+    out = subprocess.run(
+        [sys.executable, "-m", "forkagent_jupyter.cli", "demo", "--backend", "anthropic"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2
+    assert out.stdout == ""
+    assert out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith("forkagent demo: --backend anthropic needs a key")
+    assert list(tmp_path.iterdir()) == []  # no notebook written, no kernel started

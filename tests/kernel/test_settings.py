@@ -53,7 +53,9 @@ def test_settings_after_first_use_apply(kernel: Kernel, emulator: Any) -> None:
     ]
     assert ttls and set(ttls) == {"1h"}
     changed = kernel.execute("%config ForkAgent.backend = 'offline'")
-    assert "ForkAgent.backend cannot change once the session has started" in changed.texts()
+    assert "the backend cannot change once the session has started" in changed.texts()
+    assert changed.texts().count("refused") == 1, changed.texts()  # said once, no recursion
+    assert "Traceback" not in changed.texts()
     assert kernel.value("__forkagent__.settings.backend") == ""  # refused, not half-applied
 
 
@@ -92,7 +94,7 @@ def test_a_cost_budget_stops_workers_and_refuses_new_turns(kernel: Kernel) -> No
     assert kernel.execute("%%agent\nHello.").status == "ok"
     spent = kernel.value(f"{SESSION}.cost_usd")
     bad = kernel.execute("%config ForkAgent.max_cost_usd = -1.0")
-    assert "max_cost_usd must be a positive number" in bad.texts()
+    assert "ForkAgent.max_cost_usd = -1.0 refused: it takes a positive number" in bad.texts()
     assert kernel.value(f"{SESSION}.max_cost_usd") is None
     assert kernel.execute(f"%config ForkAgent.max_cost_usd = {spent * 1.01!r}").status == "ok"
     welcome = kernel.open_comm("budget-panel")  # the Tasks panel is told the budget
@@ -164,3 +166,88 @@ def test_interrupting_tasks_wait_says_one_line(kernel: Kernel) -> None:
     assert "CancelledError" not in shown and "Traceback" not in shown
     assert kernel.value(f"{SESSION}.registry.get('sleeper').status") == "running"
     kernel.execute("%stop sleeper")
+
+
+BAD_SETTINGS = {
+    "compact_at": ("1.5", "2", "True", "float('nan')"),
+    "max_cost_usd": ("-1", "float('nan')"),
+    "approval_timeout": ("-1", "float('nan')"),
+    "headless_approval_timeout": ("0",),
+    "max_workers": ("-1", "0"),
+    "worker_nice": ("10**30", "-1"),
+    "stream_retries": ("-1",),
+    "backend": ("'nope'",),
+    "permission_mode": ("'yolo'",),
+    "auto_respond": ("1",),
+    "executor": ("'ray'",),
+}
+
+
+def _refusals_one_line(kernel: Kernel) -> None:
+    for name, values in BAD_SETTINGS.items():
+        before = kernel.value(f"__forkagent__.settings.{name}")
+        for value in values:
+            shown = kernel.execute(f"%config ForkAgent.{name} = {value}")
+            text = shown.texts()
+            lines = [line for line in text.splitlines() if line.strip()]
+            assert len(lines) == 1, (name, value, text)
+            assert f"ForkAgent.{name} = " in text and "refused: it takes" in text, text
+            assert "Traceback" not in text
+            assert kernel.value(f"__forkagent__.settings.{name}") == before, (name, value)
+
+
+def test_invalid_settings_are_refused_in_one_line_before_and_after_the_first_turn(
+    kernel: Kernel,
+) -> None:
+    _refusals_one_line(kernel)  # before the session exists: nothing half-applied
+    assert kernel.value("__forkagent__._session") is None
+    first = kernel.execute("%%agent\nHello.")
+    assert first.status == "ok", first.texts()  # every magic still works
+    _refusals_one_line(kernel)
+    assert kernel.execute("%config ForkAgent.compact_at = 0.5").status == "ok"
+    assert kernel.value(f"{SESSION}.compact_at") == 0.5
+    assert kernel.execute("%tasks").status == "ok"
+
+
+def test_backend_choices_match_the_runtime() -> None:
+    from forkagent_jupyter.kernel.extension import BACKEND_CHOICES
+    from forkagent_jupyter.runtime.backends import BACKENDS
+
+    assert ("", *BACKENDS) == BACKEND_CHOICES
+
+
+def test_a_backend_whose_extra_is_missing_is_one_line(kernel: Kernel) -> None:
+    kernel.execute("%config ForkAgent.backend = 'vertex'")
+    kernel.execute("import os; os.environ.pop('ANTHROPIC_API_KEY', None)")
+    for code in ("%tasks", "%%agent\nHello.", "%fork --name w look"):
+        failed = kernel.execute(code)
+        assert failed.reply["content"]["ename"] == "UsageError", failed.texts()
+        evalue = failed.reply["content"]["evalue"]
+        assert evalue.startswith("forkagent: backend 'vertex'"), evalue
+        assert "\n" not in evalue and "Traceback" not in failed.texts()
+
+
+def test_magic_help_and_bad_names(kernel: Kernel) -> None:
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    for code in (
+        "%fork -h",
+        "%fork ?",
+        "%fork --help",
+        "%send -h",
+        "%stop -h",
+        "%%agent -h\nHello.",
+    ):
+        shown = kernel.execute(code)
+        assert shown.status == "ok", (code, shown.texts())
+        assert "options:" in shown.texts() or "positional arguments:" in shown.texts(), code
+    assert kernel.value(f"len({SESSION}.tasks)") == 0  # no worker was started by asking
+    empty = kernel.execute("%fork --name= look at it")
+    assert empty.reply["content"]["evalue"] == "%fork: option --name needs a value"
+    started = kernel.execute("%fork --name w wait `py: __import__('time').sleep(20)`")
+    assert started.status == "ok", started.texts()
+    again = kernel.execute("%fork --name w another `py: 1`")
+    assert again.reply["content"]["ename"] == "UsageError"
+    assert "%fork: the name 'w' is in use by the running task" in again.reply["content"]["evalue"]
+    assert kernel.value(f"len({SESSION}.tasks)") == 1
+    stopped = kernel.execute("%stop w")
+    assert stopped.status == "ok" and "stopping w" in stopped.texts()
