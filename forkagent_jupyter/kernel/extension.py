@@ -437,11 +437,12 @@ class KernelAgent:
     async def asend(self, to: str, text: str) -> None:
         """`%send`: the message to a running agent, or resuming a finished one (one of an
         earlier session is read from its transcript on a thread)."""
+        from ..runtime.errors import ConfigError
         from ..runtime.errors import UsageError as RuntimeUsageError
 
         try:
             reply = await self.session.send(to, text)
-        except RuntimeUsageError as exc:
+        except (RuntimeUsageError, ConfigError) as exc:  # one line, never a traceback
             raise UsageError(f"%send: {exc}") from None
         self.ui.show_card(self.session.task(to), note=reply)
 

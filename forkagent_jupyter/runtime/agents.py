@@ -1,4 +1,4 @@
-"""Named agents: definitions from `.forkagent/agents/*.md` files, and the built-in one.
+"""Named agents: definitions from agent files (Claude Code's and ours), and the built-in one.
 
 A definition file is Markdown with YAML front matter; the body is the agent's system prompt:
 
@@ -15,41 +15,51 @@ A definition file is Markdown with YAML front matter; the body is the agent's sy
     ---
     You review code...
 
-Where definitions come from, later ones replacing earlier ones of the same name: the built-in
-`general-purpose`, then the user's `<home>/.claude/agents/*.md` and `<home>/.forkagent/agents/*.md`,
-then the project's `<workdir>/.claude/agents/*.md` and `<workdir>/.forkagent/agents/*.md`.
-Claude Code's agent files are read as they are; within one scope a `.forkagent` file wins over
-a `.claude` file of the same name (said once, as an `AgentFileWarning`). Files whose name
-starts with `.` are skipped.
+Where definitions come from, later ones replacing earlier ones of the same name (Claude
+Code's precedence): the built-in `general-purpose`, then the user's `<home>/.claude/agents`
+and `<home>/.forkagent/agents`, then the project's `<workdir>/.claude/agents` and
+`<workdir>/.forkagent/agents`, each with its subfolders (see `agent_files`: a collection
+installed in a subfolder is found; the path does not change an agent's identity, its `name`
+does). A definition that replaces another is said once (an `AgentFileWarning` naming both
+files); within one scope a `.forkagent` file wins over a `.claude` one, and within one folder
+the shallower file (then the first by path) keeps the name.
 
-`model` takes a model id, `inherit` (the parent's model) or an alias, resolved through
-`MODEL_ALIASES`: `sonnet`, `opus` and `haiku` name the current model of that family.
+`model` takes `inherit` (the parent's model), an alias that Claude Code documents (`sonnet`,
+`opus`, `haiku`, `opusplan`, `default`, and `sonnet[1m]`-style suffixes; see `MODEL_ALIASES`
+and `resolve_model`), or a full model id (`claude-...`, a Bedrock or Vertex id). Anything else
+is refused when the file is read.
 
-Errors: a file that cannot be used is an `AgentFileError` whose one-line message names the
-file and, where there is one, the field; so are two files in one folder that define the same
-name. A key this runtime does not use (Claude Code's `color`, `mcpServers`, `hooks`,
-`skills`, or a typo) does not reject the file: it is ignored with one `AgentFileWarning`
-naming the file and the key (with the key it was probably meant to be).
+Tool names: Claude Code's are taken as they are (`Task`, its old name for `Agent`, is read as
+`Agent`). A name the session has no tool for is not an error; the listing and the agent's
+card say which named tools it does not get.
+
+Bad files: a file that cannot be used is an `AgentFileError` whose one-line message names the
+file, the line and the field. It never stops the other files from loading: `scan_agents`
+returns it beside the usable definitions and says it once (an `AgentFileWarning`); starting
+the agent it would have defined reports it. A key this runtime does not use is ignored with
+one warning: Claude Code keys that a later version will honour (`hooks`, `skills`, `memory`,
+`mcpServers`, ...) say so; an unknown key says the key it was probably meant to be; `color`
+is ignored silently (it is only the colour of the agent in Claude Code's terminal).
 
 Two ways to load:
 
+* `scan_agents(workdir, home)` never raises: the usable definitions, every file error, and
+  the notes (overrides, ignored keys);
 * `load_agents(workdir, home)` returns the definitions and raises the first error
-  (`strict=False` skips bad files instead, logging each one);
-* `scan_agents(workdir, home)` never raises: it returns the usable definitions together
-  with every error, for a UI that lists what is wrong.
+  (`strict=False` skips bad files instead, logging each one).
 """
 
 from __future__ import annotations
 
 import difflib
 import logging
+import os
 import re
 import warnings
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -59,6 +69,7 @@ from pydantic import (
     field_validator,
 )
 
+from .agent_files import FileProblemError, agent_files, parse_front_matter, read_agent_text
 from .errors import ConfigError
 
 __all__ = [
@@ -71,6 +82,8 @@ __all__ = [
     "agent_listing",
     "load_agent_file",
     "load_agents",
+    "missing_tools",
+    "model_problem",
     "resolve_model",
     "scan_agents",
     "unknown_agent_message",
@@ -91,22 +104,58 @@ MODEL_ALIASES = {
     "opus": "claude-opus-5-5",
     "haiku": "claude-haiku-5-5",
 }
-"""Model aliases of agent files (Claude Code's), each the current model of its family."""
+"""Model aliases of agent files (Claude Code's), each the current model of its family. As in
+Claude Code, `ANTHROPIC_DEFAULT_SONNET_MODEL` (`_OPUS_`, `_HAIKU_`) names another model for
+an alias."""
+OTHER_ALIASES = ("inherit", "default", "opusplan")
+"""`inherit`: the parent's model; `default`: the session's model; `opusplan`: opus for an
+agent in plan mode, sonnet otherwise. Any alias or id may end in `[1m]` (a 1M-token context;
+the 5.x models have it anyway)."""
+_MODEL_ID = re.compile(r"^(?:claude-[a-z0-9.-]+|[a-z0-9-]+\.anthropic\..+|anthropic\..+|arn:.+)$")
 
 Source = Literal["built-in", "project", "user"]
 PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan", "bubble"]
 _Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
+TOOL_ALIASES = {"Task": "Agent"}
+"""Claude Code's older tool names, read as the tool they name now."""
+CLAUDE_CODE_LATER = {
+    "hooks": "hooks",
+    "skills": "skills",
+    "memory": "agent memory",
+    "mcpServers": "MCP servers",
+    "requiredMcpServers": "MCP servers",
+    "initialPrompt": "an initial prompt",
+    "effort": "a reasoning effort",
+}
+"""Claude Code keys this runtime does not honour yet: ignored with a note that says so."""
+SILENTLY_IGNORED = frozenset({"color"})
+"""Claude Code keys that mean nothing here (the agent's colour in Claude Code's terminal)."""
+
 
 class AgentFileError(ConfigError):
-    """A definition file that cannot be used; the message names the file and the field."""
+    """A definition file that cannot be used. The message names the file, the line (when
+    known) and the field: `path:line: field 'maxTurns': problem`. `name` is the agent name
+    the file would have defined (its `name`, else its file name)."""
 
-    def __init__(self, path: Path, field: str | None, problem: str) -> None:
-        where = f"{path}: field '{field}': " if field else f"{path}: "
+    def __init__(
+        self,
+        path: Path,
+        field: str | None,
+        problem: str,
+        *,
+        line: int | None = None,
+        name: str | None = None,
+    ) -> None:
+        where = f"{path}:{line}: " if line is not None else f"{path}: "
+        if field:
+            where += f"field '{field}': "
         super().__init__(where + problem)
         self.path = path
         self.field = field
         self.problem = problem
+        self.line = line
+        self.name = name
 
 
 class AgentFileWarning(UserWarning):
@@ -124,14 +173,40 @@ def _warn_once(message: str) -> None:
         warnings.warn(message, AgentFileWarning, stacklevel=3)
 
 
-def resolve_model(name: str | None, parent_model: str) -> str | None:
-    """A definition's `model`: None stays None (the session's default), `inherit` is the
-    parent's model, an alias is its model id, anything else is taken as a model id."""
+def _alias_model(alias: str) -> str:
+    env = os.environ.get(f"ANTHROPIC_DEFAULT_{alias.upper()}_MODEL", "").strip()
+    return env or MODEL_ALIASES[alias]
+
+
+def model_problem(value: str) -> str | None:
+    """Why `value` is no model an agent file may name (None: it is one)."""
+    name = value.strip().removesuffix("[1m]").removesuffix("[1M]")
+    if name.lower() in MODEL_ALIASES or name.lower() in OTHER_ALIASES or _MODEL_ID.match(name):
+        return None
+    known = ", ".join([*OTHER_ALIASES[:1], *MODEL_ALIASES, *OTHER_ALIASES[1:]])
+    return f"unknown model {value!r}: use one of {known}, or a full model id (claude-...)"
+
+
+def resolve_model(
+    name: str | None, parent_model: str, permission_mode: str | None = None
+) -> str | None:
+    """A definition's `model`: None and `default` are None (the session's default),
+    `inherit` is the parent's model, an alias is its model id (`opusplan`: opus for an agent
+    in plan mode, else sonnet), anything else is taken as a model id. A `[1m]` suffix is
+    dropped."""
     if name is None:
         return None
-    if name == "inherit":
+    name = name.strip().removesuffix("[1m]").removesuffix("[1M]")
+    alias = name.lower()
+    if alias == "default":
+        return None
+    if alias == "inherit":
         return parent_model
-    return MODEL_ALIASES.get(name.lower(), name)
+    if alias == "opusplan":
+        return _alias_model("opus" if permission_mode == "plan" else "sonnet")
+    if alias in MODEL_ALIASES:
+        return _alias_model(alias)
+    return name
 
 
 class AgentDefinition(BaseModel):
@@ -166,6 +241,7 @@ class AgentDefinition(BaseModel):
             value = value.split(",")
         if isinstance(value, list):
             value = [v.strip() if isinstance(v, str) else v for v in value]
+            value = [TOOL_ALIASES.get(v, v) if isinstance(v, str) else v for v in value]
             value = [v for v in value if v != ""]
         return value
 
@@ -194,94 +270,108 @@ GENERAL_PURPOSE = AgentDefinition(
 
 
 class AgentScan(NamedTuple):
-    """What `scan_agents` found: the usable definitions and the files that are not."""
+    """What `scan_agents` found: the usable definitions, the files that are not, and the
+    notes (a definition that replaced another, keys that were ignored)."""
 
     agents: dict[str, AgentDefinition]
     errors: list[AgentFileError]
+    notes: tuple[str, ...] = ()
+
+    def broken(self, name: str) -> AgentFileError | None:
+        """The error of a file that would have defined agent `name`."""
+        return next((e for e in self.errors if e.name == name), None)
 
 
-def _split_front_matter(path: Path, text: str) -> tuple[str, str]:
-    """(YAML text, body) of a definition file."""
-    lines = text.removeprefix("\ufeff").split("\n")
-    if lines[0].rstrip() != "---":
-        raise AgentFileError(path, None, "missing front matter (the file must start with '---')")
-    for i, line in enumerate(lines[1:], start=1):
-        if line.rstrip() == "---":
-            return "\n".join(lines[1:i]), "\n".join(lines[i + 1 :])
-    raise AgentFileError(path, None, "front matter has no closing '---' line")
+def _field_line(fm_lines: dict[str, int], field: str | None) -> int | None:
+    return fm_lines.get(field) if field else None
 
 
-def _parse_yaml(path: Path, head: str) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(head)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or type(exc).__name__
-        where = f"line {mark.line + 2}: " if mark is not None else ""  # +1 for '---', +1 base
-        problem = f"front matter is not valid YAML ({where}{problem})"
-        raise AgentFileError(path, None, problem) from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise AgentFileError(path, None, "front matter must be 'key: value' lines")
-    return {str(k): v for k, v in data.items()}
-
-
-def _validation_problem(path: Path, exc: ValidationError) -> AgentFileError:
+def _validation_problem(
+    path: Path, exc: ValidationError, fm_lines: dict[str, int], name: str | None
+) -> AgentFileError:
     errors = exc.errors()
     first = errors[0]
     loc = [str(p) for p in first["loc"]]
     field = loc[0] if loc else None
-    if first["type"] == "extra_forbidden" and field is not None:
-        keys = [k for k in AgentDefinition.model_fields if k not in _LOADER_FIELDS]
-        close = difflib.get_close_matches(field, keys, n=1)
-        problem = "unknown key" + (f" (did you mean '{close[0]}'?)" if close else "")
-    else:
-        problem = first["msg"]
-        if first["type"] == "string_pattern_mismatch" and field == "name":
-            problem = f"{first['input']!r} is not a valid name ({_NAME_RULE})"
-        position = first["loc"][1] if len(first["loc"]) > 1 else None
-        if isinstance(position, int):
-            problem = f"item {position + 1}: {problem}"
+    problem = first["msg"]
+    if first["type"] == "string_pattern_mismatch" and field == "name":
+        problem = f"{first['input']!r} is not a valid name ({_NAME_RULE})"
+    if first["type"] == "missing" and field == "description":
+        problem = "missing: say in one line what the agent is for (the model reads it)"
+    position = first["loc"][1] if len(first["loc"]) > 1 else None
+    if isinstance(position, int):
+        problem = f"item {position + 1}: {problem}"
     if len(errors) > 1:
         problem += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
-    return AgentFileError(path, field, problem)
+    line = _field_line(fm_lines, field) or 1  # a missing key: where the front matter starts
+    return AgentFileError(path, field, problem, line=line, name=name)
 
 
-def load_agent_file(path: Path, source: Literal["project", "user"] = "project") -> AgentDefinition:
-    """Parse one definition file; every problem is an `AgentFileError`."""
+def _agent_file(
+    path: Path, source: Literal["project", "user"], notes: list[str]
+) -> AgentDefinition:
+    """Parse one definition file; every problem is an `AgentFileError`; keys that were
+    ignored go to `notes`."""
     path = Path(path)
+    stem = path.stem
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise AgentFileError(path, None, "is not UTF-8 text") from None
-    except OSError as exc:
-        raise AgentFileError(path, None, f"cannot be read ({exc.strerror})") from None
-    head, body = _split_front_matter(path, text)
-    data = _parse_yaml(path, head)
+        parsed = parse_front_matter(read_agent_text(path))
+    except FileProblemError as exc:
+        raise AgentFileError(path, exc.key, exc.problem, line=exc.line, name=stem) from None
+    data, lines = dict(parsed.data), parsed.lines
+    name = data.get("name") if isinstance(data.get("name"), str) else stem
     for key, why in _LOADER_FIELDS.items():
         if key in data:
-            raise AgentFileError(path, key, f"not allowed in front matter ({why})")
+            problem = f"not allowed in front matter ({why})"
+            raise AgentFileError(path, key, problem, line=lines.get(key), name=name)
     if "name" not in data:
-        data["name"] = path.stem
-        if not re.fullmatch(NAME_PATTERN, path.stem):
+        data["name"] = stem
+        if not re.fullmatch(NAME_PATTERN, stem):
             raise AgentFileError(
                 path,
                 "name",
-                f"the file name {path.stem!r} is not a valid name ({_NAME_RULE}); "
+                f"the file name {stem!r} is not a valid name ({_NAME_RULE}); "
                 "rename the file or set 'name'",
+                line=1,
+                name=name,
             )
     known = set(AgentDefinition.model_fields) - set(_LOADER_FIELDS)
     for key in [k for k in data if k not in known and k != "name"]:
+        del data[key]
+        if key in SILENTLY_IGNORED:
+            continue
+        at = f"{path}:{lines[key]}" if key in lines else str(path)
+        if key in CLAUDE_CODE_LATER:
+            what = CLAUDE_CODE_LATER[key]
+            notes.append(
+                f"{at}: key '{key}' ({what}) is not supported here yet and was ignored; "
+                "the agent loads without it"
+            )
+            continue
         close = difflib.get_close_matches(key, sorted(known), n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
-        _warn_once(f"{path}: key '{key}' is not used here and was ignored{hint}")
-        del data[key]
-    data.update(prompt=body.strip("\n").rstrip(), source=source, path=path)
+        notes.append(f"{at}: key '{key}' is not used here and was ignored{hint}")
+    model = data.get("model")
+    if isinstance(model, str):
+        unknown = model_problem(model)
+        if unknown is not None:
+            raise AgentFileError(path, "model", unknown, line=lines.get("model"), name=name)
+    data.update(prompt=parsed.body.strip("\n").rstrip(), source=source, path=path)
     try:
         return AgentDefinition.model_validate(data)
     except ValidationError as exc:
-        raise _validation_problem(path, exc) from None
+        raise _validation_problem(path, exc, lines, name) from None
+
+
+def load_agent_file(path: Path, source: Literal["project", "user"] = "project") -> AgentDefinition:
+    """Parse one definition file; every problem is an `AgentFileError`, each ignored key
+    one `AgentFileWarning`."""
+    notes: list[str] = []
+    try:
+        return _agent_file(path, source, notes)
+    finally:
+        for note in notes:
+            _warn_once(note)
 
 
 def _folders(workdir: Path, home: Path | None) -> list[tuple[Path, Literal["project", "user"]]]:
@@ -297,42 +387,48 @@ def _folders(workdir: Path, home: Path | None) -> list[tuple[Path, Literal["proj
     return places
 
 
+def _replaced(name: str, new: AgentDefinition, old: AgentDefinition) -> str:
+    if old.path is None:
+        return f"agent '{name}': {new.path} replaces the built-in agent of that name"
+    why = (
+        "project agents win over user agents"
+        if (new.source, old.source) == ("project", "user")
+        else ".forkagent wins over .claude"
+    )
+    return f"agent '{name}': {new.path} is used; {old.path} defines the same name ({why})"
+
+
 def scan_agents(workdir: Path, home: Path | None = None) -> AgentScan:
-    """All usable definitions (built-in, then user, then project) and every file error."""
+    """All usable definitions (built-in, then user, then project), every file error and
+    every note. Never raises; each error and note is said once (an `AgentFileWarning`)."""
     agents = {GENERAL_PURPOSE.name: GENERAL_PURPOSE}
     errors: list[AgentFileError] = []
-    scope_files: dict[tuple[str, str], Path] = {}  # (scope, name) -> the file that defined it
+    notes: list[str] = []
     for folder, source in _folders(workdir, home):
         if not folder.is_dir():
             continue
         seen: dict[str, Path] = {}
-        for file in sorted(folder.glob("*.md")):
-            if file.name.startswith(".") or not file.is_file():
-                continue
+        for file in agent_files(folder):
             try:
-                definition = load_agent_file(file, source)
+                definition = _agent_file(file, source, notes)
             except AgentFileError as exc:
                 errors.append(exc)
                 continue
-            if definition.name in seen:
-                errors.append(
-                    AgentFileError(
-                        file,
-                        "name",
-                        f"{definition.name!r} is already defined by {seen[definition.name].name}",
-                    )
+            name = definition.name
+            if name in seen:
+                notes.append(
+                    f"agent '{name}': {file} is ignored; {seen[name]} defines the same name "
+                    "and comes first"
                 )
                 continue
-            seen[definition.name] = file
-            earlier = scope_files.get((source, definition.name))
+            seen[name] = file
+            earlier = agents.get(name)
             if earlier is not None:
-                _warn_once(
-                    f"agent '{definition.name}': {file} is used; {earlier} defines the same "
-                    "name and is ignored (.forkagent wins over .claude)"
-                )
-            scope_files[(source, definition.name)] = file
-            agents[definition.name] = definition
-    return AgentScan(agents, errors)
+                notes.append(_replaced(name, definition, earlier))
+            agents[name] = definition
+    for message in [*notes, *(str(e) for e in errors)]:
+        _warn_once(message)
+    return AgentScan(agents, errors, tuple(notes))
 
 
 def load_agents(
@@ -341,12 +437,10 @@ def load_agents(
     """Definitions by name: built-in, then user, then project (later ones win).
 
     With `strict` (the default) the first bad file raises its `AgentFileError`; without it,
-    bad files are left out and logged. `scan_agents` returns the errors instead."""
-    agents, errors = scan_agents(workdir, home)
+    bad files are left out (each said once). `scan_agents` returns the errors instead."""
+    agents, errors, _notes = scan_agents(workdir, home)
     if errors and strict:
         raise errors[0]
-    for error in errors:
-        log.warning("agent definition skipped: %s", error)
     return agents
 
 
@@ -356,20 +450,40 @@ def unknown_agent_message(name: str, available: Iterable[str]) -> str:
     return f"Agent type '{name}' not found. Available agents: {names}"
 
 
-def agent_listing(agents: dict[str, AgentDefinition]) -> str:
+def missing_tools(agent: AgentDefinition, available: Collection[str]) -> list[str]:
+    """The tools `agent`'s list names that it does not get here (no such tool in the
+    session: an MCP tool, a tool this runtime does not have)."""
+    if agent.tools is None:
+        return []
+    denied = set(agent.disallowedTools)
+    return [t for t in agent.tools if t not in available and t not in denied]
+
+
+def agent_listing(
+    agents: dict[str, AgentDefinition], available: Collection[str] | None = None
+) -> str:
     """What the model is told of the named agents it can start with the Agent tool. It goes
     into the conversation (a user turn's first block, when it changed since it was last
     said), not into the tool's description: the tools head every request's cached prefix, so
-    an agent file added mid-session would otherwise make the whole prefix a cache miss."""
+    an agent file added mid-session would otherwise make the whole prefix a cache miss.
+    With `available` (the session's tool names), an agent is listed with the tools it gets,
+    and those its file names that it does not get are said."""
     lines = [
         "<system-reminder>",
         "Agent types available to the Agent tool (its subagent_type):",
     ]
     for name in sorted(agents):
         agent = agents[name]
-        tools = ", ".join(agent.tools) if agent.tools is not None else "all tools"
+        missing = missing_tools(agent, available) if available is not None else []
+        if agent.tools is None:
+            tools = "all tools"
+        else:
+            given = [t for t in agent.tools if t not in missing]
+            tools = ", ".join(given) or "none"
         if agent.disallowedTools:
             tools += " except " + ", ".join(agent.disallowedTools)
+        if missing:
+            tools += "; not available here: " + ", ".join(missing)
         mode = "; runs in the background" if agent.background else ""
         lines.append(f"- {name}: {agent.description} (Tools: {tools}{mode})")
     lines.append("</system-reminder>")

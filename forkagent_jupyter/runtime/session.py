@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..messages_api.usage import Usage
-from .agents import AgentDefinition, agent_listing, load_agents, resolve_model, scan_agents
+from .agents import AgentDefinition, AgentScan, agent_listing, resolve_model, scan_agents
 from .backends import Backend, select_backend
 from .batch import BatchResults, BatchRun, FanOut, Notify, fan_out
 from .budget import BudgetedModel, CostBudget
@@ -190,7 +190,7 @@ class Session:
         self.workers = Workers(
             registry=self.registry,
             queue=self.queue,
-            definitions=self.agent_definitions,
+            definitions=self.agent_scan,
             named_config=self._named_config,
             fork_config=self._fork_config,
             stagger=stagger_forks,
@@ -318,14 +318,20 @@ class Session:
 
     def _agent_listing(self) -> str | None:
         """The named agents as the model is told them (None without the Agent tool). Files
-        that do not load are left out here; starting one reports its error."""
+        that do not load are left out here (each said once); starting one reports its
+        error. Tools an agent's file names that it does not get here are said."""
         if self.tools.get("Agent") is None:
             return None
-        return agent_listing(scan_agents(self.workdir, self.home).agents)
+        return agent_listing(self.agent_scan().agents, self.tools.names())
+
+    def agent_scan(self) -> AgentScan:
+        """The agent files (`scan_agents`): user and project, `.claude` and `.forkagent`,
+        subfolders included; bad files beside the good ones, never raising."""
+        return scan_agents(self.workdir, self.home)
 
     def agent_definitions(self) -> dict[str, AgentDefinition]:
-        """Named agents: built-in, then ~/.forkagent/agents, then <workdir>/.forkagent/agents."""
-        return load_agents(self.workdir, self.home)
+        """Named agents that load: built-in, then user, then project (see `agents.py`)."""
+        return self.agent_scan().agents
 
     def _fork_config(
         self, parent: AgentRun, agent_id: str, namespace: str | None = None
@@ -353,7 +359,7 @@ class Session:
         chosen = model or definition.model
         return replace(
             base,
-            model=resolve_model(chosen, base.model) or base.model,
+            model=resolve_model(chosen, base.model, definition.permissionMode) or base.model,
             system=[{"type": "text", "text": definition.prompt or self.system_prompt}],
             tools=tools,
             gate=base.gate.for_worker(agent_id, mode=definition.permissionMode),

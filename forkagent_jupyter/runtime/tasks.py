@@ -97,6 +97,7 @@ class Task:
     context_window: int = 0  # its model's context window
     compactions: int = 0  # times its conversation was compacted
     foreground: bool = False  # its caller waits for it (a synchronous named agent)
+    notes: list[str] = field(default_factory=list)  # what its definition asked for in vain
     notification: str | None = None
     _notified_run: int = 0
     _settled_run: int = 0

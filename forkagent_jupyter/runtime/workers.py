@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from .agents import AgentDefinition, unknown_agent_message
+from .agents import AgentDefinition, AgentScan, missing_tools, unknown_agent_message
 from .compaction import last_turns, window_for
 from .errors import RunEndedError, UsageError
 from .events import (
@@ -155,7 +155,7 @@ class Workers:
         *,
         registry: TaskRegistry,
         queue: CommandQueue,
-        definitions: Callable[[], dict[str, AgentDefinition]],
+        definitions: Callable[[], AgentScan],
         named_config: Callable[[AgentRun, AgentDefinition, str, str | None], AgentConfig],
         fork_config: Callable[[AgentRun, str, str | None], AgentConfig],
         stagger: bool = True,
@@ -250,17 +250,25 @@ class Workers:
             self._record(run, parent.id, shared)
         return self._start(run)
 
-    async def definitions(self) -> dict[str, AgentDefinition]:
-        """The named agents, their files read on a thread (they are read again at each use:
-        an edited file counts from the next agent on)."""
+    async def scan(self) -> AgentScan:
+        """The agent files, read on a thread (they are read again at each use: an edited
+        file counts from the next agent on). A bad file never stops the others."""
         return await asyncio.to_thread(self._definitions)
 
+    async def definitions(self) -> dict[str, AgentDefinition]:
+        """The named agents that load."""
+        return (await self.scan()).agents
+
     async def definition(self, agent_type: str) -> AgentDefinition:
-        """The named agent `agent_type`, or a ToolError listing the available ones."""
-        definitions = await self.definitions()
-        found = definitions.get(agent_type)
+        """The named agent `agent_type`; a ToolError saying why the file that would define
+        it does not load, or listing the available ones."""
+        scan = await self.scan()
+        found = scan.agents.get(agent_type)
         if found is None:
-            raise ToolError(unknown_agent_message(agent_type, sorted(definitions)))
+            broken = scan.broken(agent_type)
+            if broken is not None:
+                raise ToolError(f"Agent type '{agent_type}' cannot be used: {broken}")
+            raise ToolError(unknown_agent_message(agent_type, sorted(scan.agents)))
         return found
 
     def named(
@@ -288,6 +296,9 @@ class Workers:
             tool_use_id=tool_use_id,
         )
         config = self._named_config(parent, definition, agent_id, model)
+        missing = missing_tools(definition, config.tools.names())
+        if missing:
+            task.notes.append("not available here: " + ", ".join(missing))
         history = [{"role": "user", "content": [{"type": "text", "text": prompt}]}]
         run = AgentRun(
             agent_id, config, history, LoopState(), task, owner=parent.id, definition=definition

@@ -94,6 +94,7 @@ def test_windows_line_endings_and_empty_body(tmp_path: Path) -> None:
     ("text", "field", "problem"),
     [
         ("---\ndescription: x\nmaxTurns: 0\n---\nbody\n", "maxTurns", "greater than 0"),
+        ("---\ndescription: x\nmaxTurns: -3\n---\nbody\n", "maxTurns", "greater than 0"),
         ("---\ndescription: x\nmaxTurns: many\n---\n", "maxTurns", "valid integer"),
         ("---\ndescription: x\ntools: 5\n---\n", "tools", "valid list"),
         ("---\ndescription: x\ntools: [Read, 7]\n---\n", "tools", "item 2: "),
@@ -102,7 +103,9 @@ def test_windows_line_endings_and_empty_body(tmp_path: Path) -> None:
         ("---\ndescription: x\nisolation: docker\n---\n", "isolation", "'worktree'"),
         ("---\ndescription: x\nname: two words\n---\n", "name", "'two words' is not a valid"),
         ("---\ndescription: x\nname: " + "n" * 65 + "\n---\n", "name", "1 to 64"),
-        ("---\nname: quiet\n---\n", "description", "Field required"),
+        ("---\nname: quiet\n---\n", "description", "missing: say in one line"),
+        ("---\ndescription: x\nmodel: gpt-5\n---\n", "model", "unknown model 'gpt-5'"),
+        ("---\ndescription: x\nmodel: sonnet-max\n---\n", "model", "use one of inherit"),
         ("---\ndescription: '   '\n---\n", "description", "at least 1 character"),
         ("---\ndescription: x\nprompt: hi\n---\n", "prompt", "Markdown body"),
         ("---\ndescription: x\nsource: user\n---\n", "source", "not allowed"),
@@ -118,7 +121,10 @@ def test_malformed_fields_name_the_file_and_the_field(
     assert isinstance(error, ConfigError)
     assert error.path == path and error.field == field
     message = str(error)
-    assert message.startswith(f"{path}: field '{field}': ")
+    line = next((n for n, ln in enumerate(text.split("\n"), 1) if ln.startswith(field)), 1)
+    at = f"{path}:{line}"
+    assert message.startswith(f"{at}: field '{field}': ")
+    assert error.line == line
     assert problem in message
     assert "\n" not in message
 
@@ -126,20 +132,20 @@ def test_malformed_fields_name_the_file_and_the_field(
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("no front matter\n", "missing front matter (the file must start with '---')"),
-        ("", "missing front matter"),
-        ("---\ndescription: x\n", "front matter has no closing '---' line"),
-        ("---\ndescription: x\n  tools: [a\n---\n", "front matter is not valid YAML (line 3: "),
-        ('---\ndescription: "x\n---\n', "front matter is not valid YAML (line "),
-        ("---\n- a\n- b\n---\n", "front matter must be 'key: value' lines"),
+        ("no front matter\n", "1: has no front matter (an agent file starts with a '---' line"),
+        ("", "1: has no front matter"),
+        ("---\ndescription: x\n", "1: front matter has no closing '---' line"),
+        ("---\ndescription: x\n  tools: [a\n---\n", "3: field 'description': front matter is "),
+        ('---\ndescription: "x\n---\n', "2: field 'description': front matter is not valid"),
+        ("---\n- a\n- b\n---\n", "2: front matter must be 'key: value' lines"),
     ],
 )
 def test_malformed_files_name_the_file(tmp_path: Path, text: str, problem: str) -> None:
     path = write_agent(tmp_path, "broken.md", text)
     with pytest.raises(AgentFileError) as caught:
         load_agent_file(path)
-    assert caught.value.path == path and caught.value.field is None
-    assert str(caught.value).startswith(f"{path}: {problem}")
+    assert caught.value.path == path
+    assert str(caught.value).startswith(f"{path}:{problem}")
     assert "\n" not in str(caught.value)
 
 
@@ -155,7 +161,7 @@ def test_file_name_that_is_not_a_valid_name(tmp_path: Path) -> None:
 def test_not_utf8(tmp_path: Path) -> None:
     path = tmp_path / "latin.md"
     path.write_bytes("---\ndescription: café\n---\n".encode("latin-1"))
-    with pytest.raises(AgentFileError, match=r"latin\.md: is not UTF-8 text"):
+    with pytest.raises(AgentFileError, match=r"latin\.md:2: is not UTF-8 text"):
         load_agent_file(path)
 
 
@@ -172,15 +178,28 @@ def test_project_overrides_user(tmp_path: Path) -> None:
     write_agent(project_dir(home), "reviewer.md", "---\ndescription: user's\n---\nUser.\n")
     write_agent(project_dir(home), "helper.md", "---\ndescription: only user\n---\nHelp.\n")
     write_agent(project_dir(work), "reviewer.md", "---\ndescription: project's\n---\nProj.\n")
-    agents = load_agents(work, home)
+    with pytest.warns(AgentFileWarning) as caught:
+        agents = load_agents(work, home)
+    [note] = [str(w.message) for w in caught]
+    assert note == (
+        f"agent 'reviewer': {project_dir(work) / 'reviewer.md'} is used; "
+        f"{project_dir(home) / 'reviewer.md'} defines the same name (project agents win over "
+        "user agents)"
+    )
     assert sorted(agents) == ["general-purpose", "helper", "reviewer"]
     assert agents["reviewer"].description == "project's"
     assert agents["reviewer"].source == "project"
     assert agents["reviewer"].path == project_dir(work) / "reviewer.md"
     assert agents["helper"].source == "user"
     # a file may replace the built-in one, by name
-    write_agent(project_dir(work), "gp.md", "---\nname: general-purpose\ndescription: own\n---\n")
-    assert load_agents(work, home)["general-purpose"].source == "project"
+    gp = write_agent(
+        project_dir(work), "gp.md", "---\nname: general-purpose\ndescription: own\n---\n"
+    )
+    with pytest.warns(AgentFileWarning, match="replaces the built-in agent") as caught:
+        assert load_agents(work, home)["general-purpose"].source == "project"
+    assert str(caught[0].message) == (
+        f"agent 'general-purpose': {gp} replaces the built-in agent of that name"
+    )
 
 
 def test_home_equal_to_workdir_reads_the_folder_once(tmp_path: Path) -> None:
@@ -198,14 +217,20 @@ def test_strict_raises_lenient_skips_scan_lists(
     write_agent(folder, ".hidden.md", "not even front matter")  # skipped
     write_agent(folder, "notes.txt", "not an agent")  # skipped
 
-    with pytest.raises(AgentFileError) as caught:
+    with pytest.raises(AgentFileError) as caught, pytest.warns(AgentFileWarning) as said:
         load_agents(tmp_path)
     assert caught.value.path == bad1
+    assert [str(w.message) for w in said] == [
+        str(caught.value),
+        f"{bad2}:1: has no front "
+        "matter (an agent file starts with a '---' line, then 'name:' and 'description:' "
+        "lines, then '---')",
+    ]
 
     with caplog.at_level(logging.WARNING, logger="forkagent_jupyter.runtime.agents"):
         agents = load_agents(tmp_path, strict=False)
     assert sorted(agents) == ["a-good", "general-purpose"]
-    assert "b-bad.md: field 'maxTurns'" in caplog.text and "c-bad.md" in caplog.text
+    assert "b-bad.md:3: field 'maxTurns'" in caplog.text and "c-bad.md" in caplog.text
 
     scan = scan_agents(tmp_path)
     assert sorted(scan.agents) == ["a-good", "general-purpose"]
@@ -215,13 +240,16 @@ def test_strict_raises_lenient_skips_scan_lists(
 
 def test_two_files_with_one_name_in_a_folder(tmp_path: Path) -> None:
     folder = project_dir(tmp_path)
-    write_agent(folder, "one.md", "---\nname: dup\ndescription: first\n---\n")
+    one = write_agent(folder, "one.md", "---\nname: dup\ndescription: first\n---\n")
     two = write_agent(folder, "two.md", "---\nname: dup\ndescription: second\n---\n")
-    agents, errors = scan_agents(tmp_path)
-    assert agents["dup"].description == "first"
-    [error] = errors
-    assert error.path == two and error.field == "name"
-    assert "'dup' is already defined by one.md" in str(error)
+    deeper = write_agent(folder / "sub", "a.md", "---\nname: dup\ndescription: deep\n---\n")
+    with pytest.warns(AgentFileWarning) as caught:
+        agents, errors, notes = scan_agents(tmp_path)
+    assert agents["dup"].description == "first" and errors == []
+    said = [str(w.message) for w in caught]
+    assert f"agent 'dup': {two} is ignored; {one} defines the same name and comes first" in said
+    assert f"agent 'dup': {deeper} is ignored; {one} defines the same name and comes first" in said
+    assert set(said) == set(notes)
 
 
 def test_unknown_agent_message_is_sorted() -> None:
@@ -237,8 +265,8 @@ def test_unknown_keys_are_ignored_with_one_warning(tmp_path: Path) -> None:
     assert agent.maxTurns is None  # the misspelt key did not set anything
     messages = sorted(str(w.message) for w in caught)
     assert messages == [
-        f"{path}: key 'colour' is not used here and was ignored",
-        f"{path}: key 'maxturns' is not used here and was ignored (did you mean 'maxTurns'?)",
+        f"{path}:3: key 'maxturns' is not used here and was ignored (did you mean 'maxTurns'?)",
+        f"{path}:4: key 'colour' is not used here and was ignored",
     ]
 
 
@@ -262,7 +290,9 @@ def test_claude_code_agent_files_load_as_they_are(tmp_path: Path) -> None:
     with pytest.warns(AgentFileWarning) as caught:
         agents = load_agents(work, home)
     said = " ".join(str(w.message) for w in caught)
-    assert "key 'color' is not used here" in said and "key 'mcpServers'" in said
+    assert "color" not in said  # only a colour in Claude Code's terminal: ignored silently
+    assert "checker.md:7: key 'mcpServers' (MCP servers) is not supported here yet" in said
+    assert "did you mean" not in said
     checker = agents["checker"]
     assert checker.tools == ["Read", "Grep"] and checker.source == "project"
     assert resolve_model(checker.model, "parent-model") == MODEL_ALIASES["sonnet"]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.emulator.faults import Fault
-from forkagent_jupyter.runtime.agents import AgentFileError, AgentFileWarning
+from forkagent_jupyter.runtime.agents import AgentFileWarning
 from forkagent_jupyter.runtime.errors import UsageError
 from forkagent_jupyter.runtime.tasks import task_snapshot
 from forkagent_jupyter.runtime.tools import builtin_tools
@@ -135,17 +135,23 @@ async def test_clear_errors_for_bad_agents_and_ids(tmp_path: Path, make_session:
     agents.mkdir(parents=True)
     bad = agents / "broken.md"
     bad.write_text("---\ndescription: x\nmaxTurns: 0\n---\nbody\n")
-    with pytest.raises(AgentFileError, match=r"broken\.md: field 'maxTurns'"):
-        await session.workers.definitions()
+    with pytest.warns(AgentFileWarning, match=r"broken\.md:3: field 'maxTurns'"):
+        assert "broken" not in await session.workers.definitions()  # the others still load
+    with pytest.raises(ToolError, match=r"'broken' cannot be used: .*broken\.md:3: field 'max"):
+        await session.workers.definition("broken")
     bad.write_text("---\ndescription: x\ncolour: red\n---\nbody\n")
-    with pytest.warns(AgentFileWarning, match=r"broken\.md: key 'colour' is not used here"):
+    with pytest.warns(AgentFileWarning, match=r"broken\.md:3: key 'colour' is not used here"):
         assert "broken" in await session.workers.definitions()  # loads; the key is ignored
     bad.write_text("no front matter")
-    with pytest.raises(AgentFileError, match=r"broken\.md: missing front matter"):
+    with pytest.warns(AgentFileWarning, match=r"broken\.md:1: has no front matter"):
         await session.workers.definitions()
-    bad.write_text("---\ndescription: [x\n---\nbody\n")
-    with pytest.raises(AgentFileError, match=r"broken\.md: front matter is not valid YAML"):
-        await session.workers.definitions()
+    with pytest.raises(ToolError, match=r"broken\.md:1: has no front matter"):
+        await session.workers.definition("broken")
+    bad.write_text("---\ndescription: [x\n---\nbody\n")  # read as Claude Code reads it
+    assert (await session.workers.definition("broken")).description == "[x"
+    bad.write_text("---\ndescription: x\ntools:\n  - Read\n - Grep\n---\nbody\n")
+    with pytest.warns(AgentFileWarning, match=r"broken\.md:5: field 'tools': front matter is not"):
+        assert list(await session.workers.definitions()) == ["general-purpose"]
 
 
 class SlowPolicy:
