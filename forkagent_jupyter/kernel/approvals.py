@@ -47,7 +47,7 @@ class WidgetPolicy:
     async def decide(self, request: PermissionRequest) -> Allow | Deny:
         ui = self.ui
         prompt = ApprovalPrompt(request)
-        ui.pending[id(prompt)] = prompt
+        ui.pending[prompt.request_id] = prompt
         ui.strip.add(prompt)
         card = ui.hub.cards.get(request.task_id or "")
         if card is not None:
@@ -62,7 +62,7 @@ class WidgetPolicy:
         timeout = settings.headless_approval_timeout if headless else settings.approval_timeout
         if headless:
             notice = headless_notice(request, timeout)
-            ui.headless_notices[id(prompt)] = notice
+            ui.headless_notices[prompt.request_id] = notice
             in_latest_request(print, notice, file=sys.stderr, flush=True)
         try:
             decision: Allow | Deny = await asyncio.wait_for(asyncio.shield(prompt.future), timeout)
@@ -79,8 +79,8 @@ class WidgetPolicy:
                 f"{timeout:.0f} seconds (ForkAgent.approval_timeout)."
             )
         finally:
-            ui.pending.pop(id(prompt), None)
-            ui.headless_notices.pop(id(prompt), None)
-            done: ApprovalDone = {"type": "approval_done", "request_id": str(id(prompt))}
+            ui.pending.pop(prompt.request_id, None)
+            ui.headless_notices.pop(prompt.request_id, None)
+            done: ApprovalDone = {"type": "approval_done", "request_id": prompt.request_id}
             ui.agent.bridge.broadcast(dict(done))
             ui.tasks_changed()

@@ -6,7 +6,9 @@ extension (approval answers, stop requests) go to the handlers registered here. 
 extension nothing is open, `connected` is False and callers use their display-id fallback.
 
 The messages and their keys are typed in `protocol.py` (mirroring the extension's
-`protocol.ts`).
+`protocol.ts`). A message from the frontend reaches a handler only as its validated type;
+anything else (not an object, an unknown type, a missing or mistyped field) is dropped with one
+line in the kernel's log (the Jupyter server's terminal), never a traceback in a cell.
 """
 
 from __future__ import annotations
@@ -15,13 +17,20 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from .protocol import TARGET, VERSION
+from .protocol import TARGET, VERSION, Hello, Inbound, parse_hello, parse_inbound
 
 __all__ = ["TARGET", "VERSION", "Bridge"]
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[dict[str, Any]], None]
+Handler = Callable[[Any], None]
+"""Called with one validated message (`protocol.Inbound`) of the type it was registered for."""
+
+
+def _data(msg: object) -> object:
+    """The `data` of a comm message (None if the message has no such shape)."""
+    content = msg.get("content") if isinstance(msg, dict) else None
+    return content.get("data") if isinstance(content, dict) else None
 
 
 class Bridge:
@@ -31,10 +40,17 @@ class Bridge:
         self.kernel = kernel
         self.comms: dict[str, Any] = {}
         self.handlers: dict[str, Handler] = {}
-        self.hello: dict[str, Any] = {}
+        self.hello: Hello | None = None
+        """The latest frontend's comm_open data (None: none, or not a valid `Hello`)."""
         self.loop: Any = None
         self.snapshot: Callable[[], dict[str, Any]] | None = None
         """What a newly connected frontend is told at once (tasks, pending approvals)."""
+
+    @property
+    def log(self) -> logging.Logger:
+        """The kernel's own log (the process's stderr, not a cell's), else this module's."""
+        found = getattr(self.kernel, "log", None)
+        return found if isinstance(found, logging.Logger) else log
 
     @property
     def manager(self) -> Any:
@@ -79,30 +95,39 @@ class Bridge:
 
         comm.on_msg(self._on_msg)
         comm.on_close(closed)
-        self.hello = dict(open_msg.get("content", {}).get("data") or {})
+        try:
+            self.hello = parse_hello(_data(open_msg))
+        except ValueError as exc:
+            self.hello = None
+            self.log.warning("forkagent comm: the frontend's hello is not valid (%s)", exc)
         state = self.snapshot() if self.snapshot is not None else {}
         comm.send({"type": "welcome", "version": VERSION, **state})
         if "connected" in self.handlers:
             self.handlers["connected"]({"comm_id": comm.comm_id})
 
     def _on_msg(self, msg: dict[str, Any]) -> None:
-        data = msg.get("content", {}).get("data") or {}
-        handler = self.handlers.get(str(data.get("type")))
+        try:
+            message = parse_inbound(_data(msg))
+        except ValueError as exc:
+            self.log.warning(
+                "forkagent comm: dropped a malformed message from the frontend: %s", exc
+            )
+            return
+        handler = self.handlers.get(message["type"])
         if handler is None:
-            log.debug("forkagent comm: no handler for %r", data.get("type"))
+            self.log.debug("forkagent comm: no handler for %r", message["type"])
             return
         # The message may be handled in a subshell thread: run the handler on the main loop.
         if self.loop is not None and self.loop.is_running():
-            self.loop.call_soon_threadsafe(self._call, handler, data)
+            self.loop.call_soon_threadsafe(self._call, handler, message)
         else:
-            self._call(handler, data)
+            self._call(handler, message)
 
-    @staticmethod
-    def _call(handler: Handler, data: dict[str, Any]) -> None:
+    def _call(self, handler: Handler, message: Inbound) -> None:
         try:
-            handler(data)
-        except Exception:
-            log.exception("forkagent comm handler failed")
+            handler(message)
+        except Exception:  # a bug on our side: to the kernel's log, not into a cell
+            self.log.exception("forkagent comm handler for %r failed", message["type"])
 
     def broadcast(self, data: dict[str, Any]) -> int:
         """Send `data` on every open comm; returns how many received it."""

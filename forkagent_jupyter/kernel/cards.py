@@ -18,6 +18,7 @@ import asyncio
 import base64
 import functools
 import html
+import secrets
 import time
 from collections.abc import Callable
 from typing import Any
@@ -84,6 +85,9 @@ class ApprovalPrompt(_WholeText, w.VBox):  # type: ignore[misc]
 
     def __init__(self, request: PermissionRequest) -> None:
         self.request = request
+        self.request_id = secrets.token_hex(8)
+        """How frontends name this request (never reused, unlike `id()`: a late answer to an
+        answered request cannot reach a new one)."""
         self.future: asyncio.Future[Allow | Deny] = asyncio.get_running_loop().create_future()
         title = w.HTML(
             f"<b>{_esc(request.tool_name)}</b> wants approval"
@@ -107,20 +111,22 @@ class ApprovalPrompt(_WholeText, w.VBox):  # type: ignore[misc]
         deny.on_click(lambda _b: self.answer("deny"))
         super().__init__(
             [title, body, w.HBox([once, always, deny, self.reason])],
-            _dom_classes=["forkagent-approval", f"forkagent-request-{id(self)}"],
+            _dom_classes=["forkagent-approval", f"forkagent-request-{self.request_id}"],
         )
 
-    def answer(self, choice: str, reason: str | None = None) -> None:
+    def answer(self, choice: object, reason: str | None = None) -> None:
+        """Decide the call: "allow" runs it once, "always" runs it and remembers its rule;
+        "deny" and every other value deny it. A second answer does nothing."""
         if self.future.done():
             return
-        why = reason if reason is not None else self.reason.value
-        if choice == "deny":
-            message = "The user denied this call" + (f": {why}" if why else ".")
-            self.future.set_result(Deny(message=message))
+        if choice == "allow":
+            self.future.set_result(Allow())
         elif choice == "always":
             self.future.set_result(Allow(remember=True))
         else:
-            self.future.set_result(Allow())
+            why = reason if reason is not None else self.reason.value
+            message = "The user denied this call" + (f": {why}" if why else ".")
+            self.future.set_result(Deny(message=message))
 
 
 # What a frontend shows where it cannot draw the widgets (a saved notebook on GitHub or

@@ -70,7 +70,7 @@ class FrontendRows:
         request = prompt.request
         launch = self.ui.launches.get(request.task_id or "")
         return {
-            "request_id": str(id(prompt)),
+            "request_id": prompt.request_id,
             "task_id": request.task_id,
             "tool": request.tool_name,
             "preview": request.preview[:PREVIEW_CHARS],

@@ -4,30 +4,45 @@ These mirror `labextension/src/protocol.ts` (and `INotification` in `notificatio
 key; `tests/kernel/test_protocol.py` checks that both sides name the same keys. The kernel
 builds every payload it sends as one of these, so mypy checks the keys where they are made.
 
-Frontend to kernel: comm_open `Hello`; `Approve`; `Stop`; `Inserted`.
+Frontend to kernel: comm_open `Hello`; `Approve`; `Stop`; `Inserted`. The frontend is not
+trusted to be well-formed: `parse_inbound` validates each of its messages strictly (no
+coercion: `"3"` is not a number, `0` is not a string) and says in one line why it refuses one.
+Only `decision: "allow"` or `"always"` approves a call.
 Kernel to frontend: `Welcome` on every open; `TasksMessage` (a full snapshot, at most twice a
 second, when something changed); `ApprovalMessage` and `ApprovalDone`; `InsertCellMessage`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
+
+from pydantic import Field, TypeAdapter, ValidationError
+from typing_extensions import NotRequired
+from typing_extensions import TypedDict as CheckedDict  # pydantic validates it on 3.10/3.11
 
 __all__ = [
+    "DECISIONS",
     "TARGET",
     "VERSION",
     "Approval",
     "ApprovalDone",
     "ApprovalMessage",
+    "Approve",
     "Budget",
     "CellSpec",
+    "Hello",
+    "Inbound",
     "InsertCell",
     "InsertCellMessage",
+    "Inserted",
     "Notification",
+    "Stop",
     "TaskRow",
     "TasksMessage",
     "TokenUsage",
     "Welcome",
+    "parse_hello",
+    "parse_inbound",
 ]
 
 TARGET = "forkagent"
@@ -144,3 +159,75 @@ class ApprovalDone(TypedDict):
 
 class InsertCellMessage(InsertCell):
     type: Literal["insert_cell"]
+
+
+# -- frontend to kernel ---------------------------------------------------------------------
+
+DECISIONS = ("allow", "always", "deny")
+"""The answers to an approval (`Decision` in protocol.ts); only the first two approve."""
+
+
+class Hello(CheckedDict):
+    """The data of the frontend's comm_open."""
+
+    type: Literal["hello"]
+    client: NotRequired[str]
+    version: NotRequired[int]
+
+
+class Approve(CheckedDict):
+    """An answer to the pending approval `request_id` (`reason` goes to the model)."""
+
+    type: Literal["approve"]
+    request_id: str
+    decision: Literal["allow", "always", "deny"]
+    reason: NotRequired[str | None]
+
+
+class Stop(CheckedDict):
+    """The Tasks panel's stop button."""
+
+    type: Literal["stop"]
+    task_id: str
+
+
+class Inserted(CheckedDict):
+    """The frontend inserted the notification cell `key` as `cell_id`."""
+
+    type: Literal["inserted"]
+    key: str
+    cell_id: str
+
+
+Inbound = Approve | Stop | Inserted
+"""What a frontend may send on an open comm."""
+
+_INBOUND: TypeAdapter[Inbound] = TypeAdapter(Annotated[Inbound, Field(discriminator="type")])
+_HELLO: TypeAdapter[Hello] = TypeAdapter(Hello)
+
+
+def _refusal(data: object, exc: ValidationError) -> str:
+    """Why `data` was refused, in one line: the first problem and a short repr of the data."""
+    error = exc.errors(include_url=False, include_input=False)[0]
+    where = ".".join(str(part) for part in error["loc"]) or "message"
+    shown = repr(data)
+    if len(shown) > 200:
+        shown = shown[:200] + "..."
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where}: {error['msg']}{more}; got {shown}"
+
+
+def parse_inbound(data: object) -> Inbound:
+    """A frontend's comm message as its type; ValueError (one line saying why) otherwise."""
+    try:
+        return _INBOUND.validate_python(data, strict=True)
+    except ValidationError as exc:
+        raise ValueError(_refusal(data, exc)) from None
+
+
+def parse_hello(data: object) -> Hello:
+    """The data of a frontend's comm_open as `Hello`; ValueError (one line) otherwise."""
+    try:
+        return _HELLO.validate_python(data, strict=True)
+    except ValidationError as exc:
+        raise ValueError(_refusal(data, exc)) from None

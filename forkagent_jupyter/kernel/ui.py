@@ -36,6 +36,7 @@ from .cards import (
     context_text,
 )
 from .frontend import FrontendRows
+from .protocol import Approve, Stop
 from .turns import run_turn
 
 if TYPE_CHECKING:
@@ -70,8 +71,8 @@ class KernelUI:
         self.agent = agent
         self.hub = CardHub()
         self.strip = PendingStrip()
-        self.pending: dict[int, ApprovalPrompt] = {}
-        self.headless_notices: dict[int, str] = {}  # pending approvals nobody can answer
+        self.pending: dict[str, ApprovalPrompt] = {}  # by request id
+        self.headless_notices: dict[str, str] = {}  # pending approvals nobody can answer
         self.launches: dict[str, Launch] = {}
         # per execute_request (not per cell: a re-run clears the cell's earlier output)
         self._run_notes: dict[str, str] = {}
@@ -179,8 +180,8 @@ class KernelUI:
         if task is not None and task.foreground and not task.done:
             self.agent.session.background(key)
 
-    def _on_stop(self, data: dict[str, Any]) -> None:
-        task = self.agent.session.find_task(str(data.get("task_id")))
+    def _on_stop(self, message: Stop) -> None:
+        task = self.agent.session.find_task(message["task_id"])
         if task is not None and not task.done:
             self.agent.stop(task.id)
 
@@ -302,7 +303,14 @@ class KernelUI:
         budget = budget_line(session.budget)
         return table + (f"<div class='forkagent-budget'>{_esc(budget)}</div>" if budget else "")
 
-    def _on_approve(self, data: dict[str, Any]) -> None:
-        prompt = self.pending.get(int(str(data.get("request_id", "0"))))
-        if prompt is not None:
-            prompt.answer(str(data.get("decision", "deny")), data.get("reason"))
+    def _on_approve(self, message: Approve) -> None:
+        """An answer from the JupyterLab extension (validated by the bridge). One to a request
+        that is not pending (unknown, or answered meanwhile) does nothing."""
+        prompt = self.pending.get(message["request_id"])
+        if prompt is None or prompt.future.done():
+            self.agent.bridge.log.info(
+                "forkagent comm: an answer to approval %r, which is not pending, was ignored",
+                message["request_id"][:80],
+            )
+            return
+        prompt.answer(message["decision"], message.get("reason"))

@@ -11,8 +11,10 @@ import { insertNotificationCell } from './insert';
 import {
   COMM_TARGET,
   Decision,
+  FrontendMessage,
   IApproval,
   IBudget,
+  IHello,
   ITaskRow,
   PROTOCOL_VERSION,
   isObject,
@@ -124,7 +126,8 @@ export class NotebookConnection {
         delete this.panel.node.dataset.forkagentConnected;
       }
     };
-    comm.open({ type: 'hello', client: 'jupyterlab', version: PROTOCOL_VERSION });
+    const hello: IHello = { type: 'hello', client: 'jupyterlab', version: PROTOCOL_VERSION };
+    comm.open({ ...hello });
     this.panel.node.dataset.forkagentKernel = kernel.id;
   }
 
@@ -147,11 +150,11 @@ export class NotebookConnection {
     this.changedSignal.emit();
   }
 
-  private send(data: { [key: string]: string }): boolean {
+  private send(data: FrontendMessage): boolean {
     if (!this.comm || this.comm.isDisposed) {
       return false;
     }
-    this.comm.send(data);
+    this.comm.send({ ...data });
     return true;
   }
 

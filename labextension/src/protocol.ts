@@ -68,7 +68,39 @@ export interface IInsertCell {
   cell: ICellSpec;
 }
 
+/** The answers to an approval; the kernel approves only 'allow' and 'always'. */
 export type Decision = 'allow' | 'always' | 'deny';
+
+/** Frontend to kernel: the data of the comm_open. */
+export interface IHello {
+  type: 'hello';
+  client?: string;
+  version?: number;
+}
+
+/** Frontend to kernel: the answer to a pending approval. */
+export interface IApprove {
+  type: 'approve';
+  request_id: string;
+  decision: Decision;
+  reason?: string | null;
+}
+
+/** Frontend to kernel: the Tasks panel's stop button. */
+export interface IStop {
+  type: 'stop';
+  task_id: string;
+}
+
+/** Frontend to kernel: the notification cell `key` was inserted as `cell_id`. */
+export interface IInserted {
+  type: 'inserted';
+  key: string;
+  cell_id: string;
+}
+
+/** What the kernel accepts on the comm (anything else it drops, with a line in its log). */
+export type FrontendMessage = IApprove | IStop | IInserted;
 
 export function isObject(value: unknown): value is JSONObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
