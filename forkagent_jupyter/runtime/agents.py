@@ -25,9 +25,9 @@ files); within one scope a `.forkagent` file wins over a `.claude` one, and with
 the shallower file (then the first by path) keeps the name.
 
 `model` takes `inherit` (the parent's model), an alias that Claude Code documents (`sonnet`,
-`opus`, `haiku`, `opusplan`, `default`, and `sonnet[1m]`-style suffixes; see `MODEL_ALIASES`
-and `resolve_model`), or a full model id (`claude-...`, a Bedrock or Vertex id). Anything else
-is refused when the file is read.
+`opus`, `haiku`, `fable`, `best`, `opusplan`, `default`, and `[1m]` suffixes; see
+`MODEL_ALIASES` and `resolve_model`), or a full model id (`claude-...`, a Bedrock or Vertex
+id). Anything else is refused when the file is read.
 
 Tool names: Claude Code's are taken as they are (`Task`, its old name for `Agent`, is read as
 `Agent`). A name the session has no tool for is not an error; the listing and the agent's
@@ -91,8 +91,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
-_NAME_RULE = "1 to 64 letters, digits, '_' or '-'"
+NAME_PATTERN = r"^[a-zA-Z0-9_-][a-zA-Z0-9_.-]{0,63}$"
+_NAME_RULE = "1 to 64 letters, digits, '_', '-' or '.', not starting with '.'"
 _LOADER_FIELDS = {
     "prompt": "the Markdown body after the front matter is the prompt",
     "source": "it is set by where the file is",
@@ -103,14 +103,15 @@ MODEL_ALIASES = {
     "sonnet": "claude-sonnet-5-5",
     "opus": "claude-opus-5-5",
     "haiku": "claude-haiku-5-5",
+    "fable": "claude-fable-5-2",
 }
 """Model aliases of agent files (Claude Code's), each the current model of its family. As in
-Claude Code, `ANTHROPIC_DEFAULT_SONNET_MODEL` (`_OPUS_`, `_HAIKU_`) names another model for
-an alias."""
-OTHER_ALIASES = ("inherit", "default", "opusplan")
-"""`inherit`: the parent's model; `default`: the session's model; `opusplan`: opus for an
-agent in plan mode, sonnet otherwise. Any alias or id may end in `[1m]` (a 1M-token context;
-the 5.x models have it anyway)."""
+Claude Code, `ANTHROPIC_DEFAULT_SONNET_MODEL` (`_OPUS_`, `_HAIKU_`, `_FABLE_`) names another
+model for an alias."""
+OTHER_ALIASES = ("inherit", "default", "best", "opusplan")
+"""`inherit`: the parent's model; `default`: the session's model; `best`: fable;
+`opusplan`: opus for an agent in plan mode, sonnet otherwise. Any alias or id may end in
+`[1m]` (a 1M-token context; the 5.x models have it anyway)."""
 _MODEL_ID = re.compile(r"^(?:claude-[a-z0-9.-]+|[a-z0-9-]+\.anthropic\..+|anthropic\..+|arn:.+)$")
 
 Source = Literal["built-in", "project", "user"]
@@ -202,6 +203,8 @@ def resolve_model(
         return None
     if alias == "inherit":
         return parent_model
+    if alias == "best":
+        return _alias_model("fable")
     if alias == "opusplan":
         return _alias_model("opus" if permission_mode == "plan" else "sonnet")
     if alias in MODEL_ALIASES:

@@ -65,6 +65,9 @@ GOOD: dict[str, str] = {
         "---\n"
         "You design APIs.\n"
     ),
+    "shop-agents/legacy/dotnet-4.8-expert.md": (
+        "---\nname: dotnet-4.8-expert\ndescription: Maintains .NET 4.8 code\n---\nYou know .NET.\n"
+    ),
     "shop-agents/data/sql-pro.md": (
         "---\n"
         "name: sql-pro\n"
@@ -128,6 +131,7 @@ BAD: dict[str, Bad] = {
     "bad-name.md": Bad(
         "---\nname: two words\ndescription: x\n---\n", 2, "name", "'two words' is not a valid"
     ),
+    "dot-name.md": Bad("---\nname: .hidden\ndescription: x\n---\n", 2, "name", "not starting"),
     "unknown-model.md": Bad(
         "---\ndescription: x\nmodel: gpt-4o\n---\n", 4 - 1, "model", "unknown model 'gpt-4o'"
     ),
@@ -165,5 +169,12 @@ def write_corpus(folder: Path) -> Corpus:
     bad[passwd] = Bad("", 1, None, "has no front matter")
     (folder / ".hidden.md").write_text("not read")
     (folder / "notes.txt").write_text("not an agent file")
-    good = ["api-designer", "code-reviewer", "everything", "sql-pro", "with-extras"]
+    good = [
+        "api-designer",
+        "code-reviewer",
+        "dotnet-4.8-expert",
+        "everything",
+        "sql-pro",
+        "with-extras",
+    ]
     return Corpus(folder, good, bad)

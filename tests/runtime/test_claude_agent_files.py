@@ -123,6 +123,9 @@ def test_model_aliases(monkeypatch: pytest.MonkeyPatch) -> None:
     assert resolve_model("haiku", "parent") == MODEL_ALIASES["haiku"]
     assert resolve_model("inherit", "parent") == "parent"
     assert resolve_model("default", "parent") is None  # the session's model
+    assert resolve_model("fable", "parent") == "claude-fable-5-2"
+    assert resolve_model("best", "parent") == "claude-fable-5-2"
+    assert resolve_model("opus[1m]", "parent") == MODEL_ALIASES["opus"]
     assert resolve_model("sonnet[1m]", "parent") == MODEL_ALIASES["sonnet"]
     assert resolve_model("opusplan", "parent", "plan") == MODEL_ALIASES["opus"]
     assert resolve_model("opusplan", "parent", "default") == MODEL_ALIASES["sonnet"]
