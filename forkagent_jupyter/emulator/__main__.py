@@ -11,6 +11,8 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from ..messages_api.cache import WallClock
+from ..messages_api.ratelimits import RateLimit
 from .brains import Brain, EchoBrain, OfflineBrain, Reply, StaticBrain
 from .server import Emulator
 
@@ -38,6 +40,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="who answers: the offline model (default), always 'ok', or an echo",
     )
     parser.add_argument("--reply", default=None, help="answer every request with this text")
+    parser.add_argument(
+        "--rate-limit",
+        type=RateLimit.parse,
+        default=None,
+        metavar="RPM,ITPM,OTPM",
+        help="rate limits for every model (e.g. 50,30000,8000); off by default",
+    )
+    parser.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        help="run the emulator's clock this many times faster than real time",
+    )
     return parser
 
 
@@ -62,6 +77,8 @@ def main(argv: Sequence[str] | None = None, *, ready: threading.Event | None = N
         token_latency=ns.token_latency,
         ping_interval=ns.ping_interval,
         brain=_brain(ns),
+        rate_limits=ns.rate_limit,
+        clock=WallClock(scale=ns.time_scale),
     )
     with emulator:
         print(emulator.base_url, flush=True)

@@ -14,6 +14,10 @@
                                 "rate"?: p, "seed"?, "choices"?: [fault, ...]}],
                                 "clear"?: bool, "ttft"?, "token_latency"?, "extra_headers"?}
 - `GET  /_emulator/violations`  {"violations": [...], "strict": bool}
+- `GET|POST /_emulator/rate_limits` POST {"limits": {model or "*": [RPM, ITPM, OTPM]} | null,
+                                "round_to"?: n}: replaces the rate limits (null or {}: off;
+                                a null in a triple: that bucket unlimited) with full buckets;
+                                answers {"limits", "scale", "round_to", "buckets"}
 - `GET|POST /_emulator/batches` POST {"processing_seconds"?, "concurrency"?,
                                 "expiry_seconds"?} sets the batch options (batches.py);
                                 answers {"options", "batches": [ids]}
@@ -25,6 +29,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..messages_api.ratelimits import RateLimit
 from .brains import Brain, Reply, ScriptedBrain
 from .faults import Fault, FaultRule
 
@@ -161,6 +166,23 @@ def _batches(emu: Emulator, body: Any) -> Any:
     }
 
 
+def _rate_limits(emu: Emulator, body: Any) -> Any:
+    data = _obj(body)
+    if "round_to" in data:
+        if int(data["round_to"]) < 1:
+            raise _BadControlError("round_to must be >= 1")
+        emu.rate_limits.round_to = int(data["round_to"])
+    if "limits" in data:
+        limits: dict[str, RateLimit] = {}
+        for model, triple in _obj(data["limits"]).items():
+            if not isinstance(triple, list) or len(triple) != 3:
+                raise _BadControlError(f"limits[{model!r}] must be [RPM, ITPM, OTPM]")
+            text = ",".join("" if v is None else str(int(v)) for v in triple)
+            limits[str(model)] = RateLimit.parse(text)
+        emu.rate_limits.configure(limits)
+    return emu.rate_limits.snapshot()
+
+
 _ROUTES: dict[tuple[str, str], Callable[[Emulator, Any], Any]] = {
     ("GET", "ledger"): _ledger,
     ("POST", "reset"): _reset,
@@ -172,6 +194,8 @@ _ROUTES: dict[tuple[str, str], Callable[[Emulator, Any], Any]] = {
     ("GET", "faults"): _faults_get,
     ("POST", "faults"): _faults,
     ("GET", "violations"): _violations,
+    ("GET", "rate_limits"): _rate_limits,
+    ("POST", "rate_limits"): _rate_limits,
     ("GET", "batches"): _batches,
     ("POST", "batches"): _batches,
 }

@@ -5,7 +5,8 @@
 * `Ledger`: one `LedgerEntry` per *billed* response, i.e. per `/v1/messages` request that
   reached response start (errors and injected faults before that point are not billed;
   `count_tokens` is free). The usage is what the response carried; cost via
-  `forkagent_jupyter.messages_api.usage.cost_usd`.
+  `forkagent_jupyter.messages_api.usage.cost_usd`. It also counts the requests the rate
+  limits refused (`throttles()`: one `Throttle` per 429 `rate_limit_error`, not billed).
 * `Violation`: a request the emulator rejected with a 4xx of its own (not an injected fault).
 """
 
@@ -17,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..messages_api.usage import Usage, cost_usd
+from .ratelimits import Throttle
 
 __all__ = ["Ledger", "LedgerEntry", "RequestRecord", "Violation", "summarize_request"]
 
@@ -36,6 +38,7 @@ class RequestRecord:
     status: int | None = None
     fault: bool = False
     peer: str = ""  # client host:port (one per connection: keep-alive reuses it)
+    response_headers: dict[str, str] = field(default_factory=dict)  # e.g. rate limits
 
     @property
     def retry_count(self) -> int | None:
@@ -160,7 +163,17 @@ class Ledger:
     """Billed responses, in the order their responses started (thread-safe)."""
 
     _entries: list[LedgerEntry] = field(default_factory=list)
+    _throttles: list[Throttle] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def throttled(self, throttle: Throttle) -> None:
+        """Count a request the rate limits refused."""
+        with self._lock:
+            self._throttles.append(throttle)
+
+    def throttles(self) -> list[Throttle]:
+        with self._lock:
+            return list(self._throttles)
 
     def add(self, entry: LedgerEntry) -> None:
         with self._lock:
@@ -186,6 +199,7 @@ class Ledger:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._throttles.clear()
 
     def to_json(self) -> dict[str, Any]:
         entries = self.entries()
@@ -193,4 +207,5 @@ class Ledger:
             "entries": [e.to_json() for e in entries],
             "total": self.total().model_dump(),
             "cost_usd": sum(e.cost_usd for e in entries),
+            "rate_limited": [t.to_json() for t in self.throttles()],
         }

@@ -9,7 +9,10 @@ the Message Batches endpoints under `/v1/messages/batches` (see `batches.py`; op
 
 Per API request, in this order: parse the JSON body (400), authenticate (`x-api-key` or
 `Authorization: Bearer`; 401), check `anthropic-version` (2023-06-01 or 2026-10-21; 400),
-validate (core rules), plan the cache usage (pure), apply injected faults, ask the brain,
+validate (core rules), plan the cache usage (pure), check the rate limits when configured
+(`rate_limits=`, see `ratelimits.py`: 429 with `retry-after`, or the costs are taken and
+every later response of the request carries the `anthropic-ratelimit-*` headers), apply
+injected faults, ask the brain,
 wait the time-to-first-token, **commit the cache plan** (response start: errors and faults
 before this point write nothing), then send the body or the SSE stream and add a ledger
 entry with the usage actually returned. Every response carries `request-id: req_...`.
@@ -19,7 +22,9 @@ failure is recorded as a violation; `check()` raises AssertionError listing them
 deliberate bad requests in `with emulator.expect_violations(): ...`.
 
 Clock: by default a `WallClock` (follows real time from 0, and can be advanced or set).
-Pass `clock=VirtualClock()` for a clock that moves only when told to.
+Pass `clock=VirtualClock()` for a clock that moves only when told to, or
+`clock=WallClock(scale=20)` for one that runs twenty times faster than real time (cache TTLs
+and rate-limit refills alike).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from typing import Any, Literal
 from ..messages_api.cache import PromptCache, VirtualClock, WallClock
 from ..messages_api.catalog import DEFAULT_CATALOG, ModelInfo
 from ..messages_api.errors import STATUS_TYPES, ApiError, error_body
+from ..messages_api.ratelimits import RateLimit
 from ..messages_api.tokens import ByteTokenizer, Tokenizer, count_input_tokens
 from ..messages_api.validation import THINKING_SECRET, sign_thinking, validate_request
 from .batches import BatchStore
@@ -42,6 +48,7 @@ from .faults import Fault, FaultPlan, error_headers
 from .ids import IdFactory
 from .ledger import Ledger, RequestRecord, Violation, make_entry, summarize_request
 from .platforms import platform_route
+from .ratelimits import Admission, RateLimiter, Refusal, Throttle
 from .sse import SseEvent, StreamOptions, finish_reply, message_dict, message_events
 from .transport import ClientGoneError, EmulatorHTTPServer, Handler
 
@@ -90,6 +97,7 @@ class Emulator:
         strict_legacy: bool = False,
         thinking_secret: bytes = THINKING_SECRET,
         stop_timeout: float = 5.0,
+        rate_limits: Mapping[str, RateLimit] | RateLimit | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -110,6 +118,7 @@ class Emulator:
         self._cache = PromptCache(self._clock)
         self._faults = FaultPlan(ttft=ttft, token_latency=token_latency)
         self._ledger = Ledger()
+        self.rate_limits = RateLimiter(self._clock, rate_limits)
         self.batches = BatchStore(self)
         self._lock = threading.Lock()
         self._requests: list[RequestRecord] = []
@@ -239,6 +248,7 @@ class Emulator:
         self._cache.clear()
         self._faults.clear()
         self.batches.clear()
+        self.rate_limits.configure(self.rate_limits.limits)  # full buckets again
         if isinstance(self._brain, ScriptedBrain):
             self._brain.clear()
 
@@ -316,7 +326,11 @@ class Emulator:
             h.drop()
 
     def _headers(self, rec: RequestRecord) -> dict[str, str]:
-        return {"request-id": rec.request_id, **self._faults.extra_headers}
+        return {
+            "request-id": rec.request_id,
+            **rec.response_headers,
+            **self._faults.extra_headers,
+        }
 
     def _send_error(self, h: Handler, rec: RequestRecord, err: ApiError, *, fault: bool) -> None:
         rec.status, rec.fault = err.status, fault
@@ -381,6 +395,7 @@ class Emulator:
             if fault is not None and self._apply_early_fault(h, rec, fault, streaming=False):
                 return
             self._wait(fault.ttft if fault is not None and fault.ttft else 0.0)
+            rec.response_headers.update(self.rate_limits.headers(workspace, info.name))
             rec.status = 200
             tokens = count_input_tokens(body, self.tokenizer)
             h.send_json(200, {"input_tokens": tokens}, self._headers(rec))
@@ -430,6 +445,42 @@ class Emulator:
         self._send_error(h, rec, err, fault=True)
         return True
 
+    def _rate_limit(
+        self,
+        h: Handler,
+        rec: RequestRecord,
+        body: Mapping[str, Any],
+        usage: Mapping[str, Any],
+        model: str,
+        workspace: str,
+    ) -> Admission | Refusal | None:
+        """Check the rate limits (see `ratelimits.py`): a Refusal has been answered with 429;
+        an Admission's costs are taken. Either way the response's rate-limit headers are
+        set on `rec`. None: the model is not limited."""
+        limiter = self.rate_limits
+        if not limiter.enabled:
+            return None
+        charged = int(usage["input_tokens"]) + int(usage["cache_creation_input_tokens"])
+        verdict = limiter.admit(
+            workspace, model, input_tokens=charged, max_tokens=int(body.get("max_tokens") or 0)
+        )
+        rec.response_headers.update(limiter.headers(workspace, model))
+        if isinstance(verdict, Refusal):
+            self._ledger.throttled(
+                Throttle(
+                    rec.request_id,
+                    self._clock.now(),
+                    model,
+                    workspace,
+                    verdict.kind,
+                    verdict.retry_after,
+                )
+            )
+            err = ApiError(429, "rate_limit_error", verdict.message)
+            err.headers["retry-after"] = limiter.retry_after_header(verdict.retry_after)
+            self._send_error(h, rec, err, fault=False)
+        return verdict
+
     def _wait(self, seconds: float) -> None:
         if seconds > 0 and self._stopping.wait(seconds):
             raise _AbortError
@@ -449,8 +500,13 @@ class Emulator:
         plan = self._cache.plan(
             body, workspace=workspace, model=info, tokenizer=self.tokenizer, request_start=start
         )
+        admission = self._rate_limit(h, rec, body, plan.usage_dict(), info.name, workspace)
+        if isinstance(admission, Refusal):
+            return
         fault = self._faults.take("messages", body, rec.headers)
         if fault is not None and self._apply_early_fault(h, rec, fault, streaming=streaming):
+            if admission is not None:
+                self.rate_limits.settle(admission, 0)
             return
         try:
             warm_up = int(body.get("max_tokens") or 0) == 0  # no brain for a cache pre-warm
@@ -466,6 +522,8 @@ class Emulator:
             err = ApiError(500, "api_error", TRANSPORT_MESSAGES["brain"].format(detail=exc))
             err.headers["x-should-retry"] = "false"
             self._violation(rec, err)
+            if admission is not None:
+                self.rate_limits.settle(admission, 0)
             self._send_error(h, rec, err, fault=False)
             return
         ttft = fault.ttft if fault is not None and fault.ttft is not None else self._faults.ttft
@@ -492,6 +550,8 @@ class Emulator:
             usage = dict(message["usage"])
             if streaming and not complete:
                 usage["output_tokens"] = 1  # only message_start's usage reached the client
+            if admission is not None:
+                self.rate_limits.settle(admission, int(usage.get("output_tokens") or 0))
             self._ledger.add(
                 make_entry(
                     request_id=rec.request_id,

@@ -88,21 +88,28 @@ class VirtualClock:
 
 
 class WallClock(VirtualClock):
-    """A cache clock that follows real time from 0 and can also be advanced or set."""
+    """A clock that follows real time from 0 and can also be advanced or set.
 
-    def __init__(self) -> None:
+    `scale` makes it run faster than real time (20: twenty seconds pass per real second), so
+    that a workload of many minutes (cache TTLs, rate-limit refills) runs in seconds.
+    """
+
+    def __init__(self, scale: float = 1.0) -> None:
+        if not scale > 0:
+            raise ValueError(f"a clock's scale must be > 0, not {scale!r}")
         super().__init__(0.0)
+        self.scale = float(scale)
         self._origin = time.monotonic()
 
     def now(self) -> float:
-        return time.monotonic() - self._origin + super().now()
+        return (time.monotonic() - self._origin) * self.scale + super().now()
 
     def advance(self, seconds: float) -> float:
         super().advance(seconds)
         return self.now()
 
     def set(self, value: float) -> None:
-        super().set(value - (time.monotonic() - self._origin))
+        super().set(value - (time.monotonic() - self._origin) * self.scale)
 
 
 class CacheWrite(NamedTuple):
