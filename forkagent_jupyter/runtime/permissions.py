@@ -181,14 +181,24 @@ class _Facts:
 
 
 def _worker_mode(session: PermissionMode, asked: PermissionMode | None) -> PermissionMode:
-    """A worker's mode: `plan` if the session or the agent's definition says so (restricting is
-    always allowed); the session's `bypassPermissions`/`acceptEdits`; else the definition's,
-    else `bubble` (ask the session's policy)."""
+    """A worker's mode, from its session's and the one its definition (an agent file, which
+    the model may have written) asks for. A definition may narrow what the session allows and
+    may use `acceptEdits`; it never widens past the session:
+
+    - `plan` in either wins;
+    - `default` asks (`bubble`: the session's policy decides), whatever the session's mode;
+    - `acceptEdits` is honoured;
+    - `bypassPermissions` holds only while the session itself bypasses; otherwise, as every
+      value not named here, the worker takes the session's mode (`bubble` for `default`).
+    """
     if "plan" in (session, asked):
         return "plan"
-    if session in ("bypassPermissions", "acceptEdits"):
-        return session
-    return asked or "bubble"
+    inherited: PermissionMode = "bubble" if session == "default" else session
+    if asked in ("default", "bubble"):
+        return "bubble"
+    if asked == "acceptEdits":
+        return "acceptEdits"
+    return inherited
 
 
 class PermissionGate:

@@ -312,7 +312,14 @@ def test_worker_modes() -> None:
     assert mode("plan", "bypassPermissions") == "plan"
     assert mode("bypassPermissions", "plan") == "plan"  # restricting is always honoured
     assert mode("default", "acceptEdits") == "acceptEdits"
-    assert mode("acceptEdits", "default") == "acceptEdits"
+    assert mode("bypassPermissions", "acceptEdits") == "acceptEdits"
+    # a definition narrows: its `default` asks whatever the session's mode
+    assert mode("acceptEdits", "default") == "bubble"
+    assert mode("bypassPermissions", "default") == "bubble"
+    # ... and never widens: its bypass holds only in a bypassing session
+    assert mode("default", "bypassPermissions") == "bubble"
+    assert mode("acceptEdits", "bypassPermissions") == "acceptEdits"
+    assert mode("bypassPermissions", "bypassPermissions") == "bypassPermissions"
 
 
 async def test_remembered_answers_become_session_rules(ctx: ToolContext) -> None:
