@@ -32,6 +32,7 @@ from typing import Any, NoReturn
 from ..secrets import forget_secrets
 from .base import Display, ExecResult, StreamText, png_of
 from .display import flush_figures, ipython_shell, open_figures
+from .forksafety import HAZARD_EXIT, watch
 from .source import run_source, safe_repr
 from .wire import FrameSocket
 
@@ -165,6 +166,11 @@ def describe_status(status: int) -> str:
     code = os.WEXITSTATUS(status)
     if code == SETUP_FAILED:
         return f"exited with code {code} (its set-up in the forked process failed)"
+    if code == HAZARD_EXIT:
+        return (
+            f"exited with code {code} (it waited on a thread pool of the kernel that a fork "
+            "does not copy; see its card; --shared runs it in the kernel)"
+        )
     return f"exited with code {code}"
 
 
@@ -332,6 +338,7 @@ def serve_worker(sock: socket.socket, namespace: dict[str, Any]) -> NoReturn:
             shell.display_pub.publish = worker.publish
             shell.display_pub.clear_output = lambda *_a, **_k: None
         threading.Thread(target=worker.flusher, name="forkagent-output", daemon=True).start()
+        watch(lambda line: worker.write("stderr", line + "\n"))
         worker.serve()
     finally:
         os._exit(0)

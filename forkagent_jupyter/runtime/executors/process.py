@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from .base import ExecResult, OutputSink, PullError, WorkerLostError
 from .child import become_snapshot, describe_status
+from .forksafety import settle, survey
 from .wire import encode, read_frame
 
 if TYPE_CHECKING:
@@ -51,13 +52,16 @@ class Snapshot:
     def __init__(self, namespace: dict[str, Any], epoch: int = 0) -> None:
         self.epoch = epoch
         self.control, theirs = socket.socketpair()
+        found = survey()  # what a copy of the kernel now could wait on for ever
         with warnings.catch_warnings():  # 3.12+: fork of a multi-threaded process warns
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
         if pid == 0:  # the snapshot process
             self.control.close()
+            settle(found)
             become_snapshot(theirs, namespace)
         theirs.close()
+        del found  # the kernel keeps no reference to its threads' locks
         self.pid = pid
         self.claims = 0  # runners bound to this snapshot that have no process yet
         self.children: set[int] = set()

@@ -1,0 +1,58 @@
+"""Workers of a kernel that has already done ordinary data-science work: the same calls in a
+worker finish, with the kernel's results; what cannot be made safe is said on the card."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import Kernel
+from .test_compute import SESSION, _card_outputs, setup, status
+
+pytestmark = pytest.mark.kernel
+
+USE = """
+import numpy as np, joblib
+from sklearn.cluster import KMeans
+from sklearn.ensemble import HistGradientBoostingRegressor
+rng = np.random.RandomState(0)
+X = rng.rand(2000, 5); y = X @ rng.rand(5)
+def work():
+    return (
+        KMeans(3, random_state=0, n_init=2).fit(X).labels_.tolist(),
+        HistGradientBoostingRegressor(max_iter=20, random_state=0).fit(X, y).predict(X[:4]).tolist(),
+        joblib.Parallel(n_jobs=2)(joblib.delayed(pow)(i, 2) for i in range(5)),
+        joblib.Parallel(n_jobs=2, backend="threading")(joblib.delayed(abs)(-i) for i in range(5)),
+    )
+here = work()
+"""
+
+
+def test_scikit_learn_and_joblib_used_by_the_kernel_work_in_a_worker(kernel: Kernel) -> None:
+    pytest.importorskip("sklearn")
+    setup(kernel)
+    assert kernel.execute(USE).status == "ok"
+    kernel.execute("%fork --name fit refit `py: there = work()`")
+    kernel.run_approving("%tasks --wait fit", timeout=120)
+    assert status(kernel, "fit") == "completed", kernel.value(f"{SESSION}.registry.get('fit').error")
+    kernel.execute("%tasks --pull fit there")
+    assert kernel.value("there == here") is True
+
+
+def test_polars_used_by_the_kernel_is_said_on_the_card_and_does_not_hang(kernel: Kernel) -> None:
+    pytest.importorskip("polars")
+    setup(kernel)
+    kernel.execute(
+        "import polars as pl\nframe = pl.DataFrame({'k': [i % 3 for i in range(10000)]})\n"
+        "n = frame.group_by('k').len().height"
+    )
+    kernel.execute("%fork --name pol group `py: m = frame.group_by('k').len().height`")
+    kernel.run_approving("%tasks --wait pol", timeout=120)
+    assert status(kernel, "pol") == "failed"
+    kernel.drain()
+    card = "".join(o.get("text", "") for o in _card_outputs(kernel))
+    [line] = [x for x in card.splitlines() if "polars" in x]
+    assert "polars's thread pool was running in the kernel" in line and "--shared" in line
+    # --shared is the way out
+    kernel.execute("%fork --shared --name pol2 group `py: m = frame.group_by('k').len().height`")
+    kernel.run_approving("%tasks --wait pol2", timeout=120)
+    assert status(kernel, "pol2") == "completed" and kernel.value("m") == 3
