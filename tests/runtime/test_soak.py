@@ -23,6 +23,7 @@ import json
 import os
 import random
 import re
+import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -104,9 +105,28 @@ class Ledger:
     refused: Counter[str] = field(default_factory=Counter)
     seen_turns: int = 0
     messages: int = 0
+    trail: list[str] = field(default_factory=list)  # this sequence's operations, in order
+    events: dict[str, list[str]] = field(default_factory=dict)  # task id -> what it went through
+    t0: float = field(default_factory=time.monotonic)
+
+    def note(self, task_id: str, what: str) -> None:
+        """One line of a task's history, timed (for the report of a violation)."""
+        lines = self.events.setdefault(task_id, [])
+        line = f"{time.monotonic() - self.t0:8.3f} gen {self.gen}: {what}"
+        if not lines or lines[-1].split(": ", 1)[1] != what:
+            lines.append(line)
+
+    def op(self, what: str) -> None:
+        self.trail.append(f"{time.monotonic() - self.t0:8.3f} {what}")
 
     def watch(self, task: Task) -> None:
         self.latest[task.id] = task
+        self.note(
+            task.id,
+            f"{task.status} run {task.run} owner {task.owner} settled={task.settled} "
+            f"quiet={task.quiet} foreground={task.foreground}"
+            + (f" error={task.error!r}" if task.error else ""),
+        )
         if not task.done:
             return
         key = (self.gen, task.id, task.run)
@@ -157,6 +177,7 @@ class Soak:
             taken = drain(owner, **kw)
             live = owner == "main" or session.registry.recipient(owner) == owner
             for command in taken:
+                self.ledger.note(command.task_id or "", f"notification read by {owner}")
                 if not live:
                     self.ledger.violations.append(f"{command.task_id} read by ended {owner}")
                 self.ledger.delivered[self.ledger.gen, command.task_id or ""] += 1
@@ -176,9 +197,11 @@ class Soak:
         code = f"__import__('time').sleep({seconds}) or {self.counter}"
         name = self.token("f")
         task = await self.session.fork(f"work `py: {code}`", name=name)
+        self.ledger.op(f"fork {name} = {task.id} sleeping {seconds}s")
         self.known += [task.id, name]
 
     def _turn(self, prompt: str) -> None:
+        self.ledger.op(f"parent turn {prompt!r}")
         self.turns.append(asyncio.ensure_future(self.session.ask(prompt)))
 
     async def sync_agent(self) -> None:
@@ -203,9 +226,12 @@ class Soak:
         else:
             return
         token = self.token("m")
+        target = self.session.registry.get(to) if to != "main" else None
+        before = f"{target.id} {target.status} run {target.run}" if target else "main"
         try:
             reply = await self.session.send(to, f"note {token}, then `py: 3 * 3`")
-        except UsageError:
+        except UsageError as exc:
+            self.ledger.op(f"send {token} to {to} ({before}): refused: {exc}")
             self.ledger.refused["send"] += 1
             if to == "main":
                 return
@@ -216,6 +242,8 @@ class Soak:
             self.ledger.violations.append(f"send to main accepted: {reply}")
             return
         task = self.session.registry.get(to)
+        self.ledger.op(f"send {token} to {to} ({before}): {reply}")
+        self.ledger.note(task.id, f"message {token} accepted: {reply}")
         self.ledger.accepted.append((task.id, token))
         self.ledger.messages += 1
 
@@ -223,21 +251,28 @@ class Soak:
         running = self.session.registry.running()
         if not running:
             return
+        chosen = self.rng.choice(running).id
+        self.ledger.op(f"stop {chosen}")
+        self.ledger.note(chosen, "stop asked")
         try:
-            await self.session.stop(self.rng.choice(running).id)
+            await self.session.stop(chosen)
         except UsageError:
             self.ledger.refused["stop"] += 1  # it ended by itself meanwhile
 
     async def stop_all(self) -> None:
+        self.ledger.op(f"stop_all (running: {[t.id for t in self.session.registry.running()]})")
         await self.session.stop_all()
 
     async def failure(self) -> None:
         fault = self.rng.choice(
             [Fault.error(500, "soak", retry_after_ms=0), Fault.error(400, "soak")]
         )
-        self.emulator.faults.next(fault, times=3 if fault.status == 500 else 1)
+        times = 3 if fault.status == 500 else 1
+        self.ledger.op(f"failure: the next {times} request(s) get {fault.status}")
+        self.emulator.faults.next(fault, times=times)
 
     async def restart(self) -> None:
+        self.ledger.op("restart")
         await self.quiesce()
         await self.session.aclose()
         self.session = self._open()
@@ -249,6 +284,7 @@ class Soak:
         for auto in turns[self.ledger.seen_turns :]:
             for task_id in auto.task_ids:
                 if auto.turn.text == STOPPED_BY_USER:
+                    self.ledger.note(task_id, "shown to the user only (stopped by the user)")
                     self.ledger.shown[self.ledger.gen, task_id] += 1
         self.ledger.seen_turns = len(turns)
 
@@ -300,6 +336,29 @@ class Soak:
         ]  # checked
         self.check_worktrees()
 
+    def report(self, where: str) -> str:
+        """What a violation needs to be understood from CI output alone: the violations, this
+        sequence's operations, and the history and conversation of each task they name."""
+        led = self.ledger
+        lines = [f"{where}:", *led.violations, "", "operations of this sequence:", *led.trail]
+        for task_id in [t for t in led.latest if any(t in v for v in led.violations)]:
+            task = led.latest[task_id]
+            lines += [
+                "",
+                f"task {task_id} ({task.kind}, {task.name}, {task.description!r}): "
+                f"{task.status}, run {task.run}, owner {task.owner}, settled {task.settled}, "
+                f"quiet {task.quiet}, error {task.error!r}",
+                *led.events.get(task_id, []),
+            ]
+            history = self.session.history(task_id)
+            lines.append(f"  its conversation ({len(history)} messages):")
+            lines += [f"    {_brief(m)}" for m in history]
+        lines.append(f"the parent's conversation ({len(self.session.messages)} messages, last 12):")
+        lines += [f"    {_brief(m)}" for m in self.session.messages[-12:]]
+        queued = [(c.owner, c.task_id) for c in self.session.queue.pending()]
+        lines.append(f"queued notifications (owner, task): {queued}")
+        return "\n".join(lines)
+
     def check_worktrees(self) -> None:
         led = self.ledger
         listed = {
@@ -323,6 +382,24 @@ class Soak:
                 led.violations.append(f"{name} written in the checkout")
 
 
+def _brief(message: Mapping[str, Any]) -> str:
+    """A message in one line: its role and each block shortened."""
+    content = message.get("content")
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+    parts = []
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(repr(block["text"][:160]))
+        elif kind == "tool_use":
+            parts.append(f"tool_use {block['name']} {json.dumps(block['input'])[:120]}")
+        elif kind == "tool_result":
+            parts.append(f"tool_result {str(block.get('content'))[:160]!r}")
+        else:
+            parts.append(str(kind))
+    return f"{message.get('role')}: " + " | ".join(parts)
+
+
 OPERATIONS = {
     "fork": 5,
     "sync_agent": 2,
@@ -342,14 +419,20 @@ async def test_soak(emulator: Any, tmp_path: Path) -> None:
     names, weights = zip(*OPERATIONS.items(), strict=True)
     for n in range(SEQUENCES):
         soak = Soak(emulator, tmp_path / f"seq{n}", rng, ledger)
+        ledger.trail = []
         try:
             for step in range(STEPS):
                 op = rng.choices(names, weights)[0]
                 ledger.ops[op] += 1
+                ledger.op(f"step {step}: {op}")
                 await getattr(soak, op)()
                 await asyncio.sleep(rng.choice([0, 0.05, 0.2]))
                 soak.check(f"seq {n} step {step} {op}")
+                if ledger.violations:
+                    raise AssertionError(soak.report(f"seed {SEED}, sequence {n}, step {step}"))
             await soak.quiesce()
+            if ledger.violations:
+                raise AssertionError(soak.report(f"seed {SEED}, sequence {n}, at rest"))
         finally:
             soak.emulator.faults.clear()
             await soak.session.aclose()
