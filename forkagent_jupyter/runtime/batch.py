@@ -60,6 +60,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..messages_api.tokens import count_input_tokens
 from ..messages_api.usage import Usage, cost_usd
 from .errors import ConfigError, ModelError, UsageError
 from .events import ModelEvent, ModelResponse, TextDelta
@@ -339,11 +340,19 @@ class BatchRun:
         thinking = body.get("thinking")
         if isinstance(thinking, dict) and thinking.get("type") not in (None, "disabled"):
             return  # the API refuses max_tokens 0 with thinking on
+        pacer = self.session.rate_limits.pacer(str(body.get("model")))  # decision 15
+        ticket = await pacer.acquire(
+            input_tokens=count_input_tokens(body) if pacer.known else 0, max_tokens=0
+        )
         try:
-            reply = await self.sdk.messages.create(**{**body, "max_tokens": 0})
+            raw = await self.sdk.messages.with_raw_response.create(**{**body, "max_tokens": 0})
+            pacer.observe(raw.headers)
+            reply = await raw.parse()
         except Exception as exc:  # not fatal: the batch goes on, maybe without cache reads
+            pacer.settle(ticket, None)
             self.error = redact(f"the cache pre-warm failed: {type(exc).__name__}: {exc}")
             return
+        pacer.settle(ticket, Usage.from_api(reply.usage))
         self.prewarm_cost_usd = cost_usd(Usage.from_api(reply.usage), reply.model)
         self.session._parent_cost += self.prewarm_cost_usd
 

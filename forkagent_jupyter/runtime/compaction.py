@@ -288,6 +288,7 @@ async def compact(
         thinking=cfg.thinking,
         cache_ttl=cfg.cache_ttl,
         previous_end=previous_end,
+        on_rate_wait=state.on_rate_wait,
     )
     response: ModelResponse | None = None
     try:

@@ -35,10 +35,18 @@ class UsageError(AgentError, ValueError):
 class ModelError(AgentError):
     """The model API failed after its retries."""
 
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False):
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ):
         super().__init__(message)
         self.status = status
         self.retryable = retryable
+        self.retry_after = retry_after  # seconds the server asked to wait (a 429's retry-after)
 
 
 class StreamInterruptedError(ModelError):

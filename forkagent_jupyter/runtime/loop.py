@@ -109,6 +109,8 @@ class LoopState:
     """Measured / estimated prompt tokens of the last request (calibrates the estimate)."""
     on_history_replaced: Callable[[list[dict[str, Any]], dict[str, Any]], None] | None = None
     """Called with the new history (and what happened) when compaction replaces it."""
+    on_rate_wait: Callable[[float | None], None] | None = None
+    """Told the expected seconds while a request waits for rate-limit room (pacer.py)."""
 
     def append(self, history: list[dict[str, Any]], message: dict[str, Any]) -> None:
         append_message(history, message)
@@ -217,6 +219,7 @@ async def run_turn(
             cache_points=state.cache_points,
             previous_end=state.previous_end,
             on_response_start=_once(start_hook) if start_hook is not None else None,
+            on_rate_wait=state.on_rate_wait,
         )
         state.on_first_response_start = None
         yield RequestSent(index=requests, model=cfg.model, message_count=len(history))

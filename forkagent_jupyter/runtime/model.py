@@ -69,6 +69,10 @@ class ModelRequest:
     metadata: dict[str, Any] | None = None
     on_response_start: Callable[[], None] | None = None
     """Called once when the response starts (the moment its cache writes become readable)."""
+    on_headers: Callable[[Mapping[str, str]], None] | None = None
+    """Called with the HTTP headers of each response (errors too): the rate-limit pacer."""
+    on_rate_wait: Callable[[float | None], None] | None = None
+    """Told the expected seconds while the request waits for rate-limit room (None: done)."""
 
 
 @runtime_checkable
@@ -211,6 +215,8 @@ class AnthropicModel:
                 **body, stream=True
             ) as response:
                 streaming = True
+                if request.on_headers is not None:
+                    request.on_headers(response.headers)
                 async for name, event in sse_events(response.iter_lines()):
                     was_started = reducer.started
                     text = reducer.feed(name, event)
@@ -234,11 +240,15 @@ class AnthropicModel:
                 status=404,
             ) from None
         except anthropic.APIStatusError as exc:
+            headers = getattr(exc.response, "headers", None) or {}
+            if request.on_headers is not None:
+                request.on_headers(headers)
             raise ModelError(
                 f"The model API failed with HTTP {exc.status_code} "
                 f"({_api_type(exc)}): {_api_message(exc)}",
                 status=exc.status_code,
                 retryable=exc.status_code in (200, 408, 409, 429) or exc.status_code >= 500,
+                retry_after=retry_after(headers),
             ) from None
         except anthropic.APIConnectionError as exc:
             raise ModelError(
@@ -281,6 +291,22 @@ def _broken(exc: BaseException, streaming: bool) -> ModelError:
     if streaming:
         return StreamInterruptedError(message, reason="stream dropped")
     return ModelError(message, retryable=True)
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """The wait a response asks for: `retry-after-ms`, else `retry-after` in seconds (an
+    HTTP date is left to the SDK); None when it asks for none."""
+    for name, unit in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * unit
+        except ValueError:
+            continue
+        if seconds >= 0:
+            return seconds
+    return None
 
 
 def _api_type(exc: Any) -> str:

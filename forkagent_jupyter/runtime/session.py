@@ -38,6 +38,7 @@ from .executors import ComputePlane, WorkerNamespace
 from .loop import AgentConfig, LoopState, run_turn
 from .model import CacheTTL, ModelClient, default_model_name
 from .notifications import Command, CommandQueue
+from .pacer import PacedModel, RateLimits
 from .permissions import PermissionGate, PermissionMode, PermissionPolicy
 from .prompts import default_system_prompt
 from .retry import DEFAULT_STREAM_RETRIES, StreamRetry
@@ -142,6 +143,7 @@ class Session:
             task_lines=self._task_lines,
         )
         self.stream_retry = StreamRetry(retries=stream_retries, base_delay=stream_retry_delay)
+        self.rate_limits = RateLimits()  # one pacer per model for every request (pacer.py)
         self.services: dict[str, Any] = dict(services or {})
         self.model = model or default_model_name()
         self.backend: Backend | Literal["custom"]
@@ -252,7 +254,7 @@ class Session:
     def _config(self) -> AgentConfig:
         ctx = self._context("main")
         config = AgentConfig(
-            client=BudgetedModel(self.client, self.budget),
+            client=BudgetedModel(PacedModel(self.client, self.rate_limits), self.budget),
             model=self.model,
             system=[{"type": "text", "text": self.system_prompt}],
             tools=self.tools,

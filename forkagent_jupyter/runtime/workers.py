@@ -52,6 +52,7 @@ from .fork import FORK_RECURSION_ERROR, FORK_TAG, build_fork_messages
 from .history import append_message, blocks_of
 from .loop import AgentConfig, LoopState, run_turn
 from .notifications import CommandQueue
+from .pacer import RATE_WAIT, wait_text
 from .tasks import Task, TaskRegistry
 from .tools.base import ToolError
 from .transcripts import AgentMeta, Transcript, TranscriptStore, WorktreeRecord, fingerprint
@@ -365,6 +366,7 @@ class Workers:
         self.registry.register(run.task)
         self.runs[run.id] = run
         run.state.inbox = lambda: self._take_inbox(run)
+        run.state.on_rate_wait = functools.partial(self._rate_wait, run)
         self._launch(run)
         return run.task
 
@@ -411,6 +413,8 @@ class Workers:
                         current.add_done_callback(leader_ended)
                     return
                 remaining = deadline - loop.time()
+                if remaining <= 0 and self._rate_waiting(group.leader):
+                    deadline, remaining = loop.time() + 1.0, 1.0  # its wait is not a failure
                 if remaining <= 0:
                     return
                 # not wait_for: on Python < 3.12 it can swallow a cancel (a stop) that arrives
@@ -612,6 +616,23 @@ class Workers:
             elif isinstance(event, Stop):
                 out.output(f"stopped: {event.reason} {event.error or ''}")
         self._update(task, event)
+
+    def _rate_wait(self, run: AgentRun, seconds: float | None) -> None:
+        """Show on the task row that its request waits for rate-limit room (pacer.py)."""
+        task = run.task
+        if task is None or task.done:
+            return
+        if seconds is not None:
+            task.activity = wait_text(seconds)
+        elif task.activity.startswith(RATE_WAIT):
+            task.activity = ""
+        else:
+            return
+        self.registry.changed(task)
+
+    def _rate_waiting(self, agent_id: str | None) -> bool:
+        run = self.runs.get(agent_id or "")
+        return bool(run and run.task and run.task.activity.startswith(RATE_WAIT))
 
     def _update(self, task: Task, event: object) -> None:
         if isinstance(event, UsageReport):

@@ -1,0 +1,202 @@
+"""The pacer: a fan-out waits for rate-limit room instead of failing on 429s (real SDK, the
+emulator's rate limits on a clock sixty times faster than real time)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forkagent_jupyter.emulator import Emulator, Fault, WallClock
+from forkagent_jupyter.messages_api.ratelimits import RateLimit
+from forkagent_jupyter.runtime.pacer import RATE_WAIT, Pacer
+from forkagent_jupyter.runtime.permissions import AllowAll
+from forkagent_jupyter.runtime.session import Session
+from forkagent_jupyter.runtime.tasks import Task
+
+from .helpers import first_fork_requests
+
+pytestmark = pytest.mark.anyio
+
+MODEL = "claude-sonnet-5-5"
+SCALE = 60.0  # a rate-limit minute lasts one real second
+
+
+@pytest.fixture
+def fast_emulator() -> Iterator[Emulator]:
+    with Emulator(strict=True, seed=0, clock=WallClock(scale=SCALE)) as emu:
+        yield emu
+    emu.check()
+
+
+@pytest.fixture
+async def session_on(tmp_path: Path) -> AsyncIterator[Callable[[Emulator], Session]]:
+    made: list[Session] = []
+
+    def make(emu: Emulator) -> Session:
+        session = Session(
+            MODEL,
+            backend="anthropic",
+            api_key="test-key",
+            base_url=emu.base_url,
+            workdir=tmp_path,
+            home=tmp_path / "home",
+            permission_policy=AllowAll(),
+            auto_respond=False,
+            max_tokens=400,
+        )
+        session.rate_limits.period = 60.0 / SCALE
+        made.append(session)
+        return session
+
+    yield make
+    for session in made:
+        await session.aclose()
+
+
+def watch_activity(session: Session) -> list[str]:
+    seen: list[str] = []
+
+    def note(task: Task) -> None:
+        if task.activity and (not seen or seen[-1] != task.activity):
+            seen.append(task.activity)
+
+    session.registry.subscribe(note)
+    return seen
+
+
+def statuses(emu: Emulator) -> list[int | None]:
+    return [r.status for r in emu.api_requests()]
+
+
+async def fan_out(session: Session, n: int) -> list[Task]:
+    await session.ask("Here is the context. " + "The data loads slowly today. " * 300)
+    tasks = [await session.fork(f"Part {i}: summarise your share.") for i in range(n)]
+    await session.wait(*(t.id for t in tasks), timeout=120)
+    return tasks
+
+
+async def test_a_fan_out_waits_for_room_and_no_task_fails(
+    fast_emulator: Emulator, session_on: Callable[[Emulator], Session]
+) -> None:
+    # 4 requests per rate-limit minute: 12 forks need three of them
+    fast_emulator.rate_limits.configure({MODEL: RateLimit(4, 100_000, 100_000)})
+    session = session_on(fast_emulator)
+    shown = watch_activity(session)
+    tasks = await fan_out(session, 12)
+    assert [t.status for t in tasks] == ["completed"] * 12
+    pacer = session.rate_limits.pacer(MODEL)
+    assert pacer.known and pacer.waited > 0
+    assert fast_emulator.ledger.throttles() == []  # paced: no request was sent to fail
+    assert 429 not in statuses(fast_emulator)
+    assert any(a.startswith(f"{RATE_WAIT} (") and a.endswith(" s)") for a in shown)
+    assert all(not t.activity for t in tasks)  # cleared once sent
+    assert "RPM" in pacer.describe() and "rate-limited (429)" in pacer.describe()
+
+
+async def test_the_lead_fork_still_goes_first_and_siblings_read_its_cache(
+    fast_emulator: Emulator, session_on: Callable[[Emulator], Session]
+) -> None:
+    fast_emulator.rate_limits.configure({MODEL: RateLimit(3, 100_000, 100_000)})
+    session = session_on(fast_emulator)
+    await fan_out(session, 6)
+    firsts = first_fork_requests(fast_emulator)
+    assert len(firsts) == 6
+    writes = [int(u["cache_creation_input_tokens"]) for _, u in firsts]
+    reads = [int(u["cache_read_input_tokens"]) for _, u in firsts]
+    shared = max(reads)
+    assert shared > 1000
+    assert all(r == shared for r in reads[1:])  # every sibling read the leader's write
+    assert all(w < writes[0] or writes[0] == 0 for w in writes[1:])
+
+
+async def test_output_reservations_pace_by_max_tokens_and_cache_reads_are_free(
+    fast_emulator: Emulator, session_on: Callable[[Emulator], Session]
+) -> None:
+    # ITPM far below the shared context (about 2,400 tokens a fork would read): only the
+    # uncached tokens count, so it does not bind; OTPM 1,200 with max_tokens 400 does
+    fast_emulator.rate_limits.configure({MODEL: RateLimit(1000, 3_000, 1_200)})
+    session = session_on(fast_emulator)
+    tasks = await fan_out(session, 8)
+    assert [t.status for t in tasks] == ["completed"] * 8
+    pacer = session.rate_limits.pacer(MODEL)
+    assert pacer.waited > 0
+    assert len(fast_emulator.ledger.throttles()) <= 1
+
+
+async def test_without_rate_limit_headers_nothing_is_held_back(
+    fast_emulator: Emulator, session_on: Callable[[Emulator], Session]
+) -> None:
+    session = session_on(fast_emulator)
+    tasks = await fan_out(session, 6)
+    assert [t.status for t in tasks] == ["completed"] * 6
+    pacer = session.rate_limits.pacer(MODEL)
+    assert not pacer.known
+    assert pacer.waited == 0 and pacer.sent == 7
+    assert "nothing held back" in pacer.describe()
+
+
+async def test_a_429_after_the_sdk_retries_is_waited_out_not_a_failed_task(
+    fast_emulator: Emulator, session_on: Callable[[Emulator], Session]
+) -> None:
+    session = session_on(fast_emulator)
+    shown = watch_activity(session)
+    await session.ask("Some context to fork from.")
+    # five 429s in a row: the SDK's own two retries are not enough
+    fast_emulator.faults.next(Fault.rate_limited(retry_after=0.2), times=5)
+    task = await session.fork("Part 1: summarise.")
+    await session.wait(task.id, timeout=60)
+    assert task.status == "completed", task.error
+    assert statuses(fast_emulator).count(429) == 5
+    pacer = session.rate_limits.pacer(MODEL)
+    assert pacer.throttled >= 1
+    assert any(a.startswith(RATE_WAIT) for a in shown)
+
+
+async def test_the_parent_turn_waits_too(
+    fast_emulator: Emulator, session_on: Callable[[Emulator], Session]
+) -> None:
+    fast_emulator.rate_limits.configure({MODEL: RateLimit(1, None, None)})
+    session = session_on(fast_emulator)
+    first = await session.ask("hello")
+    second = await session.ask("again")  # one request per (one-second) minute: it waits
+    assert first.ok and second.ok
+    assert session.rate_limits.pacer(MODEL).waited == 1
+    assert 429 not in statuses(fast_emulator)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_headers_only_ever_lower_the_pacers_copy() -> None:
+    pacer = Pacer(MODEL)
+    headers: dict[str, Any] = {
+        "anthropic-ratelimit-requests-limit": "50",
+        "anthropic-ratelimit-requests-remaining": "40",
+        "anthropic-ratelimit-output-tokens-limit": "8000",
+        "anthropic-ratelimit-output-tokens-remaining": "3000",
+    }
+    pacer.observe(headers)
+    assert int(pacer.buckets["requests"].level) == 40
+    pacer.observe({**headers, "anthropic-ratelimit-requests-remaining": "45"})
+    assert int(pacer.buckets["requests"].refill(pacer.now())) < 45  # never raised
+    pacer.observe({**headers, "anthropic-ratelimit-output-tokens-remaining": "1000"})
+    assert int(pacer.buckets["output-tokens"].level) <= 1500  # lowered, with rounding slack
+    pacer.observe({"anthropic-ratelimit-requests-limit": "junk"})  # ignored, no error
+
+
+async def test_the_batch_prewarm_goes_through_the_pacer(
+    fast_emulator: Emulator, session_on: Callable[[Emulator], Session]
+) -> None:
+    fast_emulator.rate_limits.configure({MODEL: RateLimit(1, None, None)})
+    session = session_on(fast_emulator)
+    await session.ask("Here is the context. " + "The data loads slowly today. " * 300)
+    fan = await session.fan_out(["Part A.", "Part B."], batch=True, poll_interval=0.02)
+    tasks = await fan.batch.wait(timeout=30)
+    assert [t.status for t in tasks] == ["completed"] * 2
+    entries = fast_emulator.ledger.entries()
+    prewarms = [e for e in entries if not e.streamed and e.service_tier == "standard"]
+    assert len(prewarms) == 1 and prewarms[0].usage["output_tokens"] == 0
+    pacer = session.rate_limits.pacer(MODEL)
+    assert pacer.sent == 2 and pacer.waited == 1  # 1 RPM: the pre-warm waited its turn
+    assert 429 not in statuses(fast_emulator)
