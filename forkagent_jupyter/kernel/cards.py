@@ -50,6 +50,10 @@ def _esc(text: object) -> str:
     return html.escape(str(text))
 
 
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def notebook_output(output: Output) -> dict[str, Any]:
     """An output as nbformat writes it (what an Output widget holds)."""
     if isinstance(output, StreamText):
@@ -100,11 +104,19 @@ class ApprovalPrompt(_WholeText, w.VBox):  # type: ignore[misc]
         )
         self.reason = w.Text(placeholder="reason (optional, the model reads it)")
         once = w.Button(description="Allow once", button_style="success", tooltip="Allow this call")
+        rule = request.suggested_rule
         always = w.Button(
-            description="Allow for session",
+            description=f"Allow for session: {_clip(rule, 60)}" if rule else "Allow for session",
             button_style="info",
-            tooltip="Allow this and similar calls until the kernel restarts",
+            disabled=rule is None,
+            tooltip=f"Allow this call now, and calls matching exactly {rule} until the kernel "
+            "restarts"
+            if rule
+            else "No rule can name exactly this call: allow it once",
+            layout=w.Layout(width="auto", max_width="100%"),
         )
+        if rule:  # the whole rule, however long: what the click adds
+            body = w.VBox([body, w.HTML(f"Allow for session adds <code>{_esc(rule)}</code>")])
         deny = w.Button(description="Deny", button_style="danger", tooltip="Deny this call")
         once.on_click(lambda _b: self.answer("allow"))
         always.on_click(lambda _b: self.answer("always"))

@@ -1,226 +1,357 @@
-"""Permission rules: `Tool` or `Tool(spec)`, and how a rule matches a tool call.
+"""Permission rules as Claude Code writes them: `Tool` or `Tool(spec)`, and how one matches.
 
-A bare rule (`Bash`, `Write`) matches every call of that tool. With a spec:
+A bare rule (`Bash`, `Write`; `Tool(*)` is the same) matches every call of that tool; in
+deny, it also removes the tool from what the model is offered. `TOOL_FAMILIES` is the one
+table of which tools a rule covers: `Read(...)` also covers the tools that read (Glob, Grep,
+LS), `Edit(...)` (and `Write`, `MultiEdit`, `NotebookEdit`) every tool that writes files,
+`Task(...)` is `Agent(...)`. A tool name that is neither known (`KNOWN_TOOLS`) nor an MCP
+name (`mcp__server`, `mcp__server__*`, `mcp__server__tool`) is refused, as is an empty spec
+(`Bash()`): a rule a user cannot mean is said at load, never read as "all" or "nothing".
 
-File tools (any call that reports paths: Read, Write, Edit, Glob, Grep): the spec is a
-gitignore-like glob matched against the *real* paths the call touches (symlinks followed):
-relative specs (`src/**`, `*.ipynb`) against the path relative to the work directory, for
-paths inside it; absolute specs (`/data/**`) and `~` specs (`~/data/**`) against the absolute
-path, inside or outside. `**` crosses folders, `*` does not; a spec without `/` matches a name
-at any depth; a spec that matches a folder covers everything in it (see `tools.paths`).
-Rules cover tool families: a `Read(...)` rule also applies to Glob and Grep, and `Edit(...)`
-and `Write(...)` apply to both Edit and Write.
+File tools (any call that reports paths): the spec is a gitignore-like glob matched against
+the *real* paths the call touches (symlinks followed), read as Claude Code reads it:
+`//abs/path` from the filesystem root, `/path` from the project root (the work directory),
+`~/path` from the home folder, `path` or `./path` from the work directory (a spec without a
+`/` matches a name at any depth). `**` crosses folders, `*` does not; a spec that matches a
+folder covers everything in it (see `tools.paths`); `\\*` is a literal star.
 
-Bash: the spec is compared by shell words (`shlex`), so spacing and quoting do not matter.
-`Bash(npm test)` matches exactly that command; `Bash(git status:*)` matches any command whose
-words start with `git status`: `git status`, `git status -s`, not `git statusx`, and not
-`npm run test:unit` for `Bash(npm run test:*)` (words, not characters). `Bash(*)` is `Bash`.
-A command made of several commands (`;`, `&&`, `||`, `|`, `&`, newlines) is allowed only if
-*every* part is allowed (by the same or different rules), unless an exact rule names the whole
-command line. Parts that use command substitution (`$(...)`, backticks, `<(...)`) or write
-to a file with `>` (other than `/dev/null` or another descriptor) are never allowed by a rule
-with a spec - only a bare `Bash` rule, a mode or the policy can allow them. Deny rules look
-harder: a deny rule matches if it matches any part, including text inside substitutions and
-after leading `VAR=value`, `sudo`, `env`, `time`, `nohup`, `nice`, `command`, `exec`.
+Bash: the spec is a command line read by `shell_syntax`, so spacing and quoting of plain
+words do not matter, but quoted and unquoted `$`, globs and `~` do (`'$HOME'` is not
+`$HOME`). An unquoted `*` matches any characters, spaces included (`Bash(npm run *)`);
+a trailing ` *` or `:*` also matches nothing (`Bash(ls *)` matches `ls` and `ls -la`, not
+`lsof`; `Bash(git status:*)` matches `git status -s`). A spec with no `*` matches exactly
+that command. A rule matches one simple command; a command line made of several is allowed
+only if every part is (an exact rule may name a whole line, operators included). Deny rules
+look through paths, wrappers, shells and runners (`shell_programs`).
 
-Other tools: the spec is compared with the tool's permission subject as text: exactly, or as
-a prefix when it ends in `:*`.
+WebFetch: `WebFetch(domain:example.com)` (`domain:*.example.com` for its subdomains).
+Other tools: the spec is compared with the tool's permission subject: exactly, or as a
+prefix when it ends in `:*`.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
+from .shell_programs import program_name, programs
+from .shell_syntax import ACTIVE, Script, Word, parse_script
 from .tools.paths import rule_match
 
-__all__ = ["Rule", "command_parts", "rule_families"]
+__all__ = [
+    "EDITING_TOOLS",
+    "KNOWN_TOOLS",
+    "PATH_TOOLS",
+    "READING_TOOLS",
+    "TOOL_FAMILIES",
+    "Rule",
+    "escape_glob",
+    "rule_families",
+]
 
-_FAMILIES = {
-    "Read": frozenset({"Read", "Glob", "Grep"}),
-    "Edit": frozenset({"Edit", "Write"}),
-    "Write": frozenset({"Edit", "Write"}),
+EDITING_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+READING_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead"})
+
+TOOL_FAMILIES: dict[str, frozenset[str]] = {
+    "Read": READING_TOOLS,
+    "Edit": EDITING_TOOLS,
+    "Write": EDITING_TOOLS,
+    "MultiEdit": EDITING_TOOLS,
+    "NotebookEdit": EDITING_TOOLS,
+    "Task": frozenset({"Agent"}),
 }
-_WRAPPERS = frozenset({"sudo", "env", "time", "nohup", "nice", "command", "exec", "builtin"})
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+"""The tools a rule naming a key covers (a name not here covers only itself). A new tool that
+reads or writes files is added to `READING_TOOLS` or `EDITING_TOOLS`, and nowhere else."""
+
+KNOWN_TOOLS: frozenset[str] = frozenset(
+    {
+        *READING_TOOLS,
+        *EDITING_TOOLS,
+        "Bash", "Python", "Agent", "Task", "SendMessage", "TaskStop", "TaskOutput",
+        "TodoWrite", "WebFetch", "WebSearch", "KillShell", "BashOutput", "ExitPlanMode",
+        "SlashCommand", "Skill",
+    }
+)  # fmt: skip
+"""Tool names a rule may name: this project's and Claude Code's (a rule for a tool this
+project does not have loads and matches nothing)."""
+
+PATH_TOOLS = READING_TOOLS | EDITING_TOOLS
+"""Tools whose rule specs are paths."""
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*|mcp__[A-Za-z0-9_.-]+(?:__\*)?"
+_MCP = re.compile(r"mcp__([A-Za-z0-9.-]+(?:_[A-Za-z0-9.-]+)*)(?:__(.+))?")
 
 
 def rule_families(rule_tool: str) -> frozenset[str]:
     """The tools a rule naming `rule_tool` applies to."""
-    return _FAMILIES.get(rule_tool, frozenset({rule_tool}))
+    return TOOL_FAMILIES.get(rule_tool, frozenset({rule_tool}))
 
 
-def _words(text: str) -> list[str] | None:
-    try:
-        return shlex.split(text, comments=False, posix=True)
-    except ValueError:
-        return None
+def escape_glob(text: str) -> str:
+    """`text` as a rule spec that matches exactly it (`**` -> `\\*\\*`)."""
+    return re.sub(r"([*?\[\]{}\\])", r"\\\1", text)
+
+
+# -- Bash patterns --------------------------------------------------------------------------
+
+_WILD = ACTIVE + "*"
+_ANY = r"[\s\S]*"
+_ANY_IN_PART = r"(?:(?!\x00op:)[\s\S])*"
+
+
+def _word_regex(key: str, *, loose: bool, any_: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(key):
+        if key.startswith(_WILD, i):
+            out.append(any_)
+            i += 2
+            continue
+        if key[i] == ACTIVE:
+            out.append(re.escape(key[i + 1]) if loose else re.escape(key[i : i + 2]))
+            i += 2
+            continue
+        out.append(re.escape(key[i]))
+        i += 1
+    return "".join(out)
 
 
 @dataclass(frozen=True)
-class CommandParts:
-    """A shell command split for rule matching. `parts` is None when the command cannot be
-    approved by a specific rule (substitution, file redirection, unbalanced quotes)."""
+class _BashSpec:
+    """A Bash rule's spec, compiled: `strict` matches word keys (allow rules), `loose` the
+    words' text with the program's path dropped (deny rules); `literals` are its leading
+    words without a wildcard (what must appear in a line the matcher cannot follow)."""
 
-    whole: list[str] | None
-    parts: list[list[str]] | None
-    loose: list[list[str]] = field(default_factory=list)
+    strict: re.Pattern[str]
+    loose: re.Pattern[str]
+    multi: bool
+    wild: bool
+    literals: tuple[str, ...]
 
 
-def _split_strict(command: str) -> list[str] | None:
-    """Split at control operators outside quotes; None if something in it cannot be judged
-    by its words (substitution, output redirected to a file, unbalanced quotes)."""
-    parts: list[str] = []
-    cur: list[str] = []
-    quote: str | None = None
-    i, n = 0, len(command)
-    while i < n:
-        c = command[i]
-        if quote == "'":
-            cur.append(c)
-            if c == "'":
-                quote = None
-            i += 1
-            continue
-        if c == "\\" and i + 1 < n:
-            cur.append(command[i : i + 2])
-            i += 2
-            continue
-        if c == "`" or command.startswith("$(", i):
-            return None
-        if quote == '"':
-            cur.append(c)
-            if c == '"':
-                quote = None
-            i += 1
-            continue
-        if c in "'\"":
-            quote = c
-            cur.append(c)
-            i += 1
-            continue
-        if c in "<>" and command.startswith("(", i + 1):
-            return None  # process substitution
-        if c == ">":
-            j = i + 1
-            while j < n and command[j] in ">|":
-                j += 1
-            if j < n and command[j] == "&":
-                cur.append(command[i : j + 1])  # >&2, 2>&1: a descriptor, not a file
-                i = j + 1
+def _compile_bash(spec: str) -> _BashSpec:
+    prefix = spec.endswith(":*")
+    script = parse_script(spec[:-2] if prefix else spec)
+    if not script.judgeable:
+        raise ValueError("the command in it does not parse as a plain shell command")
+    stream = script.stream()
+    if not stream:
+        raise ValueError("it names no command")
+    multi = any(tok.startswith("\x00op:") for tok in stream)
+    any_ = _ANY_IN_PART if multi else _ANY
+
+    optional_tail = len(stream) > 1 and stream[-1] == _WILD  # `ls *` also matches `ls`
+    body = stream[:-1] if optional_tail else stream
+    tail = f"(?:\x00{any_})?" if (optional_tail or prefix) else ""
+
+    def build(loose: bool) -> re.Pattern[str]:
+        parts: list[str] = []
+        for k, tok in enumerate(body):
+            if tok.startswith("\x00op:"):
+                parts.append(re.escape(tok))
                 continue
-            target = command[j:].lstrip().split(maxsplit=1)
-            if not target or not target[0].startswith("/dev/null"):
-                return None
-            cur.append(command[i:j])
-            i = j
-            continue
-        if c == "&" and i + 1 < n and command[i + 1] == ">":
-            return None  # &> file
-        if c in ";\n|&":
-            step = 2 if command.startswith(("&&", "||", "|&", ";;"), i) else 1
-            parts.append("".join(cur))
-            cur = []
-            i += step
-            continue
-        cur.append(c)
-        i += 1
-    if quote is not None:
-        return None
-    parts.append("".join(cur))
-    return [p for p in (q.strip() for q in parts) if p]
+            if loose and k == 0 and ACTIVE not in tok:
+                tok = program_name(tok)
+            parts.append(_word_regex(tok, loose=loose, any_=any_))
+        return re.compile("\x00".join(parts) + tail)
+
+    literals: list[str] = []
+    for tok in stream:
+        if ACTIVE in tok or tok.startswith("\x00op:"):
+            break
+        literals.append(program_name(tok) if not literals else tok)
+    wild = prefix or any(_WILD in tok for tok in stream)
+    return _BashSpec(build(False), build(True), multi, wild, tuple(literals))
 
 
-def _loose_parts(command: str) -> list[list[str]]:
-    """Every plausible simple command in `command`, for deny rules: split at operators and
-    brackets regardless of quotes, leading assignments and wrappers removed."""
-    out: list[list[str]] = []
-    for piece in re.split(r"\$\(|[;&|\n()`{}]", command):
-        words = _words(piece) or piece.split()
-        while words and (_ASSIGNMENT.match(words[0]) or words[0] in _WRAPPERS):
-            words = words[1:]
-        if words:
-            out.append(words)
-    return out
+def _strict_key(words: list[Word]) -> str:
+    return "\x00".join(w.key for w in words)
 
 
-def command_parts(command: str) -> CommandParts:
-    """The ways rules look at a command line (see the module doc)."""
-    strict = _split_strict(command)
-    parts: list[list[str]] | None = None
-    if strict is not None:
-        split = [_words(p) for p in strict]
-        if all(w is not None for w in split):
-            parts = [w for w in split if w]
-    return CommandParts(_words(command), parts, _loose_parts(command))
+def _loose_keys(words: list[Word]) -> list[str]:
+    texts = [w.text for w in words]
+    keys = ["\x00".join(texts)]
+    if texts and program_name(texts[0]) != texts[0]:
+        keys.append("\x00".join([program_name(texts[0]), *texts[1:]]))
+    return keys
+
+
+_TOKEN = re.compile(r"[A-Za-z0-9_.+/@%:,=-]+")
+
+
+def _tokens(command: str, words: list[list[Word]]) -> set[str]:
+    """Every word-like token of a line (raw text and unquoted words), with program paths
+    dropped: what a line the matcher cannot follow might run."""
+    found: set[str] = set()
+    for text in [command, *(w.text for ws in words for w in ws)]:
+        for tok in _TOKEN.findall(text):
+            found.add(tok)
+            found.add(program_name(tok))
+    return found
+
+
+# -- rules ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Rule:
-    """`Tool` or `Tool(spec)`; `str(rule)` gives the text back."""
+    """`Tool` or `Tool(spec)`; `str(rule)` gives the text back. `source` says where it came
+    from (a settings file, `Session(allow=...)`, "allow for session"); rules are equal by
+    their text alone."""
 
     tool: str
     spec: str | None = None
+    source: str = field(default="", compare=False)
 
     @classmethod
-    def parse(cls, text: str) -> Rule:
-        m = re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*(?:\((.*)\))?\s*", text, re.DOTALL)
+    def parse(cls, text: str, source: str = "") -> Rule:
+        """Read a rule; ValueError (one line) if it is not one a user can mean."""
+        if not isinstance(text, str):
+            raise ValueError(f"a rule is a string like 'Bash(git status:*)', not {text!r}")
+        m = re.fullmatch(rf"\s*({_NAME})\s*(?:\((.*)\))?\s*", text, re.DOTALL)
         if m is None:
             raise ValueError(
-                f"Bad permission rule {text!r}: write Tool or Tool(spec), e.g. 'Bash(git "
-                "status:*)' or 'Write(src/**)'."
+                f"{text!r} is not a rule: write Tool or Tool(spec), e.g. 'Bash(git status:*)' "
+                "or 'Edit(src/**)'"
             )
-        spec = (m.group(2) or "").strip()
-        if spec in ("", "*", ":*"):
-            return cls(m.group(1))
-        return cls(m.group(1), spec)
+        tool, raw = m.group(1), m.group(2)
+        if not tool.startswith("mcp__") and tool not in KNOWN_TOOLS:
+            near = next((k for k in KNOWN_TOOLS if k.lower() == tool.lower()), None)
+            hint = f" (did you mean {near}?)" if near else ""
+            raise ValueError(f"{text!r} names no tool: {tool!r} is unknown{hint}")
+        if raw is None:
+            return cls(tool, None, source)
+        spec = raw.strip()
+        if not spec:
+            raise ValueError(f"{text!r} has an empty spec: write {tool} for every call")
+        if "\n" in spec:
+            raise ValueError(f"{text!r} spans lines: a rule is one line")
+        if spec in ("*", ":*"):
+            return cls(tool, None, source)
+        rule = cls(tool, spec, source)
+        if tool.startswith("mcp__"):
+            raise ValueError(f"{text!r}: an MCP rule takes no spec (name the tool instead)")
+        if tool == "Bash":
+            _bash(spec)
+        elif tool == "WebFetch" and not spec.startswith("domain:"):
+            raise ValueError(f"{text!r}: a WebFetch rule is WebFetch(domain:example.com)")
+        return rule
 
     def __str__(self) -> str:
         return self.tool if self.spec is None else f"{self.tool}({self.spec})"
 
+    def with_source(self, source: str) -> Rule:
+        return Rule(self.tool, self.spec, source)
+
     def covers(self, tool: str) -> bool:
+        """Whether this rule applies to calls of `tool` (families; MCP servers)."""
+        if self.tool.startswith("mcp__"):
+            return _mcp_covers(self.tool, tool)
         return tool in rule_families(self.tool)
 
     @property
     def prefix(self) -> bool:
         return self.spec is not None and self.spec.endswith(":*")
 
-    def _spec_words(self) -> list[str] | None:
-        assert self.spec is not None
-        return _words(self.spec[:-2] if self.prefix else self.spec)
-
     # -- paths ---------------------------------------------------------------------------
 
-    def path_pattern(self) -> str:
-        """The spec as a path glob (`~` expanded, `./` dropped)."""
+    def path_pattern(self, root: Path | None = None) -> str:
+        """The spec as a path glob: `//abs` -> `/abs`, `/path` -> under `root` (the project),
+        `~/path` -> under the home folder, `./path` -> `path` (relative)."""
         assert self.spec is not None
         spec = self.spec
-        if spec.startswith("~"):
-            spec = str(Path(spec).expanduser()) + ("/" if spec.endswith("/") else "")
+        if spec.startswith("//"):
+            return spec[1:]
+        if spec.startswith("/"):
+            base = escape_glob(str(root)) if root is not None else ""
+            return base.rstrip("/") + spec
+        if spec == "~" or spec.startswith("~/"):
+            home = escape_glob(str(Path("~").expanduser()))
+            return home + spec[1:]
         return spec[2:] if spec.startswith("./") else spec
 
-    def matches_path(self, forms: list[str]) -> bool:
+    def matches_path(self, forms: list[str], root: Path | None = None) -> bool:
         """Whether the spec matches one of a path's forms (relative and/or absolute)."""
         if self.spec is None:
             return True
-        pattern = self.path_pattern()
+        pattern = self.path_pattern(root)
         return any(rule_match(pattern, form) for form in forms)
 
     # -- commands ------------------------------------------------------------------------
 
-    def matches_words(self, words: list[str]) -> bool:
+    def allows_command(self, script: Script) -> bool:
+        """Allow side: whether this rule allows the whole line (every part matched by it);
+        the gate combines rules part by part with `allows_part`."""
         if self.spec is None:
             return True
-        want = self._spec_words()
-        if want is None or not want:
+        spec = _bash(self.spec)
+        if not script.judgeable:
             return False
-        return words[: len(want)] == want if self.prefix else words == want
+        if spec.multi:
+            return spec.strict.fullmatch("\x00".join(script.stream())) is not None
+        return bool(script.commands) and all(self.allows_part(c.words) for c in script.commands)
+
+    def allows_part(self, words: list[Word]) -> bool:
+        if self.spec is None:
+            return True
+        spec = _bash(self.spec)
+        return not spec.multi and spec.strict.fullmatch(_strict_key(words)) is not None
+
+    def denies_command(self, command: str) -> bool:
+        """Deny side: whether this rule matches anything `command` would run, seen through
+        paths, wrappers, shells and runners; where the line cannot be followed, whether the
+        rule's words appear in it at all."""
+        if self.spec is None:
+            return True
+        spec = _bash(self.spec)
+        if spec.multi:
+            whole = parse_script(command)
+            if spec.loose.fullmatch("\x00".join(w for w in _loose_stream(whole))):
+                return True
+        found = programs(command)
+        for words in found.commands:
+            if any(spec.loose.fullmatch(key) for key in _loose_keys(words)):
+                return True
+        if found.unseen and spec.literals:
+            return set(spec.literals) <= _tokens(command, found.commands)
+        return False
+
+    # -- other tools ---------------------------------------------------------------------
 
     def matches_text(self, subject: str) -> bool:
         if self.spec is None:
             return True
+        if self.tool == "WebFetch":
+            return _domain_matches(self.spec[len("domain:") :], subject)
         if self.prefix:
             return subject.startswith(self.spec[:-2])
         return subject == self.spec
+
+
+def _loose_stream(script: Script) -> list[str]:
+    return [tok.replace(ACTIVE, "") for tok in script.stream()]
+
+
+@functools.lru_cache(maxsize=1024)
+def _bash(spec: str) -> _BashSpec:
+    return _compile_bash(spec)
+
+
+def _mcp_covers(rule_tool: str, tool: str) -> bool:
+    m = _MCP.fullmatch(rule_tool.removesuffix("__*"))
+    if m is None or not tool.startswith("mcp__"):
+        return False
+    if m.group(2) is None:  # `mcp__server` or `mcp__server__*`: every tool of the server
+        return tool.startswith(f"mcp__{m.group(1)}__")
+    return tool == rule_tool
+
+
+def _domain_matches(domain: str, subject: str) -> bool:
+    host = (urlsplit(subject).hostname if "://" in subject else subject.split("/")[0]) or ""
+    host, domain = host.lower().rstrip("."), domain.lower().strip()
+    if domain.startswith("*."):
+        return host.endswith(domain[1:]) or host == domain[2:]
+    return host == domain

@@ -1,29 +1,42 @@
-"""Permissions: modes, allow/deny rules, and the policy that answers everything else.
+"""Permissions: modes, allow/ask/deny rules, and the policy that answers everything else.
 
-The loop asks `PermissionGate.check` once per tool call, after validating the input. In order:
+The loop asks `PermissionGate.check` once per tool call, after validating the input. In
+order (Claude Code's order: deny, then ask, then allow, in every mode):
 
-1. a matching **deny rule** denies (deny always wins);
-2. **containment**: a path outside the work directory (symlinks and `..` resolved) is denied
-   unless an allow rule *with a spec* for that tool matches it (`Read(/data/**)`); this holds
-   in every mode and for tools that need no approval too;
-3. mode `bypassPermissions` allows;
-4. mode `plan` denies every tool not `allowed_in_plan`, telling the model it is planning;
-5. tools that do not `needs_approval` (Read, Glob, Grep, TaskOutput...) are allowed;
-6. a matching **allow rule** allows;
-7. mode `acceptEdits` allows Write and Edit (their paths are inside the work dir by step 2);
-8. otherwise the `PermissionPolicy` decides - in `bubble` (the mode of forked workers) the same,
-   and the request carries the worker's task id so a UI can show it on the worker's card.
-   Without a policy the call is denied with a message saying how to allow it. The request
-   carries the tool's own presentation of the call (`Tool.describe`, `Tool.preview`: for a
-   file change the exact diff `run` would write, in the calling agent's work directory); a
-   call whose preview says it would fail (an Edit whose old_string is missing or not unique)
-   is refused with that error before anyone is asked, and an approved call whose preview
-   changed meanwhile (the file was edited while the person looked) is refused too.
+1. a matching **deny rule** denies, in every mode (`bypassPermissions` too);
+2. **containment**: a path outside the work directory and the additional directories
+   (symlinks and `..` resolved) is denied unless an allow rule *with a spec* for that tool
+   matches it (`Read(//data/**)`); this holds in every mode and for tools that need no
+   approval too;
+3. mode `plan` denies every tool not `allowed_in_plan`, telling the model it is planning;
+4. a matching **ask rule** puts the call to the policy whatever the mode and the allow rules
+   say (so does a Bash line whose program name is computed when it runs, `$CMD x`, while a
+   Bash deny rule with a spec is in force: the deny rule could not be checked against it);
+   mode `dontAsk` and a session without a policy deny it;
+5. mode `bypassPermissions` allows;
+6. tools that do not `needs_approval` (Read, Glob, Grep, TaskOutput...) are allowed;
+7. a matching **allow rule** allows;
+8. mode `acceptEdits` allows the tools that edit files (their paths are inside by step 2);
+9. mode `dontAsk` denies (what no rule allows is refused, without asking);
+10. otherwise the `PermissionPolicy` decides - in `bubble` (the mode of forked workers) the
+   same, and the request carries the worker's task id so a UI can show it on the worker's
+   card. Without a policy the call is denied with a message saying how to allow it. The
+   request carries the tool's own presentation of the call (`Tool.describe`, `Tool.preview`:
+   for a file change the exact diff `run` would write, in the calling agent's work
+   directory); a call whose preview says it would fail (an Edit whose old_string is missing
+   or not unique) is refused with that error before anyone is asked, and an approved call
+   whose preview changed meanwhile (the file was edited while the person looked) is refused
+   too.
 
 An `Allow` may carry `updated_input` (validated against the tool's input model and checked
 again by steps 1-2) and `remember_rule` / `remember` ("allow for session": the gate adds the
-rule, shared by the session and all its workers). Every decision is logged (`gate.log`).
-Rule syntax and matching: `permission_rules`.
+rule, shared by the session and all its workers). The rule "allow for session" adds
+(`PermissionRequest.suggested_rule`) is exactly as wide as the call the person saw: the exact
+command (none for a line with an unquoted `*`, which a rule reads as a wildcard, or several
+lines), the exact file with glob characters escaped, the exact agent type; never a prefix,
+and a remembered rule that would widen a wrapper, shell or interpreter (`Bash(sh:*)`) is
+refused. A bare deny rule removes its tools from what the model is offered (`offered`).
+Every decision is logged (`gate.log`). Rule syntax and matching: `permission_rules`.
 """
 
 from __future__ import annotations
@@ -37,8 +50,10 @@ from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
-from .permission_rules import Rule, command_parts
+from .permission_rules import EDITING_TOOLS, PATH_TOOLS, READING_TOOLS, Rule, escape_glob
 from .secrets import redact
+from .shell_programs import program_name, programs, runs_code
+from .shell_syntax import parse_script
 from .tools.base import Tool, ToolContext, ToolError, describe_call, format_validation_error
 from .tools.paths import is_inside, real, shown_path
 
@@ -53,6 +68,7 @@ __all__ = [
     "PermissionMode",
     "PermissionPolicy",
     "PermissionRequest",
+    "RefusedRule",
     "Rule",
     "RuleBook",
     "ScriptedPolicy",
@@ -60,10 +76,11 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan", "bubble"]
+PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan", "dontAsk", "bubble"]
 MODES: tuple[str, ...] = get_args(PermissionMode)
-EDIT_TOOLS = frozenset({"Write", "Edit"})
-READ_TOOLS = frozenset({"Read", "Glob", "Grep"})
+RuleKind = Literal["allow", "ask", "deny"]
+EDIT_TOOLS = EDITING_TOOLS
+READ_TOOLS = READING_TOOLS
 MAX_LOG = 10_000
 
 
@@ -160,13 +177,64 @@ class CallbackPolicy:
         return await answer
 
 
+@dataclass(frozen=True)
+class RefusedRule:
+    """A rule that was not loaded, where it came from, and why."""
+
+    text: str
+    kind: RuleKind
+    source: str
+    reason: str
+
+    def __str__(self) -> str:
+        where = f" ({self.source})" if self.source else ""
+        return f"{self.kind} {self.text!r}{where}: {self.reason}"
+
+
 @dataclass
 class RuleBook:
-    """Allow and deny rules plus the decision log; shared by a session and its workers."""
+    """Allow, ask and deny rules, the rules refused, the additional directories, and the
+    decision log; shared by a session and its workers."""
 
     allow: list[Rule] = field(default_factory=list)
     deny: list[Rule] = field(default_factory=list)
+    ask: list[Rule] = field(default_factory=list)
+    refused: list[RefusedRule] = field(default_factory=list)
+    directories: list[Path] = field(default_factory=list)
     log: list[dict[str, Any]] = field(default_factory=list)
+
+    def of(self, kind: RuleKind) -> list[Rule]:
+        return {"allow": self.allow, "ask": self.ask, "deny": self.deny}[kind]
+
+    def add(self, text: str, kind: RuleKind, source: str = "") -> Rule:
+        """Add one rule; ValueError (one line) if it is not one (nothing is added)."""
+        rule = Rule.parse(text, source)
+        target = self.of(kind)
+        if rule not in target:
+            target.append(rule)
+        return rule
+
+    def add_all(self, texts: Sequence[str], kind: RuleKind, source: str = "") -> list[RefusedRule]:
+        """Add every rule that loads; the others are recorded in `refused` (and returned)."""
+        refused: list[RefusedRule] = []
+        for text in texts:
+            try:
+                self.add(text, kind, source)
+            except ValueError as exc:
+                item = RefusedRule(str(text), kind, source, str(exc))
+                refused.append(item)
+                if item not in self.refused:
+                    self.refused.append(item)
+                log.warning("permission rule refused: %s", item)
+        return refused
+
+    def drop_source(self, prefix: str) -> None:
+        """Forget the rules (and refusals) whose source starts with `prefix` (a settings file
+        read again)."""
+        for kind in ("allow", "ask", "deny"):
+            target = self.of(kind)
+            target[:] = [r for r in target if not r.source.startswith(prefix)]
+        self.refused[:] = [r for r in self.refused if not r.source.startswith(prefix)]
 
 
 @dataclass(frozen=True)
@@ -178,6 +246,7 @@ class _Facts:
     paths: list[Path]
     forms: list[list[str]]  # per path: the forms rules match against
     outside: list[Path]
+    root: Path  # the work directory (real): where `/path` rules start
 
 
 def _worker_mode(session: PermissionMode, asked: PermissionMode | None) -> PermissionMode:
@@ -186,7 +255,8 @@ def _worker_mode(session: PermissionMode, asked: PermissionMode | None) -> Permi
     may use `acceptEdits`; it never widens past the session:
 
     - `plan` in either wins;
-    - `default` asks (`bubble`: the session's policy decides), whatever the session's mode;
+    - `default` asks (`bubble`: the session's policy decides), whatever the session's mode
+      (but `dontAsk`: a session that asks nobody stays so);
     - `acceptEdits` is honoured;
     - `bypassPermissions` holds only while the session itself bypasses; otherwise, as every
       value not named here, the worker takes the session's mode (`bubble` for `default`).
@@ -194,6 +264,8 @@ def _worker_mode(session: PermissionMode, asked: PermissionMode | None) -> Permi
     if "plan" in (session, asked):
         return "plan"
     inherited: PermissionMode = "bubble" if session == "default" else session
+    if session == "dontAsk" and asked in (None, "default", "bubble"):
+        return "dontAsk"  # nobody is asked in this session
     if asked in ("default", "bubble"):
         return "bubble"
     if asked == "acceptEdits":
@@ -212,6 +284,7 @@ class PermissionGate:
         policy: PermissionPolicy | None = None,
         allow: Sequence[str] = (),
         deny: Sequence[str] = (),
+        ask: Sequence[str] = (),
         task_id: str | None = None,
         rules: RuleBook | None = None,
         approval_timeout: float | None = None,
@@ -227,10 +300,9 @@ class PermissionGate:
         self.recorder: Callable[[dict[str, Any]], None] | None = None
         """Called with each decision (the runtime writes them to the agent's transcript)."""
         self.rules = rules if rules is not None else RuleBook()
-        for text in allow:
-            self.add_rule(text)
-        for text in deny:
-            self.add_rule(text, deny=True)
+        self.rules.add_all(list(allow), "allow", "Session(allow=...)")
+        self.rules.add_all(list(ask), "ask", "Session(ask=...)")
+        self.rules.add_all(list(deny), "deny", "Session(deny=...)")
 
     @property
     def mode(self) -> PermissionMode:
@@ -263,14 +335,22 @@ class PermissionGate:
         policy/no-policy/input/error), rule, message, agent_id, task_id."""
         return self.rules.log
 
-    def add_rule(self, rule: str, *, deny: bool = False) -> Rule:
-        """Add an allow (or deny) rule for the rest of the session; raises ValueError if the
-        text is not a rule."""
-        parsed = Rule.parse(rule)
-        target = self.rules.deny if deny else self.rules.allow
-        if parsed not in target:
-            target.append(parsed)
-        return parsed
+    def add_rule(
+        self, rule: str, *, deny: bool = False, kind: RuleKind | None = None, source: str = ""
+    ) -> Rule:
+        """Add an allow (or `deny`, or `kind`) rule for the rest of the session; raises
+        ValueError (one line) if the text is not a rule a user can mean."""
+        return self.rules.add(rule, kind or ("deny" if deny else "allow"), source)
+
+    def hides(self, tool: str) -> bool:
+        """Whether a bare deny rule takes `tool` away from the model."""
+        return any(r.spec is None and r.covers(tool) for r in self.rules.deny)
+
+    def offered(self, specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The tool definitions the model is offered: those no bare deny rule covers."""
+        if not any(r.spec is None for r in self.rules.deny):
+            return specs
+        return [s for s in specs if not self.hides(str(s.get("name")))]
 
     def for_worker(self, task_id: str, mode: PermissionMode | None = None) -> PermissionGate:
         """A worker's gate, sharing this gate's rules and log; its mode and approval timeout
@@ -325,8 +405,11 @@ class PermissionGate:
         for p in paths:
             shown = shown_path(root, p)
             forms.append([shown, str(p)] if shown != str(p) else [str(p)])
-        outside = [p for p in paths if not is_inside(root, p)]
-        return _Facts(tool.name, tool.permission_subject(args), paths, forms, outside)
+        outside = [p for p in paths if not self._inside(root, p)]
+        return _Facts(tool.name, tool.permission_subject(args), paths, forms, outside, root)
+
+    def _inside(self, root: Path, path: Path) -> bool:
+        return is_inside(root, path) or any(is_inside(d, path) for d in self.rules.directories)
 
     def _read_guard(self, workdir: Path) -> Callable[[Path], bool]:
         """For Glob and Grep: hide files that a deny rule for any reading tool matches (the
@@ -339,29 +422,40 @@ class PermissionGate:
             return not any(
                 r.spec is not None
                 and any(r.covers(t) for t in READ_TOOLS)
-                and r.matches_path(forms)
+                and r.matches_path(forms, root)
                 for r in self.rules.deny
             )
 
         return allowed
 
-    def _denied_by(self, facts: _Facts) -> Rule | None:
-        for rule in self.rules.deny:
+    def _matching(self, rules: list[Rule], facts: _Facts) -> Rule | None:
+        """The first of `rules` (deny or ask) that matches the call."""
+        for rule in rules:
             if not rule.covers(facts.tool):
                 continue
             if rule.spec is None:
                 return rule
-            if facts.paths:
-                if any(rule.matches_path(forms) for forms in facts.forms):
+            if facts.tool in PATH_TOOLS or (facts.paths and facts.tool != "Bash"):
+                if any(rule.matches_path(forms, facts.root) for forms in facts.forms):
                     return rule
             elif facts.tool == "Bash":
-                parts = command_parts(facts.subject)
-                candidates = [w for w in [parts.whole, *parts.loose] if w]
-                if any(rule.matches_words(words) for words in candidates):
+                if rule.denies_command(facts.subject):
                     return rule
             elif rule.matches_text(facts.subject):
                 return rule
         return None
+
+    def _denied_by(self, facts: _Facts) -> Rule | None:
+        return self._matching(self.rules.deny, facts)
+
+    def _unfollowed(self, facts: _Facts) -> str | None:
+        """A Bash line whose program name is computed when it runs, while a Bash deny rule
+        with a spec is in force: the rules cannot tell what it runs."""
+        if facts.tool != "Bash":
+            return None
+        if not any(r.spec is not None and r.covers("Bash") for r in self.rules.deny):
+            return None
+        return "computed program" if programs(facts.subject).computed else None
 
     def _allowed_by(self, facts: _Facts) -> Rule | None:
         rules = [r for r in self.rules.allow if r.covers(facts.tool)]
@@ -374,28 +468,29 @@ class PermissionGate:
         if facts.paths:
             chosen: list[Rule] = []
             for forms in facts.forms:
-                hit = next((r for r in specific if r.matches_path(forms)), None)
+                hit = next((r for r in specific if r.matches_path(forms, facts.root)), None)
                 if hit is None:
                     return None
                 chosen.append(hit)
             return chosen[0]
         if facts.tool == "Bash":
-            parts = command_parts(facts.subject)
-            exact = [r for r in specific if not r.prefix]
-            if parts.whole is not None:
-                whole = next((r for r in exact if r.matches_words(parts.whole)), None)
-                if whole is not None:
-                    return whole
-            if not parts.parts:
+            script = parse_script(facts.subject)
+            if not script.judgeable:
                 return None
-            hits = [next((r for r in specific if r.matches_words(w)), None) for w in parts.parts]
+            whole = next((r for r in specific if r.allows_command(script)), None)
+            if whole is not None:
+                return whole
+            parts = script.commands
+            if not parts:
+                return None
+            hits = [next((r for r in specific if r.allows_part(p.words)), None) for p in parts]
             return hits[0] if all(h is not None for h in hits) else None
         return next((r for r in specific if r.matches_text(facts.subject)), None)
 
     def _outside_denial(self, facts: _Facts, workdir: Path) -> Deny | None:
         for p in facts.outside:
             if not any(
-                r.spec is not None and r.covers(facts.tool) and r.matches_path([str(p)])
+                r.spec is not None and r.covers(facts.tool) and r.matches_path([str(p)], facts.root)
                 for r in self.rules.allow
             ):
                 family = "Read" if facts.tool in READ_TOOLS else facts.tool
@@ -403,7 +498,7 @@ class PermissionGate:
                 return Deny(
                     f"{facts.tool} refused: {p} is outside the work directory {real(workdir)}. "
                     "Work inside it. Files elsewhere can be allowed only by the user, with a "
-                    f"rule such as {family}({where}/**)."
+                    f"rule such as {family}(/{escape_glob(str(where))}/**)."
                 )
         return None
 
@@ -422,9 +517,8 @@ class PermissionGate:
         outside = self._outside_denial(facts, ctx.workdir)
         if outside is not None:
             return outside, "workdir", None
-        if self.mode == "bypassPermissions":
-            return Allow(), "mode", None
-        if self.mode == "plan" and not tool.allowed_in_plan:
+        mode = self.mode
+        if mode == "plan" and not tool.allowed_in_plan:
             return (
                 Deny(
                     f"{name} is not available in plan mode. Investigate with read-only tools "
@@ -434,14 +528,38 @@ class PermissionGate:
                 "mode",
                 None,
             )
-        if not tool.needs_approval:
-            return Allow(), "no-approval", None
-        allowed = self._allowed_by(facts)
-        if allowed is not None:
-            return Allow(), "rule", str(allowed)
-        if self.mode == "acceptEdits" and name in EDIT_TOOLS:
-            return Allow(), "mode", None
+        asked = self._matching(self.rules.ask, facts)
+        must_ask = str(asked) if asked is not None else self._unfollowed(facts)
+        if must_ask is None:
+            if mode == "bypassPermissions":
+                return Allow(), "mode", None
+            if not tool.needs_approval:
+                return Allow(), "no-approval", None
+            allowed = self._allowed_by(facts)
+            if allowed is not None:
+                return Allow(), "rule", str(allowed)
+            if mode == "acceptEdits" and name in EDIT_TOOLS:
+                return Allow(), "mode", None
+        why = (
+            f"the rule {asked} asks for the user's approval"
+            if asked is not None
+            else "the command's program is computed when it runs, so the deny rules cannot "
+            "be checked against it"
+        )
+        if mode == "dontAsk":
+            if must_ask is not None:
+                return Deny(f"{name} refused: {why}, and this session does not ask."), "mode", None
+            return (
+                Deny(
+                    f"{name} refused: no rule allows this call and this session does not ask "
+                    "(permission mode dontAsk). Tell the user what you wanted to do."
+                ),
+                "mode",
+                None,
+            )
         suggestion = _suggest_rule(facts, ctx.workdir)
+        if self.policy is None and must_ask is not None:
+            return Deny(f"{name} refused: {why}, and no one can answer."), "no-policy", None
         if self.policy is None:
             return (
                 Deny(
@@ -483,9 +601,13 @@ class PermissionGate:
         remembered = decision.remember_rule or (suggestion if decision.remember else None)
         if remembered:
             try:
-                self.add_rule(remembered)
+                rule = Rule.parse(remembered, "allow for session")
+                if _widens_a_runner(rule):
+                    raise ValueError(f"{rule} would allow whatever a wrapper or shell runs")
+                self.add_rule(remembered, source="allow for session")
             except ValueError as exc:
-                log.warning("policy asked to remember an invalid rule: %s", exc)
+                log.warning("not remembered: %s", exc)
+                remembered = None
         return decision, "policy", remembered
 
     async def _ask(self, request: PermissionRequest) -> Allow | Deny:
@@ -537,12 +659,54 @@ class PermissionGate:
 
 
 def _suggest_rule(facts: _Facts, workdir: Path) -> str | None:
-    """What "allow for session" adds: the exact command, the exact file, or the tool."""
+    """What "allow for session" adds: a rule exactly as wide as this call (the exact command,
+    the exact file, the exact agent type), or None when no rule can say exactly this call."""
     if facts.tool == "Bash":
-        words = command_parts(facts.subject).whole
-        if not words or "\n" in facts.subject:
+        command = facts.subject
+        script = parse_script(command)
+        if "\n" in command or not script.judgeable or not script.commands:
             return None
-        return f"Bash({facts.subject})"
+        if any("\x02*" in w.key for c in script.commands for w in c.words):
+            return None  # an unquoted `*` would be read as a wildcard
+        text = f"Bash({command})"
+        try:
+            rule = Rule.parse(text)
+        except ValueError:
+            return None
+        return text if rule.allows_command(script) else None
     if facts.paths:
-        return f"{facts.tool}({shown_path(workdir, facts.paths[0])})"
+        if len(facts.paths) != 1:
+            return None
+        root = real(workdir)
+        shown = shown_path(root, facts.paths[0])
+        spec = "/" + (escape_glob(shown) if shown != "." else "")
+        if shown.startswith("/"):
+            spec = "/" + escape_glob(shown)
+        return f"{facts.tool}({spec.rstrip('/') or '/'})" if spec != "/" else None
+    if facts.subject:
+        if "\n" in facts.subject or facts.subject.endswith(":*"):
+            return None
+        text = f"{facts.tool}({facts.subject})"
+        try:
+            Rule.parse(text)
+        except ValueError:
+            return None
+        return text
     return facts.tool
+
+
+def _widens_a_runner(rule: Rule) -> bool:
+    """A Bash rule with a wildcard or prefix whose program is a wrapper, shell or interpreter
+    (`Bash(sh:*)`, `Bash(env *)`): it would allow whatever they run."""
+    if rule.tool != "Bash" or rule.spec is None:
+        return False
+    if not (rule.prefix or "*" in rule.spec):
+        return False
+    script = parse_script(rule.spec[:-2] if rule.prefix else rule.spec)
+    return (
+        any(
+            c.words and (c.words[0].active or runs_code(program_name(c.words[0].text)))
+            for c in script.commands
+        )
+        or not script.commands
+    )

@@ -97,7 +97,7 @@ async def test_file_tools_stay_inside_the_workdir(
         assert "secret data" not in c.result
     assert not (tmp_path / "escape.txt").exists()
 
-    allowed = make_session(workdir=work, allow=[f"Read({tmp_path}/*.txt)"])
+    allowed = make_session(workdir=work, allow=[f"Read(/{tmp_path}/*.txt)"])
     emulator.script(Reply((call("Read", file_path="link"),)), Reply.text("ok"))
     turn = await allowed.ask("read the link")
     assert not turn.tool_calls[0].is_error and "secret data" in turn.tool_calls[0].result

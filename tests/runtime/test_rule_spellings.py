@@ -1,0 +1,303 @@
+"""Deny rules hold against every spelling that still runs the command, and "allow for the
+session" remembers exactly the call the person saw. The spellings are run by the real Bash
+tool through a session's loop (the emulator scripts a hostile model) against a real folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forkagent_jupyter.emulator.brains import Reply
+from forkagent_jupyter.runtime.permission_rules import Rule
+from forkagent_jupyter.runtime.permissions import Allow, Deny, PermissionGate, ScriptedPolicy
+from forkagent_jupyter.runtime.shell_programs import programs
+from forkagent_jupyter.runtime.tools.base import Tool, ToolContext
+from forkagent_jupyter.runtime.tools.files import ReadTool, WriteTool
+from forkagent_jupyter.runtime.tools.python import PythonTool
+from forkagent_jupyter.runtime.tools.shell import BashTool
+
+pytestmark = pytest.mark.anyio
+
+BASH, WRITE, READ, PYTHON = BashTool(), WriteTool(), ReadTool(), PythonTool()
+
+# Each deleted the folder under `allow Bash` + `deny Bash(rm:*)` before (the issue's list and
+# more of the same kind).
+DELETING = [
+    "rm -rf victim",
+    "/bin/rm -rf victim",
+    "/usr/bin/rm -rf victim",
+    "\\rm -rf victim",
+    "r''m -rf victim",
+    '"rm" -rf victim',
+    "FOO=1 rm -rf victim",
+    "env -i rm -rf victim",
+    "env -i FOO=1 /bin/rm -rf victim",
+    "env -u HOME -- rm -rf victim",
+    "env -S 'rm -rf' victim",
+    "nice -n 5 rm -rf victim",
+    "nice -5 rm -rf victim",
+    "time -p rm -rf victim",
+    "timeout 5 rm -rf victim",
+    "timeout -s KILL -k 1 5 rm -rf victim",
+    "command rm -rf victim",
+    "command -p rm -rf victim",
+    "builtin command rm -rf victim",
+    "exec rm -rf victim",
+    "nohup rm -rf victim",
+    "stdbuf -o0 rm -rf victim",
+    "sudo -u nobody rm -rf victim",
+    "sudo -n -- rm -rf victim",
+    "bash -c 'rm -rf victim'",
+    'sh -c "rm -rf victim"',
+    "bash -o pipefail -c 'rm -rf victim'",
+    "bash -lc 'rm -rf victim'",
+    "sh -c \"bash -c 'rm -rf victim'\"",
+    "echo victim | xargs rm -rf",
+    "echo victim | xargs -I{} rm -rf {}",
+    "echo victim | xargs -n 1 -P 2 rm -rf",
+    "find . -maxdepth 1 -name victim -exec rm -rf {} +",
+    "find . -maxdepth 1 -name victim -execdir rm -rf {} \\;",
+    "yes | find . -maxdepth 1 -name victim -ok rm -rf {} \\;",
+    "eval 'rm -rf victim'",
+    'eval "r""m -rf victim"',
+    "ls; rm -rf victim",
+    "true && rm -rf victim",
+    "(rm -rf victim)",
+    "{ rm -rf victim; }",
+    "if true; then rm -rf victim; fi",
+    "echo $(rm -rf victim)",
+    "echo `rm -rf victim`",
+    "cat <(rm -rf victim)",
+    "echo 'rm -rf victim' | bash",
+    "bash <<EOF\nrm -rf victim\nEOF",
+    "python3 -c \"import os; os.system('rm -rf victim')\"",
+    "python3 -c \"import subprocess; subprocess.run(['/bin/rm', '-rf', 'victim'])\"",
+    "perl -e 'system(\"rm -rf victim\")'",
+    "awk 'BEGIN { system(\"rm -rf victim\") }'",
+    "X=rm; $X -rf victim",
+    "$(echo rm) -rf victim",
+    "/bin/r[m] -rf victim",
+]
+
+# Must still run: `rm` only as data, or no `rm` at all.
+HARMLESS = [
+    "ls victim",
+    "echo rm",
+    "grep -rn rm victim || true",
+    "git rm --help >/dev/null 2>&1; true",
+    "command -v rm",
+    "printf '%s\\n' victim | xargs ls",
+    "find victim -name '*.txt'",
+    "python3 -c 'print(1 + 1)'",
+    "bash -c 'echo hi'",
+    "echo 'do not rm it'",
+]
+
+
+def call(name: str, **input: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "name": name, "input": input}
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    root = tmp_path / "work"
+    (root / "victim").mkdir(parents=True)
+    (root / "victim" / "keep.txt").write_text("precious\n")
+    return root
+
+
+async def check(gate: PermissionGate, tool: Tool[Any], ctx: ToolContext, **raw: Any) -> Any:
+    return await gate.check(tool, tool.parse(raw), ctx, raw)
+
+
+async def test_every_spelling_of_a_denied_command_is_refused_and_the_folder_survives(
+    emulator: Any, make_session: Any, work: Path
+) -> None:
+    session = make_session(
+        workdir=work, allow=["Bash"], deny=["Bash(rm:*)"], permission_policy=None
+    )
+    emulator.script(
+        Reply(tuple(call("Bash", command=c) for c in DELETING)),
+        Reply(tuple(call("Bash", command=c) for c in HARMLESS)),
+        Reply.text("done"),
+    )
+    turn = await session.ask("clean up")
+    results = [(c.input["command"], c.is_error, c.result) for c in turn.tool_calls]
+    assert len(results) == len(DELETING) + len(HARMLESS)
+    for command, is_error, result in results[: len(DELETING)]:
+        assert is_error, (command, result)
+        assert "Bash(rm:*)" in result or "computed when it runs" in result, (command, result)
+    assert (work / "victim" / "keep.txt").read_text() == "precious\n"
+    for command, is_error, result in results[len(DELETING) :]:
+        assert not is_error, (command, result)
+    assert (work / "victim" / "keep.txt").read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("mode", ["default", "acceptEdits", "bypassPermissions", "dontAsk"])
+async def test_deny_rules_hold_in_every_mode(work: Path, mode: Any) -> None:
+    gate = PermissionGate(mode=mode, allow=["Bash"], deny=["Bash(rm:*)"])
+    ctx = ToolContext(workdir=work)
+    for command in DELETING:
+        assert isinstance(await check(gate, BASH, ctx, command=command), Deny), command
+
+
+def test_the_matcher_sees_the_program_through_wrappers() -> None:
+    def runs(command: str) -> list[list[str]]:
+        return [[w.text for w in ws] for ws in programs(command).commands]
+
+    assert ["rm", "-rf", "d"] in runs("sudo -u x nice -n 5 timeout 5 env -i rm -rf d")
+    assert ["rm", "-rf", "{}"] in runs("find . -exec rm -rf {} \\;")
+    assert ["rm", "x"] in runs('bash -c "sh -c \'eval \\"rm x\\"\'"')
+    assert ["rm", "-f"] in runs("ls | xargs -0 -n 2 rm -f")
+    assert programs("command -v rm").commands == programs("command -v rm").commands
+    assert ["rm"] not in runs("command -v rm")  # -v only looks the name up
+    assert programs("python3 -c 'x'").unseen and not programs("ls -la").unseen
+    assert programs("$CMD x").computed and not programs("echo $CMD").computed
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("Bash()", "empty spec"),
+        ("Bash( )", "empty spec"),
+        ("bash", "did you mean Bash"),
+        ("bash(rm:*)", "did you mean Bash"),
+        ("Shell(rm:*)", "names no tool"),
+        ("Bash(rm 'x)", "does not parse"),
+        ("Bash(echo $(rm x))", "does not parse"),
+        ("WebFetch(example.com)", "WebFetch(domain:"),
+        ("Bash(a\nb)", "spans lines"),
+    ],
+)
+def test_rules_a_user_cannot_mean_are_refused_with_one_line(text: str, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason.replace("(", r"\(")) as err:
+        Rule.parse(text)
+    assert "\n" not in str(err.value)
+
+
+async def test_a_refused_rule_never_stops_the_others(work: Path, make_session: Any) -> None:
+    bad = ["Bash()", "bash", "Bash( )", "Read(", 42]
+    session = make_session(workdir=work, allow=["Bash"], deny=[*bad, "Bash(rm:*)"])
+    refused = session.gate.rules.refused
+    assert [r.text for r in refused] == ["Bash()", "bash", "Bash( )", "Read(", "42"]
+    assert all(r.kind == "deny" and r.reason for r in refused)
+    assert [str(r) for r in session.gate.rules.deny] == ["Bash(rm:*)"]
+    ctx = ToolContext(workdir=work)
+    assert isinstance(await check(session.gate, BASH, ctx, command="rm -rf victim"), Deny)
+    assert isinstance(await check(session.gate, BASH, ctx, command="ls"), Allow)
+
+
+# -- allow for the session -------------------------------------------------------------------
+
+
+async def _remember(
+    work: Path, tool: Tool[Any], first: dict[str, Any], *later: dict[str, Any]
+) -> tuple[PermissionGate, ScriptedPolicy, list[Any]]:
+    """Approve `first` for the session, then check `later` calls (each asked is denied)."""
+    policy = ScriptedPolicy([Allow(remember=True)], default=Deny("asked"))
+    gate = PermissionGate(policy=policy)
+    ctx = ToolContext(workdir=work)
+    assert isinstance(await check(gate, tool, ctx, **first), Allow)
+    return gate, policy, [await check(gate, tool, ctx, **raw) for raw in later]
+
+
+async def test_allow_for_session_on_a_shell_allows_that_command_only(
+    emulator: Any, make_session: Any, work: Path
+) -> None:
+    policy = ScriptedPolicy([Allow(remember=True)], default=Deny("no"))
+    session = make_session(workdir=work, permission_policy=policy)
+    emulator.script(
+        Reply((call("Bash", command="sh -c 'echo hi'"),)),
+        Reply((call("Bash", command="sh -c 'echo hi'"),)),
+        Reply((call("Bash", command="sh -c 'echo pwned > pwned.txt'"),)),
+        Reply((call("Bash", command="sh -c 'echo hi' ; sh -c 'rm -rf victim'"),)),
+        Reply.text("done"),
+    )
+    turn = await session.ask("go")
+    first, again, pwned, chained = turn.tool_calls
+    assert not first.is_error and "hi" in first.result
+    assert not again.is_error  # the remembered rule
+    assert pwned.is_error and chained.is_error
+    assert [str(r) for r in session.gate.rules.allow] == ["Bash(sh -c 'echo hi')"]
+    assert [r.subject for r in policy.requests] == [
+        "sh -c 'echo hi'",
+        "sh -c 'echo pwned > pwned.txt'",
+        "sh -c 'echo hi' ; sh -c 'rm -rf victim'",
+    ]
+    assert policy.requests[0].suggested_rule == "Bash(sh -c 'echo hi')"
+    assert not (work / "pwned.txt").exists() and (work / "victim").is_dir()
+
+
+@pytest.mark.parametrize(
+    ("first", "later"),
+    [
+        ("echo '$HOME'", "echo $HOME"),  # quoted and unquoted are different commands
+        ("ls 'a*'", "ls a*"),
+        ("echo 'a;rm' x", "echo a;rm x"),
+        ("env FOO=1 ls", "env FOO=1 rm -rf victim"),
+        ("python3 -c 'print(1)'", "python3 -c 'import os'"),
+        ("make lint", "make lint && rm -rf victim"),
+        ("make lint", "FOO=1 make lint"),
+    ],
+)
+async def test_a_remembered_command_is_exactly_that_command(
+    work: Path, first: str, later: str
+) -> None:
+    gate, policy, (decision,) = await _remember(work, BASH, {"command": first}, {"command": later})
+    assert decision == Deny("asked"), (first, later, [str(r) for r in gate.rules.allow])
+    assert len(policy.requests) == 2
+
+
+async def test_no_session_rule_is_offered_where_none_says_exactly_the_call(work: Path) -> None:
+    for command in ("ls *.py", "echo $(date)", "echo hi > out.txt", "echo a\necho b"):
+        gate, policy, _ = await _remember(work, BASH, {"command": command})
+        assert policy.requests[0].suggested_rule is None, command
+        assert gate.rules.allow == [], command  # allowed once, nothing remembered
+
+
+@pytest.mark.parametrize(
+    ("name", "other", "rule"),
+    [
+        ("**", "other.txt", "Write(/\\*\\*)"),
+        ("sub/*.py", "sub/a.py", "Write(/sub/\\*.py)"),
+        ("[ab].txt", "a.txt", "Write(/\\[ab\\].txt)"),
+        ("notes.md", "deep/notes.md", "Write(/notes.md)"),
+    ],
+)
+async def test_a_remembered_file_is_exactly_that_file(
+    work: Path, name: str, other: str, rule: str
+) -> None:
+    (work / "sub").mkdir()
+    (work / "deep").mkdir()
+    gate, policy, (same, different) = await _remember(
+        work,
+        WRITE,
+        {"file_path": name, "content": "x"},
+        {"file_path": name, "content": "y"},
+        {"file_path": other, "content": "x"},
+    )
+    assert [str(r) for r in gate.rules.allow] == [rule]
+    assert policy.requests[0].suggested_rule == rule
+    assert isinstance(same, Allow) and different == Deny("asked")
+
+
+async def test_a_remembered_python_call_is_that_code(work: Path) -> None:
+    gate, _, (same, other) = await _remember(
+        work, PYTHON, {"code": "print(1)"}, {"code": "print(1)"}, {"code": "print(2)"}
+    )
+    assert [str(r) for r in gate.rules.allow] == ["Python(print(1))"]
+    assert isinstance(same, Allow) and other == Deny("asked")
+
+
+@pytest.mark.parametrize(
+    "rule", ["Bash(sh:*)", "Bash(bash *)", "Bash(env *)", "Bash(xargs:*)", "Bash(python3 *)"]
+)
+async def test_a_policy_cannot_remember_a_rule_that_widens_a_runner(work: Path, rule: str) -> None:
+    policy = ScriptedPolicy([Allow(remember_rule=rule)], default=Deny("asked"))
+    gate = PermissionGate(policy=policy)
+    ctx = ToolContext(workdir=work)
+    assert isinstance(await check(gate, BASH, ctx, command="sh -c 'echo hi'"), Allow)
+    assert gate.rules.allow == []
+    assert gate.log[-1]["rule"] is None
