@@ -50,10 +50,11 @@ class WidgetPolicy:
         ui.pending[prompt.request_id] = prompt
         ui.strip.add(prompt)
         card = ui.hub.cards.get(request.task_id or "")
+        shown_here = None
         if card is not None:
             card.add_prompt(prompt)
-        else:
-            display(prompt)
+        else:  # in the running cell; its text is updated with the answer (a saved notebook)
+            shown_here = display(prompt, display_id=True)
         shown: ApprovalMessage = {"type": "approval", **ui.rows.approval_row(prompt)}
         ui.agent.bridge.broadcast(dict(shown))
         ui.tasks_changed()
@@ -79,6 +80,8 @@ class WidgetPolicy:
                 f"{timeout:.0f} seconds (ForkAgent.approval_timeout)."
             )
         finally:
+            if shown_here is not None:
+                in_latest_request(shown_here.update, prompt)
             ui.pending.pop(prompt.request_id, None)
             ui.headless_notices.pop(prompt.request_id, None)
             done: ApprovalDone = {"type": "approval_done", "request_id": prompt.request_id}

@@ -84,7 +84,10 @@ class ApprovalPrompt(_WholeText, w.VBox):  # type: ignore[misc]
     def __repr__(self) -> str:
         request = self.request
         who = f"worker {request.task_id}" if request.task_id else "the parent"
-        state = "answered" if self.future.done() else "waiting for an answer"
+        state = "waiting for an answer"
+        if self.future.done() and not self.future.cancelled():
+            decision = self.future.result()
+            state = "allowed" if isinstance(decision, Allow) else f"denied ({decision.message})"
         return f"[approval: {request.tool_name} for {who}, {state}]\n{request.preview[:2000]}"
 
     def __init__(self, request: PermissionRequest) -> None:

@@ -15,7 +15,10 @@ everything handed over before it is on disk; the store's own readers flush first
 `Session.wait` flushes before it returns, and what is left is written at `close()` and at the
 end of the process. Everything written passes through `redact`. A fork does not copy what it
 inherits: its meta names the parent, the number of shared messages and the parent's record
-count at the start. A failing write is logged and ends that transcript (the agent runs on).
+count at the start. A write that fails (a full disk) loses nothing: what could not be written
+is kept in memory, in order, and written at the store's next write, flush or close once the disk
+takes it again; a line in the log says when a file falls behind and when it has caught up (the
+agents run on meanwhile).
 
 Reading back (`load`, `agent_id_for`, ...) blocks until the files are read; on the event loop
 the runtime calls the `a`-versions (`aload`, `aagent_id_for`), which read on a thread.
@@ -170,16 +173,26 @@ class _Files:
         self._open: OrderedDict[Path, int] = OrderedDict()
         self._finalizer = weakref.finalize(self, _close_all, self._open)
 
-    def append(self, path: Path, text: str) -> None:
+    def append(self, path: Path, data: bytes) -> None:
+        """Write `data` at the end of `path`. An OSError part-way carries what was not
+        written as `unwritten` (the bytes before it are on disk)."""
         fd = self._open.pop(path, None)
         if fd is None:
             if len(self._open) >= MAX_OPEN_FILES:
                 os.close(self._open.popitem(last=False)[1])
-            fd = os.open(path, self._FLAGS | getattr(os, "O_BINARY", 0), 0o644)
+            try:
+                fd = os.open(path, self._FLAGS | getattr(os, "O_BINARY", 0), 0o644)
+            except OSError as exc:
+                exc.unwritten = data  # type: ignore[attr-defined]
+                raise
         self._open[path] = fd
-        data = memoryview(text.encode("utf-8"))
-        while data:
-            data = data[os.write(fd, data) :]
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(fd, view) :]
+            except OSError as exc:
+                exc.unwritten = bytes(view)  # type: ignore[attr-defined]
+                raise
 
     def close(self, *paths: Path) -> None:
         for path in paths or list(self._open):
@@ -298,24 +311,10 @@ class Transcript:
         self.meta_path = _meta_path(store.dir, meta.agent_id)
         self.output_path = store.output_path(meta.agent_id)
         self.seq = seq
-        self.broken = False
 
     def _append(self, path: Path, text: str) -> None:
-        if self.broken:
-            return
-
-        def write() -> None:
-            if self.broken:
-                return
-            try:
-                self.store._files.append(path, text)
-            except OSError as exc:
-                self.broken = True
-                log.error(
-                    "transcript of %s stops here: cannot write %s (%s)", self.agent_id, path, exc
-                )
-
-        self.store._writer.submit(write)
+        data = text.encode("utf-8")
+        self.store._writer.submit(lambda: self.store._write(path, data))
 
     def _record(self, record: dict[str, Any]) -> None:
         self.seq += 1
@@ -364,6 +363,11 @@ class TranscriptStore:
         (self.dir / "tasks").mkdir(parents=True, exist_ok=True)
         self._files = _Files()
         self._writer = _Writer(f"forkagent-transcripts-{session_id}")
+        # what a failing write (a full disk) left unwritten, in order, per file; and the
+        # latest whole-file replacements (metas, JSON) that failed: the writer thread's alone
+        self._behind: dict[Path, list[bytes]] = {}
+        self._replace_behind: dict[Path, Callable[[], None]] = {}
+        self._caught_up = 0
         ignore = self.root / ".gitignore"
         if not ignore.exists():
             self._writer.submit(lambda: ignore.write_text("*\n"))
@@ -374,12 +378,83 @@ class TranscriptStore:
 
     def flush(self) -> None:
         """Wait until every record and meta change handed over so far is on disk (blocking:
-        from a thread, or before reading the files back)."""
+        from a thread, or before reading the files back); what a full disk held back is
+        tried again first."""
+        self._writer.submit(self._catch_up)
         self._writer.flush()
 
     async def aflush(self) -> None:
         """`flush()` for the event loop: waits without blocking it."""
+        self._writer.submit(self._catch_up)
         await self._writer.aflush()
+
+    @property
+    def behind(self) -> int:
+        """Files with writes still held in memory (a full disk); 0 when all is on disk."""
+        return len(self._behind) + len(self._replace_behind)
+
+    def _write(self, path: Path, data: bytes) -> None:
+        """Append `data` to `path` after what it is behind with (on the writer thread)."""
+        waiting = self._behind.get(path)
+        if waiting is not None:
+            waiting.append(data)
+        else:
+            try:
+                self._files.append(path, data)
+            except OSError as exc:
+                self._fell_behind(path, exc)
+                self._behind[path] = [getattr(exc, "unwritten", data)]
+                return
+        self._catch_up()
+
+    def _fell_behind(self, path: Path, exc: OSError) -> None:
+        if not self._behind and not self._replace_behind:
+            log.error(
+                "transcripts: cannot write %s (%s); what is not written is kept in memory and "
+                "written as soon as the disk takes it again",
+                path,
+                exc,
+            )
+
+    def _replace(self, path: Path, write: Callable[[], None]) -> None:
+        """Replace a whole file (`write` does it), or keep it for later if the disk is full."""
+        self._replace_behind.pop(path, None)
+        try:
+            write()
+        except OSError as exc:
+            self._fell_behind(path, exc)
+            self._replace_behind[path] = write
+            return
+        self._catch_up()
+
+    def _catch_up(self) -> None:
+        """Write what the disk refused before, in order, as far as it takes it now."""
+        if not self._behind and not self._replace_behind:
+            return
+        for path in list(self._behind):
+            waiting = self._behind[path]
+            while waiting:
+                try:
+                    self._files.append(path, waiting[0])
+                except OSError as exc:
+                    waiting[0] = getattr(exc, "unwritten", waiting[0])
+                    return
+                waiting.pop(0)
+                self._caught_up += 1
+            del self._behind[path]
+        for path, write in list(self._replace_behind.items()):
+            try:
+                write()
+            except OSError:
+                return
+            del self._replace_behind[path]
+            self._caught_up += 1
+        log.warning(
+            "transcripts: caught up, %d held-back writes are now on disk in %s",
+            self._caught_up,
+            self.dir,
+        )
+        self._caught_up = 0
 
     def _write_meta(self, meta: AgentMeta) -> None:
         """Replace the meta file in one step (a reader never sees half of it)."""
@@ -389,13 +464,8 @@ class TranscriptStore:
         tmp.replace(_meta_path(self.dir, meta.agent_id))
 
     def _submit_meta(self, meta: AgentMeta) -> None:
-        def write() -> None:
-            try:
-                self._write_meta(meta)
-            except OSError as exc:
-                log.error("cannot write %s: %s", _meta_path(self.dir, meta.agent_id), exc)
-
-        self._writer.submit(write)
+        path = _meta_path(self.dir, meta.agent_id)
+        self._writer.submit(lambda: self._replace(path, lambda: self._write_meta(meta)))
 
     def write_json(self, path: Path, data: Any) -> None:
         """Replace the file `path` (under the root) with `data` as JSON, in one step, on the
@@ -403,15 +473,12 @@ class TranscriptStore:
         text = redact(json.dumps(data, ensure_ascii=False, indent=1)) + "\n"
 
         def write() -> None:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(".tmp")
-                tmp.write_text(text, encoding="utf-8")
-                tmp.replace(path)
-            except OSError as exc:
-                log.error("cannot write %s: %s", path, exc)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(path)
 
-        self._writer.submit(write)
+        self._writer.submit(lambda: self._replace(path, write))
 
     def open(self, agent_id: str | AgentMeta, meta: AgentMeta | None = None) -> Transcript:
         """Start or continue an agent's transcript: `open(meta)` or `open(agent_id, meta)`.
@@ -437,6 +504,7 @@ class TranscriptStore:
 
     def close(self) -> None:
         """Close the files once what was handed over is written (this does not wait)."""
+        self._writer.submit(self._catch_up)
         self._writer.submit(self._files.close)
 
     async def aclose(self) -> None:

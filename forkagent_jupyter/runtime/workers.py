@@ -97,6 +97,7 @@ class AgentRun:
     reisolate: bool = False  # its unchanged worktree was removed: create it again first
     creating: asyncio.Future[Worktree] | None = None  # that creation, while under way
     ending: bool = False  # between its terminal status and its notification
+    stopping: bool = False  # killed, its loop not yet ended: it reads no more messages
     resume_with: list[str] = field(default_factory=list)  # messages that came meanwhile
     shell_groups: set[int] = field(default_factory=set)  # its Bash calls' process groups
 
@@ -692,14 +693,15 @@ class Workers:
         run = self.runs.get(task.id)
         if run is None:
             raise UsageError(f"Agent {to!r} has no conversation to resume.")
-        if not task.done:
+        if not task.done and not run.stopping:
             run.inbox.append(message)
             run.wakeup.set()
             return f"Message queued for {task.name or task.id}; it arrives at its next step."
-        if run.ending or not task.settled:
+        if run.ending or run.stopping or not task.settled:
             run.resume_with.append(message)
+            state = "stopping" if not task.done else task.status
             return (
-                f"Agent {task.name or task.id} is just ending ({task.status}); it resumes with "
+                f"Agent {task.name or task.id} is just ending ({state}); it resumes with "
                 "your message as soon as it has ended, and will report back when it finishes."
             )
         return self._resume(run, [message])
@@ -712,6 +714,7 @@ class Workers:
         previous = task.status
         self.registry.restart(task)
         run.stop_reason = None
+        run.stopping = False
         # messages it accepted while running but never read come first
         texts = [f"{MESSAGE_PREFIX}\n{m}" for m in run.inbox] + messages
         run.inbox.clear()
@@ -815,6 +818,7 @@ class Workers:
         run = self.runs[task.id]
         if quiet:
             self.registry.suppress(task)
+        run.stopping = True
         runner = run.runner
         if runner is not None and not runner.done():
             runner.cancel()
@@ -848,6 +852,7 @@ class Workers:
         if task.done or run is None:
             return
         run.stop_reason = reason
+        run.stopping = True  # a message sent from now on resumes it once it has ended
         if run.runner is not None and not run.runner.done():
             run.runner.cancel()
         else:

@@ -39,3 +39,25 @@ def test_an_approval_in_a_headless_run_is_announced_then_denied(
     assert outcome.startswith("completed |")
     assert "without a frontend (headless)" in outcome  # the model read why it was denied
     assert text.count("approval needed:") <= 2  # at once, and again in the cell that waits
+
+
+def test_a_parent_approval_denied_in_a_headless_run_is_saved_as_denied(
+    run_notebook: Callable[..., Executed],
+) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "%load_ext forkagent_jupyter\n%config ForkAgent.headless_approval_timeout = 2.0"
+        ),
+        nbformat.v4.new_code_cell("%%agent\nCompute it. `py: 6 * 7`"),
+    ]
+    ran = run_notebook(nb, timeout=60)
+    shown = [
+        o.get("data", {}).get("text/plain", "")
+        for o in ran.cell("%%agent").outputs
+        if o.output_type == "display_data"
+    ]
+    prompts = [t for t in shown if t.startswith("[approval: Python for the parent")]
+    assert len(prompts) == 1, shown
+    assert "waiting for an answer" not in prompts[0]
+    assert "denied" in prompts[0]

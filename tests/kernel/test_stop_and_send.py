@@ -59,3 +59,19 @@ def test_stop_all_shows_notifications_without_asking_the_agent(
     ]
     shown = "\n".join(n for n in notes if "<task-notification>" in n)
     assert shown.count("<status>killed</status>") >= 2 and "not sent to the agent" in shown
+
+
+def test_stop_then_send_in_one_cell_resumes_the_agent(kernel: Kernel) -> None:
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    sleep = "`py: __import__('time').sleep(30)`"
+    assert kernel.execute(f"%fork --name w wait {sleep}").status == "ok"
+    _wait_until(kernel, "__forkagent__.session.task('w').status == 'running'")
+    both = kernel.execute("%stop w\n%send w now report what you have")
+    assert both.status == "ok", both.texts()
+    assert "it resumes with your message" in both.texts()
+    _wait_until(kernel, "__forkagent__.session.task('w').run == 2", timeout=60)
+    _wait_until(kernel, "__forkagent__.session.task('w').settled", timeout=60)
+    task = "__forkagent__.session.task('w')"
+    assert kernel.value(f"{task}.status") == "completed"
+    history = kernel.value(f"str(__forkagent__.session.workers.runs[{task}.id].history)")
+    assert "now report what you have" in history

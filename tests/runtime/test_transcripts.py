@@ -371,3 +371,110 @@ def test_appends_off_the_event_loop_are_on_disk_when_they_return(tmp_path: Path)
         t.append_event("step", {"i": i})
         assert len(lines(t.path)) == i + 1
     store.close()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Any:
+    """A real 256 KiB filesystem (tmpfs) and a way to fill it up and free it again."""
+    import contextlib
+    import os
+    import shutil
+    import subprocess
+
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if shutil.which("mount") is None or os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
+
+    class Disk:
+        path = mount
+        filler = mount / "filler"
+
+        def fill(self) -> None:
+            fd = os.open(self.filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+            try:
+                for size in (4096, 1):
+                    with contextlib.suppress(OSError):
+                        while True:
+                            os.write(fd, b"x" * size)
+            finally:
+                os.close(fd)
+            with pytest.raises(OSError):  # really full: not even one more byte
+                (mount / "probe").write_bytes(b"x" * 4096)
+
+        def free(self) -> None:
+            self.filler.unlink()
+            (mount / "probe").unlink(missing_ok=True)
+
+    try:
+        yield Disk()
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_full_disk_loses_nothing_and_the_transcript_catches_up(
+    small_disk: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = TranscriptStore(small_disk.path / "sessions", "s1")
+    t = store.open(AGENT, AgentMeta(agent_id=AGENT, kind="fork", name="profiler"))
+    history: list[dict[str, Any]] = []
+    t.append_message(ODD_MESSAGES[0])
+    append_message(history, ODD_MESSAGES[0])
+    store.flush()
+    small_disk.fill()
+    with caplog.at_level(logging.WARNING, "forkagent_jupyter.runtime.transcripts"):
+        for message in ODD_MESSAGES[1:] * 20:  # more than a few blocks: part-written lines too
+            t.append_message(message)
+            append_message(history, message)
+            t.output("a line of output " * 20)
+        t.update_meta(name="renamed")
+        store.flush()
+        assert store.behind >= 2  # the transcript, its output and its meta wait in memory
+        assert "kept in memory" in caplog.text
+        small_disk.free()
+        store.flush()  # the next write or flush catches up
+    assert store.behind == 0
+    assert "caught up" in caplog.text
+    loaded = TranscriptStore(small_disk.path / "sessions", "s2").load(AGENT)
+    assert loaded.messages == history and loaded.repairs == []
+    assert loaded.meta.name == "renamed"
+    assert [r["seq"] for r in lines(t.path)] == list(range(1, len(ODD_MESSAGES[1:]) * 20 + 2))
+    assert t.output_path.read_text().count("a line of output") == 20 * 20 * 3
+
+
+@pytest.mark.anyio
+async def test_a_session_on_a_full_disk_catches_up_when_space_returns(
+    small_disk: Any, tmp_path: Path
+) -> None:
+    from forkagent_jupyter.runtime.permissions import AllowAll
+    from forkagent_jupyter.runtime.session import Session
+
+    root = small_disk.path / "sessions"
+    work = tmp_path / "work"
+    work.mkdir()
+    async with Session(
+        backend="offline", workdir=work, transcripts=root, permission_policy=AllowAll()
+    ) as s:
+        await s.ask("Start. `py: 1 + 1`")
+        await s.wait()
+        small_disk.fill()
+        await s.ask("Go on while the disk is full. `py: 6 * 7`")
+        task = await s.fork("report the answer `py: 40 + 2`", name="w")
+        await s.wait()
+        assert s.store is not None and s.store.behind > 0
+        small_disk.free()
+        await s.ask("Space is back.")
+        await s.wait()
+        assert s.store.behind == 0
+        main_history = list(s.main.history)
+        worker_history = list(s.workers.runs[task.id].history)
+        session_id = s.session_id
+    later = TranscriptStore(root, "later")
+    assert (await later.aload("main", root / session_id)).messages == main_history
+    assert (await later.aload(task.id)).messages == worker_history
+    assert await later.aagent_id_for("w") == task.id
