@@ -19,7 +19,8 @@ X = rng.rand(2000, 5); y = X @ rng.rand(5)
 def work():
     return (
         KMeans(3, random_state=0, n_init=2).fit(X).labels_.tolist(),
-        HistGradientBoostingRegressor(max_iter=20, random_state=0).fit(X, y).predict(X[:4]).tolist(),
+        HistGradientBoostingRegressor(max_iter=20, random_state=0)
+        .fit(X, y).predict(X[:4]).tolist(),
         joblib.Parallel(n_jobs=2)(joblib.delayed(pow)(i, 2) for i in range(5)),
         joblib.Parallel(n_jobs=2, backend="threading")(joblib.delayed(abs)(-i) for i in range(5)),
     )
@@ -33,7 +34,8 @@ def test_scikit_learn_and_joblib_used_by_the_kernel_work_in_a_worker(kernel: Ker
     assert kernel.execute(USE).status == "ok"
     kernel.execute("%fork --name fit refit `py: there = work()`")
     kernel.run_approving("%tasks --wait fit", timeout=120)
-    assert status(kernel, "fit") == "completed", kernel.value(f"{SESSION}.registry.get('fit').error")
+    error = kernel.value(f"{SESSION}.registry.get('fit').error")
+    assert status(kernel, "fit") == "completed", error
     kernel.execute("%tasks --pull fit there")
     assert kernel.value("there == here") is True
 
