@@ -110,16 +110,18 @@ def answer(choice: str, task: str | None = None, reason: str | None = None) -> i
     return len(prompts)
 
 
-async def pull(task: str, *names: str) -> dict[str, Any]:
+async def pull(task: str, *names: str, trust: bool = False) -> dict[str, Any]:
     """Copies of the values worker `task` holds under `names` (its own process's namespace),
-    as a dict; nothing is bound in yours. A value that cannot be pickled, an unknown name or
-    a worker whose process has ended is a UsageError naming it."""
+    as a dict; nothing is bound in yours. Plain data, arrays and frames come back as data;
+    other objects only with `trust=True` (unpickling runs code the worker chose). A value
+    that cannot come back, an unknown name or a worker whose process has ended is a
+    UsageError naming it."""
     from ..runtime.errors import UsageError as RuntimeUsageError
     from ..runtime.executors import PullError
 
     try:
         found = session().task(task)
-        return dict(await session().pull(found.id, *names))
+        return dict(await session().pull(found.id, *names, trust=trust))
     except (RuntimeUsageError, PullError) as exc:
         raise UsageError(f"pull: {exc}") from None
 

@@ -505,7 +505,7 @@ class KernelAgent:
     async def run_tasks(self, line: str) -> None:
         """An awaited `%tasks --wait [IDS]` or `%tasks --pull ID NAME...` line."""
         args = tasks_options(line)
-        await (self.pull(args.ids) if args.pull else self.wait_tasks(args.ids))
+        await (self.pull(args.ids, args.trust) if args.pull else self.wait_tasks(args.ids))
 
     async def wait_tasks(self, ids: list[str]) -> None:
         from ..runtime.errors import UsageError as RuntimeUsageError
@@ -523,9 +523,9 @@ class KernelAgent:
             return
         display(self.ui.tasks_bundle(ids), raw=True)
 
-    async def pull(self, args: list[str]) -> None:
-        """`%tasks --pull ID NAME...`: copies of a worker's values, bound to the same names
-        in the notebook's namespace."""
+    async def pull(self, args: list[str], trust: bool = False) -> None:
+        """`%tasks --pull [--trust] ID NAME...`: copies of a worker's values, bound to the
+        same names in the notebook's namespace."""
         from ..runtime.errors import UsageError as RuntimeUsageError
         from ..runtime.executors import PullError
         from ..runtime.executors.child import value_summary
@@ -535,7 +535,7 @@ class KernelAgent:
             raise UsageError("%tasks --pull: usage: %tasks --pull <task id or name> NAME...")
         try:
             task = self.session.task(key)
-            values = await self.session.pull(task.id, *names)
+            values = await self.session.pull(task.id, *names, trust=trust)
         except (RuntimeUsageError, PullError) as exc:
             raise UsageError(f"%tasks --pull: {exc}") from None
         self.shell.user_ns.update(values)
@@ -560,8 +560,8 @@ class KernelAgent:
     def start_compact(self, args: str) -> Any:
         return self._start(self.compact(args))
 
-    def start_pull(self, args: list[str]) -> Any:
-        return self._start(self.pull(args))
+    def start_pull(self, args: list[str], trust: bool = False) -> Any:
+        return self._start(self.pull(args, trust))
 
     def start_wait(self, ids: list[str]) -> Any:
         return self._start(self.wait_tasks(ids))

@@ -257,6 +257,11 @@ class AgentMagics(Magics):  # type: ignore[misc]
         action="store_true",
         help="%%tasks --pull ID NAME...: copy these variables of worker ID into your namespace",
     )
+    @argument(
+        "--trust",
+        action="store_true",
+        help="with --pull: also unpickle objects that are not data (runs the worker's code here)",
+    )
     @argument("ids", nargs="*", help="task ids or names (default: all)")
     @line_magic
     @_shows_help
@@ -265,7 +270,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
         `%tasks --pull ID NAME...` copies a worker's values into your namespace."""
         args = tasks_options(line)
         if args.pull:
-            return self.host.start_pull(args.ids)
+            return self.host.start_pull(args.ids, args.trust)
         if args.wait:
             return self.host.start_wait(args.ids)
         return self.host.tasks_table(args.ids)
@@ -321,7 +326,10 @@ def agent_options(line: str) -> Namespace:
 
 def tasks_options(line: str) -> Namespace:
     """The arguments of a `%tasks` line (whether the line is awaited or not)."""
-    return parse_line(AgentMagics.tasks, line, "%tasks")
+    args = parse_line(AgentMagics.tasks, line, "%tasks")
+    if args.trust and not args.pull:
+        raise UsageError("%tasks: --trust goes with --pull (%tasks --pull --trust ID NAME...)")
+    return args
 
 
 def send_options(line: str) -> Namespace:

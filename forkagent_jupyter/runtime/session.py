@@ -559,13 +559,15 @@ class Session:
             raise UsageError(f"No batch {batch_id!r} in this session. Known batches: {known}.")
         return run.results()
 
-    async def pull(self, task_id: str, *names: str) -> dict[str, Any]:
-        """Copies of the values a worker holds under these names (picklable values only; a
-        PullError says which name cannot come back and why)."""
+    async def pull(self, task_id: str, *names: str, trust: bool = False) -> dict[str, Any]:
+        """Copies of the values a worker holds under these names: plain data, arrays and
+        frames, decoded without running code; other objects only with `trust` (unpickled:
+        that runs code the worker chose). A PullError says which name cannot come back and
+        why."""
         if not names:
             raise UsageError("Name at least one variable to pull.")
         task = self.registry.get(task_id)
-        return await self.compute.pull(task.id, names)
+        return await self.compute.pull(task.id, names, trust)
 
     async def send(self, to: str, message: str) -> str:
         """Message a running worker (queued) or a finished one (resumed; one of an earlier

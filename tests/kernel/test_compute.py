@@ -100,7 +100,9 @@ def test_a_worker_cannot_rebind_your_names_values_come_back_when_pulled(kernel: 
     assert "{'data': [5, 6]}" in got.texts()
     cases = {
         "%tasks --pull w nosuch": "nosuch: not defined in this worker",
-        "%tasks --pull w gen": "gen: generator cannot be pickled",
+        "%tasks --pull w gen": "gen: a generator cannot come back: it is not plain data",
+        "%tasks --pull --trust w gen": "gen: generator cannot be pickled",
+        "%tasks --trust w gen": "--trust goes with --pull",
         "%tasks --pull nobody x": "No task 'nobody'",
         "%tasks --pull w": "usage: %tasks --pull",
     }

@@ -26,13 +26,13 @@ import socket
 import sys
 import threading
 import time
-import types
 from typing import Any, NoReturn
 
 from ..secrets import forget_secrets
 from .base import Display, ExecResult, StreamText, png_of
 from .display import flush_figures, ipython_shell, open_figures
 from .forksafety import HAZARD_EXIT, watch
+from .pulled import encode_pulled
 from .source import run_source, safe_repr
 from .wire import FrameSocket
 
@@ -244,7 +244,11 @@ class _Worker:
         png = png_of(display.data)
         if png is not None:
             self.images.append(png)
-        self.conn.send(("output", display))
+        try:
+            self.conn.send(("output", display))
+        except TypeError:  # a value in the bundle is not data: its text forms still go
+            data = {k: v for k, v in display.data.items() if isinstance(v, (str, bytes))}
+            self.conn.send(("output", Display(data, {})))
 
     def publish(self, data: Any, metadata: Any = None, *_args: Any, **_kwargs: Any) -> None:
         self.display(Display(dict(data or {}), dict(metadata or {})))
@@ -283,27 +287,6 @@ class _Worker:
         if set(data) - {"text/plain"}:
             self.display(Display(dict(data), dict(metadata)))
 
-    def pull(self, names: list[str]) -> tuple[dict[str, bytes], dict[str, str]]:
-        values: dict[str, bytes] = {}
-        errors: dict[str, str] = {}
-        for name in names:
-            if name not in self.namespace:
-                errors[name] = "not defined in this worker"
-                continue
-            value = self.namespace[name]
-            if isinstance(value, (types.FunctionType, type)) and value.__module__ == "__main__":
-                kind = "class" if isinstance(value, type) else "function"
-                errors[name] = (
-                    f"a {kind} defined in the worker cannot come back (pickle stores it by name "
-                    "only); pull the values it computes instead"
-                )
-                continue
-            try:
-                values[name] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception as exc:
-                errors[name] = f"{type(value).__name__} cannot be pickled ({exc})"
-        return values, errors
-
     def serve(self) -> None:
         while True:
             try:
@@ -323,7 +306,8 @@ class _Worker:
                 except Exception as exc:
                     self.conn.send(("called", call_id, ("error", f"{type(exc).__name__}: {exc}")))
             elif kind == "pull":
-                values, errors = self.pull(list(request[2]))
+                trust = bool(request[3]) if len(request) > 3 else False
+                values, errors = encode_pulled(self.namespace, list(request[2]), trust)
                 self.conn.send(("pulled", call_id, values, errors))
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import pickle
 import threading
 import uuid
 from collections.abc import Callable, Sequence
@@ -33,6 +32,7 @@ from typing import Any
 from ..errors import ConfigError
 from .base import ExecResult, OutputSink, PullError, StreamText, WorkerLostError
 from .process import CallFailedError
+from .pulled import decode_pulled
 from .shipping import ShipGroup, Shipment, referenced_names, shippable
 
 __all__ = ["DaskBackend", "DaskRunner", "require_dask"]
@@ -368,19 +368,17 @@ class DaskRunner:
                 raise CallFailedError(str(value))
             return value
 
-    async def pull(self, names: Sequence[str]) -> dict[str, Any]:
+    async def pull(self, names: Sequence[str], trust: bool = False) -> dict[str, Any]:
         if not self.alive:
             why = self.ended or "it has not run any code yet"
             raise PullError(f"worker {self.agent_id} has no process to pull from: {why}")
         async with self._lock:
             try:
-                blobs, errors = await self._invoke("pull", list(names), poll=False)
+                reply = await self._invoke("pull", list(names), trust, poll=False)
             except WorkerLostError as exc:
                 why = f"worker {self.agent_id} has no process to pull from: {exc}"
                 raise PullError(why) from None
-        if errors:
-            raise PullError("; ".join(f"{name}: {why}" for name, why in errors.items()))
-        return {name: await asyncio.to_thread(pickle.loads, blob) for name, blob in blobs.items()}
+        return await decode_pulled(reply, names, trust)
 
     # -- lifecycle ---------------------------------------------------------------------------
 

@@ -27,10 +27,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .base import ExecResult, Output
+from ..secrets import scrubbed_env
+from .base import Display, ExecResult, Output, StreamText
 from .child import describe_status
 from .dask_child import bind_names
-from .wire import encode, read_frame
+from .wire import MessageError, encode, read_message
 
 __all__ = ["DaskAgent"]
 
@@ -80,13 +81,19 @@ class DaskAgent:
             self._writer.write(encode(message))
             await self._writer.drain()
             while True:
-                received = pickle.loads(await read_frame(self._reader))
-                if received[0] == "output":
+                received = await read_message(self._reader)
+                if received[0] == "output" and isinstance(received[1], (StreamText, Display)):
                     self.outputs.append((next(self._seq), received[1]))
-                elif received[0] == reply and received[1] == message[1]:
-                    return tuple(received)
+                elif received[0] == reply and received[1:2] == message[1:2]:
+                    return received
+                else:
+                    raise MessageError(f"an unexpected {received[0]!r} message")
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
             raise _LostError(await self._how_it_ended()) from None
+        except MessageError as exc:
+            await self.kill()
+            self.ended = f"the worker's process sent what is not a message of the protocol ({exc})"
+            raise _LostError(self.ended) from None
 
     async def _how_it_ended(self) -> str:
         if self._killed:
@@ -168,16 +175,16 @@ class DaskAgent:
                 return ("lost", str(lost), [])
         return ("ok", called[2], [])
 
-    async def pull(self, names: list[str]) -> Reply:
+    async def pull(self, names: list[str], trust: bool = False) -> Reply:
         if self.proc is None or self.ended is not None:
             return ("lost", self.ended or "it has not run any code yet", [])
         assert self._lock is not None
         async with self._lock:
             try:
-                pulled = await self._request(("pull", next(self._ids), names), "pulled")
+                pulled = await self._request(("pull", next(self._ids), names, trust), "pulled")
             except _LostError as lost:
                 return ("lost", str(lost), [])
-        return ("ok", (pulled[2], pulled[3]), [])
+        return ("ok", pulled[2:], [])
 
     async def poll(self, ack: int) -> list[tuple[int, Output]]:
         """Outputs after `ack` (those up to it were received and are dropped here)."""
@@ -202,7 +209,7 @@ def _spawn_child(
     """A fresh interpreter serving one agent (no credentials in its environment), started in
     `workdir` when this machine has it (a shared file system, a LocalCluster)."""
     ours, theirs = socket.socketpair()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env = {k: v for k, v in scrubbed_env().items() if not k.startswith("ANTHROPIC_")}
     module = "forkagent_jupyter.runtime.executors.dask_child"
     proc = subprocess.Popen(
         [sys.executable, "-m", module, str(theirs.fileno()), str(nice)],

@@ -153,7 +153,10 @@ class ComputePlane:
         if isinstance(runner, (ProcessRunner, DaskRunner)):
             runner.parked = False
 
-    async def pull(self, agent_id: str, names: Sequence[str]) -> dict[str, Any]:
+    async def pull(
+        self, agent_id: str, names: Sequence[str], trust: bool = False
+    ) -> dict[str, Any]:
+        """Copies of a worker's values: data only, or (`trust`) anything that pickles."""
         runner = self.runners.get(agent_id)
         if runner is None:
             raise PullError(f"worker {agent_id} has run no code, so it has no values to pull")
@@ -162,6 +165,8 @@ class ComputePlane:
                 f"worker {agent_id} shares the notebook's namespace (--shared): its names are "
                 "already yours"
             )
+        if isinstance(runner, (ProcessRunner, DaskRunner)):
+            return await runner.pull(names, trust)
         return await runner.pull(names)
 
     # -- process bound -----------------------------------------------------------------------

@@ -23,10 +23,11 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .base import ExecResult, OutputSink, PullError, WorkerLostError
+from .base import Display, ExecResult, OutputSink, PullError, StreamText, WorkerLostError
 from .child import become_snapshot, describe_status
 from .forksafety import settle, survey
-from .wire import encode, read_frame
+from .pulled import decode_pulled
+from .wire import MessageError, encode, read_message
 
 if TYPE_CHECKING:
     from .plane import ComputePlane
@@ -109,6 +110,8 @@ class Snapshot:
         return f" (it {describe_status(status)})" if pid else ""
 
     def _on_report(self, message: tuple[Any, ...]) -> None:
+        if len(message) != 3 or not all(type(n) is int for n in message[1:]):
+            return
         if message[0] == "spawned":
             waiter = self._spawns.pop(message[1], None)
             if waiter is not None and not waiter.done():
@@ -169,11 +172,11 @@ async def _read_reports(snapshot: weakref.ref[Snapshot], control: socket.socket)
     try:
         while (found := snapshot()) is not None:
             del found
-            message = pickle.loads(await read_frame(reader))
+            message = await read_message(reader)
             found = snapshot()
             if found is not None:
                 found._on_report(message)
-    except (asyncio.IncompleteReadError, ConnectionError, OSError):
+    except (asyncio.IncompleteReadError, ConnectionError, OSError, MessageError):
         pass
     finally:
         writer.close()
@@ -322,15 +325,21 @@ class ProcessRunner:
             self._writer.write(encode(message))
             await self._writer.drain()
             while True:
-                received = pickle.loads(await read_frame(self._reader))
-                if received[0] == "output":
+                received = await read_message(self._reader)
+                if received[0] == "output" and isinstance(received[1], (StreamText, Display)):
                     self.sink(received[1])
-                elif received[0] == reply and received[1] == message[1]:
-                    return tuple(received)
+                elif received[0] == reply and received[1:2] == message[1:2]:
+                    return received
+                else:
+                    raise MessageError(f"an unexpected {received[0]!r} message")
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
             if self._killed:
                 raise asyncio.CancelledError from None
             raise await self._lost() from None
+        except MessageError as exc:
+            why = f"the worker's process sent what is not a message of the protocol ({exc})"
+            self.kill(why)
+            raise WorkerLostError(why) from None
         except asyncio.CancelledError:
             self.kill()
             raise
@@ -339,27 +348,25 @@ class ProcessRunner:
         async with self._lock:
             await self._ensure()
             done = await self._request(("run", next(self._ids), code), "done")
-            result = done[2]
-            assert isinstance(result, ExecResult)
+            result = done[2] if len(done) == 3 else None
+            if not isinstance(result, ExecResult):
+                self.kill("it sent a result that is not one")
+                raise WorkerLostError("the worker's process sent a result that is not one")
             return result
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         async with self._lock:
             await self._ensure()
             called = await self._request(("call", next(self._ids), fn, args), "called")
-            status, value = called[2]
+            status, value = called[2] if len(called) == 3 and len(called[2]) == 2 else ("", "?")
             if status != "ok":
                 raise CallFailedError(str(value))
             return value
 
-    async def pull(self, names: Sequence[str]) -> dict[str, Any]:
+    async def pull(self, names: Sequence[str], trust: bool = False) -> dict[str, Any]:
         if not self.alive:
             why = self.ended or "it has not run any code yet"
             raise PullError(f"worker {self.agent_id} has no process to pull from: {why}")
         async with self._lock:
-            pulled = await self._request(("pull", next(self._ids), list(names)), "pulled")
-        blobs: dict[str, bytes] = pulled[2]
-        errors: dict[str, str] = pulled[3]
-        if errors:
-            raise PullError("; ".join(f"{name}: {why}" for name, why in errors.items()))
-        return {name: await asyncio.to_thread(pickle.loads, blob) for name, blob in blobs.items()}
+            pulled = await self._request(("pull", next(self._ids), list(names), trust), "pulled")
+        return await decode_pulled(pulled[2:], names, trust)

@@ -1,0 +1,474 @@
+"""Values from a worker process as data: decoding them never runs code the worker chose.
+
+Everything a worker sends to the kernel (its outputs, results, reports, and the values a pull
+brings back) is encoded here instead of pickled: unpickling runs whatever callable the pickle
+names, so a worker could otherwise run code in the kernel just by writing a frame on its
+socket. What can be encoded: plain data (None, bool, int, float, complex, str, bytes, lists,
+tuples, dicts, sets, dates and times, Decimal), numpy arrays and scalars (not of object dtype,
+except arrays of plain data), pandas DataFrames, Series and indexes whose columns are such
+arrays (or categoricals, or extension arrays of plain data), and this package's own output
+records. Anything else raises `NotDataError` when encoded, and `BadDataError` when a blob claims it.
+
+A blob: b"FKD1", a 4-byte length, a JSON tree, then each binary buffer the tree refers to by
+number (8-byte length, bytes). In the tree, JSON scalars stand for themselves; everything
+else is a list headed by a tag.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import decimal
+import json
+import struct
+from typing import Any
+
+from .base import Display, ExecResult, StreamText
+
+__all__ = ["BadDataError", "NotDataError", "dumps", "loads"]
+
+_MAGIC = b"FKD1"
+_U32 = struct.Struct("!I")
+_U64 = struct.Struct("!Q")
+_MAX_DEPTH = 200
+_RECORDS: dict[str, type] = {"StreamText": StreamText, "Display": Display, "ExecResult": ExecResult}
+
+
+class NotDataError(TypeError):
+    """The value is not plain data, an array or a frame (it could only come back pickled)."""
+
+
+class BadDataError(ValueError):
+    """A blob that is not a well-formed encoding of data."""
+
+
+def dumps(value: Any) -> bytes:
+    """`value` as a blob; NotDataError names the first part that is not data."""
+    buffers: list[bytes] = []
+    tree = _Encoder(buffers).encode(value, 0)
+    head = json.dumps(tree, separators=(",", ":"), allow_nan=True).encode()
+    parts = [_MAGIC, _U32.pack(len(head)), head, _U32.pack(len(buffers))]
+    for buffer in buffers:
+        parts += [_U64.pack(len(buffer)), buffer]
+    return b"".join(parts)
+
+
+def loads(blob: bytes | bytearray | memoryview) -> Any:
+    """The value a blob encodes; BadDataError for anything malformed (never runs its code)."""
+    view = memoryview(blob)
+    try:
+        if bytes(view[:4]) != _MAGIC:
+            raise BadDataError("not a data blob")
+        (size,) = _U32.unpack_from(view, 4)
+        head = bytes(view[8 : 8 + size])
+        at = 8 + size
+        (count,) = _U32.unpack_from(view, at)
+        at += 4
+        buffers: list[memoryview] = []
+        for _ in range(count):
+            (length,) = _U64.unpack_from(view, at)
+            at += 8
+            if at + length > len(view):
+                raise BadDataError("a buffer runs past the end")
+            buffers.append(view[at : at + length])
+            at += length
+        tree = json.loads(head)
+        return _Decoder(buffers).decode(tree, 0)
+    except BadDataError:
+        raise
+    except Exception as exc:  # anything malformed is refused the same way
+        raise BadDataError(f"malformed data ({type(exc).__name__}: {exc})") from None
+
+
+def _modules() -> tuple[Any, Any]:
+    import sys
+
+    return sys.modules.get("numpy"), sys.modules.get("pandas")
+
+
+class _Encoder:
+    def __init__(self, buffers: list[bytes]) -> None:
+        self.buffers = buffers
+
+    def buffer(self, data: bytes) -> int:
+        self.buffers.append(data)
+        return len(self.buffers) - 1
+
+    def encode(self, value: Any, depth: int) -> Any:
+        if depth > _MAX_DEPTH:
+            raise NotDataError("nested too deeply")
+        kind = type(value)
+        if value is None or kind in (bool, int, str):
+            return value
+        if kind is float:
+            return ["f", repr(value)]
+        nested = depth + 1
+        if kind is list:
+            return ["L", [self.encode(v, nested) for v in value]]
+        if kind is tuple:
+            return ["T", [self.encode(v, nested) for v in value]]
+        if kind is dict:
+            return [
+                "D",
+                [[self.encode(k, nested), self.encode(v, nested)] for k, v in value.items()],
+            ]
+        if kind in (set, frozenset):
+            return ["S" if kind is set else "F", [self.encode(v, nested) for v in value]]
+        if kind in (bytes, bytearray):
+            return ["B" if kind is bytes else "BA", self.buffer(bytes(value))]
+        if kind is complex:
+            return ["C", repr(value.real), repr(value.imag)]
+        if kind is decimal.Decimal:
+            return ["Dec", str(value)]
+        if kind in (dt.datetime, dt.date, dt.time):
+            if getattr(value, "tzinfo", None) not in (None, dt.timezone.utc) and not isinstance(
+                value.tzinfo, dt.timezone
+            ):
+                raise NotDataError(f"a {kind.__name__} with the time zone {value.tzinfo!r}")
+            return [kind.__name__, value.isoformat()]
+        if kind is dt.timedelta:
+            return ["timedelta", value.days, value.seconds, value.microseconds]
+        if kind in _RECORDS.values():
+            fields = {
+                f.name: self.encode(getattr(value, f.name), nested)
+                for f in dataclasses.fields(value)
+            }
+            return ["rec", kind.__name__, fields]
+        return self.encode_library(value, nested)
+
+    def encode_library(self, value: Any, depth: int) -> Any:
+        np, pd = _modules()
+        if np is not None:
+            if type(value) is np.ndarray:
+                return self.array(value, depth)
+            if isinstance(value, np.generic) and value.dtype.kind not in "OV":
+                return ["npscalar", value.dtype.str, self.buffer(value.tobytes())]
+        if pd is not None:
+            if value is pd.NA:
+                return ["na"]
+            if value is pd.NaT:
+                return ["nat"]
+            if type(value) is pd.Timestamp:
+                return ["timestamp", value.isoformat(), _tz_name(value.tz)]
+            if type(value) is pd.Timedelta:
+                return ["pdtimedelta", int(value.value)]
+            if type(value) is pd.DataFrame:
+                columns = [self.values(value.iloc[:, i], depth) for i in range(value.shape[1])]
+                return [
+                    "dataframe",
+                    self.index(value.index, depth),
+                    self.index(value.columns, depth),
+                    columns,
+                ]
+            if type(value) is pd.Series:
+                return [
+                    "series",
+                    self.index(value.index, depth),
+                    self.values(value, depth),
+                    self.encode(value.name, depth),
+                ]
+            if isinstance(value, pd.Index):
+                return self.index(value, depth)
+        kind = type(value)
+        where = "" if kind.__module__ == "builtins" else f"{kind.__module__}."
+        raise NotDataError(f"a {where}{kind.__qualname__}")
+
+    def array(self, value: Any, depth: int) -> Any:
+        if value.dtype.kind == "O":
+            return [
+                "ndobject",
+                list(value.shape),
+                [self.encode(v, depth) for v in value.ravel().tolist()],
+            ]
+        if value.dtype.kind == "V" or value.dtype.hasobject:
+            raise NotDataError(f"a numpy array of dtype {value.dtype}")
+        import numpy as np
+
+        data = np.ascontiguousarray(value).tobytes()
+        return ["ndarray", value.dtype.str, list(value.shape), self.buffer(data)]
+
+    def values(self, series: Any, depth: int) -> Any:
+        """The values of a Series or Index, with their dtype."""
+        import numpy as np
+        import pandas as pd
+
+        array = series.array
+        dtype = series.dtype
+        if isinstance(dtype, pd.CategoricalDtype):
+            return [
+                "categorical",
+                self.array(np.asarray(array.codes), depth),
+                self.index(dtype.categories, depth),
+                bool(dtype.ordered),
+            ]
+        if isinstance(dtype, np.dtype):
+            return ["numpy", self.array(series.to_numpy(), depth)]
+        items = series.to_numpy(dtype=object).tolist()
+        return ["extension", str(dtype), [self.encode(v, depth) for v in items]]
+
+    def index(self, index: Any, depth: int) -> Any:
+        import pandas as pd
+
+        if type(index) is pd.RangeIndex:
+            return [
+                "rangeindex",
+                index.start,
+                index.stop,
+                index.step,
+                self.encode(index.name, depth),
+            ]
+        if isinstance(index, pd.MultiIndex):
+            levels = [self.index(index.get_level_values(i), depth) for i in range(index.nlevels)]
+            return ["multiindex", levels, [self.encode(n, depth) for n in index.names]]
+        return ["index", self.values(index, depth), self.encode(index.name, depth)]
+
+
+def _tz_name(tz: Any) -> str | None:
+    return None if tz is None else str(tz)
+
+
+class _Decoder:
+    def __init__(self, buffers: list[memoryview]) -> None:
+        self.buffers = buffers
+
+    def decode(self, node: Any, depth: int) -> Any:
+        if depth > _MAX_DEPTH:
+            raise BadDataError("nested too deeply")
+        if node is None or type(node) in (bool, int, str):
+            return node
+        if type(node) is not list or not node or type(node[0]) is not str:
+            raise BadDataError(f"unexpected node {type(node).__name__}")
+        tag, args, nested = node[0], node[1:], depth + 1
+        simple = _SIMPLE.get(tag)
+        if simple is not None:
+            return simple(self, args, nested)
+        method = getattr(self, f"tag_{tag}", None)
+        if method is None:
+            raise BadDataError(f"unknown tag {tag!r}")
+        return method(args, nested)
+
+    def items(self, node: Any, depth: int) -> list[Any]:
+        if type(node) is not list:
+            raise BadDataError("expected a list")
+        return [self.decode(v, depth) for v in node]
+
+    def blob(self, index: Any) -> bytes:
+        if type(index) is not int:
+            raise BadDataError("a buffer reference must be a number")
+        return bytes(self.buffers[index])
+
+    def tag_rec(self, args: list[Any], depth: int) -> Any:
+        name, fields = args
+        record = _RECORDS.get(name)
+        if record is None or type(fields) is not dict:
+            raise BadDataError(f"unknown record {name!r}")
+        known = {f.name for f in dataclasses.fields(record)}
+        if not set(fields) <= known:
+            raise BadDataError(f"unknown fields of {name}")
+        return record(**{k: self.decode(v, depth) for k, v in fields.items()})
+
+    def tag_ndarray(self, args: list[Any], depth: int) -> Any:
+        import numpy as np
+
+        descr, shape, ref = args
+        dtype = _dtype(descr)
+        data = self.blob(ref)
+        return np.frombuffer(bytearray(data), dtype=dtype).reshape(_shape(shape))
+
+    def tag_ndobject(self, args: list[Any], depth: int) -> Any:
+        import numpy as np
+
+        shape, items = args
+        values = self.items(items, depth)
+        array = np.empty(len(values), dtype=object)
+        array[:] = values
+        return array.reshape(_shape(shape))
+
+    def tag_npscalar(self, args: list[Any], depth: int) -> Any:
+        import numpy as np
+
+        descr, ref = args
+        return np.frombuffer(self.blob(ref), dtype=_dtype(descr))[0]
+
+    def tag_na(self, args: list[Any], depth: int) -> Any:
+        import pandas as pd
+
+        return pd.NA
+
+    def tag_nat(self, args: list[Any], depth: int) -> Any:
+        import pandas as pd
+
+        return pd.NaT
+
+    def tag_timestamp(self, args: list[Any], depth: int) -> Any:
+        import pandas as pd
+
+        text, tz = _strs(args, 2)
+        stamp = pd.Timestamp(text)
+        if tz is not None and stamp.tz is not None:
+            try:
+                stamp = stamp.tz_convert(tz)
+            except Exception:
+                pass  # a fixed offset stays one
+        return stamp
+
+    def tag_pdtimedelta(self, args: list[Any], depth: int) -> Any:
+        import pandas as pd
+
+        (value,) = args
+        if type(value) is not int:
+            raise BadDataError("a Timedelta is a number of nanoseconds")
+        return pd.Timedelta(value, unit="ns")
+
+    def values(self, node: Any, depth: int) -> tuple[Any, Any]:
+        """(values, dtype) for a Series or Index."""
+        import numpy as np
+        import pandas as pd
+
+        if type(node) is not list or not node:
+            raise BadDataError("expected values")
+        kind = node[0]
+        if kind == "numpy":
+            array = self.decode(node[1], depth)
+            if not isinstance(array, np.ndarray):
+                raise BadDataError("expected an array")
+            return array, array.dtype
+        if kind == "categorical":
+            codes = self.decode(node[1], depth)
+            categories = self.index(node[2], depth)
+            if not isinstance(codes, np.ndarray) or codes.dtype.kind != "i":
+                raise BadDataError("categorical codes must be integers")
+            values = pd.Categorical.from_codes(codes, categories=categories, ordered=bool(node[3]))
+            return values, values.dtype
+        if kind == "extension":
+            name = node[1]
+            if type(name) is not str:
+                raise BadDataError("an extension dtype is named by a string")
+            dtype = pd.api.types.pandas_dtype(name)
+            if isinstance(dtype, np.dtype) and dtype.kind == "O":
+                raise BadDataError("object arrays are sent as numpy values")
+            return pd.array(self.items(node[2], depth), dtype=dtype), dtype
+        raise BadDataError(f"unknown values {kind!r}")
+
+    def index(self, node: Any, depth: int) -> Any:
+        import pandas as pd
+
+        if type(node) is not list or not node:
+            raise BadDataError("expected an index")
+        kind = node[0]
+        if kind == "rangeindex":
+            start, stop, step = node[1:4]
+            if not all(type(n) is int for n in (start, stop, step)):
+                raise BadDataError("a RangeIndex is made of numbers")
+            return pd.RangeIndex(start, stop, step, name=self.decode(node[4], depth))
+        if kind == "multiindex":
+            levels = [self.index(level, depth + 1) for level in node[1]]
+            return pd.MultiIndex.from_arrays(levels, names=self.items(node[2], depth))
+        if kind == "index":
+            values, dtype = self.values(node[1], depth + 1)
+            return pd.Index(values, dtype=dtype, name=self.decode(node[2], depth), copy=False)
+        raise BadDataError(f"unknown index {kind!r}")
+
+    def tag_index(self, args: list[Any], depth: int) -> Any:
+        return self.index(["index", *args], depth)
+
+    def tag_rangeindex(self, args: list[Any], depth: int) -> Any:
+        return self.index(["rangeindex", *args], depth)
+
+    def tag_multiindex(self, args: list[Any], depth: int) -> Any:
+        return self.index(["multiindex", *args], depth)
+
+    def tag_series(self, args: list[Any], depth: int) -> Any:
+        import pandas as pd
+
+        index, values, name = args
+        data, dtype = self.values(values, depth)
+        return pd.Series(
+            data, index=self.index(index, depth), dtype=dtype, name=self.decode(name, depth)
+        )
+
+    def tag_dataframe(self, args: list[Any], depth: int) -> Any:
+        import pandas as pd
+
+        index_node, columns_node, columns = args
+        index = self.index(index_node, depth)
+        names = self.index(columns_node, depth)
+        if type(columns) is not list or len(columns) != len(names):
+            raise BadDataError("a DataFrame's columns do not match their names")
+        series = {}
+        for i, node in enumerate(columns):
+            data, dtype = self.values(node, depth)
+            series[i] = pd.Series(data, index=index, dtype=dtype, copy=False)
+        frame = pd.DataFrame(series, index=index) if series else pd.DataFrame(index=index)
+        frame.columns = names
+        return frame
+
+
+def _dtype(descr: Any) -> Any:
+    import numpy as np
+
+    if type(descr) is not str:
+        raise BadDataError("a dtype is named by a string")
+    dtype = np.dtype(descr)
+    if dtype.hasobject or dtype.kind == "V":
+        raise BadDataError(f"dtype {descr} is not plain data")
+    return dtype
+
+
+def _shape(shape: Any) -> tuple[int, ...]:
+    if type(shape) is not list or not all(type(n) is int and n >= 0 for n in shape):
+        raise BadDataError("a shape is a list of sizes")
+    return tuple(shape)
+
+
+def _strs(args: list[Any], count: int) -> list[Any]:
+    if len(args) != count or not all(a is None or type(a) is str for a in args):
+        raise BadDataError("expected strings")
+    return args
+
+
+def _float(text: Any) -> float:
+    if type(text) is not str:
+        raise BadDataError("a float is written as text")
+    return float(text)
+
+
+def _when(kind: Any) -> Any:
+    def decode(self: _Decoder, args: list[Any], depth: int) -> Any:
+        (text,) = _strs(args, 1)
+        return kind.fromisoformat(text)
+
+    return decode
+
+
+def _container(build: Any) -> Any:
+    def decode(self: _Decoder, args: list[Any], depth: int) -> Any:
+        (items,) = args
+        return build(self.items(items, depth))
+
+    return decode
+
+
+def _dict(self: _Decoder, args: list[Any], depth: int) -> Any:
+    (pairs,) = args
+    if type(pairs) is not list or not all(type(p) is list and len(p) == 2 for p in pairs):
+        raise BadDataError("a dict is a list of pairs")
+    return {self.decode(k, depth): self.decode(v, depth) for k, v in pairs}
+
+
+_SIMPLE: dict[str, Any] = {
+    "f": lambda self, args, depth: _float(args[0]),
+    "C": lambda self, args, depth: complex(_float(args[0]), _float(args[1])),
+    "Dec": lambda self, args, depth: decimal.Decimal(_strs(args, 1)[0]),
+    "L": _container(list),
+    "T": _container(tuple),
+    "S": _container(set),
+    "F": _container(frozenset),
+    "D": _dict,
+    "B": lambda self, args, depth: self.blob(args[0]),
+    "BA": lambda self, args, depth: bytearray(self.blob(args[0])),
+    "datetime": _when(dt.datetime),
+    "date": _when(dt.date),
+    "time": _when(dt.time),
+    "timedelta": lambda self, args, depth: dt.timedelta(*[int(a) for a in args[:3]]),
+}
