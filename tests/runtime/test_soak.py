@@ -226,8 +226,8 @@ class Soak:
         else:
             return
         token = self.token("m")
-        target = self.session.registry.get(to) if to != "main" else None
-        before = f"{target.id} {target.status} run {target.run}" if target else "main"
+        target = self.session.registry.find(to)
+        before = f"{target.id} {target.status} run {target.run}" if target else "not held here"
         try:
             reply = await self.session.send(to, f"note {token}, then `py: 3 * 3`")
         except UsageError as exc:
