@@ -526,7 +526,9 @@ class Workers:
             await self._clean_worktree(run)
         finally:
             self.registry.settle(task)
-            run.ending = False
+            # ended and settled: a message from now on resumes it at once (left set, a stop's
+            # mark sent every later message to `resume_with`, which nothing reads any more)
+            run.ending = run.stopping = False
             if run.resume_with:  # messages that came while it ended: resume with them
                 messages, run.resume_with = run.resume_with, []
                 try:

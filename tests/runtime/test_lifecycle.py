@@ -46,6 +46,26 @@ async def test_stop_kills_with_partial_result_and_one_notification(make_session:
     assert "Running 1 Python block." in notes[0].text
 
 
+async def test_a_message_after_a_stop_has_settled_resumes_the_agent(
+    emulator: Any, make_session: Any
+) -> None:
+    """The soak's seed 201: a fork is stopped, has ended and reported; a message sent to it
+    a moment later must resume it (it was accepted as "just ending" and then never read)."""
+    session = make_session(auto_respond=False)
+    task = await session.fork("Work slowly: " + SLEEP.format(s=5), name="slow")
+    await wait_for(lambda: task.current_tool == "Python")
+    await session.send("slow", "queued while it runs")
+    await session.stop(task.id)
+    assert task.status == "killed" and task.settled
+    reply = await session.send(task.id, "then `py: 6 * 7`")
+    assert "resumed" in reply and "just ending" not in reply
+    await session.wait(task.id, timeout=30)
+    assert task.run == 2 and task.status == "completed" and "42" in (task.result or "")
+    history = str(session.history(task.id))
+    assert "queued while it runs" in history and "then `py: 6 * 7`" in history
+    assert len(session.queue.drain("main")) == 2  # one per run
+
+
 async def test_api_failure_fails_the_task_with_the_error(emulator: Any, make_session: Any) -> None:
     session = make_session(auto_respond=False)
     emulator.faults.next(Fault.error(500, "boom", retry_after_ms=0), times=3)

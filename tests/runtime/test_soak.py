@@ -13,7 +13,9 @@ emulator, with the lifecycle invariants checked after every step:
   the user's checkout stays clean).
 
 Seeded (FORKAGENT_SOAK_SEED, default 19) and sized for CI (FORKAGENT_SOAK_SEQUENCES, default
-8); the counts go to benchmarks/out/soak.json and are printed.
+8); the counts go to benchmarks/out/soak.json and are printed. A violation fails at once with
+the seed, the sequence's operations and the history of each task it names; seeds that once
+found one are replayed in `test_soak_regressions`.
 """
 
 from __future__ import annotations
@@ -412,12 +414,26 @@ OPERATIONS = {
 }
 
 
+# Seeds that once found a violation, replayed up to the sequence that showed it:
+# 201 (sequence 4): a message sent to a fork whose stop had settled was accepted and dropped.
+REGRESSIONS = [pytest.param(201, 5, id="seed201")]
+
+
 async def test_soak(emulator: Any, tmp_path: Path) -> None:
+    await _soak(emulator, tmp_path, SEED, SEQUENCES, out=OUT)
+
+
+@pytest.mark.parametrize(("seed", "sequences"), REGRESSIONS)
+async def test_soak_regressions(emulator: Any, tmp_path: Path, seed: int, sequences: int) -> None:
+    await _soak(emulator, tmp_path, seed, sequences, out=None)
+
+
+async def _soak(emulator: Any, tmp_path: Path, seed: int, sequences: int, out: Path | None) -> None:
     emulator.brain = SoakBrain()
-    rng = random.Random(SEED)
+    rng = random.Random(seed)
     ledger = Ledger()
     names, weights = zip(*OPERATIONS.items(), strict=True)
-    for n in range(SEQUENCES):
+    for n in range(sequences):
         soak = Soak(emulator, tmp_path / f"seq{n}", rng, ledger)
         ledger.trail = []
         try:
@@ -429,16 +445,16 @@ async def test_soak(emulator: Any, tmp_path: Path) -> None:
                 await asyncio.sleep(rng.choice([0, 0.05, 0.2]))
                 soak.check(f"seq {n} step {step} {op}")
                 if ledger.violations:
-                    raise AssertionError(soak.report(f"seed {SEED}, sequence {n}, step {step}"))
+                    raise AssertionError(soak.report(f"seed {seed}, sequence {n}, step {step}"))
             await soak.quiesce()
             if ledger.violations:
-                raise AssertionError(soak.report(f"seed {SEED}, sequence {n}, at rest"))
+                raise AssertionError(soak.report(f"seed {seed}, sequence {n}, at rest"))
         finally:
             soak.emulator.faults.clear()
             await soak.session.aclose()
     counts = {
-        "seed": SEED,
-        "sequences": SEQUENCES,
+        "seed": seed,
+        "sequences": sequences,
         "operations": sum(ledger.ops.values()),
         "by_operation": dict(sorted(ledger.ops.items())),
         "runs_ended": len(ledger.ended),
@@ -449,7 +465,8 @@ async def test_soak(emulator: Any, tmp_path: Path) -> None:
         "refused": dict(ledger.refused),
         "violations": len(ledger.violations),
     }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(counts, indent=1) + "\n")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(counts, indent=1) + "\n")
     print("soak:", json.dumps(counts))
     assert ledger.violations == [], "\n".join(ledger.violations[:20])
