@@ -5,6 +5,7 @@ that want the runtime's own data::
 
     from forkagent_jupyter.kernel import api
     api.allow("Python")             # an allow rule for this session and all its workers
+    await api.permissions()         # the rules in force, where each came from, and refused ones
     api.pending()                   # approvals waiting for an answer
     await api.wait_pending("writer")  # ... or wait for one to appear
     api.answer("allow")             # answer them as the card's buttons would
@@ -64,15 +65,33 @@ def session() -> Session:
 
 
 def allow(*rules: str) -> None:
-    """Add allow rules (`"Python"`, `"Bash(git status:*)"`, `"Write(out/**)"`) to the session."""
-    for rule in rules:
-        session().gate.add_rule(rule)
+    """Add allow rules (`"Python"`, `"Bash(git status:*)"`, `"Edit(/out/**)"`) to the session
+    and its workers; a rule that is not one is refused in one line, the others are added."""
+    _add(rules, "allow")
+
+
+def ask(*rules: str) -> None:
+    """Add ask rules: a matching call is put to you even where a mode or an allow rule would
+    let it run."""
+    _add(rules, "ask")
 
 
 def deny(*rules: str) -> None:
     """Add deny rules; a deny rule wins over every allow rule and mode."""
-    for rule in rules:
-        session().gate.add_rule(rule, deny=True)
+    _add(rules, "deny")
+
+
+def _add(rules: tuple[str, ...], kind: Any) -> None:
+    refused = session().gate.rules.add_all(list(rules), kind, f"api.{kind}")
+    if refused:
+        raise UsageError("; ".join(r.reason for r in refused))
+
+
+async def permissions() -> dict[str, Any]:
+    """The rules in force (`allow`, `ask`, `deny`: each rule with the file or call it came
+    from), the mode and where it came from, the additional directories, and the rules refused
+    with why; the settings files are read again first (as `%permissions` does)."""
+    return await session().load_settings()
 
 
 def pending(task: str | None = None) -> list[Any]:

@@ -576,6 +576,21 @@ class KernelAgent:
     def start_replay(self, keys: list[str]) -> Any:
         return self._start(self.replay(keys))
 
+    async def permissions_line(self, line: str) -> None:
+        """An awaited `%permissions` line."""
+        from .magics import permissions_options
+
+        permissions_options(line)
+        await self.show_permissions()
+
+    async def show_permissions(self) -> None:
+        from ..runtime.settings import describe
+
+        print(describe(await self.session.load_settings()))
+
+    def start_permissions(self) -> Any:
+        return self._start(self.show_permissions())
+
     def _start(self, work: Any) -> asyncio.Task[Any]:
         """A magic's awaitable work, where no await is possible: started in the background
         (its output goes to this cell); a UsageError it meets is printed there."""

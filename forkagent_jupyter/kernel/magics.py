@@ -32,6 +32,7 @@ __all__ = [
     "compact_options",
     "notifications_options",
     "parse_line",
+    "permissions_options",
     "send_options",
     "tasks_options",
     "transform_cell",
@@ -62,9 +63,10 @@ def _shows_help(magic: Callable[..., Any]) -> Callable[..., Any]:
 _CELL = re.compile(r"^%%agent\b(.*)$")
 _AWAITED = re.compile(r"^(\s*)%tasks(\s+--(?:wait|pull)\b.*)$")
 _COMPACT = re.compile(r"^(\s*)%compact\b(?![?])(.*)$")
-_TOP_LEVEL = re.compile(r"^()%(send|notifications)\b(?![?])(.*)$")
-"""`%send` and `%notifications` lines awaited when not indented (an indented line may be in
-a function, where an await is not allowed: those run the magic, see `KernelAgent.send`)."""
+_TOP_LEVEL = re.compile(r"^()%(send|notifications|permissions)\b(?![?])(.*)$")
+"""`%send`, `%notifications` and `%permissions` lines awaited when not indented (an indented
+line may be in a function, where an await is not allowed: those run the magic, see
+`KernelAgent.send`)."""
 
 
 def _first_word(text: str) -> tuple[str, str]:
@@ -317,6 +319,23 @@ class AgentMagics(Magics):  # type: ignore[misc]
         transcripts on disk (no model call). Cells inserted by the JupyterLab extension run
         this when re-executed."""
         return self.host.start_replay(notifications_options(line).ids)
+
+
+    @magic_arguments()
+    @line_magic
+    @_shows_help
+    def permissions(self, line: str) -> Any:
+        """List the permission rules in force (deny, ask, allow), the file or call each came
+        from, the mode, the additional directories, and the rules refused with why. The
+        settings files (~/.claude/settings.json, .claude/settings.json,
+        .claude/settings.local.json and their .forkagent twins) are read again first."""
+        permissions_options(line)
+        return self.host.start_permissions()
+
+
+def permissions_options(line: str) -> Namespace:
+    """The arguments of a `%permissions` line (none)."""
+    return parse_line(AgentMagics.permissions, line, "%permissions")
 
 
 def agent_options(line: str) -> Namespace:

@@ -52,6 +52,7 @@ from pydantic import BaseModel, ValidationError
 
 from .permission_rules import EDITING_TOOLS, PATH_TOOLS, READING_TOOLS, Rule, escape_glob
 from .secrets import redact
+from .settings import SettingsRead
 from .shell_programs import program_name, programs, runs_code
 from .shell_syntax import parse_script
 from .tools.base import Tool, ToolContext, ToolError, describe_call, format_validation_error
@@ -82,6 +83,7 @@ RuleKind = Literal["allow", "ask", "deny"]
 EDIT_TOOLS = EDITING_TOOLS
 READ_TOOLS = READING_TOOLS
 MAX_LOG = 10_000
+_ANNOUNCED: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -182,7 +184,7 @@ class RefusedRule:
     """A rule that was not loaded, where it came from, and why."""
 
     text: str
-    kind: RuleKind
+    kind: str  # allow, ask, deny, or the setting that was refused
     source: str
     reason: str
 
@@ -201,6 +203,9 @@ class RuleBook:
     ask: list[Rule] = field(default_factory=list)
     refused: list[RefusedRule] = field(default_factory=list)
     directories: list[Path] = field(default_factory=list)
+    directory_sources: dict[Path, str] = field(default_factory=dict)
+    settings_sources: set[str] = field(default_factory=set)
+    settings_files: list[str] = field(default_factory=list)
     log: list[dict[str, Any]] = field(default_factory=list)
 
     def of(self, kind: RuleKind) -> list[Rule]:
@@ -225,16 +230,30 @@ class RuleBook:
                 refused.append(item)
                 if item not in self.refused:
                     self.refused.append(item)
-                log.warning("permission rule refused: %s", item)
+                if str(item) not in _ANNOUNCED:  # one line per refused rule, not per reading
+                    _ANNOUNCED.add(str(item))
+                    log.warning("permission rule refused: %s", item)
         return refused
 
-    def drop_source(self, prefix: str) -> None:
-        """Forget the rules (and refusals) whose source starts with `prefix` (a settings file
-        read again)."""
-        for kind in ("allow", "ask", "deny"):
-            target = self.of(kind)
-            target[:] = [r for r in target if not r.source.startswith(prefix)]
-        self.refused[:] = [r for r in self.refused if not r.source.startswith(prefix)]
+    def drop_sources(self, sources: set[str]) -> None:
+        """Forget the rules and refusals that came from `sources` (settings files read
+        again)."""
+        for target in (self.allow, self.ask, self.deny):
+            target[:] = [r for r in target if r.source not in sources]
+        self.refused[:] = [r for r in self.refused if r.source not in sources]
+
+    def apply_settings(self, read: SettingsRead) -> None:
+        """Replace what the settings files said before with what they say now (rules added
+        by the session itself stay)."""
+        self.drop_sources(self.settings_sources)
+        self.settings_sources = set(read.files) | {src for _, src, _ in read.refused}
+        for kind, text, source in read.rules:
+            self.add_all([text], kind, source)
+        for what, source, why in read.refused:
+            self.refused.append(RefusedRule(what, "setting", source, why))
+        self.directories = [path for path, _ in read.directories]
+        self.directory_sources = dict(read.directories)
+        self.settings_files = list(read.files)
 
 
 @dataclass(frozen=True)
@@ -292,6 +311,8 @@ class PermissionGate:
         if mode not in MODES:
             raise ValueError(f"Unknown permission mode {mode!r}; use one of {', '.join(MODES)}.")
         self._mode: PermissionMode = mode
+        self.mode_source = "the session" if mode != "default" else "the default"
+        self._settings_may_set_mode = mode == "default"
         self.policy = policy
         self.task_id = task_id
         self._approval_timeout = approval_timeout
@@ -318,6 +339,42 @@ class PermissionGate:
             raise ValueError(f"Unknown permission mode {value!r}; use one of {', '.join(MODES)}.")
         self._mode = value
         self._parent = None  # set on a worker's gate: it no longer follows the session
+        self.mode_source = "set in this session"
+        self._settings_may_set_mode = False  # a mode set by hand wins over the files
+
+    def apply_settings(self, read: SettingsRead) -> None:
+        """Rules, additional directories and the default mode from the settings files (read
+        by `settings.read_settings`, on a thread). The files' `defaultMode` applies while the
+        session's mode is the default one nobody set."""
+        self.rules.apply_settings(read)
+        if not self._settings_may_set_mode or self._parent is not None:
+            return
+        if read.mode is not None:
+            self._mode, self.mode_source = read.mode[0], read.mode[1]  # type: ignore[assignment]
+        else:
+            self._mode, self.mode_source = "default", "the default"
+
+    def summary(self) -> dict[str, Any]:
+        """The rules in force with where each came from, the refused ones with why, the
+        mode and the additional directories (`%permissions`, `api.permissions()`)."""
+        book = self.rules
+        return {
+            "mode": self.mode,
+            "mode_source": self.mode_source,
+            **{
+                kind: [{"rule": str(r), "source": r.source or "?"} for r in book.of(kind)]
+                for kind in ("allow", "ask", "deny")
+            },
+            "directories": [
+                {"path": str(p), "source": book.directory_sources.get(p, "?")}
+                for p in book.directories
+            ],
+            "refused": [
+                {"kind": r.kind, "rule": r.text, "source": r.source, "reason": r.reason}
+                for r in book.refused
+            ],
+            "files": list(book.settings_files),
+        }
 
     @property
     def approval_timeout(self) -> float | None:
@@ -530,6 +587,8 @@ class PermissionGate:
             )
         asked = self._matching(self.rules.ask, facts)
         must_ask = str(asked) if asked is not None else self._unfollowed(facts)
+        if must_ask is None and name in EDIT_TOOLS and _settings_file(facts):
+            must_ask = "settings file"
         if must_ask is None:
             if mode == "bypassPermissions":
                 return Allow(), "mode", None
@@ -543,6 +602,9 @@ class PermissionGate:
         why = (
             f"the rule {asked} asks for the user's approval"
             if asked is not None
+            else "a change to a settings file (they hold the permission rules) is always "
+            "approved by the user"
+            if must_ask == "settings file"
             else "the command's program is computed when it runs, so the deny rules cannot "
             "be checked against it"
         )
@@ -693,6 +755,18 @@ def _suggest_rule(facts: _Facts, workdir: Path) -> str | None:
             return None
         return text
     return facts.tool
+
+
+_SETTINGS_FILES = frozenset(
+    f"{folder}/{name}"
+    for folder in (".claude", ".forkagent")
+    for name in ("settings.json", "settings.local.json")
+)
+
+
+def _settings_file(facts: _Facts) -> bool:
+    """Whether the call touches one of the project's settings files."""
+    return any(forms[0] in _SETTINGS_FILES for forms in facts.forms)
 
 
 def _widens_a_runner(rule: Rule) -> bool:

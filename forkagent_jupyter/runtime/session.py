@@ -43,6 +43,7 @@ from .permissions import PermissionGate, PermissionMode, PermissionPolicy
 from .prompts import default_system_prompt
 from .retry import DEFAULT_STREAM_RETRIES, StreamRetry
 from .secrets import scrubbed_env
+from .settings import read_settings
 from .tasks import Task, TaskRegistry, task_description, task_snapshot
 from .tools import builtin_tools
 from .tools.agents import agent_tools
@@ -407,7 +408,16 @@ class Session:
                 if commands:  # delivered like the parent's own answers to notifications
                     self._answered(commands, await fold_turn(_replay(seen)))
 
+    async def load_settings(self) -> dict[str, Any]:
+        """Read the settings files again (on a thread) and apply their rules, default mode
+        and additional directories (`settings.py`); the rules in force, as
+        `PermissionGate.summary` gives them. Done at the start of every parent turn."""
+        read = await asyncio.to_thread(read_settings, self.workdir, self.home)
+        self.gate.apply_settings(read)
+        return self.gate.summary()
+
     async def _turn(self, texts: list[str]) -> AsyncIterator[LoopEvent]:
+        await self.load_settings()
         self.main.config = self._config()
         blocks = [{"type": "text", "text": t} for t in texts]
         listing = await asyncio.to_thread(self._agent_listing)  # reads the agent files

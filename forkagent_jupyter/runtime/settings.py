@@ -1,0 +1,164 @@
+"""Settings files, read as Claude Code reads them: permission rules, the default mode and the
+additional directories.
+
+Files, weakest first (a `.forkagent` file sits just above the `.claude` file of its level):
+`~/.claude/settings.json`, `~/.forkagent/settings.json` (user), `.claude/settings.json`,
+`.forkagent/settings.json` (project, shared), `.claude/settings.local.json`,
+`.forkagent/settings.local.json` (project, personal), the project being the session's work
+directory. `permissions.allow`, `ask`, `deny` and `additionalDirectories` add up across files;
+`permissions.defaultMode` is the strongest file's. A project file cannot turn on
+`bypassPermissions` (anyone, the model included, may have written it): that value is refused
+there and honoured only in the user's own file.
+
+What cannot be honoured (a file that is not JSON, a field of the wrong type, a rule that does
+not parse, an unknown mode, a folder that does not exist) is one refused entry naming the file
+and why; it never stops the rest. `read_settings` does blocking I/O: call it on a thread.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = ["SETTINGS_MODES", "SettingsFile", "SettingsRead", "read_settings", "settings_files"]
+
+Scope = Literal["user", "project", "local"]
+SETTINGS_MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
+MAX_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class SettingsFile:
+    path: Path
+    scope: Scope
+
+
+@dataclass
+class SettingsRead:
+    """What the settings files say, each item with the file it came from."""
+
+    rules: list[tuple[Literal["allow", "ask", "deny"], str, str]] = field(default_factory=list)
+    mode: tuple[str, str] | None = None
+    directories: list[tuple[Path, str]] = field(default_factory=list)
+    refused: list[tuple[str, str, str]] = field(default_factory=list)  # (what, source, why)
+    files: list[str] = field(default_factory=list)  # the files found
+
+
+def settings_files(workdir: Path, home: Path) -> list[SettingsFile]:
+    """The settings files of a project, weakest first (see the module doc)."""
+    out: list[SettingsFile] = []
+    for base, name, scope in (
+        (home, "settings.json", "user"),
+        (workdir, "settings.json", "project"),
+        (workdir, "settings.local.json", "local"),
+    ):
+        for folder in (".claude", ".forkagent"):
+            out.append(SettingsFile(base / folder / name, scope))  # type: ignore[arg-type]
+    return out
+
+
+def _shown(path: Path, workdir: Path, home: Path) -> str:
+    roots = sorted(((workdir, ""), (home, "~/")), key=lambda r: len(str(r[0])), reverse=True)
+    for root, label in roots:  # the closer folder names it
+        try:
+            return label + path.relative_to(root).as_posix()
+        except ValueError:
+            continue
+    return str(path)
+
+
+def _read_one(file: SettingsFile, source: str, out: SettingsRead, workdir: Path) -> None:
+    try:
+        raw = file.path.read_bytes()[: MAX_BYTES + 1]
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        out.refused.append(("the file", source, f"cannot be read ({exc.strerror or exc})"))
+        return
+    out.files.append(source)
+    if len(raw) > MAX_BYTES:
+        out.refused.append(("the file", source, "is larger than 1 MB"))
+        return
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        out.refused.append(("the file", source, f"is not JSON ({exc})"))
+        return
+    if not isinstance(data, dict):
+        out.refused.append(("the file", source, "is not a JSON object"))
+        return
+    perms = data.get("permissions", {})
+    if not isinstance(perms, dict):
+        out.refused.append(("permissions", source, "is not an object"))
+        return
+    for kind in ("allow", "ask", "deny"):
+        values = perms.get(kind, [])
+        if not isinstance(values, list):
+            out.refused.append((f"permissions.{kind}", source, "is not a list of rules"))
+            continue
+        for value in values:
+            out.rules.append((kind, value if isinstance(value, str) else repr(value), source))
+    mode = perms.get("defaultMode")
+    if mode is not None:
+        if mode not in SETTINGS_MODES:
+            out.refused.append(
+                (f"defaultMode {mode!r}", source, f"is not one of {', '.join(SETTINGS_MODES)}")
+            )
+        elif mode == "bypassPermissions" and file.scope != "user":
+            out.refused.append(
+                (
+                    "defaultMode 'bypassPermissions'",
+                    source,
+                    "a project's file cannot turn it on (set it in ~/.claude/settings.json or "
+                    "with permission_mode)",
+                )
+            )
+        else:
+            out.mode = (str(mode), source)
+    dirs = perms.get("additionalDirectories", [])
+    if not isinstance(dirs, list):
+        out.refused.append(("permissions.additionalDirectories", source, "is not a list"))
+        return
+    for entry in dirs:
+        if not isinstance(entry, str) or not entry.strip():
+            out.refused.append((f"additionalDirectories {entry!r}", source, "is not a path"))
+            continue
+        path = Path(entry).expanduser()
+        path = (path if path.is_absolute() else workdir / path).resolve()
+        if not path.is_dir():
+            out.refused.append((f"additionalDirectories {entry!r}", source, "is not a folder"))
+            continue
+        out.directories.append((path, source))
+
+
+def read_settings(workdir: Path, home: Path) -> SettingsRead:
+    """Read every settings file of the project (blocking: call it on a thread)."""
+    out = SettingsRead()
+    for file in settings_files(workdir, home):
+        _read_one(file, _shown(file.path, workdir, home), out, workdir)
+    return out
+
+
+def describe(data: dict[str, Any]) -> str:
+    """The text `%permissions` shows for `PermissionGate.summary()`."""
+    lines = [f"Permission mode: {data['mode']} ({data['mode_source']})"]
+    for kind in ("deny", "ask", "allow"):
+        rules = data[kind]
+        lines.append(f"{kind} ({len(rules)}):")
+        width = max((len(r["rule"]) for r in rules), default=0)
+        lines.extend(f"  {r['rule']:<{width}}  {r['source']}" for r in rules)
+    if data["directories"]:
+        lines.append("additional directories:")
+        lines.extend(f"  {d['path']}  {d['source']}" for d in data["directories"])
+    if data["refused"]:
+        lines.append(f"refused ({len(data['refused'])}):")
+        lines.extend(
+            f"  {r['kind']} {r['rule']}  {r['source']}: {r['reason']}" for r in data["refused"]
+        )
+    if data["files"]:
+        lines.append("settings files read: " + ", ".join(data["files"]))
+    else:
+        lines.append("no settings file found (~/.claude/settings.json, .claude/settings.json, ...)")
+    return "\n".join(lines)

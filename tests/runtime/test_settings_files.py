@@ -1,0 +1,213 @@
+"""Settings files as Claude Code reads them: user, project and local files (and their
+`.forkagent` twins), lists merged, the strongest file's defaultMode, additionalDirectories;
+what cannot be honoured is listed as refused with why. Files written here for the tests, the
+home folder a temporary one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forkagent_jupyter.emulator.brains import Reply
+from forkagent_jupyter.runtime.permissions import Allow, Deny, ScriptedPolicy
+from forkagent_jupyter.runtime.settings import describe, read_settings
+from forkagent_jupyter.runtime.tools.base import ToolContext
+from forkagent_jupyter.runtime.tools.files import ReadTool, WriteTool
+from forkagent_jupyter.runtime.tools.shell import BashTool
+
+pytestmark = pytest.mark.anyio
+
+BASH, READ, WRITE = BashTool(), ReadTool(), WriteTool()
+
+
+def write(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "home"
+    path.mkdir()
+    monkeypatch.setenv("HOME", str(path))
+    return path
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    path.mkdir()
+    return path
+
+
+def perms(**kw: Any) -> dict[str, Any]:
+    return {"permissions": kw}
+
+
+async def check(session: Any, tool: Any, **raw: Any) -> Any:
+    ctx = ToolContext(workdir=session.workdir)
+    return await session.gate.check(tool, tool.parse(raw), ctx, raw)
+
+
+async def test_files_merge_with_claude_codes_precedence(
+    make_session: Any, home: Path, project: Path
+) -> None:
+    write(home / ".claude/settings.json", perms(allow=["Bash(npm run *)"], defaultMode="plan"))
+    write(home / ".forkagent/settings.json", perms(deny=["Bash(curl:*)"]))
+    write(
+        project / ".claude/settings.json",
+        perms(allow=["Bash(make *)"], ask=["Bash(make deploy)"], defaultMode="acceptEdits"),
+    )
+    write(project / ".claude/settings.local.json", perms(deny=["Read(secrets/**)"]))
+    write(project / ".forkagent/settings.local.json", perms(defaultMode="dontAsk"))
+    session = make_session(workdir=project, home=home, permission_policy=ScriptedPolicy())
+    summary = await session.load_settings()
+    assert summary["mode"] == "dontAsk"  # the strongest file's
+    assert summary["mode_source"] == ".forkagent/settings.local.json"
+    assert summary["allow"] == [
+        {"rule": "Bash(npm run *)", "source": "~/.claude/settings.json"},
+        {"rule": "Bash(make *)", "source": ".claude/settings.json"},
+    ]
+    assert summary["ask"] == [{"rule": "Bash(make deploy)", "source": ".claude/settings.json"}]
+    assert [d["rule"] for d in summary["deny"]] == ["Bash(curl:*)", "Read(secrets/**)"]
+    assert len(summary["files"]) == 5 and summary["refused"] == []
+    # the rules decide: allow, ask (refused without asking in dontAsk), deny, and nothing else
+    assert isinstance(await check(session, BASH, command="make test"), Allow)
+    assert isinstance(await check(session, BASH, command="make deploy"), Deny)
+    assert isinstance(await check(session, BASH, command="curl x | sh"), Deny)
+    assert isinstance(await check(session, BASH, command="ls"), Deny)
+    assert session.gate.policy.requests == []
+
+
+async def test_what_cannot_be_honoured_is_refused_with_why_and_the_rest_loads(
+    make_session: Any, home: Path, project: Path
+) -> None:
+    write(home / ".claude/settings.json", "{not json")
+    write(
+        project / ".claude/settings.json",
+        perms(
+            allow=["Bash()", "bash", "Bash(git status:*)", 7],
+            deny="Bash(rm:*)",
+            ask=["Shell(x)"],
+            defaultMode="bypassPermissions",
+            additionalDirectories=["../missing", "../data", ""],
+        ),
+    )
+    write(project / ".claude/settings.local.json", perms(defaultMode="yolo"))
+    (project.parent / "data").mkdir()
+    session = make_session(workdir=project, home=home)
+    summary = await session.load_settings()
+    refused = {(r["rule"], r["source"]): r["reason"] for r in summary["refused"]}
+    assert "is not JSON" in refused[("the file", "~/.claude/settings.json")]
+    assert "empty spec" in refused[("Bash()", ".claude/settings.json")]
+    assert "did you mean Bash" in refused[("bash", ".claude/settings.json")]
+    assert "7" in {r for r, _ in refused}
+    assert "is not a list" in refused[("permissions.deny", ".claude/settings.json")]
+    assert "names no tool" in refused[("Shell(x)", ".claude/settings.json")]
+    assert (
+        "cannot turn it on" in refused[("defaultMode 'bypassPermissions'", ".claude/settings.json")]
+    )
+    assert "not one of" in refused[("defaultMode 'yolo'", ".claude/settings.local.json")]
+    assert (
+        "is not a folder"
+        in refused[("additionalDirectories '../missing'", ".claude/settings.json")]
+    )
+    assert summary["allow"] == [{"rule": "Bash(git status:*)", "source": ".claude/settings.json"}]
+    assert summary["mode"] == "default"
+    assert summary["directories"] == [
+        {"path": str((project.parent / "data").resolve()), "source": ".claude/settings.json"}
+    ]
+    text = describe(summary)
+    assert "refused (" in text and "Bash(git status:*)  .claude/settings.json" in text
+
+
+async def test_bypass_from_the_users_own_file_and_deny_still_holds(
+    make_session: Any, home: Path, project: Path
+) -> None:
+    write(
+        home / ".claude/settings.json",
+        perms(defaultMode="bypassPermissions", deny=["Bash(rm:*)", "WebSearch"]),
+    )
+    session = make_session(workdir=project, home=home, permission_policy=None)
+    await session.load_settings()
+    assert session.gate.mode == "bypassPermissions"
+    assert isinstance(await check(session, BASH, command="touch x"), Allow)
+    assert isinstance(await check(session, BASH, command="env -i rm -rf .."), Deny)
+
+
+async def test_a_mode_given_to_the_session_wins_over_the_files(
+    make_session: Any, home: Path, project: Path
+) -> None:
+    write(project / ".claude/settings.json", perms(defaultMode="acceptEdits"))
+    planning = make_session(workdir=project, home=home, permission_mode="plan")
+    await planning.load_settings()
+    assert planning.gate.mode == "plan"
+    default = make_session(workdir=project, home=home)
+    await default.load_settings()
+    assert default.gate.mode == "acceptEdits"
+    default.gate.mode = "default"  # set by hand: the files no longer decide
+    await default.load_settings()
+    assert default.gate.mode == "default"
+
+
+async def test_additional_directories_widen_where_tools_may_go(
+    make_session: Any, home: Path, project: Path, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "x.csv").write_text("a,b\n")
+    session = make_session(workdir=project, home=home)
+    assert isinstance(await check(session, READ, file_path=str(data / "x.csv")), Deny)
+    write(project / ".claude/settings.json", perms(additionalDirectories=[str(data)]))
+    await session.load_settings()
+    assert isinstance(await check(session, READ, file_path=str(data / "x.csv")), Allow)
+    assert isinstance(await check(session, READ, file_path=str(tmp_path / "other")), Deny)
+
+
+async def test_files_are_read_again_each_turn_and_edits_to_them_are_always_asked(
+    emulator: Any, make_session: Any, home: Path, project: Path
+) -> None:
+    policy = ScriptedPolicy(default=Deny("not that"))
+    session = make_session(
+        workdir=project, home=home, permission_policy=policy, permission_mode="bypassPermissions"
+    )
+    emulator.script(
+        Reply(({"type": "tool_use", "name": "Bash", "input": {"command": "echo one"}},)),
+        Reply.text("ok"),
+        Reply(({"type": "tool_use", "name": "Bash", "input": {"command": "echo two"}},)),
+        Reply.text("ok"),
+        Reply(
+            (
+                {
+                    "type": "tool_use",
+                    "name": "Write",
+                    "input": {
+                        "file_path": ".claude/settings.local.json",
+                        "content": '{"permissions": {"allow": ["Bash"]}}',
+                    },
+                },
+            )
+        ),
+        Reply.text("ok"),
+    )
+    first = await session.ask("one")
+    assert not first.tool_calls[0].is_error
+    write(project / ".claude/settings.json", perms(deny=["Bash(echo:*)"]))
+    second = await session.ask("two")  # the new file holds from the next turn
+    assert second.tool_calls[0].is_error and "Bash(echo:*)" in second.tool_calls[0].result
+    third = await session.ask("widen your rights")
+    assert third.tool_calls[0].is_error and third.tool_calls[0].result == "not that"
+    assert [r.tool_name for r in policy.requests] == ["Write"]  # asked even in bypass
+    assert not (project / ".claude/settings.local.json").exists()
+
+
+def test_settings_are_read_as_text_files_only(home: Path, project: Path) -> None:
+    write(project / ".claude/settings.json", perms(allow=["Bash(ls)"]))
+    (home / ".claude").mkdir()
+    (home / ".claude" / "settings.json").mkdir()  # a folder where a file should be
+    read = read_settings(project, home)
+    assert read.rules == [("allow", "Bash(ls)", ".claude/settings.json")]
+    assert [what for what, _, _ in read.refused] == ["the file"]
