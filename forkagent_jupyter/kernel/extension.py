@@ -630,7 +630,37 @@ def load(shell: Any) -> KernelAgent | None:
         return None
     agent = KernelAgent(shell)
     agent.install()
+    print(loaded_line(agent.settings), file=sys.stderr)
     return agent
+
+
+def loaded_line(settings: ForkAgent) -> str:
+    """What `%load_ext` says: the model and backend the first turn will use (as the settings
+    and the environment say now; `%config ForkAgent.model = ...` can still change them)."""
+    import os
+
+    from ..runtime import backends
+    from ..runtime.credentials import anthropic_client
+    from ..runtime.errors import ConfigError
+    from ..runtime.model import default_model_name
+
+    model = settings.model or default_model_name()
+    backend = settings.backend or os.environ.get("FORKAGENT_BACKEND") or ""
+    if not backend:
+        try:
+            backend = "anthropic" if anthropic_client() is not None else ""
+        except ConfigError:
+            backend = "anthropic"  # a profile that does not load: the first turn says why
+    if backend in ("", "offline"):
+        backends.mark_offline_announced()  # said here: not again at the first turn
+        why = "no Anthropic credentials found; " if not backend else ""
+        return (
+            f"forkagent: loaded; {why}the offline model (deterministic, no network): it runs "
+            "the ```python blocks and `py: ...` snippets of a prompt or directive, forks each "
+            "`fork: ...` line and reports the output; it does not reason. Set "
+            f"ANTHROPIC_API_KEY for Claude ({model})."
+        )
+    return f"forkagent: loaded; model {model} on the {backend} backend."
 
 
 def unload(shell: Any) -> None:

@@ -25,7 +25,7 @@ from .model import AnthropicModel, ModelClient
 from .offline import OFFLINE_NOTICE, OfflineModel
 from .secrets import redact, register_holder, register_secret
 
-__all__ = ["BACKENDS", "Backend", "Selection", "select_backend"]
+__all__ = ["BACKENDS", "Backend", "Selection", "mark_offline_announced", "select_backend"]
 
 Backend = Literal["anthropic", "bedrock", "vertex", "foundry", "offline"]
 BACKENDS: tuple[Backend, ...] = get_args(Backend)
@@ -39,6 +39,12 @@ class Selection:
     client: ModelClient
     no_credentials: bool = False
     """True when nothing was asked for and the SDK found no credential: offline by default."""
+
+
+def mark_offline_announced() -> None:
+    """The offline choice was said already (by `%load_ext`): the notice is not repeated."""
+    global _announced
+    _announced = True
 
 
 def _announce_offline() -> None:

@@ -53,7 +53,23 @@ def test_every_notebook_has_a_papermill_parameters_cell() -> None:
         tagged = [c for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])]
         assert len(tagged) == 1, path.name
         source = "".join(tagged[0]["source"])
-        assert "max_cost_usd = None" in source and 'model = ""' in source, path.name
+        assert 'max_cost_usd: "Optional[float]" = None' in source, path.name
+        assert 'model: str = ""' in source, path.name
+
+
+def test_papermill_reads_every_parameter(caplog: pytest.LogCaptureFixture) -> None:
+    """papermill's own parser (`papermill --help-notebook`) finds every name the parameters
+    cell assigns, with its type and help, and warns about no line."""
+    papermill = pytest.importorskip("papermill")
+    for path in NOTEBOOKS.glob("*.ipynb"):
+        cells = json.loads(path.read_text())["cells"]
+        [cell] = [c for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+        assigned = re.findall(r"^(\w+)\s*[:=]", "".join(cell["source"]), re.MULTILINE)
+        caplog.clear()
+        found = papermill.inspect_notebook(str(path))
+        assert list(found) == assigned, path.name
+        assert all(p["inferred_type_name"] != "None" and p["help"] for p in found.values())
+        assert "Unable to parse" not in caplog.text, caplog.text
 
 
 def _with_parameters(name: str, **values: object) -> nbformat.NotebookNode:
@@ -75,6 +91,7 @@ def test_fan_out(run_notebook: RunNotebook) -> None:
     # the parent ran its inspection through the Python tool, in the kernel
     inspect = ran.text("%%agent\n`df`")
     assert "**Python**" in inspect and "(344, 8)" in inspect
+    assert "\\n" not in inspect  # the summary table printed, not a string's repr
     assert "cache write" in inspect
     # four live cards in the fork cell, all finished
     cards = ran.cards("%fork")

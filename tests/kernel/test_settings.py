@@ -251,3 +251,16 @@ def test_magic_help_and_bad_names(kernel: Kernel) -> None:
     assert kernel.value(f"len({SESSION}.tasks)") == 1
     stopped = kernel.execute("%stop w")
     assert stopped.status == "ok" and "stopping w" in stopped.texts()
+
+
+def test_load_ext_says_which_model(kernel: Kernel) -> None:
+    kernel.execute("%unload_ext forkagent_jupyter")
+    claude = kernel.execute("%load_ext forkagent_jupyter")
+    assert "forkagent: loaded; model claude-" in claude.texts()
+    assert "on the anthropic backend" in claude.texts()
+    kernel.execute("import os; os.environ['FORKAGENT_BACKEND'] = 'offline'")
+    kernel.execute("%unload_ext forkagent_jupyter")
+    offline = kernel.execute("%load_ext forkagent_jupyter")
+    assert "forkagent: loaded; the offline model (deterministic, no network)" in offline.texts()
+    assert offline.texts().count("\n") <= 1  # one line
+    assert kernel.execute("%%agent\nHi.").status == "ok"
