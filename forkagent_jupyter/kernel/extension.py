@@ -66,6 +66,20 @@ class ForkAgent(CheckedSettings):
     auto_respond = Bool(
         True, help="Let the parent answer workers' notifications as they arrive."
     ).tag(config=True)
+    forking = Bool(
+        True,
+        help="An Agent call without subagent_type forks the conversation, and every agent "
+        "the model starts runs in the background (its result comes as a notification). "
+        "False: such a call starts the general-purpose agent, and a named agent answers in "
+        "the call unless the call or its definition asks for the background.",
+    ).tag(config=True)
+    auto_background_after = Float(
+        120.0,
+        allow_none=True,
+        min=0.0,
+        help="Seconds the model waits for a synchronous agent (forking = False) before the "
+        "agent moves to the background by itself (0 or None: no limit).",
+    ).tag(config=True)
     approval_timeout = Float(
         600.0, help="Seconds an approval waits for an answer before it counts as a denial."
     ).tag(config=True, above=0)
@@ -203,6 +217,10 @@ class KernelAgent:
             pass  # read by the approval card at each request (approvals.py)
         elif name == "auto_respond":
             session.auto_respond = value
+        elif name == "forking":
+            session.forking = value
+        elif name == "auto_background_after":
+            session.auto_background_after = value
         elif name == "cache_ttl":
             session.cache_ttl = value
         elif name == "model":

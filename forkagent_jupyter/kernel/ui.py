@@ -92,6 +92,8 @@ class KernelUI:
             permission_policy=WidgetPolicy(self),
             workdir=self.workdir,
             auto_respond=s.auto_respond,
+            forking=s.forking,
+            auto_background_after=s.auto_background_after,
             approval_timeout=None,  # one clock: the approval card's (approvals.py)
             namespace=self.agent.shell.user_ns,
             cache_ttl=s.cache_ttl,

@@ -46,10 +46,10 @@ from .secrets import scrubbed_env
 from .settings import read_settings
 from .tasks import Task, TaskRegistry, task_description, task_snapshot
 from .tools import builtin_tools
-from .tools.agents import agent_tools
+from .tools.agents import AgentTool, agent_tool, agent_tools
 from .tools.base import Tool, ToolContext, ToolSet
 from .transcripts import AgentMeta, TranscriptStore
-from .workers import AgentRun, Workers
+from .workers import AUTO_BACKGROUND_AFTER, AgentRun, Workers
 
 __all__ = ["STOPPED_BY_USER", "AutoTurn", "Backend", "Session", "ToolCall", "Turn"]
 
@@ -123,6 +123,7 @@ class Session:
         max_tokens: int = 8192,
         cache_ttl: CacheTTL = "5m",
         forking: bool = True,
+        auto_background_after: float | None = AUTO_BACKGROUND_AFTER,
         stagger_forks: bool = True,
         client: ModelClient | None = None,
         home: str | os.PathLike[str] | None = None,
@@ -162,7 +163,6 @@ class Session:
             raise ConfigError(f"workdir {str(self.workdir)!r} is not a directory.")
         self.home = Path(home).resolve() if home is not None else Path.home()
         self.auto_respond = auto_respond
-        self.forking = forking
         self.namespace: dict[str, Any] = namespace if namespace is not None else {}
         self.compute = ComputePlane(
             self.namespace, worker_namespace=worker_namespace, max_workers=max_workers
@@ -175,7 +175,7 @@ class Session:
             ask=list(ask),
             approval_timeout=approval_timeout,
         )
-        self.tools = ToolSet([*builtin_tools(), *agent_tools()] if tools is None else tools)
+        self.tools = ToolSet([*builtin_tools(), *agent_tools(forking)] if tools is None else tools)
         self.system_prompt = system_prompt or default_system_prompt(self.workdir)
         self.max_turns = max_turns
         self.max_tokens = max_tokens
@@ -201,7 +201,9 @@ class Session:
             stagger=stagger_forks,
             forking=forking,
             store=self.store,
+            auto_background_after=auto_background_after,
         )
+        self.forking = forking  # the Agent tool that matches
         self.main = AgentRun("main", self._config(), [], LoopState())
         self.main.config.ctx.services["agent_run"] = self.main
         self.workers.main = self.main
@@ -272,6 +274,34 @@ class Session:
         if hasattr(self, "main"):
             ctx.services["agent_run"] = self.main
         return config
+
+    @property
+    def forking(self) -> bool:
+        """Whether an Agent call without subagent_type forks the caller (on: every agent the
+        model starts runs in the background and the Agent tool does not offer
+        run_in_background) or starts the general-purpose agent (off: a named agent answers
+        in the call unless asked or defined to run in the background). From the next request
+        on; the changed tool definition is a new prompt-cache prefix."""
+        return bool(self.workers.forking)
+
+    @forking.setter
+    def forking(self, value: bool) -> None:
+        self.workers.forking = bool(value)
+        current = self.tools.get("Agent")
+        if isinstance(current, AgentTool) and current.forking != bool(value):
+            self.tools.replace(agent_tool(bool(value)))
+
+    @property
+    def auto_background_after(self) -> float | None:
+        """Seconds the model waits for a synchronous agent (forking off) before the agent
+        moves to the background by itself (None or 0: no limit); live."""
+        return self.workers.auto_background_after
+
+    @auto_background_after.setter
+    def auto_background_after(self, value: float | None) -> None:
+        if value is not None and (isinstance(value, bool) or value < 0):
+            raise UsageError(f"auto_background_after must be 0 or more seconds; got {value!r}.")
+        self.workers.auto_background_after = value
 
     @property
     def stream_retries(self) -> int:
@@ -367,7 +397,8 @@ class Session:
             model=resolve_model(chosen, base.model, definition.permissionMode) or base.model,
             system=[{"type": "text", "text": definition.prompt or self.system_prompt}],
             tools=tools,
-            gate=base.gate.for_worker(agent_id, mode=definition.permissionMode),
+            # no permissionMode: acceptEdits, the reference's default for named agents
+            gate=base.gate.for_worker(agent_id, mode=definition.permissionMode or "acceptEdits"),
             ctx=replace(
                 base.ctx,
                 agent_id=agent_id,

@@ -63,6 +63,7 @@ __all__ = ["AgentRun", "ForkRefusedError", "Workers", "new_agent_id"]
 log = logging.getLogger(__name__)
 
 FORK_MAX_TURNS = 200
+AUTO_BACKGROUND_AFTER = 120.0  # seconds a synchronous agent is waited for
 LEADER_WAIT_SECONDS = 60.0
 MESSAGE_PREFIX = "Message from the agent that started you:"
 
@@ -163,11 +164,15 @@ class Workers:
         stagger: bool = True,
         forking: bool = True,
         store: TranscriptStore | None = None,
+        auto_background_after: float | None = AUTO_BACKGROUND_AFTER,
     ) -> None:
         self.store = store
         self.main: AgentRun | None = None
         self.stagger = stagger
         self.forking = forking
+        self.auto_background_after = auto_background_after
+        """Seconds a caller waits for a synchronous agent before it moves to the background
+        (None or 0: no limit)."""
         self.registry = registry
         self.queue = queue
         self._definitions = definitions
@@ -321,7 +326,7 @@ class Workers:
         if worktree is None:
             return
         cls._place(run, worktree)
-        notice = worktree_notice(worktree.parent_workdir, worktree.workdir)
+        notice = worktree_notice(worktree.parent_workdir, worktree.workdir, inherited=run.is_fork)
         append_message(run.history, {"role": "user", "content": [{"type": "text", "text": notice}]})
 
     def _record(self, run: AgentRun, inherits: str | None, shared: int) -> None:

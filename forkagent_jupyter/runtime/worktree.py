@@ -248,8 +248,18 @@ def translate_path(
     return candidate
 
 
-def worktree_notice(parent_workdir: Path, worktree_workdir: Path) -> str:
-    """What an agent started in a worktree is told about it (its own user message)."""
+def worktree_notice(parent_workdir: Path, worktree_workdir: Path, *, inherited: bool = True) -> str:
+    """What an agent started in a worktree is told about it (its own user message). A fork
+    (`inherited`) is told that paths in the conversation it inherited are the parent's; a
+    named agent, which inherited nothing, only where it works."""
+    if not inherited:
+        return (
+            f"About your working directory: you run in an isolated git worktree at "
+            f"{worktree_workdir}, a separate checkout of the repository at {parent_workdir} "
+            "with the same layout. Work on the files under your worktree: everything you "
+            "change stays there, and the files at the repository's own location are left "
+            "untouched."
+        )
     return (
         "About your working directory: you inherited the conversation above from a parent "
         f"agent whose working directory is {parent_workdir} but you do not work there. You "

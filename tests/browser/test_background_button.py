@@ -18,7 +18,8 @@ from .conftest import run_cell as _run
 
 NAME = "background.ipynb"
 SOURCES = [
-    "%load_ext forkagent_jupyter\n%config ForkAgent.permission_mode = 'bypassPermissions'",
+    "%load_ext forkagent_jupyter\n%config ForkAgent.permission_mode = 'bypassPermissions'\n"
+    "%config ForkAgent.forking = False",
     "%%agent\nCHECK the numbers",
 ]
 CALL = {

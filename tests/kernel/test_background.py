@@ -36,6 +36,7 @@ def test_the_card_button_moves_a_waiting_agent_to_the_background(
     )
     emulator.brain = brain
     kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    kernel.execute("%config ForkAgent.forking = False")  # named agents answer in the call
     kernel.execute(
         "WAIT_FOR_GO = \"import os, time\\nwhile not os.path.exists('go'): time.sleep(0.05)\""
     )

@@ -65,14 +65,14 @@ async def test_the_listing_is_in_the_conversation_shared_by_forks_and_cache_stab
     assert all(LISTING not in block.get("text", "") for block in last)
 
 
-async def test_a_named_agent_answers_in_the_same_turn_by_default(
+async def test_without_forking_a_named_agent_answers_in_the_same_turn_by_default(
     emulator: Any, make_session: Any, tmp_path: Path
 ) -> None:
     _define(tmp_path, "checker", "description: Checks numbers")
     brain = ScriptedBrain(when_empty=OfflineBrain())
     brain.when_last_user_contains("CHECK", _agent_call("checker", "check `py: 6 * 7`"), times=1)
     emulator.brain = brain
-    session = make_session(auto_respond=False)
+    session = make_session(auto_respond=False, forking=False)
     turn = await session.ask("CHECK the numbers")
     [call] = turn.tool_calls
     assert not call.is_error and "42" in call.result
@@ -106,7 +106,7 @@ async def test_a_failed_synchronous_agent_is_reported_once(
     brain.when_last_user_contains("CHECK", _agent_call("checker", "fail please"), times=1)
     brain.when_last_user_contains("fail please", Reply.text(""), times=1)  # no text: fails
     emulator.brain = brain
-    session = make_session(auto_respond=False)
+    session = make_session(auto_respond=False, forking=False)
     turn = await session.ask("CHECK the numbers")
     [call] = turn.tool_calls
     assert call.is_error and "failed" in call.result

@@ -131,10 +131,15 @@ async def test_a_worktree_agents_edits_are_previewed_in_its_worktree(
     (repo / "notes.txt").write_text("x = 1\ny = 1\n")
     git(repo, "add", ".")
     git(repo, "commit", "-qm", "notes")
+    agents = tmp_path / "home" / ".forkagent" / "agents"  # an agent that asks before it edits
+    agents.mkdir(parents=True)
+    (agents / "editor.md").write_text(
+        "---\ndescription: edits\npermissionMode: default\n---\nEdit.\n"
+    )
     start = {
         "description": "edit in isolation",
         "prompt": "change the notes",
-        "subagent_type": "general-purpose",
+        "subagent_type": "editor",
         "isolation": "worktree",
         "run_in_background": True,
     }
@@ -152,7 +157,8 @@ async def test_a_worktree_agents_edits_are_previewed_in_its_worktree(
     emulator.brain = brain
     policy = ScriptedPolicy(default=Allow())
     session = make_session(workdir=repo, auto_respond=False, permission_policy=policy)
-    await session.ask("ISOLATE please")
+    turn = await session.ask("ISOLATE please")
+    assert not turn.tool_calls[0].is_error, turn.tool_calls[0].result
     [task] = await session.wait(timeout=30)
     assert task.status == "completed" and task.worktree_path, task.error
     first, second = [r for r in policy.requests if r.tool_name == "Edit"]

@@ -50,7 +50,7 @@ async def test_a_failed_synchronous_named_agent_is_reported_once(
 
     brain.add_rule(delegate, agent_call("general-purpose", "check it"), times=1)
     emulator.brain = brain
-    session = make_session(auto_respond=False)
+    session = make_session(auto_respond=False, forking=False)
     turn = await session.ask("DELEGATE please")
     [call] = turn.tool_calls
     assert call.is_error and "failed" in call.result and "boom" in call.result

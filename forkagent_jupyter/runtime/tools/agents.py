@@ -8,6 +8,7 @@ import asyncio
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from ..errors import ConfigError, UsageError
 from ..fork import FORK_RECURSION_ERROR
@@ -15,7 +16,15 @@ from ..tasks import Task
 from ..worktree import Worktree, create_worktree
 from .base import Tool, ToolContext, ToolError
 
-__all__ = ["AgentTool", "SendMessageTool", "TaskOutputTool", "TaskStopTool", "agent_tools"]
+__all__ = [
+    "AgentTool",
+    "SendMessageTool",
+    "SyncAgentTool",
+    "TaskOutputTool",
+    "TaskStopTool",
+    "agent_tool",
+    "agent_tools",
+]
 
 
 def new_agent_id() -> str:
@@ -101,12 +110,9 @@ class AgentInput(BaseModel):
     model: str | None = Field(
         default=None, description="Model for a named agent (forks always use yours)."
     )
-    run_in_background: bool | None = Field(
-        default=None,
-        description="For a named agent: true runs it in the background (its result comes "
-        "later as a <task-notification>); by default you wait for its answer here, unless "
-        "its definition says it runs in the background. Forks always run in the background.",
-    )
+    # not offered while forking is on (every agent then runs in the background), and
+    # ignored if sent anyway; `SyncAgentInput` offers it
+    run_in_background: SkipJsonSchema[bool | None] = None
     name: str | None = Field(
         default=None, description="A name to address the agent with in SendMessage."
     )
@@ -121,18 +127,34 @@ class AgentInput(BaseModel):
     )
 
 
+class SyncAgentInput(AgentInput):
+    """The Agent tool's input when forking is off: the caller chooses background or not."""
+
+    prompt: str = Field(description="The task, with everything the agent needs to know.")
+    fork_turns: SkipJsonSchema[int | None] = None  # refused with a subagent_type (no forks)
+    run_in_background: bool | None = Field(
+        default=None,
+        description="true runs the agent in the background (its result comes later as a "
+        "<task-notification>); by default you wait for its answer here, unless its "
+        "definition says it runs in the background.",
+    )
+
+
 class AgentTool(Tool[AgentInput]):
+    """The Agent tool of a session with forking on: every agent it starts, fork or named,
+    runs in the background and reports back in a notification."""
+
     name = "Agent"
     description = (
-        "Start another agent. Without subagent_type it forks you: a background worker that "
-        "inherits this whole conversation and carries out one directive - use several in one "
-        "message to work on independent parts in parallel; each result comes back later as a "
-        "<task-notification> message. With subagent_type (one of the available agent types "
-        "listed in the conversation) it starts that named agent with only your prompt as "
-        "context; you wait for its answer, which is this call's result, unless "
-        "run_in_background is true or the agent type runs in the background."
+        "Start another agent in the background. Without subagent_type it forks you: a worker "
+        "that inherits this whole conversation and carries out one directive - use several "
+        "in one message to work on independent parts in parallel. With subagent_type (one of "
+        "the available agent types listed in the conversation) it starts that named agent "
+        "with only your prompt as context. Either way the call returns at once and the "
+        "agent's result comes back later as a <task-notification> message."
     )
     input_model = AgentInput
+    forking = True
     concurrency_safe = True  # several agents start (or are waited for) side by side
     needs_approval = False
     allowed_in_plan = True  # its workers inherit plan mode
@@ -155,7 +177,8 @@ class AgentTool(Tool[AgentInput]):
                 "fork_turns applies to forks only (no subagent_type): a named agent starts "
                 "with nothing but your prompt. Drop one of the two."
             )
-        if agent_type is None and not workers.forking:
+        forking = bool(workers.forking)
+        if agent_type is None and not forking:
             agent_type = "general-purpose"
         agent_id = new_agent_id()
         definition = None if agent_type is None else await workers.definition(agent_type)
@@ -198,32 +221,79 @@ class AgentTool(Tool[AgentInput]):
             if isinstance(exc, (UsageError, ConfigError)):
                 raise ToolError(str(exc)) from None
             raise
-        # a named agent runs while the caller waits, unless asked or defined to run apart
-        background = args.run_in_background
-        if background is None:
-            background = bool(definition and definition.background)
+        # With forking on every agent runs in the background. Without, a named agent runs
+        # while the caller waits, unless the call or its definition asks for the background.
+        background = (
+            forking or bool(args.run_in_background) or bool(definition and definition.background)
+        )
         task = workers.start(run)
         if background:
             return launched_text(task)
-        task.foreground = True
-        workers.registry.changed(task)
-        ended = asyncio.ensure_future(task.ended())
-        moved = asyncio.ensure_future(run.to_background.wait())
-        try:
-            await asyncio.wait({ended, moved}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            ended.cancel()
-            moved.cancel()
-            task.foreground = False
-        if not task.done:  # moved to the background: its notification will report it
+        return await _wait_for(workers, run, task)
+
+
+async def _wait_for(workers: Any, run: Any, task: Task) -> str:
+    """A synchronous agent's answer as the call's result. It moves to the background (its
+    result then comes as a notification) when the user asks or after
+    `workers.auto_background_after` seconds; it is stopped with the caller's turn."""
+    task.foreground = True
+    workers.registry.changed(task)
+    ended = asyncio.ensure_future(task.ended())
+    moved = asyncio.ensure_future(run.to_background.wait())
+    limit = workers.auto_background_after
+    try:
+        await asyncio.wait(
+            {ended, moved},
+            timeout=limit if limit is not None and limit > 0 else None,
+            return_when=asyncio.FIRST_COMPLETED,
+        )
+    except asyncio.CancelledError:
+        # the caller's turn was interrupted: its agent stops with it, and reports to no one
+        # (the caller never learnt its id)
+        if not task.done:
+            workers.registry.suppress(task)
+            workers.kill(task.id, "the turn that started it was interrupted")
+        raise
+    finally:
+        ended.cancel()
+        moved.cancel()
+        task.foreground = False
+    if not task.done:
+        if run.to_background.is_set():  # the user moved it: its notification reports it
             return moved_text(task)
-        # reported here, as this call's result, and only here: its notification is never
-        # enqueued (suppressed before its clean-up ends); then wait for that clean-up
-        workers.registry.suppress(task)
-        await task.wait()
-        if task.status != "completed":
-            raise ToolError(f"Agent {task.id} {task.status}: {task.error or task.result or ''}")
-        return finished_text(task)
+        run.to_background.set()  # ran too long to wait for: it goes on in the background
+        workers.registry.changed(task)
+        return launched_text(task)
+    # reported here, as this call's result, and only here: its notification is never
+    # enqueued (suppressed before its clean-up ends); then wait for that clean-up
+    workers.registry.suppress(task)
+    await task.wait()
+    if task.status != "completed":
+        what = f"Agent {task.id} {task.status}: {task.error or 'no reason given'}"
+        if task.result:  # the text it wrote before it failed
+            what += f"\n\nIts partial result:\n{task.result}"
+        raise ToolError(what)
+    return finished_text(task)
+
+
+class SyncAgentTool(AgentTool):
+    """The Agent tool of a session with forking off: a named agent answers in the call
+    unless it is asked (or defined) to run in the background."""
+
+    description = (
+        "Start a named agent: subagent_type is one of the available agent types listed in "
+        "the conversation (without it: general-purpose); it starts with only your prompt as "
+        "context. You wait for its answer, which is this call's result, unless "
+        "run_in_background is true or the agent type runs in the background (its result "
+        "then comes back later as a <task-notification> message)."
+    )
+    input_model = SyncAgentInput
+    forking = False
+
+
+def agent_tool(forking: bool) -> AgentTool:
+    """The Agent tool for a session with forking on or off."""
+    return AgentTool() if forking else SyncAgentTool()
 
 
 class SendMessageInput(BaseModel):
@@ -331,5 +401,5 @@ class TaskOutputTool(Tool[TaskOutputInput]):
         return "\n\n".join(parts)
 
 
-def agent_tools() -> list[Tool[Any]]:
-    return [AgentTool(), SendMessageTool(), TaskStopTool(), TaskOutputTool()]
+def agent_tools(forking: bool = True) -> list[Tool[Any]]:
+    return [agent_tool(forking), SendMessageTool(), TaskStopTool(), TaskOutputTool()]

@@ -197,6 +197,13 @@ class ToolSet:
         self._tools[tool.name] = tool
         self._specs = None
 
+    def replace(self, tool: Tool[Any]) -> None:
+        """Put `tool` in place of the tool of the same name (same position)."""
+        if tool.name not in self._tools:
+            raise ValueError(f"no tool named {tool.name!r} to replace")
+        self._tools[tool.name] = tool
+        self._specs = None
+
     def get(self, name: str) -> Tool[Any] | None:
         return self._tools.get(name)
 
