@@ -76,10 +76,9 @@ class ForkAgent(CheckedSettings):
     auto_background_after = Float(
         120.0,
         allow_none=True,
-        min=0.0,
         help="Seconds the model waits for a synchronous agent (forking = False) before the "
         "agent moves to the background by itself (0 or None: no limit).",
-    ).tag(config=True)
+    ).tag(config=True, minimum=0)
     approval_timeout = Float(
         600.0, help="Seconds an approval waits for an answer before it counts as a denial."
     ).tag(config=True, above=0)

@@ -268,7 +268,9 @@ class _Facts:
     root: Path  # the work directory (real): where `/path` rules start
 
 
-def _worker_mode(session: PermissionMode, asked: PermissionMode | None) -> PermissionMode:
+def _worker_mode(
+    session: PermissionMode, asked: PermissionMode | None, unset: PermissionMode = "bubble"
+) -> PermissionMode:
     """A worker's mode, from its session's and the one its definition (an agent file, which
     the model may have written) asks for. A definition may narrow what the session allows and
     may use `acceptEdits`; it never widens past the session:
@@ -278,11 +280,12 @@ def _worker_mode(session: PermissionMode, asked: PermissionMode | None) -> Permi
       (but `dontAsk`: a session that asks nobody stays so);
     - `acceptEdits` is honoured;
     - `bypassPermissions` holds only while the session itself bypasses; otherwise, as every
-      value not named here, the worker takes the session's mode (`bubble` for `default`).
+      value not named here, the worker takes the session's mode (`unset` for `default`:
+      `bubble` for a fork, `acceptEdits` for a named agent whose definition names no mode).
     """
     if "plan" in (session, asked):
         return "plan"
-    inherited: PermissionMode = "bubble" if session == "default" else session
+    inherited: PermissionMode = unset if session == "default" else session
     if session == "dontAsk" and asked in (None, "default", "bubble"):
         return "dontAsk"  # nobody is asked in this session
     if asked in ("default", "bubble"):
@@ -318,6 +321,7 @@ class PermissionGate:
         self._approval_timeout = approval_timeout
         self._parent: PermissionGate | None = None  # a worker's gate follows its session's
         self._asked_mode: PermissionMode | None = None
+        self._unset_mode: PermissionMode = "bubble"
         self.recorder: Callable[[dict[str, Any]], None] | None = None
         """Called with each decision (the runtime writes them to the agent's transcript)."""
         self.rules = rules if rules is not None else RuleBook()
@@ -331,7 +335,7 @@ class PermissionGate:
         call, so a change there (`plan`, to stop all writing) reaches running workers."""
         if self._parent is None:
             return self._mode
-        return _worker_mode(self._parent.mode, self._asked_mode)
+        return _worker_mode(self._parent.mode, self._asked_mode, self._unset_mode)
 
     @mode.setter
     def mode(self, value: PermissionMode) -> None:
@@ -409,17 +413,21 @@ class PermissionGate:
             return specs
         return [s for s in specs if not self.hides(str(s.get("name")))]
 
-    def for_worker(self, task_id: str, mode: PermissionMode | None = None) -> PermissionGate:
+    def for_worker(
+        self, task_id: str, mode: PermissionMode | None = None, unset: PermissionMode = "bubble"
+    ) -> PermissionGate:
         """A worker's gate, sharing this gate's rules and log; its mode and approval timeout
-        follow this gate's as they change (see `_worker_mode`)."""
+        follow this gate's as they change (see `_worker_mode`; `unset`: the mode of a worker
+        that asks for none while the session is in `default`)."""
         gate = PermissionGate(
-            mode=_worker_mode(self.mode, mode),
+            mode=_worker_mode(self.mode, mode, unset),
             policy=self.policy,
             task_id=task_id,
             rules=self.rules,
         )
         gate._parent = self
         gate._asked_mode = mode
+        gate._unset_mode = unset
         return gate
 
     # -- deciding ------------------------------------------------------------------------

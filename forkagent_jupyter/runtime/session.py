@@ -397,8 +397,10 @@ class Session:
             model=resolve_model(chosen, base.model, definition.permissionMode) or base.model,
             system=[{"type": "text", "text": definition.prompt or self.system_prompt}],
             tools=tools,
-            # no permissionMode: acceptEdits, the reference's default for named agents
-            gate=base.gate.for_worker(agent_id, mode=definition.permissionMode or "acceptEdits"),
+            # no permissionMode: acceptEdits in a default session, as in the reference
+            gate=base.gate.for_worker(
+                agent_id, mode=definition.permissionMode, unset="acceptEdits"
+            ),
             ctx=replace(
                 base.ctx,
                 agent_id=agent_id,

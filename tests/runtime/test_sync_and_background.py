@@ -201,3 +201,19 @@ async def test_a_named_agent_in_a_worktree_is_not_told_it_inherited_a_conversati
     [first] = [r.body for r in emulator.api_requests() if "LOOK AROUND" in str(r.body)][:1]
     told = last_user_text(first)
     assert "isolated git worktree" in told and "inherited" not in told
+
+
+async def test_a_named_agent_without_permission_mode_keeps_a_wider_session_mode(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    _define(tmp_path, "checker", "description: Checks numbers")
+    emulator.brain = _delegating(_agent_call("checker", "check `py: 6 * 7`"))
+    policy = ScriptedPolicy()  # denies whatever it is asked
+    session = make_session(
+        auto_respond=False,
+        forking=False,
+        permission_policy=policy,
+        permission_mode="bypassPermissions",
+    )
+    turn = await session.ask("DELEGATE please")
+    assert "42" in turn.tool_calls[0].result and policy.requests == []
