@@ -190,7 +190,8 @@ class _Encoder:
     def values(self, series: Any, depth: int) -> Any:
         """The values of a Series or Index, with their dtype."""
         import numpy as np
-        import pandas as pd
+
+        pd = _pandas()
 
         array = series.array
         dtype = series.dtype
@@ -207,7 +208,7 @@ class _Encoder:
         return ["extension", str(dtype), [self.encode(v, depth) for v in items]]
 
     def index(self, index: Any, depth: int) -> Any:
-        import pandas as pd
+        pd = _pandas()
 
         if type(index) is pd.RangeIndex:
             return [
@@ -291,17 +292,17 @@ class _Decoder:
         return np.frombuffer(self.blob(ref), dtype=_dtype(descr))[0]
 
     def tag_na(self, args: list[Any], depth: int) -> Any:
-        import pandas as pd
+        pd = _pandas()
 
         return pd.NA
 
     def tag_nat(self, args: list[Any], depth: int) -> Any:
-        import pandas as pd
+        pd = _pandas()
 
         return pd.NaT
 
     def tag_timestamp(self, args: list[Any], depth: int) -> Any:
-        import pandas as pd
+        pd = _pandas()
 
         text, tz = _strs(args, 2)
         stamp = pd.Timestamp(text)
@@ -313,7 +314,7 @@ class _Decoder:
         return stamp
 
     def tag_pdtimedelta(self, args: list[Any], depth: int) -> Any:
-        import pandas as pd
+        pd = _pandas()
 
         (value,) = args
         if type(value) is not int:
@@ -323,7 +324,8 @@ class _Decoder:
     def values(self, node: Any, depth: int) -> tuple[Any, Any]:
         """(values, dtype) for a Series or Index."""
         import numpy as np
-        import pandas as pd
+
+        pd = _pandas()
 
         if type(node) is not list or not node:
             raise BadDataError("expected values")
@@ -351,7 +353,7 @@ class _Decoder:
         raise BadDataError(f"unknown values {kind!r}")
 
     def index(self, node: Any, depth: int) -> Any:
-        import pandas as pd
+        pd = _pandas()
 
         if type(node) is not list or not node:
             raise BadDataError("expected an index")
@@ -379,7 +381,7 @@ class _Decoder:
         return self.index(["multiindex", *args], depth)
 
     def tag_series(self, args: list[Any], depth: int) -> Any:
-        import pandas as pd
+        pd = _pandas()
 
         index, values, name = args
         data, dtype = self.values(values, depth)
@@ -388,7 +390,7 @@ class _Decoder:
         )
 
     def tag_dataframe(self, args: list[Any], depth: int) -> Any:
-        import pandas as pd
+        pd = _pandas()
 
         index_node, columns_node, columns = args
         index = self.index(index_node, depth)
@@ -472,3 +474,9 @@ _SIMPLE: dict[str, Any] = {
     "time": _when(dt.time),
     "timedelta": lambda self, args, depth: dt.timedelta(*[int(a) for a in args[:3]]),
 }
+
+
+def _pandas() -> Any:
+    import pandas  # type: ignore[import-untyped]
+
+    return pandas
