@@ -59,9 +59,10 @@ class ForkAgent(CheckedSettings):
         "when the SDK finds credentials, else 'offline').",
     ).tag(config=True, choices=BACKEND_CHOICES)
     permission_mode = CaselessStrEnum(
-        ["default", "acceptEdits", "bypassPermissions", "plan"],
+        ["default", "acceptEdits", "bypassPermissions", "plan", "dontAsk"],
         default_value="default",
-        help="How tool calls that write or run code are approved.",
+        help="How tool calls that write or run code are approved (dontAsk: what no rule "
+        "allows is refused without asking).",
     ).tag(config=True)
     auto_respond = Bool(
         True, help="Let the parent answer workers' notifications as they arrive."

@@ -320,7 +320,6 @@ class AgentMagics(Magics):  # type: ignore[misc]
         this when re-executed."""
         return self.host.start_replay(notifications_options(line).ids)
 
-
     @magic_arguments()
     @line_magic
     @_shows_help

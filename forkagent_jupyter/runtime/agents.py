@@ -115,7 +115,7 @@ OTHER_ALIASES = ("inherit", "default", "best", "opusplan")
 _MODEL_ID = re.compile(r"^(?:claude-[a-z0-9.-]+|[a-z0-9-]+\.anthropic\..+|anthropic\..+|arn:.+)$")
 
 Source = Literal["built-in", "project", "user"]
-PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan", "bubble"]
+PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan", "dontAsk", "bubble"]
 _Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
 TOOL_ALIASES = {"Task": "Agent"}

@@ -135,8 +135,10 @@ class _BashSpec:
 def _compile_bash(spec: str) -> _BashSpec:
     prefix = spec.endswith(":*")
     script = parse_script(spec[:-2] if prefix else spec)
-    if not script.judgeable:
-        raise ValueError("the command in it does not parse as a plain shell command")
+    if script.broken:
+        raise ValueError("the command in it does not parse (unbalanced quotes or brackets)")
+    if script.substitutions:
+        raise ValueError("a rule cannot match a command substitution ($(...), `...`)")
     stream = script.stream()
     if not stream:
         raise ValueError("it names no command")

@@ -278,7 +278,7 @@ def _worker_mode(
     - `plan` in either wins;
     - `default` asks (`bubble`: the session's policy decides), whatever the session's mode
       (but `dontAsk`: a session that asks nobody stays so);
-    - `acceptEdits` is honoured;
+    - `acceptEdits` is honoured, and `dontAsk` (it only refuses);
     - `bypassPermissions` holds only while the session itself bypasses; otherwise, as every
       value not named here, the worker takes the session's mode (`unset` for `default`:
       `bubble` for a fork, `acceptEdits` for a named agent whose definition names no mode).
@@ -290,8 +290,8 @@ def _worker_mode(
         return "dontAsk"  # nobody is asked in this session
     if asked in ("default", "bubble"):
         return "bubble"
-    if asked == "acceptEdits":
-        return "acceptEdits"
+    if asked in ("acceptEdits", "dontAsk"):
+        return asked
     return inherited
 
 
@@ -477,8 +477,8 @@ class PermissionGate:
         return is_inside(root, path) or any(is_inside(d, path) for d in self.rules.directories)
 
     def _read_guard(self, workdir: Path) -> Callable[[Path], bool]:
-        """For Glob and Grep: hide files that a deny rule for any reading tool matches (the
-        same for every call, so parallel searches sharing `ctx.services` agree)."""
+        """For Glob and Grep: hide files that a deny or ask rule for any reading tool matches
+        (the same for every call, so parallel searches sharing `ctx.services` agree)."""
         root = real(workdir)
 
         def allowed(path: Path) -> bool:
@@ -488,7 +488,7 @@ class PermissionGate:
                 r.spec is not None
                 and any(r.covers(t) for t in READ_TOOLS)
                 and r.matches_path(forms, root)
-                for r in self.rules.deny
+                for r in (*self.rules.deny, *self.rules.ask)  # a search cannot ask per file
             )
 
         return allowed

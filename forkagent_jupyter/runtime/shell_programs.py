@@ -20,7 +20,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from .shell_syntax import RESERVED, Script, Word, parse_script
+from .shell_syntax import ACTIVE, RESERVED, Script, Word, parse_script
 
 __all__ = ["RUNNERS", "Programs", "is_interpreter", "program_name", "programs", "runs_code"]
 
@@ -315,7 +315,7 @@ class _Walker:
             return
         self.out.commands.append(words)
         head = words[0]
-        if head.dynamic or head.active:
+        if head.dynamic or any(ACTIVE + c in head.key for c in "*?[{"):
             self.out.computed = True
             self.out.unseen.append(f"the program name {head.text!r} is computed when it runs")
             return

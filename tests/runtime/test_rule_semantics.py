@@ -99,6 +99,9 @@ async def test_dont_ask_refuses_what_no_rule_allows_without_asking(ctx: ToolCont
     assert policy.requests == []
     assert gate.for_worker("w").mode == "dontAsk"
     assert gate.for_worker("w", "default").mode == "dontAsk"
+    assert gate.for_worker("w", "bypassPermissions").mode == "dontAsk"
+    assert PermissionGate().for_worker("w", "dontAsk").mode == "dontAsk"  # a file may narrow
+    assert PermissionGate(mode="plan").for_worker("w", "dontAsk").mode == "plan"
 
 
 async def test_an_ask_rule_without_anyone_to_ask_denies(ctx: ToolContext) -> None:
@@ -204,6 +207,18 @@ async def test_the_four_path_forms(
     assert await edits("Edit(./src/*.py)", "src/a.py")
     assert await edits("Edit(*.py)", "src/deep/b.py")  # no slash: any depth
     assert not await edits("Edit(/*.py)", "src/b.py")  # anchored at the project
+
+
+async def test_files_an_ask_rule_covers_are_left_out_of_searches(
+    ctx: ToolContext, work: Path
+) -> None:
+    from .tools.helpers import call
+
+    gate = PermissionGate(ask=["Read(secrets/**)"])
+    assert isinstance(await check(gate, GREP, ctx, pattern="k"), Allow)
+    found = await call(GREP, ctx, pattern="k", output_mode="files_with_matches")
+    assert "secrets" not in found.content
+    assert isinstance(await check(gate, READ, ctx, file_path="secrets/key.txt"), Deny)  # asked
 
 
 async def test_read_rules_cover_grep_and_glob_and_edit_rules_cover_writing(

@@ -155,6 +155,7 @@ def test_the_matcher_sees_the_program_through_wrappers() -> None:
     assert ["rm"] not in runs("command -v rm")  # -v only looks the name up
     assert programs("python3 -c 'x'").unseen and not programs("ls -la").unseen
     assert programs("$CMD x").computed and not programs("echo $CMD").computed
+    assert programs("/bin/r?m x").computed and not programs("~/bin/tool x").computed
 
 
 @pytest.mark.parametrize(
@@ -166,7 +167,7 @@ def test_the_matcher_sees_the_program_through_wrappers() -> None:
         ("bash(rm:*)", "did you mean Bash"),
         ("Shell(rm:*)", "names no tool"),
         ("Bash(rm 'x)", "does not parse"),
-        ("Bash(echo $(rm x))", "does not parse"),
+        ("Bash(echo $(rm x))", "command substitution"),
         ("WebFetch(example.com)", "WebFetch(domain:"),
         ("Bash(a\nb)", "spans lines"),
     ],
