@@ -265,6 +265,8 @@ def _follow(name: str, args: list[Word]) -> list[_Step]:
                 k = end
             k += 1
         return steps or [("none", None)]
+    if name == "git" and any(a.text == "-c" or a.text.startswith("--config-env") for a in args):
+        return [("unseen", "git -c can set a command for git to run")]
     if name in ("source", "."):
         return [("unseen", f"{name} runs a script file")]
     if name in SHELLS:

@@ -79,6 +79,9 @@ DELETING = [
     "X=rm; $X -rf victim",
     "$(echo rm) -rf victim",
     "/bin/r[m] -rf victim",
+    "busybox rm -rf victim",
+    "git -c alias.x='!rm -rf victim' x",
+    "$'\\x72m' -rf victim",
 ]
 
 # Must still run: `rm` only as data, or no `rm` at all.
