@@ -58,7 +58,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..messages_api.tokens import count_input_tokens
 from ..messages_api.usage import Usage, cost_usd
@@ -118,6 +118,28 @@ def sdk_client_of(client: ModelClient) -> anthropic.AsyncAnthropic:
         "Batched fan-out needs the Anthropic backend (the Message Batches API); this session "
         "uses another model client. Use batch=False, or a Session with backend='anthropic'."
     )
+
+
+OFFLINE_POLL_INTERVAL = 0.5
+"""Seconds between polls of an offline batch (processed at once by the in-process emulator)."""
+
+
+async def batch_sdk(session: Session) -> anthropic.AsyncAnthropic:
+    """The SDK client whose Message Batches API a batched fan-out uses: the session's own, or
+    for an offline session the in-process emulator's (`forkagent_jupyter.offline_batches`,
+    started on first use, stopped with the session)."""
+    try:
+        return sdk_client_of(session.client)
+    except ConfigError:
+        if session.backend != "offline":
+            raise
+    if session.offline_batches is None:
+        import importlib
+
+        service = importlib.import_module("forkagent_jupyter.offline_batches")
+        session.offline_batches = await service.start()
+    sdk, _stop = session.offline_batches
+    return cast("anthropic.AsyncAnthropic", sdk)
 
 
 def wire_order(body: dict[str, Any]) -> dict[str, Any]:
@@ -593,7 +615,9 @@ async def fan_out(
             for i, d in enumerate(directives)
         ]
         return FanOut(tasks)
-    sdk = sdk_client_of(session.client)
+    sdk = await batch_sdk(session)
+    if session.backend == "offline":  # done at the first poll: no need to wait long
+        poll_interval = min(poll_interval, OFFLINE_POLL_INTERVAL)
     run = BatchRun(session, sdk, [], poll_interval=poll_interval, notify=notify, prewarm=prewarm)
     workers = session.workers
     ids = [new_agent_id() for _ in directives]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -182,6 +182,8 @@ class Session:
         self.cache_ttl: CacheTTL = cache_ttl
         self.session_id = uuid.uuid4().hex[:12]
         self.store: TranscriptStore | None = None
+        self.offline_batches: tuple[Any, Callable[[], Awaitable[None]]] | None = None
+        """An offline session's Message Batches service (batch.batch_sdk), once used."""
         if transcripts:
             root = (
                 Path(transcripts)
@@ -802,6 +804,10 @@ class Session:
         self.auto_respond = False
         for run in {id(r): r for r in self.batches.values()}.values():
             await run.close()
+        if self.offline_batches is not None:
+            _sdk, stop = self.offline_batches
+            self.offline_batches = None
+            await stop()
         await self.workers.stop_all()
         if self._responder is not None and not self._responder.done():
             self._responder.cancel()

@@ -121,3 +121,19 @@ def test_a_restarted_kernel_resumes_polling_the_batch(kernel: Kernel, emulator: 
     wait_value(kernel, "[t.status for t in __forkagent__.session.tasks]", ["completed"] * 2)
     creates = [r for r in emulator.api_requests("/v1/messages/batches") if r.method == "POST"]
     assert len(creates) == 1
+
+
+def test_fork_batch_runs_offline_through_the_in_process_emulator(
+    kernel: Kernel, emulator: Any
+) -> None:
+    kernel.execute("%config ForkAgent.backend = 'offline'")
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    kernel.execute("numbers = [2, 3]")
+    run = kernel.execute('%fork --batch --over numbers "square it `py: {item} ** 2`"')
+    assert run.status == "ok", run.texts()
+    assert "Anthropic backend" not in run.texts()
+    wait_value(kernel, "[t.status for t in __forkagent__.session.tasks]", ["completed"] * 2)
+    results = kernel.value("[t.result for t in __forkagent__.session.tasks]")
+    assert "4" in results[0] and "9" in results[1]
+    assert kernel.value("__forkagent__.session.backend") == "offline"
+    assert emulator.api_requests() == []  # nothing went to the test's emulator (the network)

@@ -11,7 +11,7 @@ import pytest
 
 from forkagent_jupyter.emulator import Fault
 from forkagent_jupyter.messages_api.usage import Usage, cost_usd
-from forkagent_jupyter.runtime.errors import ConfigError, UsageError
+from forkagent_jupyter.runtime.errors import UsageError
 from forkagent_jupyter.runtime.fork import FORK_TAG
 from forkagent_jupyter.runtime.session import Session
 
@@ -245,12 +245,31 @@ async def test_bad_input_and_offline_backend(tmp_path: Any, make_session: Any) -
     with pytest.raises(UsageError, match="poll_interval"):
         await session.fan_out(["a"], batch=True, poll_interval=0)
     assert session.tasks == []
-    offline = Session(backend="offline", workdir=tmp_path, home=tmp_path, transcripts=False)
+
+
+async def test_an_offline_session_batches_through_the_in_process_emulator(tmp_path: Any) -> None:
+    from forkagent_jupyter.runtime.permissions import AllowAll
+
+    offline = Session(
+        backend="offline", workdir=tmp_path, home=tmp_path, permission_policy=AllowAll()
+    )
     try:
-        with pytest.raises(ConfigError, match="Anthropic backend"):
-            await offline.fan_out(["a"], batch=True)
+        await offline.ask("The items. `py: items = [1, 2, 3]`")
+        fan = await offline.fan_out(
+            [f"square it `py: {i} * {i}`" for i in (1, 2, 3)], batch=True, items=[1, 2, 3]
+        )
+        assert fan.id.startswith("msgbatch_")  # a real batch id, from the Batches API
+        await offline.wait(*[t.id for t in fan.tasks])
+        rows = offline.batch_results(fan.id)
+        assert [r["result_type"] for r in rows] == ["succeeded"] * 3
+        assert [t.status for t in fan.tasks] == ["completed"] * 3
+        assert all(
+            str(i * i) in (t.result or "") for i, t in zip((1, 2, 3), fan.tasks, strict=True)
+        )
+        assert offline.offline_batches is not None
     finally:
         await offline.aclose()
+    assert offline.offline_batches is None  # the emulator stopped with the session
 
 
 async def test_a_new_session_resumes_polling_from_the_transcripts(
