@@ -175,6 +175,9 @@ def card_text(task: Task) -> str:
         f"${task.cost_usd:.4f}"
     )
     outcome = task.result or task.error or ""
+    for note in task.notes:  # tools its file names that it did not get
+        line += f"\n    ({note})"
+    line += "".join(f"\n    {todo.line()}" for todo in task.todos)
     if task.done and task.result and task.error:
         line += f"\n    ({task.error})"
     if task.activity and not task.done:
@@ -369,6 +372,14 @@ class TaskCard(_WholeText, w.VBox):  # type: ignore[misc]
             f" · {context_text(t.context_tokens, t.context_window, t.compactions)}"
             f" · ${t.cost_usd:.4f}</small>"
         )
+        for note in t.notes:  # tools its file names that it did not get
+            line += f"<div class='forkagent-note'><small>{_esc(note)}</small></div>"
+        if t.todos:
+            items = "".join(f"<li>{_esc(todo.line())}</li>" for todo in t.todos)
+            line += (
+                "<ul class='forkagent-todos' style='list-style:none;margin:2px 0;"
+                f"padding-left:8px;font-family:var(--jp-code-font-family)'>{items}</ul>"
+            )
         if t.done:
             body = (
                 markdown_html(t.result)

@@ -290,9 +290,12 @@ class KernelUI:
         rows = []
         for t in tasks:
             u = t.usage
+            done = sum(todo.status == "completed" for todo in t.todos)
+            todos = f" · todos {done}/{len(t.todos)}" if t.todos else ""
             rows.append(
                 f"<tr><td><code>{_esc(t.name or t.id)}</code></td><td>{_esc(t.kind)}</td>"
-                f"<td>{_esc(t.status)}</td><td>{u.total_input_tokens:,} / {u.output_tokens:,}</td>"
+                f"<td>{_esc(t.status)}{todos}</td>"
+                f"<td>{u.total_input_tokens:,} / {u.output_tokens:,}</td>"
                 f"<td>{u.cache_hit_ratio:.0%}</td>"
                 f"<td>{_esc(context_text(t.context_tokens, t.context_window, t.compactions))}</td>"
                 f"<td>${t.cost_usd:.4f}</td><td>{t.elapsed:.1f}s</td></tr>"

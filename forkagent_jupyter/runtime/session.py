@@ -45,7 +45,7 @@ from .retry import DEFAULT_STREAM_RETRIES, StreamRetry
 from .secrets import scrubbed_env
 from .settings import read_settings
 from .tasks import Task, TaskRegistry, task_description, task_snapshot
-from .tools import builtin_tools
+from .tools import builtin_tools, claude_code_tools
 from .tools.agents import AgentTool, agent_tool, agent_tools
 from .tools.base import Tool, ToolContext, ToolSet
 from .transcripts import AgentMeta, TranscriptStore
@@ -176,6 +176,13 @@ class Session:
             approval_timeout=approval_timeout,
         )
         self.tools = ToolSet([*builtin_tools(), *agent_tools(forking)] if tools is None else tools)
+        self.named_tools = ToolSet(
+            [t for t in claude_code_tools() if self.tools.get(t.name) is None]
+            if tools is None
+            else []
+        )
+        """Tools only a named agent whose file names them gets (Claude Code's MultiEdit,
+        NotebookEdit, LS, TodoWrite): not in the parent's requests."""
         self.system_prompt = system_prompt or default_system_prompt(self.workdir)
         self.max_turns = max_turns
         self.max_tokens = max_tokens
@@ -359,7 +366,8 @@ class Session:
         error. Tools an agent's file names that it does not get here are said."""
         if self.tools.get("Agent") is None:
             return None
-        return agent_listing(self.agent_scan().agents, self.tools.names())
+        available = [*self.tools.names(), *self.named_tools.names()]
+        return agent_listing(self.agent_scan().agents, available)
 
     def agent_scan(self) -> AgentScan:
         """The agent files (`scan_agents`): user and project, `.claude` and `.forkagent`,
@@ -392,7 +400,7 @@ class Session:
         wanted = set(names) - set(definition.disallowedTools)
         if definition.tools is None:
             wanted -= {"Agent", "SendMessage", "TaskStop", "TaskOutput"}
-        tools = ToolSet(t for t in self.tools if t.name in wanted)
+        tools = ToolSet(t for t in [*self.tools, *self.named_tools] if t.name in wanted)
         chosen = model or definition.model
         return replace(
             base,

@@ -35,6 +35,7 @@ __all__ = [
     "Task",
     "TaskRegistry",
     "TaskStatus",
+    "Todo",
     "clip_words",
     "task_description",
     "task_snapshot",
@@ -64,6 +65,21 @@ def task_description(directive: str) -> str:
     """How a task started from `directive` is described: its first line, clipped."""
     lines = [ln for ln in directive.splitlines() if ln.strip()]
     return clip_words(lines[0], DESCRIPTION_LIMIT) if lines else ""
+
+
+@dataclass(frozen=True)
+class Todo:
+    """One item of an agent's todo list (its TodoWrite calls)."""
+
+    content: str
+    status: Literal["pending", "in_progress", "completed"]
+    active_form: str | None = None
+
+    def line(self) -> str:
+        """The item as a card shows it: a box for its state, then its text."""
+        mark = {"completed": "[x]", "in_progress": "[>]"}.get(self.status, "[ ]")
+        text = self.active_form if self.status == "in_progress" and self.active_form else None
+        return f"{mark} {text or self.content}"
 
 
 @dataclass
@@ -98,6 +114,7 @@ class Task:
     compactions: int = 0  # times its conversation was compacted
     foreground: bool = False  # its caller waits for it (a synchronous named agent)
     notes: list[str] = field(default_factory=list)  # what its definition asked for in vain
+    todos: list[Todo] = field(default_factory=list)  # its todo list (TodoWrite)
     notification: str | None = None
     _notified_run: int = 0
     _settled_run: int = 0

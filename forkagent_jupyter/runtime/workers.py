@@ -53,7 +53,7 @@ from .history import append_message, blocks_of
 from .loop import AgentConfig, LoopState, run_turn
 from .notifications import CommandQueue
 from .pacer import RATE_WAIT, wait_text
-from .tasks import Task, TaskRegistry
+from .tasks import Task, TaskRegistry, Todo
 from .tools.base import ToolError
 from .transcripts import AgentMeta, Transcript, TranscriptStore, WorktreeRecord, fingerprint
 from .worktree import Worktree, WorktreeError, create_worktree, worktree_notice
@@ -101,6 +101,7 @@ class AgentRun:
     stopping: bool = False  # killed, its loop not yet ended: it reads no more messages
     resume_with: list[str] = field(default_factory=list)  # messages that came meanwhile
     shell_groups: set[int] = field(default_factory=set)  # its Bash calls' process groups
+    todos: list[Todo] = field(default_factory=list)  # its todo list (TodoWrite)
 
 
 @dataclass(eq=False)

@@ -5,12 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Tool
+from .edits import MultiEditTool, NotebookEditTool
 from .files import EditTool, GlobTool, GrepTool, ReadTool, WriteTool
+from .listing import LSTool
 from .namespace import DescribeDataTool, VariablesTool
 from .python import PythonTool
 from .shell import BashTool
+from .todos import TodoWriteTool
 
-__all__ = ["builtin_tools"]
+__all__ = ["builtin_tools", "claude_code_tools"]
 
 
 def builtin_tools() -> list[Tool[Any]]:
@@ -27,3 +30,11 @@ def builtin_tools() -> list[Tool[Any]]:
         VariablesTool(),
         DescribeDataTool(),
     ]
+
+
+def claude_code_tools() -> list[Tool[Any]]:
+    """The tools Claude Code's agent files name beyond the built-in ones: MultiEdit,
+    NotebookEdit, LS, TodoWrite. A named agent gets them when its `tools` list names them;
+    the parent and its forks do not carry them (every tool definition heads each request's
+    cached prefix)."""
+    return [MultiEditTool(), NotebookEditTool(), LSTool(), TodoWriteTool()]
