@@ -100,7 +100,7 @@ class ByteTokenizer:
     """ceil(UTF-8 bytes / 4): 0 for "", 1 for "abcd", 2 for "abcde", 1 for "é" (2 bytes)."""
 
     def count(self, text: str) -> int:
-        return math.ceil(len(text.encode("utf-8")) / 4)
+        return math.ceil(len(text.encode("utf-8", "surrogatepass")) / 4)  # lone ones too
 
 
 def _dumps(value: Any) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["append_message", "blocks_of", "unanswered_tool_uses"]
+__all__ = ["append_message", "blocks_of", "unanswered_tool_uses", "valid_text"]
 
 
 def blocks_of(message: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -37,3 +37,16 @@ def unanswered_tool_uses(history: list[dict[str, Any]]) -> list[str]:
     if not history or history[-1]["role"] != "assistant":
         return []
     return [str(b["id"]) for b in blocks_of(history[-1]) if b.get("type") == "tool_use"]
+
+
+def valid_text(text: str) -> str:
+    """`text` as UTF-8 encoders accept it (the API's JSON, ZMQ, transcripts): a lone surrogate
+    (a file name in another encoding from `os.listdir`, half an emoji) becomes its escape,
+    `\\udce9`; everything else is left as it is."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text

@@ -41,7 +41,7 @@ from .events import (
     ToolUse,
     UsageReport,
 )
-from .history import append_message
+from .history import append_message, valid_text
 from .model import CacheTTL, ModelClient, ModelRequest
 from .permissions import Allow, PermissionGate
 from .retry import StreamRetry
@@ -293,7 +293,8 @@ async def run_turn(
             for batch in _batches(cfg, uses):
                 results = await asyncio.gather(*(_call_tool(cfg, uses[i], history) for i in batch))
                 for i, outcome in zip(batch, results, strict=True):
-                    outcome = ToolOutcome(redact(outcome.content), outcome.is_error, outcome.images)
+                    text = valid_text(redact(outcome.content))  # encodable, whatever it printed
+                    outcome = ToolOutcome(text, outcome.is_error, outcome.images)
                     outcomes[i] = outcome
                     yield ToolResult(str(uses[i]["id"]), str(uses[i]["name"]), *_pair(outcome))
         finally:

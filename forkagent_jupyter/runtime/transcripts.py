@@ -313,7 +313,7 @@ class Transcript:
         self.seq = seq
 
     def _append(self, path: Path, text: str) -> None:
-        data = text.encode("utf-8")
+        data = text.encode("utf-8", "backslashreplace")  # a lone surrogate, escaped
         self.store._writer.submit(lambda: self.store._write(path, data))
 
     def _record(self, record: dict[str, Any]) -> None:

@@ -67,6 +67,9 @@ def test_byte_tokenizer() -> None:
     assert TOK.count("ééé") == 2  # 6 bytes
     assert TOK.count("🙂") == 1  # 4 bytes
     assert TOK.count("x" * 4000) == 1000
+    # a lone surrogate (a file name from os.listdir, half an emoji) counts, never raises
+    assert TOK.count("caf\udce9") == 2  # 3 + 3 bytes
+    assert count_input_tokens({"messages": [{"role": "user", "content": "\ud83d"}]}) > 0
 
 
 def test_worked_example_of_the_docstring() -> None:

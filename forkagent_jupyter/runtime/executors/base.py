@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..errors import AgentError, RunEndedError
+from ..history import valid_text
 
 __all__ = [
     "MAX_IMAGES",
@@ -27,6 +28,7 @@ __all__ = [
     "StreamText",
     "WorkerLostError",
     "png_of",
+    "valid_output",
 ]
 
 MAX_IMAGES = 4
@@ -53,6 +55,14 @@ class Display:
 
 Output = StreamText | Display
 OutputSink = Callable[[Output], None]
+
+
+def valid_output(output: Output) -> Output:
+    """The output with its text as the frontend's JSON can carry it (see `valid_text`)."""
+    if isinstance(output, StreamText):
+        return StreamText(output.name, valid_text(output.text))
+    data = {k: valid_text(v) if isinstance(v, str) else v for k, v in output.data.items()}
+    return Display(data, output.metadata)
 
 
 @dataclass(frozen=True)

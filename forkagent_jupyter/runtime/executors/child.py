@@ -30,8 +30,9 @@ from typing import Any, NoReturn
 
 from ..secrets import forget_secrets
 from .base import Display, ExecResult, StreamText, png_of
-from .display import flush_figures, ipython_shell, open_figures
+from .display import flush_figures, ipython_shell, open_figures, worker_backend
 from .forksafety import HAZARD_EXIT, watch
+from .progress import text_progress
 from .pulled import encode_pulled
 from .source import run_source, safe_repr
 from .wire import FrameSocket
@@ -41,6 +42,7 @@ __all__ = ["SETUP_FAILED", "become_snapshot", "describe_status", "serve_worker"]
 STREAM_FLUSH_SECONDS = 0.1
 STREAM_LIMIT = 1_000_000  # characters of output one call may send to its card
 CAPTURE_LIMIT = 2_000_000  # characters of output one call keeps for its result
+MAX_CARD_FIGURES = 20  # figures of one call shown on its card (and kept for the model)
 _PR_SET_PDEATHSIG = 1
 SETUP_FAILED = 70
 """A snapshot process's exit code when its set-up raised."""
@@ -100,7 +102,8 @@ def become_snapshot(control: socket.socket, namespace: dict[str, Any]) -> NoRetu
         _detach_from_kernel()
         _child_stdio()
         forget_secrets()
-        os.environ["MPLBACKEND"] = os.environ.get("MPLBACKEND") or "agg"
+        worker_backend()
+        text_progress()
         gc.freeze()  # what the kernel had stays shared (copy-on-write) with the kernel
     except BaseException:
         os._exit(SETUP_FAILED)
@@ -207,6 +210,7 @@ class _Worker:
         self.captured_size = 0
         self.sent = 0
         self.images: list[bytes] = []
+        self.left_out = 0  # figures of this call not shown (past MAX_CARD_FIGURES)
 
     # -- output --------------------------------------------------------------------------
 
@@ -240,10 +244,13 @@ class _Worker:
                 self.flush()
 
     def display(self, display: Display) -> None:
-        self.flush()  # keep the order of prints and displays
         png = png_of(display.data)
         if png is not None:
+            if len(self.images) >= MAX_CARD_FIGURES:
+                self.left_out += 1
+                return
             self.images.append(png)
+        self.flush()  # keep the order of prints and displays
         try:
             self.conn.send(("output", display))
         except TypeError:  # a value in the bundle is not data: its text forms still go
@@ -260,12 +267,20 @@ class _Worker:
             self.captured = {"stdout": [], "stderr": []}
             self.captured_size = self.sent = 0
         self.images = []
+        self.left_out = 0
         before = open_figures()
         ran = run_source(code, self.namespace)
         with contextlib.suppress(Exception):
-            flush_figures(self.display, before)
+            room = MAX_CARD_FIGURES - len(self.images)
+            self.left_out += flush_figures(self.display, before, room)
         if ran.has_value:
             self._show_value(ran.value)
+        if self.left_out:
+            self.write(
+                "stderr",
+                f"[{self.left_out} more figure(s) left out: at most {MAX_CARD_FIGURES} "
+                "per call are shown]\n",
+            )
         self.flush()
         return ExecResult(
             "".join(self.captured["stdout"]),

@@ -10,7 +10,9 @@ figures left open by a call into PNG displays, so a figure shows without `plt.sh
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -18,7 +20,13 @@ from typing import Any
 
 from .base import Display
 
-__all__ = ["DisplayRouter", "flush_figures", "ipython_shell", "open_figures"]
+__all__ = [
+    "DisplayRouter",
+    "flush_figures",
+    "ipython_shell",
+    "open_figures",
+    "worker_backend",
+]
 
 Route = Callable[[Display], bool]
 """Takes a display of the routed thread; True if it consumed it (else it is shown as usual)."""
@@ -39,15 +47,25 @@ def open_figures() -> set[int]:
     return set(plt.get_fignums()) if plt is not None else set()
 
 
-def flush_figures(publish: Callable[[Display], None], before: set[int]) -> None:
-    """Publish every figure opened since `before` as a PNG display, and close it."""
+def flush_figures(
+    publish: Callable[[Display], None], before: set[int], limit: int | None = None
+) -> int:
+    """Publish every figure opened since `before` as a PNG display (at most `limit`; the
+    others are closed undrawn), and close it. Returns how many were left out."""
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is None:
-        return
+        return 0
+    left_out = 0
     for number in plt.get_fignums():
         if number in before:
             continue
         figure = plt.figure(number)
+        if limit is not None and limit <= 0:
+            left_out += 1
+            plt.close(figure)
+            continue
+        if limit is not None:
+            limit -= 1
         buffer = io.BytesIO()
         try:
             figure.savefig(buffer, format="png", bbox_inches="tight")
@@ -57,6 +75,27 @@ def flush_figures(publish: Callable[[Display], None], before: set[int]) -> None:
             data = base64.b64encode(buffer.getvalue()).decode("ascii")
             publish(Display({"image/png": data, "text/plain": repr(figure)}))
         plt.close(figure)
+    return left_out
+
+
+def worker_backend() -> None:
+    """In a process forked from the kernel: figures are drawn with a non-interactive backend
+    whatever the kernel uses (ipympl's and Qt's figures need the kernel's frontend), and
+    the figures the kernel had open are not the worker's (they stay the kernel's)."""
+    backend = "agg"
+    with contextlib.suppress(ImportError):
+        import matplotlib_inline.backend_inline  # noqa: F401  - plt.show() displays
+
+        backend = "module://matplotlib_inline.backend_inline"
+    os.environ["MPLBACKEND"] = backend
+    helpers = sys.modules.get("matplotlib._pylab_helpers")
+    if helpers is not None:
+        helpers.Gcf.figs.clear()  # forgotten here, without closing the kernel's widgets
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        plt.switch_backend(backend)
+    elif (matplotlib := sys.modules.get("matplotlib")) is not None:
+        matplotlib.rcParams["backend"] = backend
 
 
 class DisplayRouter:

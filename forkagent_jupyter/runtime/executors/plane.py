@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from .base import CodeRunner, Output, PullError
+from .base import CodeRunner, Output, PullError, valid_output
 from .dask import DaskBackend, DaskRunner
 from .process import ProcessRunner, Snapshot, fork_supported
 from .thread import ThreadRunner
@@ -120,7 +120,7 @@ class ComputePlane:
         def sink(output: Output) -> None:
             found = plane()
             if found is not None and found.on_output is not None:
-                found.on_output(agent_id, output)
+                found.on_output(agent_id, valid_output(output))
 
         runner: CodeRunner
         chosen = requested or self.worker_namespace
