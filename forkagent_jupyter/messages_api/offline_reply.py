@@ -14,6 +14,10 @@ What it does, exactly:
   from the conversation: how many requests and tool calls there were, the latest requests'
   first lines, and the task ids it mentions.
 * Anything else gets an honest answer saying what the offline model can do.
+* With extended thinking on (`thinking` of type enabled, adaptive or between_tools) the reply
+  starts with a `thinking` block that says, deterministically, what it read and what it is
+  about to do; `sign` (the emulator's or the offline model's) gives it its signature, so it
+  verifies when it is sent back.
 
 A fork child's directive arrives as text in its last user message, so it is carried out the
 same way. `with_ids` gives tool_use blocks ids derived from the request, so a replay of the
@@ -26,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 __all__ = ["CAPABILITIES", "offline_reply", "with_ids"]
@@ -174,8 +178,43 @@ def _offline_summary(messages: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def offline_reply(body: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]:
-    """The offline model's reply to a request body: (content blocks without ids, stop_reason)."""
+_THINKING_ON = ("enabled", "adaptive", "between_tools")
+
+
+def _thinks(body: Mapping[str, Any]) -> bool:
+    thinking = body.get("thinking")
+    return isinstance(thinking, Mapping) and thinking.get("type") in _THINKING_ON
+
+
+def _thought(body: Mapping[str, Any], blocks: Sequence[Mapping[str, Any]]) -> str:
+    """What the offline model 'thinks' before a reply: what it read and what it will do."""
+    messages = list(body.get("messages") or [])
+    last = _blocks(messages[-1]) if messages else []
+    text = " ".join(str(b.get("text", "")) for b in last if b.get("type") == "text").split()
+    read = " ".join(text[:12]) + (" ..." if len(text) > 12 else "")
+    results = sum(1 for b in last if b.get("type") == "tool_result")
+    calls = [str(b.get("name")) for b in blocks if b.get("type") == "tool_use"]
+    seen = f"{results} tool result{'s' if results != 1 else ''}" if results else f"'{read}'"
+    plan = f"call {', '.join(calls)}" if calls else "answer in text"
+    return f"I read {seen} in message {len(messages)}. I will {plan}."
+
+
+def offline_reply(
+    body: Mapping[str, Any], sign: Callable[[str], str] | None = None
+) -> tuple[list[dict[str, Any]], str]:
+    """The offline model's reply to a request body: (content blocks without ids, stop_reason).
+    With thinking on, a thinking block comes first (signed by `sign`, if given)."""
+    blocks, stop_reason = _reply(body)
+    if _thinks(body):
+        thought = _thought(body, blocks)
+        block: dict[str, Any] = {"type": "thinking", "thinking": thought}
+        if sign is not None:
+            block["signature"] = sign(thought)
+        blocks = [block, *blocks]
+    return blocks, stop_reason
+
+
+def _reply(body: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]:
     messages = list(body.get("messages") or [])
     tools = {str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, Mapping)}
     users = [i for i, m in enumerate(messages) if m.get("role") == "user"]

@@ -230,6 +230,11 @@ class AgentDefinition(BaseModel):
     background: bool = False
     isolation: Literal["worktree"] | None = None
     maxTurns: int | None = Field(default=None, gt=0)  # noqa: N815
+    thinking: int | Literal["adaptive", "off"] | None = None
+    """Extended thinking for the agent: a budget in tokens (1024 or more), "adaptive", or
+    none (its requests then leave thinking out, as the reference's named agents do)."""
+    effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
+    """The API's `output_config.effort` for the agent's requests."""
     namespace: Literal["isolated", "shared"] | None = None
     """Where its Python runs: its own process from a snapshot (isolated) or the notebook's
     namespace (shared); None means the session's setting."""
@@ -246,6 +251,13 @@ class AgentDefinition(BaseModel):
             value = [v.strip() if isinstance(v, str) else v for v in value]
             value = [TOOL_ALIASES.get(v, v) if isinstance(v, str) else v for v in value]
             value = [v for v in value if v != ""]
+        return value
+
+    @field_validator("thinking")
+    @classmethod
+    def _thinking_budget(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1024:
+            raise ValueError("a thinking budget is at least 1024 tokens")
         return value
 
     @field_validator("tools")

@@ -200,6 +200,7 @@ def estimate_tokens(cfg: AgentConfig, messages: Sequence[dict[str, Any]]) -> int
         messages=messages,
         max_tokens=cfg.max_tokens,
         thinking=cfg.thinking,
+        effort=cfg.effort,
     )
     return count_input_tokens(build_request(request), _TOKENIZER)
 
@@ -286,6 +287,7 @@ async def compact(
         messages=summary_request_messages(source, words=words),
         max_tokens=max_tokens,
         thinking=cfg.thinking,
+        effort=cfg.effort,
         cache_ttl=cfg.cache_ttl,
         previous_end=previous_end,
         on_rate_wait=state.on_rate_wait,

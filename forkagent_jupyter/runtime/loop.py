@@ -79,6 +79,8 @@ class AgentConfig:
     max_tokens: int = 8192
     cache_ttl: CacheTTL = "5m"
     thinking: dict[str, Any] | None = None
+    """The API's `thinking` parameter (None: left out); a fork keeps its parent's exactly."""
+    effort: str | None = None
     stream_retry: StreamRetry = field(default_factory=StreamRetry)
     compaction: CompactPolicy | None = None
     """When to compact the conversation before a request (see compaction.py); None: never."""
@@ -215,6 +217,7 @@ async def run_turn(
             messages=history,
             max_tokens=cfg.max_tokens,
             thinking=cfg.thinking,
+            effort=cfg.effort,
             cache_ttl=cfg.cache_ttl,
             cache_points=state.cache_points,
             previous_end=state.previous_end,

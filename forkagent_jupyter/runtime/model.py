@@ -63,6 +63,8 @@ class ModelRequest:
     messages: Sequence[dict[str, Any]]
     max_tokens: int = 8192
     thinking: dict[str, Any] | None = None
+    effort: str | None = None
+    """`output_config.effort` (None: left out)."""
     cache_ttl: CacheTTL = "5m"
     cache_points: list[tuple[int, int]] = field(default_factory=list)
     previous_end: int | None = None
@@ -153,6 +155,8 @@ def build_request(req: ModelRequest) -> dict[str, Any]:
     body["messages"] = messages
     if req.thinking:
         body["thinking"] = req.thinking
+    if req.effort:
+        body["output_config"] = {"effort": req.effort}
     if req.metadata:
         body["metadata"] = req.metadata
     return body

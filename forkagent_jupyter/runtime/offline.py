@@ -17,7 +17,7 @@ from ..messages_api.errors import ApiError
 from ..messages_api.offline_reply import offline_reply, with_ids
 from ..messages_api.tokens import ByteTokenizer, count_output_tokens
 from ..messages_api.usage import Usage
-from ..messages_api.validation import validate_request
+from ..messages_api.validation import sign_thinking, validate_request
 from .errors import ModelError
 from .events import ModelEvent, ModelResponse, TextDelta
 from .model import ModelRequest, build_request, default_model_name
@@ -63,7 +63,7 @@ class OfflineModel:
                 status=exc.status,
             ) from None
         info = lookup(request.model, self.catalog)
-        blocks, stop_reason = offline_reply(body)
+        blocks, stop_reason = offline_reply(body, sign_thinking)
         blocks = with_ids(body, blocks)
         plan = self._cache.plan(
             body,

@@ -45,6 +45,7 @@ from .retry import DEFAULT_STREAM_RETRIES, StreamRetry
 from .secrets import scrubbed_env
 from .settings import read_settings
 from .tasks import Task, TaskRegistry, task_description, task_snapshot
+from .thinking import thinking_param, with_budget
 from .tools import builtin_tools, claude_code_tools
 from .tools.agents import AgentTool, agent_tool, agent_tools
 from .tools.base import Tool, ToolContext, ToolSet
@@ -121,6 +122,7 @@ class Session:
         ask: Sequence[str] = (),
         max_turns: int = 50,
         max_tokens: int = 8192,
+        thinking: Any = None,
         cache_ttl: CacheTTL = "5m",
         forking: bool = True,
         auto_background_after: float | None = AUTO_BACKGROUND_AFTER,
@@ -186,6 +188,7 @@ class Session:
         self.system_prompt = system_prompt or default_system_prompt(self.workdir)
         self.max_turns = max_turns
         self.max_tokens = max_tokens
+        self.thinking = thinking
         self.cache_ttl: CacheTTL = cache_ttl
         self.session_id = uuid.uuid4().hex[:12]
         self.store: TranscriptStore | None = None
@@ -275,7 +278,8 @@ class Session:
             gate=self.gate,
             ctx=ctx,
             max_turns=self.max_turns,
-            max_tokens=self.max_tokens,
+            max_tokens=with_budget(self.max_tokens, self.thinking),
+            thinking=self.thinking,
             cache_ttl=self.cache_ttl,
             stream_retry=self.stream_retry,
             compaction=self.compaction,
@@ -283,6 +287,18 @@ class Session:
         if hasattr(self, "main"):
             ctx.services["agent_run"] = self.main
         return config
+
+    @property
+    def thinking(self) -> dict[str, Any] | None:
+        """The API's `thinking` parameter of the parent's requests (None: no extended
+        thinking). Set it to a budget in tokens (1024 or more, added to max_tokens),
+        "adaptive", None/0/"off", or the API's dict; from the next turn on. Forks send the
+        parent's exact parameter; named agents follow their definition's `thinking`."""
+        return self._thinking
+
+    @thinking.setter
+    def thinking(self, value: Any) -> None:
+        self._thinking = thinking_param(value)
 
     @property
     def forking(self) -> bool:
@@ -402,6 +418,7 @@ class Session:
             wanted -= {"Agent", "SendMessage", "TaskStop", "TaskOutput"}
         tools = ToolSet(t for t in [*self.tools, *self.named_tools] if t.name in wanted)
         chosen = model or definition.model
+        thinking = thinking_param(definition.thinking)
         return replace(
             base,
             model=resolve_model(chosen, base.model, definition.permissionMode) or base.model,
@@ -417,7 +434,11 @@ class Session:
                 services=self._worker_services(agent_id, definition.namespace),
             ),
             max_turns=definition.maxTurns or self.max_turns,
-            thinking=None,
+            # thinking only where the definition asks for it (the reference turns it off for
+            # agents that are not forks)
+            max_tokens=with_budget(self.max_tokens, thinking),
+            thinking=thinking,
+            effort=definition.effort,
         )
 
     # -- listeners -----------------------------------------------------------------------
