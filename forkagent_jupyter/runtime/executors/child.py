@@ -35,6 +35,7 @@ from .forksafety import HAZARD_EXIT, watch
 from .progress import text_progress
 from .pulled import encode_pulled
 from .source import run_source, safe_repr
+from .tree import kill_tree, lead_group
 from .wire import FrameSocket
 
 __all__ = ["SETUP_FAILED", "become_snapshot", "describe_status", "serve_worker"]
@@ -136,6 +137,7 @@ def _serve_spawns(control: socket.socket, namespace: dict[str, Any]) -> None:
             pid = os.fork()
             if pid == 0:
                 control.close()
+                lead_group()  # what its code starts ends with it (tree.py)
                 _die_with_parent()
                 with contextlib.suppress(OSError):
                     os.nice(int(request[2]))
@@ -154,6 +156,7 @@ def _reap(children: set[int], reports: FrameSocket) -> None:
             continue
         if done:
             children.discard(pid)
+            kill_tree(pid)  # what it started ends with it
             reports.send(("exited", pid, status))
 
 

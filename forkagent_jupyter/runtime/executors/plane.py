@@ -26,6 +26,7 @@ from .base import CodeRunner, Output, PullError, valid_output
 from .dask import DaskBackend, DaskRunner
 from .process import ProcessRunner, Snapshot, fork_supported
 from .thread import ThreadRunner
+from .tree import prune_group
 
 __all__ = ["ComputePlane", "WorkerNamespace"]
 
@@ -146,7 +147,21 @@ class ComputePlane:
             runner.kill("it ran no code")  # nothing to keep: its snapshot place is released
         else:
             runner.parked = True
+            self._prune(runner)
             self._notify()
+
+    def _prune(self, runner: ProcessRunner) -> None:
+        """A finished worker's process stays for pulls; what its code started ends now."""
+
+        async def prune() -> None:
+            if runner.alive and runner.parked:
+                with contextlib.suppress(Exception):
+                    await runner.call(prune_group)
+
+        with contextlib.suppress(RuntimeError):
+            task = asyncio.get_running_loop().create_task(prune())
+            self._wakers.add(task)
+            task.add_done_callback(self._wakers.discard)
 
     def resumed(self, agent_id: str) -> None:
         runner = self.runners.get(agent_id)

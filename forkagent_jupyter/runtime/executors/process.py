@@ -27,6 +27,7 @@ from .base import Display, ExecResult, OutputSink, PullError, StreamText, Worker
 from .child import become_snapshot, describe_status
 from .forksafety import settle, survey
 from .pulled import decode_pulled
+from .tree import kill_tree
 from .wire import MessageError, encode, read_message
 
 if TYPE_CHECKING:
@@ -153,6 +154,8 @@ class Snapshot:
         if self.closed:
             return
         self.closed = True
+        for child in list(self.children):
+            kill_tree(child)
         with contextlib.suppress(OSError):
             os.kill(self.pid, signal.SIGKILL)
         if self._reader is None:
@@ -285,8 +288,7 @@ class ProcessRunner:
         self._killed = True
         self.ended = why
         assert self.pid is not None
-        with contextlib.suppress(OSError):
-            os.kill(self.pid, signal.SIGKILL)
+        kill_tree(self.pid)
         self._close_channel()
         plane = self._plane()
         if plane is not None:

@@ -1,0 +1,62 @@
+"""A worker's process tree: what its code starts ends with it.
+
+A worker process leads its own process group (`lead_group`, right after its fork); the
+processes its code starts (`subprocess`, `os.fork`, multiprocessing, joblib's loky workers)
+join that group. Stopping the worker kills the whole group (`kill_tree`); so does the worker
+process ending any other way (its snapshot kills the group when it reaps it); and when the
+agent finishes, the processes its code left running are killed while the worker itself stays
+for pulls (`prune_group`). A process that leaves the group on purpose (`setsid`, a daemon)
+is not followed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+__all__ = ["group_members", "kill_tree", "lead_group", "prune_group"]
+
+
+def lead_group() -> None:
+    """In a new worker process: it leads a process group of its own."""
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)
+
+
+def kill_tree(pid: int) -> None:
+    """Kill worker `pid` and every process of its group."""
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def group_members(pgid: int) -> list[int]:
+    """The processes of group `pgid` now (from /proc; Linux)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid:
+                members.append(int(entry.name))
+    return members
+
+
+def prune_group(_namespace: Any = None) -> int:
+    """In a worker: kill the other processes of its group (its code's leftovers); how many.
+    (Called through the runner's `call`, which passes the namespace.)"""
+    me = os.getpid()
+    if os.getpgid(0) != me:
+        return 0
+    killed = 0
+    for pid in group_members(me):
+        if pid != me:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+    return killed

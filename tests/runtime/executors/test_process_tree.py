@@ -1,0 +1,69 @@
+"""What a worker's code starts ends with the worker: `subprocess` and `os.fork` children are
+killed when it is stopped, and when it finishes (its own process stays for pulls)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forkagent_jupyter.runtime.executors.tree import group_members
+
+pytestmark = pytest.mark.anyio
+
+START = (
+    "Go `py: import os, subprocess, time; "
+    "kids = [subprocess.Popen(['sleep', '300']).pid] + "
+    "[p if (p := os.fork()) else (time.sleep(300), os._exit(0)) for _ in range(5)]; {tail}`"
+)
+
+
+def _running(pid: int) -> bool:
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+async def _gone(pids: list[int]) -> list[int]:
+    """The pids still running after a moment (each is killed at once or not at all)."""
+    for _ in range(100):
+        if not any(_running(pid) for pid in pids):
+            break
+        await asyncio.sleep(0.05)
+    return [pid for pid in pids if _running(pid)]
+
+
+async def test_stop_kills_what_the_worker_started(make_session: Any) -> None:
+    session = make_session(auto_respond=False)
+    task = await session.fork(START.format(tail="time.sleep(300)"))
+    runner = None
+    for _ in range(600):
+        runner = session.compute.runners.get(task.id)
+        pid = getattr(runner, "pid", None)
+        if pid is not None and len(await asyncio.to_thread(group_members, pid)) >= 7:
+            break  # the worker, sleep and 5 forks
+        await asyncio.sleep(0.05)
+    assert runner is not None and runner.pid is not None
+    members = await asyncio.to_thread(group_members, runner.pid)
+    started = [pid for pid in members if pid != runner.pid]
+    assert len(started) == 6
+    stopped = await session.stop(task.id)
+    assert stopped.status == "killed"
+    assert await _gone([runner.pid, *started]) == []
+
+
+async def test_a_finished_worker_keeps_its_process_not_its_children(make_session: Any) -> None:
+    session = make_session(auto_respond=False)
+    task = await session.fork(START.format(tail="n = len(kids)"))
+    [finished] = await session.wait(task.id, timeout=60)
+    assert finished.status == "completed", finished.error
+    pid = session.compute.runners[task.id].pid
+    kids = (await session.pull(task.id, "kids"))["kids"]
+    assert len(kids) == 6
+    assert await _gone(kids) == []
+    assert _running(pid)  # kept for pulls
+    assert await session.pull(task.id, "n") == {"n": 6}
