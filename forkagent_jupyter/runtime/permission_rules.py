@@ -209,8 +209,9 @@ class Rule:
     source: str = field(default="", compare=False)
 
     @classmethod
-    def parse(cls, text: str, source: str = "") -> Rule:
-        """Read a rule; ValueError (one line) if it is not one a user can mean."""
+    def parse(cls, text: str, source: str = "", tools: frozenset[str] = frozenset()) -> Rule:
+        """Read a rule; ValueError (one line) if it is not one a user can mean. `tools`: tool
+        names known besides `KNOWN_TOOLS` (a session's own tools)."""
         if not isinstance(text, str):
             raise ValueError(f"a rule is a string like 'Bash(git status:*)', not {text!r}")
         m = re.fullmatch(rf"\s*({_NAME})\s*(?:\((.*)\))?\s*", text, re.DOTALL)
@@ -220,8 +221,8 @@ class Rule:
                 "or 'Edit(src/**)'"
             )
         tool, raw = m.group(1), m.group(2)
-        if not tool.startswith("mcp__") and tool not in KNOWN_TOOLS:
-            near = next((k for k in KNOWN_TOOLS if k.lower() == tool.lower()), None)
+        if not tool.startswith("mcp__") and tool not in KNOWN_TOOLS and tool not in tools:
+            near = next((k for k in KNOWN_TOOLS | tools if k.lower() == tool.lower()), None)
             hint = f" (did you mean {near}?)" if near else ""
             raise ValueError(f"{text!r} names no tool: {tool!r} is unknown{hint}")
         if raw is None:

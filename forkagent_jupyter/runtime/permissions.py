@@ -206,6 +206,7 @@ class RuleBook:
     directory_sources: dict[Path, str] = field(default_factory=dict)
     settings_sources: set[str] = field(default_factory=set)
     settings_files: list[str] = field(default_factory=list)
+    tools: frozenset[str] = frozenset()  # the session's own tool names (custom tools too)
     log: list[dict[str, Any]] = field(default_factory=list)
 
     def of(self, kind: RuleKind) -> list[Rule]:
@@ -213,7 +214,7 @@ class RuleBook:
 
     def add(self, text: str, kind: RuleKind, source: str = "") -> Rule:
         """Add one rule; ValueError (one line) if it is not one (nothing is added)."""
-        rule = Rule.parse(text, source)
+        rule = Rule.parse(text, source, self.tools)
         target = self.of(kind)
         if rule not in target:
             target.append(rule)

@@ -39,7 +39,7 @@ from .loop import AgentConfig, LoopState, run_turn
 from .model import CacheTTL, ModelClient, default_model_name
 from .notifications import Command, CommandQueue
 from .pacer import PacedModel, RateLimits
-from .permissions import PermissionGate, PermissionMode, PermissionPolicy
+from .permissions import PermissionGate, PermissionMode, PermissionPolicy, RuleBook
 from .prompts import default_system_prompt
 from .retry import DEFAULT_STREAM_RETRIES, StreamRetry
 from .secrets import scrubbed_env
@@ -169,14 +169,6 @@ class Session:
         self.compute = ComputePlane(
             self.namespace, worker_namespace=worker_namespace, max_workers=max_workers
         )
-        self.gate = PermissionGate(
-            mode=permission_mode,
-            policy=permission_policy,
-            allow=list(allow),
-            deny=list(deny),
-            ask=list(ask),
-            approval_timeout=approval_timeout,
-        )
         self.tools = ToolSet([*builtin_tools(), *agent_tools(forking)] if tools is None else tools)
         self.named_tools = ToolSet(
             [t for t in claude_code_tools() if self.tools.get(t.name) is None]
@@ -185,6 +177,15 @@ class Session:
         )
         """Tools only a named agent whose file names them gets (Claude Code's MultiEdit,
         NotebookEdit, LS, TodoWrite): not in the parent's requests."""
+        self.gate = PermissionGate(
+            mode=permission_mode,
+            policy=permission_policy,
+            rules=RuleBook(tools=frozenset(self.tools.names() + self.named_tools.names())),
+            allow=list(allow),
+            deny=list(deny),
+            ask=list(ask),
+            approval_timeout=approval_timeout,
+        )
         self.system_prompt = system_prompt or default_system_prompt(self.workdir)
         self.max_turns = max_turns
         self.max_tokens = max_tokens

@@ -18,6 +18,7 @@ from forkagent_jupyter.runtime.permissions import (
     PermissionGate,
     ScriptedPolicy,
 )
+from forkagent_jupyter.runtime.tools import builtin_tools
 from forkagent_jupyter.runtime.tools.base import Tool, ToolContext
 from forkagent_jupyter.runtime.tools.files import EditTool, ReadTool, WriteTool
 from forkagent_jupyter.runtime.tools.search import GlobTool, GrepTool
@@ -271,3 +272,18 @@ async def test_session_rules_do_not_stop_at_a_bad_one(make_session: Any, ctx: To
         ("bash(git push)", "ask"),
     ]
     assert all(r.source.startswith("Session(") for r in book.allow)
+
+
+async def test_a_sessions_own_tools_can_be_named(make_session: Any) -> None:
+    from forkagent_jupyter.runtime.tools import builtin_tools
+
+    from .test_rule_spellings import BASH as _  # noqa: F401  (the module's tools load)
+
+    class Custom(BashTool):
+        name = "Deploy"
+
+    session = make_session(
+        tools=[*builtin_tools(), Custom()], allow=["Deploy(prod)"], deny=["deploy"]
+    )
+    assert [str(r) for r in session.gate.rules.allow] == ["Deploy(prod)"]
+    assert "did you mean Deploy" in session.gate.rules.refused[0].reason
