@@ -275,10 +275,6 @@ async def test_session_rules_do_not_stop_at_a_bad_one(make_session: Any, ctx: To
 
 
 async def test_a_sessions_own_tools_can_be_named(make_session: Any) -> None:
-    from forkagent_jupyter.runtime.tools import builtin_tools
-
-    from .test_rule_spellings import BASH as _  # noqa: F401  (the module's tools load)
-
     class Custom(BashTool):
         name = "Deploy"
 
