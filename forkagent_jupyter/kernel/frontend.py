@@ -75,6 +75,7 @@ class FrontendRows:
             "tool": request.tool_name,
             "preview": request.preview[:PREVIEW_CHARS],
             "cell_id": launch.cell_id if launch else None,
+            "rule": request.suggested_rule,
         }
 
     def budget_row(self) -> Budget | None:

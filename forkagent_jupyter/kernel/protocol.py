@@ -90,6 +90,8 @@ class Approval(TypedDict):
     tool: str
     preview: str
     cell_id: str | None
+    rule: str | None
+    """The rule "Allow for session" adds (exactly this call); None: it cannot be offered."""
 
 
 class Budget(TypedDict):

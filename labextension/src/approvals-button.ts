@@ -66,11 +66,21 @@ export class ApprovalsIndicator extends Widget {
       const answer = (d: 'allow' | 'always' | 'deny') => () => this.connection.approve(a.request_id, d);
       buttons.append(
         button('Allow once', `Allow once: ${label}`, answer('allow')),
-        button('Allow for session', `Allow for session: ${label}`, answer('always')),
+        sessionButton(a.rule, label, answer('always')),
         button('Deny', `Deny: ${label}`, answer('deny')),
         button('Show', `Show the card of ${label}`, () => this.reveal(a.task_id, a.cell_id))
       );
       this.list.appendChild(row);
     }
   }
+}
+
+/** "Allow for session" names the exact rule it adds; without one it is disabled. */
+export function sessionButton(rule: string | null, label: string, onClick: () => void): HTMLButtonElement {
+  if (rule === null) {
+    const b = button('Allow for session', `No rule can name exactly this call: allow it once (${label})`, () => undefined);
+    b.disabled = true;
+    return b;
+  }
+  return button(`Allow for session: ${rule}`, `Allow for session, adding the rule ${rule}: ${label}`, onClick);
 }

@@ -52,6 +52,8 @@ export interface IApproval {
   tool: string;
   preview: string;
   cell_id: string | null;
+  /** The rule "Allow for session" adds (exactly this call); null: only "Allow once". */
+  rule: string | null;
 }
 
 export interface ICellSpec {
@@ -201,7 +203,8 @@ export function parseApproval(value: unknown): IApproval | null {
     task_id: strOrNull(value.task_id),
     tool: str(value.tool, 'tool'),
     preview: str(value.preview),
-    cell_id: strOrNull(value.cell_id)
+    cell_id: strOrNull(value.cell_id),
+    rule: strOrNull(value.rule)
   };
 }
 

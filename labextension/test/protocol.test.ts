@@ -90,4 +90,12 @@ describe('task rows and approvals', () => {
     expect(list.size).toBe(1);
     expect(parseApproval({ tool: 'Write' })).toBeNull();
   });
+
+  it('keeps the rule "Allow for session" adds, or null', () => {
+    expect(parseApproval({ request_id: 'r', tool: 'Bash', rule: "Bash(sh -c 'echo hi')" })!.rule).toBe(
+      "Bash(sh -c 'echo hi')"
+    );
+    expect(parseApproval({ request_id: 'r', tool: 'Bash' })!.rule).toBeNull();
+    expect(parseApproval({ request_id: 'r', tool: 'Bash', rule: 5 })!.rule).toBeNull();
+  });
 });
