@@ -68,12 +68,35 @@ def _tag(body: str, name: str) -> str:
     return found.group(1).strip() if found else ""
 
 
+_FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,})", re.MULTILINE)
+
+
 def _clip(text: str, limit: int = _MAX_REPORT) -> str:
-    return (
-        text
-        if len(text) <= limit
-        else text[:limit] + f"\n... ({len(text) - limit} more characters)"
+    """`text` cut to `limit` characters, with a note of how much was left out. A cut inside a
+    code fence closes that fence after the note, so the Markdown after it stays Markdown."""
+    if len(text) <= limit:
+        return text
+    kept = text[:limit]
+    note = f"... ({len(text) - limit} more characters)"
+    open_fence: str | None = None
+    for match in _FENCE_LINE.finditer(kept):
+        fence = match.group(1)
+        if open_fence is None:
+            open_fence = fence
+        elif fence[0] == open_fence[0] and len(fence) >= len(open_fence):
+            open_fence = None
+    if open_fence is not None:
+        return f"{kept}\n{note}\n{open_fence}"
+    return f"{kept}\n{note}"
+
+
+def _fenced(text: str) -> str:
+    """`text` in a code fence longer than any backtick fence inside it."""
+    longest = max(
+        (len(m.group(1)) for m in _FENCE_LINE.finditer(text) if m.group(1)[0] == "`"), default=0
     )
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text}\n{fence}"
 
 
 def _result_text(block: Mapping[str, Any]) -> str:
@@ -115,7 +138,7 @@ def _report(
     for block in results:
         name = names.get(str(block.get("tool_use_id")), "tool")
         status = "failed" if block.get("is_error") else "returned"
-        lines.append(f"\n**{name}** {status}:\n```\n{_clip(_result_text(block)).rstrip()}\n```")
+        lines.append(f"\n**{name}** {status}:\n{_fenced(_clip(_result_text(block)).rstrip())}")
     return "\n".join(lines)
 
 
