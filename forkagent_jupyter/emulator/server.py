@@ -51,6 +51,7 @@ from .platforms import platform_route
 from .ratelimits import Admission, RateLimiter, Refusal, Throttle
 from .sse import SseEvent, StreamOptions, finish_reply, message_dict, message_events
 from .transport import ClientGoneError, EmulatorHTTPServer, Handler
+from .web import WebCorpus
 
 __all__ = ["API_VERSIONS", "TRANSPORT_MESSAGES", "Emulator", "IdFactory", "WallClock"]
 
@@ -120,6 +121,8 @@ class Emulator:
         self._ledger = Ledger()
         self.rate_limits = RateLimiter(self._clock, rate_limits)
         self.batches = BatchStore(self)
+        self.web = WebCorpus()
+        """The pages its `web_search` and `web_fetch` server tools know (`web.py`)."""
         self._lock = threading.Lock()
         self._requests: list[RequestRecord] = []
         self._violations: list[Violation] = []
@@ -511,6 +514,7 @@ class Emulator:
         try:
             warm_up = int(body.get("max_tokens") or 0) == 0  # no brain for a cache pre-warm
             reply = Reply(()) if warm_up else self._brain.reply(body)
+            reply, web = self.web.serve(reply, body, lambda: "srv" + self.ids.tool_id())
             outcome = finish_reply(
                 reply,
                 body,
@@ -533,11 +537,19 @@ class Emulator:
         self._wait(ttft)
         self._cache.commit(plan)  # response start: the writes become readable now
         message_id = self.ids.message_id()
+        usage = dict(plan.usage_dict())
+        if web.web_search_requests or web.web_fetch_requests:  # what the server tools did
+            fetched = sum(self.tokenizer.count(text) for text in web.fetched_text)
+            usage["input_tokens"] = int(usage.get("input_tokens") or 0) + fetched
+            usage["server_tool_use"] = {
+                "web_search_requests": web.web_search_requests,
+                "web_fetch_requests": web.web_fetch_requests,
+            }
         message = message_dict(
             message_id=message_id,
             model=str(body["model"]),
             outcome=outcome,
-            usage=plan.usage_dict(),
+            usage=usage,
         )
         rec.status = 200
         billed: list[bool] = []

@@ -171,7 +171,7 @@ def finish_reply(
 def full_usage(usage: Mapping[str, Any], output_tokens: int) -> dict[str, Any]:
     """The Message usage object: input and cache counts (0, never null), breakdown, output."""
     breakdown = usage.get("cache_creation") or {}
-    return {
+    full = {
         "input_tokens": int(usage.get("input_tokens") or 0),
         "cache_creation_input_tokens": int(usage.get("cache_creation_input_tokens") or 0),
         "cache_read_input_tokens": int(usage.get("cache_read_input_tokens") or 0),
@@ -183,6 +183,9 @@ def full_usage(usage: Mapping[str, Any], output_tokens: int) -> dict[str, Any]:
         "service_tier": "standard",
         "inference_geo": "global",
     }
+    if usage.get("server_tool_use"):  # only when server tools ran
+        full["server_tool_use"] = dict(usage["server_tool_use"])
+    return full
 
 
 def message_dict(
@@ -277,6 +280,14 @@ def message_events(message: Mapping[str, Any], opts: StreamOptions) -> Iterator[
                 yield SseEvent(opts.unknown_event, {"type": opts.unknown_event, "note": "ignore"})
     if opts.unknown_event_at is not None and count < opts.unknown_event_at:
         yield SseEvent(opts.unknown_event, {"type": opts.unknown_event, "note": "ignore"})
+    final_usage = {
+        "input_tokens": usage["input_tokens"],
+        "cache_creation_input_tokens": usage["cache_creation_input_tokens"],
+        "cache_read_input_tokens": usage["cache_read_input_tokens"],
+        "output_tokens": usage["output_tokens"],
+    }
+    if "server_tool_use" in usage:
+        final_usage["server_tool_use"] = usage["server_tool_use"]
     delta: dict[str, Any] = {
         "stop_reason": message["stop_reason"],
         "stop_sequence": message["stop_sequence"],
@@ -288,12 +299,7 @@ def message_events(message: Mapping[str, Any], opts: StreamOptions) -> Iterator[
         {
             "type": "message_delta",
             "delta": delta,
-            "usage": {
-                "input_tokens": usage["input_tokens"],
-                "cache_creation_input_tokens": usage["cache_creation_input_tokens"],
-                "cache_read_input_tokens": usage["cache_read_input_tokens"],
-                "output_tokens": usage["output_tokens"],
-            },
+            "usage": final_usage,
         },
     )
     yield SseEvent("message_stop", {"type": "message_stop"})

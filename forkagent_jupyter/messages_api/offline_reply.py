@@ -13,6 +13,9 @@ What it does, exactly:
 * A compaction request (`<compaction-request>` in the last user message) gets a summary built
   from the conversation: how many requests and tool calls there were, the latest requests'
   first lines, and the task ids it mentions.
+* A request that offers the `web_search` (`web_fetch`) server tool and whose last user
+  message holds `<web-search-query>...</web-search-query>` (`<web-fetch-url>...`) calls it
+  once (a `server_tool_use` block); the emulator runs it and writes what was found.
 * Anything else gets an honest answer saying what the offline model can do.
 * With extended thinking on (`thinking` of type enabled, adaptive or between_tools) the reply
   starts with a `thinking` block that says, deterministically, what it read and what it is
@@ -201,6 +204,12 @@ def _offline_summary(messages: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+_WEB = (
+    ("web_search", re.compile(r"<web-search-query>(.*?)</web-search-query>", re.S), "query"),
+    ("web_fetch", re.compile(r"<web-fetch-url>(.*?)</web-fetch-url>", re.S), "url"),
+)
+
+
 _THINKING_ON = ("enabled", "adaptive", "between_tools")
 
 
@@ -250,6 +259,11 @@ def _reply(body: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]:
 
     if _COMPACT_REQUEST in text:
         return [{"type": "text", "text": _offline_summary(messages)}], "end_turn"
+    for name, pattern, key in _WEB:
+        found = pattern.search(text)
+        if name in tools and found is not None:
+            use = {"type": "server_tool_use", "name": name, "input": {key: found.group(1).strip()}}
+            return [use], "end_turn"
     notes = _NOTIFICATION.findall(text)
     if notes:
         return [{"type": "text", "text": _summarize_notifications(notes)}], "end_turn"

@@ -14,7 +14,11 @@ from pydantic import BaseModel, ConfigDict
 
 from .catalog import BATCH_DISCOUNT, price_for
 
-__all__ = ["Usage", "cost_usd", "usage_counts"]
+__all__ = ["WEB_SEARCH_USD", "Usage", "cost_usd", "usage_counts"]
+
+WEB_SEARCH_USD = 0.01
+"""The price of one web search (the server tool): $10 per 1,000 searches. Web fetches cost
+only the tokens of what they fetched."""
 
 
 class Usage(BaseModel):
@@ -28,6 +32,9 @@ class Usage(BaseModel):
     cache_read_input_tokens: int = 0
     ephemeral_5m_input_tokens: int = 0
     ephemeral_1h_input_tokens: int = 0
+    web_search_requests: int = 0
+    """Server tool calls (`usage.server_tool_use`): web searches and web fetches."""
+    web_fetch_requests: int = 0
 
     @classmethod
     def from_api(cls, usage: Mapping[str, Any] | Any) -> Usage:
@@ -44,7 +51,12 @@ class Usage(BaseModel):
         hour = num("ephemeral_1h_input_tokens", breakdown)
         if created and not (five or hour):
             five = created
+        server = data.get("server_tool_use") or {}
+        if not isinstance(server, Mapping):
+            server = server.model_dump() if hasattr(server, "model_dump") else {}
         return cls(
+            web_search_requests=num("web_search_requests", server),
+            web_fetch_requests=num("web_fetch_requests", server),
             input_tokens=num("input_tokens"),
             output_tokens=num("output_tokens"),
             cache_creation_input_tokens=created,
@@ -64,6 +76,8 @@ class Usage(BaseModel):
             + other.ephemeral_5m_input_tokens,
             ephemeral_1h_input_tokens=self.ephemeral_1h_input_tokens
             + other.ephemeral_1h_input_tokens,
+            web_search_requests=self.web_search_requests + other.web_search_requests,
+            web_fetch_requests=self.web_fetch_requests + other.web_fetch_requests,
         )
 
     @property
@@ -93,7 +107,8 @@ def usage_counts(usage: Usage) -> dict[str, int]:
 
 
 def cost_usd(usage: Usage, model: str, service_tier: str | None = None) -> float:
-    """What `usage` costs on `model`, in USD (`service_tier="batch"`: the batch price)."""
+    """What `usage` costs on `model`, in USD (`service_tier="batch"`: the batch price of the
+    tokens), web searches included (`WEB_SEARCH_USD` each)."""
     p = price_for(model)
     share = BATCH_DISCOUNT if service_tier == "batch" else 1.0
     full = (
@@ -103,4 +118,4 @@ def cost_usd(usage: Usage, model: str, service_tier: str | None = None) -> float
         + usage.ephemeral_1h_input_tokens * p.cache_write_1h
         + usage.cache_read_input_tokens * p.cache_read
     ) / 1_000_000
-    return share * full
+    return share * full + usage.web_search_requests * WEB_SEARCH_USD

@@ -49,6 +49,7 @@ from .thinking import thinking_param, with_budget
 from .tools import builtin_tools, claude_code_tools
 from .tools.agents import AgentTool, agent_tool, agent_tools
 from .tools.base import Tool, ToolContext, ToolSet
+from .tools.web import WebAccess
 from .transcripts import AgentMeta, TranscriptStore
 from .workers import AUTO_BACKGROUND_AFTER, AgentRun, Workers
 
@@ -255,12 +256,39 @@ class Session:
             namespace=self.namespace,
             agent_id=agent_id,
             env=scrubbed_env(),
-            services={**self.services, "workers": self.workers, "python_runner": self.compute.main},
+            services={
+                **self.services,
+                "workers": self.workers,
+                "python_runner": self.compute.main,
+                "web": self._web_access(),
+            },
         )
 
     def _worker_services(self, agent_id: str, namespace: str | None) -> dict[str, Any]:
         runner = self.compute.runner_for(agent_id, namespace)
-        return {**self.services, "workers": self.workers, "python_runner": runner}
+        return {
+            **self.services,
+            "workers": self.workers,
+            "python_runner": runner,
+            "web": self._web_access(),
+        }
+
+    def _web_access(self) -> WebAccess:
+        """How WebSearch and WebFetch reach the model (their own requests, paced and
+        budgeted like every other; their cost is the calling agent's)."""
+        client = BudgetedModel(PacedModel(self.client, self.rate_limits), self.budget)
+        return WebAccess(client, self.model, self._web_usage)
+
+    def _web_usage(self, agent_id: str, usage: Usage, cost: float) -> None:
+        task = None if agent_id == "main" else self.registry.find(agent_id)
+        if task is None:
+            self._parent_usage = self._parent_usage + usage
+            self._parent_cost += cost
+        else:
+            task.usage = task.usage + usage
+            task.cost_usd += cost
+            self.registry.changed(task)
+        self._enforce_budget()
 
     def _compute_follows(self, task: Task) -> None:
         """A worker's process follows its task: killed with it, kept for pulls otherwise."""

@@ -12,6 +12,7 @@ from .namespace import DescribeDataTool, VariablesTool
 from .python import PythonTool
 from .shell import BashTool
 from .todos import TodoWriteTool
+from .web import WebFetchTool, WebSearchTool
 
 __all__ = ["builtin_tools", "claude_code_tools"]
 
@@ -34,7 +35,14 @@ def builtin_tools() -> list[Tool[Any]]:
 
 def claude_code_tools() -> list[Tool[Any]]:
     """The tools Claude Code's agent files name beyond the built-in ones: MultiEdit,
-    NotebookEdit, LS, TodoWrite. A named agent gets them when its `tools` list names them;
-    the parent and its forks do not carry them (every tool definition heads each request's
-    cached prefix)."""
-    return [MultiEditTool(), NotebookEditTool(), LSTool(), TodoWriteTool()]
+    NotebookEdit, LS, TodoWrite, WebSearch, WebFetch. A named agent gets them when its
+    `tools` list names them; the parent and its forks do not carry them (every tool
+    definition heads each request's cached prefix)."""
+    return [
+        MultiEditTool(),
+        NotebookEditTool(),
+        LSTool(),
+        TodoWriteTool(),
+        WebSearchTool(),
+        WebFetchTool(),
+    ]
