@@ -173,7 +173,7 @@ async def test_todo_write_shows_on_the_card(
     agents = tmp_path / ".claude" / "agents"
     agents.mkdir(parents=True)
     (agents / "planner.md").write_text(
-        "---\nname: planner\ndescription: plans\ntools: TodoWrite, Read, WebSearch, "
+        "---\nname: planner\ndescription: plans\ntools: TodoWrite, Read, BashOutput, "
         "mcp__jira__create\n---\nPlan.\n"
     )
     session = make_session(auto_respond=False)
@@ -192,8 +192,8 @@ async def test_todo_write_shows_on_the_card(
     text = card_text(task)
     assert "[x] Read the data\n    [>] Fitting the model\n    [ ] Write the report" in text
     # the tools its file names that it does not get are said on its card
-    assert task.notes == ["not available here: WebSearch, mcp__jira__create"]
-    assert "(not available here: WebSearch, mcp__jira__create)" in text
+    assert task.notes == ["not available here: BashOutput, mcp__jira__create"]
+    assert "(not available here: BashOutput, mcp__jira__create)" in text
     body = emulator.api_requests()[0].body
     assert [t["name"] for t in body["tools"]] == ["Read", "TodoWrite"]
     # the parent does not carry Claude Code's extra tools: they are for the agents naming them
