@@ -167,6 +167,22 @@ async def test_additional_directories_widen_where_tools_may_go(
     assert isinstance(await check(session, READ, file_path=str(tmp_path / "other")), Deny)
 
 
+async def test_a_turn_reads_an_additional_directory(
+    emulator: Any, make_session: Any, home: Path, project: Path, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "x.csv").write_text("a,b\n1,2\n")
+    write(home / ".claude/settings.json", perms(additionalDirectories=[str(data)]))
+    session = make_session(workdir=project, home=home)
+    emulator.script(
+        Reply(({"type": "tool_use", "name": "Read", "input": {"file_path": str(data / "x.csv")}},)),
+        Reply.text("ok"),
+    )
+    turn = await session.ask("read the data")
+    assert not turn.tool_calls[0].is_error and "1,2" in turn.tool_calls[0].result
+
+
 async def test_files_are_read_again_each_turn_and_edits_to_them_are_always_asked(
     emulator: Any, make_session: Any, home: Path, project: Path
 ) -> None:
