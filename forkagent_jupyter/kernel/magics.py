@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 
 if TYPE_CHECKING:
@@ -171,8 +171,11 @@ def transform_cell(lines: list[str]) -> list[str]:
             indent, args = compact.group(1), compact.group(2).strip()
             line = f"{indent}await __forkagent__.compact({args!r})\n"
         top = _TOP_LEVEL.match(line.rstrip("\n"))
-        if top:  # `{expr}` and `$name` expanded as IPython expands a magic's line
-            expanded = f"get_ipython().var_expand({top.group(3)!r})"
+        if top:  # %send interpolates `{name}` itself; the others as IPython expands a line
+            rest = top.group(3)
+            expanded = (
+                repr(rest) if top.group(2) == "send" else f"get_ipython().var_expand({rest!r})"
+            )
             line = f"await __forkagent__.{top.group(2)}_line({expanded})\n"
         out.append(line)
     return out
@@ -222,6 +225,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
         "system prompt and tools always)",
     )
     @argument("directive", nargs="?", help="what the worker should do (the rest of the line)")
+    @no_var_expand  # `{name}` is ours (interpolate); IPython's expansion is slow on long lines
     @line_magic
     @_shows_help
     def fork(self, line: str) -> Any:
@@ -245,6 +249,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @magic_arguments()
     @argument("to", nargs="?", help="worker id or name")
     @argument("message", nargs="?", help="the message (the rest of the line)")
+    @no_var_expand
     @line_magic
     @_shows_help
     def send(self, line: str) -> Any:

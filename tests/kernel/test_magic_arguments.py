@@ -70,7 +70,7 @@ def test_lines_that_read_files_are_awaited_where_an_await_is_allowed() -> None:
     awaits at the top level of a cell; indented, in a function perhaps, they stay magics."""
     cell = ["%send w1 it's {x}\n", "%notifications a b\n", "if True:\n", "    %send w1 hi\n"]
     assert transform_cell(cell) == [
-        'await __forkagent__.send_line(get_ipython().var_expand(" w1 it\'s {x}"))\n',
+        'await __forkagent__.send_line(" w1 it\'s {x}")\n',
         "await __forkagent__.notifications_line(get_ipython().var_expand(' a b'))\n",
         "if True:\n",
         "    %send w1 hi\n",
