@@ -36,6 +36,8 @@ class Command:
     owner: str = "main"
     mode: CommandMode = "task-notification"
     task_id: str | None = None
+    run: int | None = None
+    """Which run of the task it reports (a resumed task has one report per run)."""
 
 
 @dataclass
@@ -56,9 +58,10 @@ class CommandQueue:
         owner: str = "main",
         mode: CommandMode = "task-notification",
         task_id: str | None = None,
+        run: int | None = None,
     ) -> Command:
         with self._lock:
-            command = Command(text, owner, mode, task_id)
+            command = Command(text, owner, mode, task_id, run)
             self._items.append(command)
         if self.on_enqueue is not None:
             self.on_enqueue(command)
@@ -72,11 +75,16 @@ class CommandQueue:
                 self._items = [c for c in self._items if c.owner != owner]
         return taken
 
-    def discard(self, task_id: str) -> int:
-        """Drop a task's notifications that were not read yet; returns how many."""
+    def discard(self, task_id: str, run: int | None = None) -> int:
+        """Drop a task's notifications that were not read yet (of that `run` only, if given:
+        an earlier run's report is still owed); returns how many."""
+
+        def dropped(c: Command) -> bool:
+            return c.task_id == task_id and (run is None or c.run == run)
+
         with self._lock:
             before = len(self._items)
-            self._items = [c for c in self._items if c.task_id != task_id]
+            self._items = [c for c in self._items if not dropped(c)]
             return before - len(self._items)
 
     def reroute(self, owner: str, to: str) -> int:

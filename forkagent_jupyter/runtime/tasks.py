@@ -319,9 +319,10 @@ class TaskRegistry:
 
     def suppress(self, task: Task) -> None:
         """The current run's notification is not to be read by the model (its result went
-        another way, or the user stopped it): drop it if queued, never enqueue it."""
+        another way, or the user stopped it): drop it if queued, never enqueue it. Reports of
+        its earlier runs that wait unread are still read (a resumed agent stopped in bulk)."""
         task._suppressed_run = task.run
-        self.queue.discard(task.id)
+        self.queue.discard(task.id, run=task.run)
 
     def settle(self, task: Task) -> None:
         """Format the ended run's notification and enqueue it for its owner (once, unless
@@ -348,6 +349,6 @@ class TaskRegistry:
             task._suppressed_run = task.run
         if task._suppressed_run < task.run:
             to = self.recipient(task.owner)
-            self.queue.enqueue(task.notification, owner=to, task_id=task.id)
+            self.queue.enqueue(task.notification, owner=to, task_id=task.id, run=task.run)
         task._done.set()
         self.changed(task)

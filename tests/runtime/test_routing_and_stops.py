@@ -108,6 +108,24 @@ async def test_a_bulk_stop_is_shown_but_not_handed_to_the_model(
     assert len(session.queue) == 0
 
 
+async def test_a_bulk_stop_of_a_resumed_agent_keeps_its_earlier_report(
+    emulator: Any, make_session: Any
+) -> None:
+    """The soak's seed 201 under load: a fork ended and its report waited for the parent (busy
+    elsewhere); a message resumed the fork, and a bulk stop of that second run dropped the
+    first run's unread report too. Only the stopped run's report is withheld from the model."""
+    session = make_session(auto_respond=False)  # the parent does not read reports by itself
+    task = await session.fork("quick `py: 6 * 7`", name="twice")
+    await session.wait(task.id, timeout=30)
+    assert task.status == "completed" and len(session.queue) == 1  # run 1's report, unread
+    await session.send("twice", "now slowly " + SLEEP.format(s=10))
+    await wait_for(lambda: task.run == 2 and task.current_tool == "Python")
+    [stopped] = await session.stop_all()
+    assert stopped is task and task.status == "killed" and task.settled
+    [report] = session.queue.drain("main")  # run 1's, still for the model; run 2's is not
+    assert "<status>completed</status>" in report.text and "42" in report.text
+
+
 async def test_agent_rules_match_the_agent_type(
     emulator: Any, make_session: Any, tmp_path: Path
 ) -> None:
