@@ -86,9 +86,11 @@ def format_report(report: dict[str, Any], out: Path) -> str:
         f"wrote {out}",
         f"tasks: {len(tasks)} forks, {done} completed",
     ]
-    for a in tasks:
+    parent = [a for a in costs["agents"] if a["name"] == "parent"]
+    for a in [*parent, *tasks]:  # the parent's turns too: its answers to the notifications
+        status = "-" if a["name"] == "parent" else a["status"]
         lines.append(
-            f"  {a['name']:<13} {a['status']:<9} {a['total_input_tokens']:>7,} prompt tokens, "
+            f"  {a['name']:<13} {status:<9} {a['total_input_tokens']:>7,} prompt tokens, "
             f"{a['cache_hit_ratio']:.0%} from cache, ${a['cost_usd']:.5f}"
         )
     lines += [
@@ -100,4 +102,12 @@ def format_report(report: dict[str, Any], out: Path) -> str:
         f"cost: ${total['cost_usd']:.5f}; without the shared prompt cache: "
         f"${total['uncached_cost_usd']:.5f} ({costs['saving']:.0%} saved)",
     ]
+    if report["backend"] == "offline":
+        lines.append(
+            f"offline: the costs are simulated at {costs['model']}'s list prices from the "
+            "offline model's token counts; nothing was charged. The parent answers the "
+            "workers' notifications as they arrive, several in one turn when they come "
+            "together, so its row (and the totals) can differ a little between runs; each "
+            "worker's row does not."
+        )
     return "\n".join(lines)

@@ -40,6 +40,12 @@ def test_forkagent_demo_executes_the_fan_out_notebook(tmp_path: Path) -> None:
     assert "on the offline backend" in text
     assert "tasks: 4 forks, 4 completed" in text
     assert len(re.findall(r"^  \w+ +completed ", text, re.MULTILINE)) == 4
+    parent = re.search(r"^  parent +- +([\d,]+) prompt tokens.*\$([\d.]+)$", text, re.MULTILINE)
+    assert parent, text  # where the rest of the cost went: the parent's turns
+    rows = [float(c) for c in re.findall(r"^  \w+ .*\$([\d.]+)$", text, re.MULTILINE)]
+    total = re.search(r"^cost: \$([\d.]+)", text, re.MULTILINE)
+    assert total and sum(rows) == pytest.approx(float(total.group(1)), abs=5e-5)
+    assert "simulated" in text and "nothing was charged" in text
     hit = re.search(r"cache hit ratio: (\d+)%", text)
     assert hit and int(hit.group(1)) > 50
     costs = re.search(r"cost: \$([\d.]+); without the shared prompt cache: \$([\d.]+)", text)
