@@ -283,3 +283,25 @@ async def test_a_sessions_own_tools_can_be_named(make_session: Any) -> None:
     )
     assert [str(r) for r in session.gate.rules.allow] == ["Deploy(prod)"]
     assert "did you mean Deploy" in session.gate.rules.refused[0].reason
+
+
+async def test_webfetch_domain_rules_decide_real_webfetch_calls(ctx: ToolContext) -> None:
+    from forkagent_jupyter.runtime.tools.web import WebFetchTool
+
+    fetch = WebFetchTool()
+    policy = ScriptedPolicy(default=Deny("asked"))
+    gate = PermissionGate(
+        policy=policy,
+        allow=["WebFetch(domain:docs.example.com)"],
+        deny=["WebFetch(domain:*.evil.example)"],
+    )
+
+    async def decide(url: str) -> Any:
+        return await check(gate, fetch, ctx, url=url, prompt="what is it")
+
+    assert isinstance(await decide("https://docs.example.com/a"), Allow)
+    denied = await decide("https://x.evil.example/")
+    assert isinstance(denied, Deny) and "WebFetch(domain:*.evil.example)" in denied.message
+    assert await decide("https://docs.example.com.evil.example/") != Allow()
+    assert await decide("https://other.example.com/") == Deny("asked")
+    assert policy.requests[-1].suggested_rule is None  # no rule names exactly one address
