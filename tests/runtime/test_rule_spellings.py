@@ -305,3 +305,35 @@ async def test_a_policy_cannot_remember_a_rule_that_widens_a_runner(work: Path, 
     assert isinstance(await check(gate, BASH, ctx, command="sh -c 'echo hi'"), Allow)
     assert gate.rules.allow == []
     assert gate.log[-1]["rule"] is None
+
+
+WORD_CASES = [
+    "a 'b c' \"d e\"",
+    "a\\ b",
+    "'a'\\''b'",
+    '"a\\"b"',
+    "$'a\\tb' $'\\x41\\101'",
+    "'' \"\"",
+    "a#b #c",
+    "x=#y",
+    "\"$\" '$' \\$",
+    "a\\\nb",
+    '"a\\nb"',
+    "a'b'\"c\"d",
+    "$'it\\'s'",
+    "\"x'y\" 'x\"y'",
+    '\\\'a "\\`"',
+]
+
+
+@pytest.mark.parametrize("words", WORD_CASES)
+def test_the_reader_splits_words_as_bash_does(words: str) -> None:
+    import subprocess
+
+    from forkagent_jupyter.runtime.shell_syntax import parse_script
+
+    line = "printf '<%s>' " + words
+    out = subprocess.run(["bash", "-c", line], capture_output=True, text=True, check=True).stdout
+    want = out[1:-1].split("><") if out else []
+    (command,) = parse_script(line).commands
+    assert [w.text for w in command.words[2:]] == want
