@@ -17,6 +17,7 @@ from typing import Any
 __all__ = [
     "SECRET_ENV_VARS",
     "forget_secrets",
+    "known_secrets",
     "redact",
     "register_holder",
     "register_secret",
@@ -53,6 +54,11 @@ def _known() -> list[str]:
         register_secret(os.environ.get(name))
     with _lock:
         return sorted(_secrets, key=len, reverse=True)
+
+
+def known_secrets() -> list[str]:
+    """Every secret value this process knows of (longest first)."""
+    return _known()
 
 
 def redact(text: str) -> str:

@@ -215,13 +215,19 @@ class Kernel:
 
 
 @pytest.fixture
-def kernel(emulator: Emulator, tmp_path: Path) -> Iterator[Kernel]:
+def api_key() -> str:
+    """The API key in the kernel's environment (a test module may override it)."""
+    return "test-key"
+
+
+@pytest.fixture
+def kernel(emulator: Emulator, tmp_path: Path, api_key: str) -> Iterator[Kernel]:
     env = dict(os.environ)
     # as a user's kernel: ipykernel forwards output written to its file descriptors 1 and 2
     # into the running cell, except under pytest, which it detects by this variable
     env.pop("PYTEST_CURRENT_TEST", None)
     env.update(
-        ANTHROPIC_API_KEY="test-key",
+        ANTHROPIC_API_KEY=api_key,
         ANTHROPIC_BASE_URL=emulator.base_url,
         FORKAGENT_BACKEND="anthropic",
         PYTHONPATH=str(Path(__file__).resolve().parents[2]),

@@ -29,6 +29,7 @@ import time
 from typing import Any, NoReturn
 
 from ..secrets import forget_secrets
+from . import sandbox
 from .base import Display, ExecResult, StreamText, png_of
 from .display import flush_figures, ipython_shell, open_figures, worker_backend
 from .forksafety import HAZARD_EXIT, watch
@@ -102,9 +103,11 @@ def become_snapshot(control: socket.socket, namespace: dict[str, Any]) -> NoRetu
         _die_with_parent()
         _detach_from_kernel()
         _child_stdio()
+        secrets = sandbox.kernel_secrets()
         forget_secrets()
         worker_backend()
         text_progress()
+        sandbox.seal(secrets)
         gc.freeze()  # what the kernel had stays shared (copy-on-write) with the kernel
     except BaseException:
         os._exit(SETUP_FAILED)
@@ -141,6 +144,7 @@ def _serve_spawns(control: socket.socket, namespace: dict[str, Any]) -> None:
                 _die_with_parent()
                 with contextlib.suppress(OSError):
                     os.nice(int(request[2]))
+                sandbox.enter(fds[0])
                 serve_worker(socket.socket(fileno=fds[0]), namespace)
             os.close(fds[0])
             children.add(pid)

@@ -22,7 +22,8 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from .base import CodeRunner, Output, PullError, valid_output
+from ..secrets import redact
+from .base import CodeRunner, Display, Output, PullError, StreamText, valid_output
 from .dask import DaskBackend, DaskRunner
 from .process import ProcessRunner, Snapshot, fork_supported
 from .thread import ThreadRunner
@@ -31,6 +32,14 @@ from .tree import prune_group
 __all__ = ["ComputePlane", "WorkerNamespace"]
 
 WorkerNamespace = Literal["isolated", "shared"]
+
+
+def redacted(output: Output) -> Output:
+    """A worker's output with every known secret masked (as everything the runtime shows)."""
+    if isinstance(output, StreamText):
+        return StreamText(output.name, redact(output.text))
+    data = {k: redact(v) if isinstance(v, str) else v for k, v in output.data.items()}
+    return Display(data, output.metadata)
 
 
 class ComputePlane:
@@ -121,7 +130,7 @@ class ComputePlane:
         def sink(output: Output) -> None:
             found = plane()
             if found is not None and found.on_output is not None:
-                found.on_output(agent_id, valid_output(output))
+                found.on_output(agent_id, redacted(valid_output(output)))
 
         runner: CodeRunner
         chosen = requested or self.worker_namespace

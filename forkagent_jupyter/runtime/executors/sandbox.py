@@ -1,0 +1,300 @@
+"""Keeping a worker process away from the kernel's secrets and sockets (Linux).
+
+A worker runs code the model wrote, in a copy-on-write copy of the kernel. Two measures:
+
+* `seal` (in the snapshot process, once, before any worker is forked from it): every credential
+  the kernel knows (the API key variables, the SDK client's key, the kernel's message-signing
+  key) is removed from the environment and the objects that hold it, and every verbatim copy
+  left anywhere in the process's memory (freed buffers included) is overwritten. What a worker
+  copies from the snapshot then holds none of them.
+* `enter` (in each worker, right after its fork): the worker moves into its own user, PID and
+  mount namespaces. Its /proc is a fresh one that shows only its own processes, so the
+  kernel's and the Jupyter server's /proc entries (environ, mem, cmdline) are not there to
+  read; the kernel's connection file and Jupyter's runtime folder (connection files, the
+  server's token) are covered; then it gives up every capability, so it cannot uncover them.
+  It keeps the network, the file system and your user's files as they are.
+
+`enter` forks once more: the process the kernel knows (and kills) waits for the worker, which
+is the first process of its PID namespace (when it ends, everything it started ends too), and
+ends the way the worker ended. Where the namespaces cannot be made (no unprivileged user
+namespaces, a seccomp filter), the worker runs without them and `STATE.error` says why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..secrets import SECRET_ENV_VARS, known_secrets
+
+__all__ = ["STATE", "enter", "scrub_memory", "seal"]
+
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWPID = 0x20000000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 8, 4096, 0x4000, 1 << 18
+_PR_SET_PDEATHSIG, _PR_CAPBSET_DROP = 1, 24
+_LARGE_REGION = 64 << 20
+"""A private anonymous mapping larger than this (not the heap) holds one large buffer (an
+array's data): the scrub does not read it."""
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+@dataclass
+class SandboxState:
+    hidden: list[str] = field(default_factory=list)
+    error: str | None = None
+    """Why the namespaces could not be made in this worker (None: they were)."""
+    scrubbed: int = 0
+    """Copies of secrets overwritten in the snapshot's memory."""
+
+
+STATE = SandboxState()
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+# -- in the snapshot ----------------------------------------------------------------------------
+
+
+def kernel_secrets() -> list[bytes]:
+    """Every credential value this process knows, and the kernel's signing key (call before
+    `forget_secrets`, which forgets the list)."""
+    values = {s.encode() for s in known_secrets()}
+    for name in SECRET_ENV_VARS:
+        value = os.environ.get(name)
+        if value:
+            values.add(value.encode())
+    session = _kernel_session()
+    key = getattr(session, "key", None)
+    if isinstance(key, bytes) and len(key) >= 8:
+        values.add(key)
+    return sorted((v for v in values if len(v) >= 8), key=len, reverse=True)
+
+
+def _kernel_session() -> object | None:
+    app_module = sys.modules.get("ipykernel.kernelapp")
+    app_class = getattr(app_module, "IPKernelApp", None)
+    if app_class is None or not app_class.initialized():
+        return None
+    return getattr(app_class.instance(), "session", None)
+
+
+def _kernel_paths() -> list[str]:
+    """The kernel's connection file and Jupyter's runtime folder (connection files of every
+    kernel, the server's token files)."""
+    paths: list[str] = []
+    app_module = sys.modules.get("ipykernel.kernelapp")
+    app_class = getattr(app_module, "IPKernelApp", None)
+    if app_class is not None and app_class.initialized():
+        found = getattr(app_class.instance(), "abs_connection_file", None)
+        if isinstance(found, str) and Path(found).is_file():
+            paths.append(found)
+    jupyter_paths = sys.modules.get("jupyter_core.paths")
+    runtime = getattr(jupyter_paths, "jupyter_runtime_dir", None)
+    if runtime is not None:
+        with contextlib.suppress(Exception):
+            folder = Path(runtime()).resolve()
+            here = Path.cwd().resolve()
+            # never the folder the notebook works in (or one above it)
+            if folder.is_dir() and folder != here and folder not in here.parents:
+                paths.append(str(folder))
+    return paths
+
+
+def seal(secrets: list[bytes]) -> None:
+    """In the snapshot: the kernel's signing key goes, and every copy of `secrets` in this
+    process's memory is overwritten (see the module doc)."""
+    STATE.hidden = _kernel_paths()
+    session = _kernel_session()
+    if session is not None:
+        with contextlib.suppress(Exception):
+            session.auth = None  # type: ignore[attr-defined]
+        with contextlib.suppress(Exception):
+            session.key = b""  # type: ignore[attr-defined]
+    STATE.scrubbed = scrub_memory(secrets)
+    secrets.clear()
+
+
+def scrub_memory(secrets: list[bytes]) -> int:
+    """Overwrite every verbatim copy of these values in this process's writable memory (its
+    resident pages; see _LARGE_REGION); returns how many were found."""
+    if not secrets:
+        return 0
+    libc = _libc()
+    memmem = libc.memmem
+    memmem.restype = ctypes.c_void_p
+    memmem.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t]
+    needles = [ctypes.create_string_buffer(s, len(s)) for s in secrets]
+    found = 0
+    try:
+        with open("/proc/self/maps") as maps:
+            regions = maps.read().splitlines()
+        with open("/proc/self/pagemap", "rb", buffering=0) as pagemap:
+            for start, end in _writable(regions):
+                for run_start, run_end in _resident(pagemap, start, end):
+                    for needle in needles:
+                        found += _overwrite(memmem, run_start, run_end, needle)
+    except OSError:
+        pass
+    finally:
+        for needle in needles:
+            ctypes.memset(ctypes.addressof(needle), 0, len(needle))
+    return found
+
+
+def _writable(regions: list[str]) -> list[tuple[int, int]]:
+    out = []
+    for line in regions:
+        parts = line.split()
+        if len(parts) < 5 or not parts[1].startswith("rw"):
+            continue
+        name = parts[5] if len(parts) > 5 else ""
+        if name.startswith("[v"):  # [vvar], [vsyscall]: the kernel's, not ours
+            continue
+        start, end = (int(x, 16) for x in parts[0].split("-"))
+        if end - start > _LARGE_REGION and name != "[heap]" and not name.startswith("[stack"):
+            continue
+        out.append((start, end))
+    return out
+
+
+def _resident(pagemap: object, start: int, end: int) -> list[tuple[int, int]]:
+    """Runs of pages of [start, end) that are in memory or swapped out (others read as zero)."""
+    pages = (end - start) // _PAGE
+    entries = array("Q")
+    try:
+        pagemap.seek(start // _PAGE * 8)  # type: ignore[attr-defined]
+        entries.frombytes(pagemap.read(pages * 8))  # type: ignore[attr-defined]
+    except (OSError, ValueError):
+        return [(start, end)]
+    runs: list[tuple[int, int]] = []
+    run = None
+    for i, entry in enumerate(entries):
+        if entry >> 62:  # present or swapped
+            if run is None:
+                run = i
+        elif run is not None:
+            runs.append((start + run * _PAGE, start + i * _PAGE))
+            run = None
+    if run is not None:
+        runs.append((start + run * _PAGE, start + len(entries) * _PAGE))
+    return runs
+
+
+def _overwrite(memmem: object, start: int, end: int, needle: ctypes.Array[ctypes.c_char]) -> int:
+    size, own = len(needle), ctypes.addressof(needle)
+    found, at = 0, start
+    while end - at >= size:
+        hit = memmem(at, end - at, own, size)  # type: ignore[operator]
+        if not hit:
+            break
+        if hit != own:
+            ctypes.memset(hit, ord("x"), size)
+            found += 1
+        at = hit + 1
+    return found
+
+
+# -- in each worker -----------------------------------------------------------------------------
+
+
+def enter(inherited: int) -> None:
+    """In a worker right after its fork (see the module doc). Returns in the sandboxed worker;
+    the process the kernel knows never returns from here. `inherited` is the worker's socket,
+    closed in the waiting process so that the kernel sees it close when the worker ends."""
+    libc = _libc()
+    uid, gid = os.getuid(), os.getgid()
+    mapped = libc.unshare(_CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWNS) == 0
+    if mapped:
+        try:
+            _write("/proc/self/setgroups", "deny")
+            _write("/proc/self/uid_map", f"{uid} {uid} 1")
+            _write("/proc/self/gid_map", f"{gid} {gid} 1")
+        except OSError as exc:
+            STATE.error = f"the user namespace could not be set up ({exc})"
+            return
+    elif libc.unshare(_CLONE_NEWPID | _CLONE_NEWNS) != 0:
+        STATE.error = f"namespaces are not available here ({os.strerror(ctypes.get_errno())})"
+        return
+    worker = os.fork()
+    if worker:
+        _wait_and_mirror(worker, inherited)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)  # the group its code's processes join (tree.py), seen from inside
+    try:
+        _mount_views(libc)
+    except OSError as exc:
+        STATE.error = f"the worker's /proc could not be replaced ({exc})"
+    _drop_capabilities(libc)
+
+
+def _wait_and_mirror(worker: int, inherited: int) -> None:
+    """The process the kernel knows: it waits for the worker and ends as the worker ended."""
+    with contextlib.suppress(OSError):
+        os.close(inherited)
+    status = 0
+    while True:
+        try:
+            _pid, status = os.waitpid(worker, 0)
+            break
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            break
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        with contextlib.suppress(Exception):
+            signal.signal(number, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, [number])
+        os.kill(os.getpid(), number)
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as file:
+        file.write(text)
+
+
+def _mount(libc: ctypes.CDLL, source: str, target: str, kind: str | None, flags: int) -> None:
+    if libc.mount(source.encode(), target.encode(), kind.encode() if kind else None, flags, None):
+        raise OSError(ctypes.get_errno(), f"mount {target}: {os.strerror(ctypes.get_errno())}")
+
+
+def _mount_views(libc: ctypes.CDLL) -> None:
+    _mount(libc, "none", "/", None, _MS_REC | _MS_PRIVATE)  # nothing leaks to the host
+    _mount(libc, "proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    for path in sorted(STATE.hidden, key=lambda p: Path(p).is_dir()):  # files, then folders
+        if Path(path).is_dir():
+            _mount(libc, "tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+        elif Path(path).is_file():
+            _mount(libc, "/dev/null", path, None, _MS_BIND)
+
+
+def _drop_capabilities(libc: ctypes.CDLL) -> None:
+    """No capability left (nor any to regain by running a program): the mounts above cannot
+    be undone."""
+    for number in range(64):
+        libc.prctl(_PR_CAPBSET_DROP, number, 0, 0, 0)
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [
+            ("effective", ctypes.c_uint32),
+            ("permitted", ctypes.c_uint32),
+            ("inheritable", ctypes.c_uint32),
+        ]
+
+    header, data = Header(0x20080522, 0), (Data * 2)()
+    libc.capset(ctypes.byref(header), data)
