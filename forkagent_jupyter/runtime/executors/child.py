@@ -119,7 +119,7 @@ def become_snapshot(control: socket.socket, namespace: dict[str, Any]) -> NoRetu
 
 def _serve_spawns(control: socket.socket, namespace: dict[str, Any]) -> None:
     reports = FrameSocket(control)
-    children: set[int] = set()
+    children: dict[int, int] = {}  # the process it waits for -> the worker's pid (sandbox.py)
     while True:
         _reap(children, reports)
         ready, _, _ = select.select([control], [], [], 0.2)
@@ -137,31 +137,35 @@ def _serve_spawns(control: socket.socket, namespace: dict[str, Any]) -> None:
             return
         if request[0] == "spawn" and fds:
             token = request[1]
+            told, tell = os.pipe()
             pid = os.fork()
             if pid == 0:
                 control.close()
+                os.close(told)
                 lead_group()  # what its code starts ends with it (tree.py)
                 _die_with_parent()
                 with contextlib.suppress(OSError):
                     os.nice(int(request[2]))
-                sandbox.enter(fds[0])
+                sandbox.enter(fds[0], tell)
                 serve_worker(socket.socket(fileno=fds[0]), namespace)
+            os.close(tell)
             os.close(fds[0])
-            children.add(pid)
-            reports.send(("spawned", token, pid))
+            children[pid] = sandbox.worker_pid(told, pid)
+            reports.send(("spawned", token, children[pid]))
 
 
-def _reap(children: set[int], reports: FrameSocket) -> None:
-    for pid in list(children):
+def _reap(children: dict[int, int], reports: FrameSocket) -> None:
+    for pid, worker in list(children.items()):
         try:
             done, status = os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
-            children.discard(pid)
+            children.pop(pid, None)
             continue
         if done:
-            children.discard(pid)
-            kill_tree(pid)  # what it started ends with it
-            reports.send(("exited", pid, status))
+            children.pop(pid, None)
+            kill_tree(worker)  # what it started ends with it
+            kill_tree(pid)
+            reports.send(("exited", worker, status))
 
 
 def describe_status(status: int) -> str:

@@ -207,10 +207,34 @@ def _overwrite(memmem: object, start: int, end: int, needle: ctypes.Array[ctypes
 # -- in each worker -----------------------------------------------------------------------------
 
 
-def enter(inherited: int) -> None:
+def enter(inherited: int, tell: int) -> None:
     """In a worker right after its fork (see the module doc). Returns in the sandboxed worker;
-    the process the kernel knows never returns from here. `inherited` is the worker's socket,
-    closed in the waiting process so that the kernel sees it close when the worker ends."""
+    the process that forked it never returns from here. `inherited` is the worker's socket,
+    closed in the waiting process so that the kernel sees it close when the worker ends; the
+    worker's pid (as the kernel sees it) is written to `tell` (nothing: this process is the
+    worker), then `tell` is closed."""
+    try:
+        _enter(inherited, tell)
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(tell)
+
+
+def worker_pid(told: int, forked: int) -> int:
+    """In the snapshot: the pid of the worker `enter` started in process `forked` (`forked`
+    itself when it runs the worker); closes `told`."""
+    data = b""
+    try:
+        while chunk := os.read(told, 16):
+            data += chunk
+    except OSError:
+        pass
+    finally:
+        os.close(told)
+    return int(data) if data.strip().isdigit() else forked
+
+
+def _enter(inherited: int, tell: int) -> None:
     libc = _libc()
     uid, gid = os.getuid(), os.getgid()
     mapped = libc.unshare(_CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWNS) == 0
@@ -227,6 +251,9 @@ def enter(inherited: int) -> None:
         return
     worker = os.fork()
     if worker:
+        with contextlib.suppress(OSError):
+            os.write(tell, str(worker).encode())
+            os.close(tell)
         _wait_and_mirror(worker, inherited)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     with contextlib.suppress(OSError):
