@@ -399,6 +399,12 @@ class TaskCard(_WholeText, w.VBox):  # type: ignore[misc]
                 f"<i class='forkagent-activity'>{_esc(t.activity)}</i> · " if t.activity else ""
             )
             line += f"<div><small>{activity}{tool}{_esc(t.preview[-200:])}</small></div>"
+        if t.thinking:  # collapsed until opened
+            line += (
+                "<details class='forkagent-thinking'><summary><small>Thinking</small></summary>"
+                f"<div style='white-space:pre-wrap'><small>{_esc(t.thinking[-4000:])}</small>"
+                "</div></details>"
+            )
         return line
 
     def _on_open(self, change: dict[str, Any]) -> None:
@@ -425,6 +431,10 @@ def _block_text(block: dict[str, Any]) -> str:
     inner = block.get("content")
     if isinstance(inner, list):
         return " ".join(map(_block_text, inner))
+    if block.get("type") == "thinking":
+        return f"[thinking: {str(block.get('thinking', ''))[:200]}]"
+    if block.get("type") == "redacted_thinking":
+        return "[thinking, redacted]"
     return str(block.get("text") or block.get("name") or inner or "")[:300]
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.display import display
-from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
+from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode, validate
 
 from .bridge import Bridge
 from .magics import (
@@ -32,7 +32,7 @@ from .magics import (
     tasks_options,
     transform_cell,
 )
-from .settings import CheckedSettings
+from .settings import CheckedSettings, SettingError
 
 if TYPE_CHECKING:
     from ..runtime.session import Session
@@ -74,6 +74,12 @@ class ForkAgent(CheckedSettings):
         "False: such a call starts the general-purpose agent, and a named agent answers in "
         "the call unless the call or its definition asks for the background.",
     ).tag(config=True)
+    thinking = Int(
+        0,
+        help="Extended thinking for the parent conversation and its forks: a budget in tokens "
+        "(1024 or more; it is added to max_tokens), 0: off. Forks send the parent's exact "
+        "setting; named agents follow their definition. %%agent --think N: one cell.",
+    ).tag(config=True, minimum=0, allowed="0 (off) or a budget of 1024 tokens or more")
     auto_background_after = Float(
         120.0,
         allow_none=True,
@@ -152,6 +158,16 @@ class ForkAgent(CheckedSettings):
         "to never compact",
     )
 
+    @validate("thinking")
+    def _thinking_budget(self, proposal: Any) -> Any:
+        value = proposal["value"]
+        if 0 < value < 1024:
+            raise SettingError(
+                f"ForkAgent.thinking = {value!r} refused: it takes 0 (off) or a budget of 1024 "
+                f"tokens or more (it stays {self.thinking!r})."
+            )
+        return value
+
 
 def interpolate(text: str, namespace: dict[str, Any]) -> str:
     """`{name}` -> str(namespace[name]) for defined names; `{{`/`}}` -> literal braces."""
@@ -219,6 +235,8 @@ class KernelAgent:
             session.auto_respond = value
         elif name == "forking":
             session.forking = value
+        elif name == "thinking":
+            session.thinking = value
         elif name == "auto_background_after":
             session.auto_background_after = value
         elif name == "cache_ttl":
@@ -389,7 +407,14 @@ class KernelAgent:
         self._within_budget("%%agent", "The turn was")
         if opts.new:
             self.session.reset()
-        model = self.session.model
+        model, thinking = self.session.model, self.session.thinking
+        if opts.think is not None:  # for this cell only
+            from ..runtime.errors import UsageError as RuntimeUsageError
+
+            try:
+                self.session.thinking = opts.think
+            except RuntimeUsageError as exc:
+                raise UsageError(f"%%agent --think: {exc}") from None
         if opts.model:  # for this cell only
             self.session.model = opts.model
         try:
@@ -397,6 +422,7 @@ class KernelAgent:
                 await self.ui.run_turn(prompt)
         finally:
             self.session.model = model
+            self.session.thinking = thinking
 
     def start_cell(self, opts: Namespace, body: str) -> Any:
         """`%%agent` without an await (run_cell_magic from code): run in the background."""

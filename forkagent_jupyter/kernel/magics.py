@@ -192,6 +192,12 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @magic_arguments()
     @argument("--new", action="store_true", help="start a new parent conversation")
     @argument("--model", help="switch the conversation to this model")
+    @argument(
+        "--think",
+        type=int,
+        metavar="N",
+        help="extended thinking for this cell: a budget of N tokens (1024 or more; 0: off)",
+    )
     @cell_magic
     @_shows_help
     def agent(self, line: str, cell: str) -> Any:

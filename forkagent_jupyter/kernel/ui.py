@@ -93,6 +93,7 @@ class KernelUI:
             workdir=self.workdir,
             auto_respond=s.auto_respond,
             forking=s.forking,
+            thinking=s.thinking,
             auto_background_after=s.auto_background_after,
             approval_timeout=None,  # one clock: the approval card's (approvals.py)
             namespace=self.agent.shell.user_ns,

@@ -107,6 +107,7 @@ class Task:
     current_tool: str | None = None
     current_input: str = ""  # the current call's one line (the tool's `describe`)
     preview: str = ""
+    thinking: str = ""  # its latest extended thinking (shown collapsed on its card)
     activity: str = ""  # what holds the worker up now ("stream dropped, retrying (1/3)")
     retries: int = 0  # responses that broke off mid-stream and were sent again
     context_tokens: int = 0  # its last request's prompt size (uncached + cache)

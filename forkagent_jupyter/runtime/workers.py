@@ -670,6 +670,11 @@ class Workers:
             task.preview = task.preview[: max(len(task.preview) - event.discarded, 0)]
         elif isinstance(event, AssistantMessage):
             task.activity = ""
+            thought = "\n\n".join(
+                str(b.get("thinking", "")) for b in event.content if b.get("type") == "thinking"
+            ).strip()
+            if thought:
+                task.thinking = thought
         else:
             return
         self.registry.changed(task)

@@ -31,3 +31,34 @@ def test_forking_and_auto_background_after_apply_live(kernel: Kernel, emulator: 
     refused = kernel.execute("%config ForkAgent.auto_background_after = -1.0")
     assert "auto_background_after" in refused.texts(), refused.texts()
     assert kernel.value(f"{SESSION}.auto_background_after") == 5.0
+
+
+def test_thinking_setting_cell_option_and_the_cards_collapsed_thinking(
+    kernel: Kernel, emulator: Any
+) -> None:
+    assert kernel.execute("%config ForkAgent.thinking = 2048").status == "ok"
+    kernel.execute("%%agent\nHello.")
+    assert emulator.api_requests()[-1].body["thinking"] == {
+        "type": "enabled",
+        "budget_tokens": 2048,
+    }
+    kernel.execute("%%agent --think 4096\nThink harder.")  # this cell only
+    assert emulator.api_requests()[-1].body["thinking"]["budget_tokens"] == 4096
+    kernel.execute("%%agent --think 0\nNo thinking here.")
+    assert "thinking" not in emulator.api_requests()[-1].body
+    kernel.execute("%%agent\nBack to the setting.")
+    assert emulator.api_requests()[-1].body["thinking"]["budget_tokens"] == 2048
+    refused = kernel.execute("%config ForkAgent.thinking = 100")
+    assert "ForkAgent.thinking = 100 refused" in refused.texts()
+    bad = kernel.execute("%%agent --think 100\nToo small.")
+    assert bad.status == "error" and "at least 1024" in bad.texts()
+    # a worker's card shows its thinking, collapsed
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    kernel.execute("%fork --name thinker count `py: 1 + 1`")
+    kernel.execute("%tasks --wait thinker", timeout=60)
+    html = kernel.value(
+        "[c for c in __forkagent__.ui.hub.cards.values() if c.task.name == 'thinker']"
+        "[0].header.value"
+    )
+    assert "<details class='forkagent-thinking'>" in html and "I read" in html
+    assert "<details class='forkagent-thinking' open" not in html
