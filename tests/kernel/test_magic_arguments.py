@@ -35,8 +35,13 @@ def test_prose_is_kept_as_written_after_the_declared_options() -> None:
 
 
 def test_agent_and_tasks_lines_use_the_magics_own_parsers() -> None:
-    assert vars(agent_options("--new --model=claude-x")) == {"new": True, "model": "claude-x"}
-    assert vars(agent_options("")) == {"new": False, "model": None}
+    assert vars(agent_options("--new --model=claude-x")) == {
+        "new": True,
+        "model": "claude-x",
+        "think": None,
+    }
+    assert vars(agent_options("")) == {"new": False, "model": None, "think": None}
+    assert agent_options("--think 2048").think == 2048
     assert tasks_options("--wait a b").ids == ["a", "b"]
     pull = tasks_options("--pull w x y")
     assert pull.pull and not pull.wait and pull.ids == ["w", "x", "y"]
