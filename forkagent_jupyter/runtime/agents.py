@@ -171,7 +171,10 @@ def _warn_once(message: str) -> None:
     if message not in _warned:
         _warned.add(message)
         log.warning("%s", message)
-        warnings.warn(message, AgentFileWarning, stacklevel=3)
+        try:
+            warnings.warn(message, AgentFileWarning, stacklevel=3)
+        except AgentFileWarning:  # warnings made errors (-W error): still never stop a scan
+            pass
 
 
 def _alias_model(alias: str) -> str:

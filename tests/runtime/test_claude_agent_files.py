@@ -245,3 +245,12 @@ async def test_send_after_restart_with_bad_files_resumes(
     assert "resumed from its transcript" in reply
     [resumed] = await second.wait(timeout=30)
     assert resumed.status == "completed" and "9" in (resumed.result or "")
+
+
+def test_warnings_made_errors_do_not_stop_the_scan(tmp_path: Path) -> None:
+    corpus = write_corpus(claude_agents(tmp_path / "strict"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # as under `python -W error`
+        scan = scan_agents(tmp_path / "strict", tmp_path / "no-home")
+    assert sorted(scan.agents) == sorted([*corpus.good, "general-purpose"])
+    assert len(scan.errors) == len(corpus.bad)
