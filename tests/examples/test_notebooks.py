@@ -240,6 +240,13 @@ def test_how_forking_works(run_notebook: RunNotebook) -> None:
     assert 0 < len(rows) < len(rows_before)
     assert "<conversation-summary>" in after
     assert "(total): completed" in after and "(best): completed" in after  # task ids kept
+    # forks in a turn with thinking on: the parent's exact parameter, its thinking block cloned
+    thought = ran.text("%tasks --wait")
+    param = "{'type': 'enabled', 'budget_tokens': 2048}"
+    assert f"thinking parameter: parent {param} | forks {param} {param}" in thought
+    assert "the cloned message's blocks: thinking, text, tool_use, tool_use" in thought
+    assert "unchanged in the second fork: True" in thought
+    assert "the thinking block is inside the shared prefix: True" in thought
 
 
 def test_your_own_agents(run_notebook: RunNotebook) -> None:
