@@ -352,6 +352,34 @@ def _resume_read(r: dict[str, Any]) -> list[str]:
     return out
 
 
+def _rate_limits(r: dict[str, Any]) -> list[str]:
+    t = r["tier"]
+    out = ["### A fan-out at a rate limit: paced vs the SDK's retries alone (`rate_limits`)", ""]
+    out += [
+        f"{r['forks']} forks over a {r['context_tokens']:,}-token context, max_tokens "
+        f"{r['max_tokens']}, at {t['rpm']} RPM / {t['itpm']:,} ITPM / {t['otpm']:,} OTPM "
+        f"(emulator clock x{r['clock_scale']:g}; times in emulated seconds).",
+        "",
+    ]
+    rows = []
+    for label, key in (("paced", "paced"), ("SDK retries alone", "sdk_retries_only")):
+        c = r[key]
+        ratio = c["wall_vs_minimum"]
+        rows.append(
+            [
+                label,
+                f"{c['wall_s']:.0f} s",
+                f"{c['minimum_s']:.0f} s ({c['binding_bucket']})",
+                f"{ratio:.3f}" if ratio is not None else "-",
+                f"{c['responses_429']} of {c['requests']}",
+                f"{c['failed_tasks']} of {r['forks']}",
+                f"${c['cost_usd']:.3f}",
+            ]
+        )
+    out += _table(["", "wall", "minimum", "wall / minimum", "429s", "failed tasks", "cost"], rows)
+    return out
+
+
 SECTIONS = {
     "dask_fanout": _dask_fanout,
     "fork_cache": _fork_cache,
@@ -363,6 +391,7 @@ SECTIONS = {
     "batch_fanout": _batch_fanout,
     "long_session": _long_session,
     "resume_read": _resume_read,
+    "rate_limits": _rate_limits,
 }
 
 

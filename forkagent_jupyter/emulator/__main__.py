@@ -16,7 +16,7 @@ from ..messages_api.ratelimits import RateLimit
 from .brains import Brain, EchoBrain, OfflineBrain, Reply, StaticBrain
 from .server import Emulator
 
-__all__ = ["main"]
+__all__ = ["build_emulator", "build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,9 +66,9 @@ def _brain(ns: argparse.Namespace) -> Brain:
     return OfflineBrain()
 
 
-def main(argv: Sequence[str] | None = None, *, ready: threading.Event | None = None) -> int:
-    ns = build_parser().parse_args(argv)
-    emulator = Emulator(
+def build_emulator(ns: argparse.Namespace) -> Emulator:
+    """The emulator the command line asks for (not started)."""
+    return Emulator(
         host=ns.host,
         port=ns.port,
         strict=ns.strict,
@@ -80,6 +80,11 @@ def main(argv: Sequence[str] | None = None, *, ready: threading.Event | None = N
         rate_limits=ns.rate_limit,
         clock=WallClock(scale=ns.time_scale),
     )
+
+
+def main(argv: Sequence[str] | None = None, *, ready: threading.Event | None = None) -> int:
+    ns = build_parser().parse_args(argv)
+    emulator = build_emulator(ns)
     with emulator:
         print(emulator.base_url, flush=True)
         if ready is not None:

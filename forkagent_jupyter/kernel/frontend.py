@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ..messages_api.usage import usage_counts
+from ..runtime.pacer import rate_wait
 from ..runtime.tasks import Task
 from .cards import ApprovalPrompt
 from .protocol import Approval, Budget, TaskRow, TasksMessage, TokenUsage
@@ -64,6 +65,7 @@ class FrontendRows:
             "context_tokens": task.context_tokens,
             "context_window": task.context_window,
             "compactions": task.compactions,
+            "waiting": rate_wait(task),
         }
 
     def approval_row(self, prompt: ApprovalPrompt) -> Approval:

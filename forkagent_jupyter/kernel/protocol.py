@@ -80,6 +80,7 @@ class TaskRow(TypedDict):
     context_window: int
     """Its model's context window (0: unknown)."""
     compactions: int
+    waiting: str  # "waiting for rate limit (N s)" while its request waits for room, else ""
 
 
 class Approval(TypedDict):

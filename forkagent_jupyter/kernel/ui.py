@@ -22,6 +22,7 @@ from IPython.display import display
 from ..runtime.budget import CostBudget
 from ..runtime.events import Compacted
 from ..runtime.executors import Output
+from ..runtime.pacer import rate_wait
 from ..runtime.session import AutoTurn, Session
 from ..runtime.tasks import Task
 from .answers import AnswerDelivery
@@ -47,6 +48,12 @@ __all__ = ["KernelUI", "Launch", "WidgetPolicy", "budget_line", "headless_notice
 
 def _esc(text: object) -> str:
     return html.escape(str(text))
+
+
+def _waiting(task: Task) -> str:
+    """' · waiting for rate limit (N s)' while its request waits, else ''."""
+    waiting = rate_wait(task)
+    return f" · {waiting}" if waiting else ""
 
 
 def budget_line(budget: CostBudget) -> str:
@@ -280,6 +287,8 @@ class KernelUI:
         budget = budget_line(session.budget)
         if budget:
             text += f"\n{budget}"
+        for line in session.rate_limits.describe():
+            text += f"\n{line}"
         return {"text/html": self.tasks_html(ids), "text/plain": text}
 
     def tasks_html(self, ids: list[str]) -> str:
@@ -295,7 +304,7 @@ class KernelUI:
             todos = f" · todos {done}/{len(t.todos)}" if t.todos else ""
             rows.append(
                 f"<tr><td><code>{_esc(t.name or t.id)}</code></td><td>{_esc(t.kind)}</td>"
-                f"<td>{_esc(t.status)}{todos}</td>"
+                f"<td>{_esc(t.status)}{todos}{_esc(_waiting(t))}</td>"
                 f"<td>{u.total_input_tokens:,} / {u.output_tokens:,}</td>"
                 f"<td>{u.cache_hit_ratio:.0%}</td>"
                 f"<td>{_esc(context_text(t.context_tokens, t.context_window, t.compactions))}</td>"
@@ -307,7 +316,12 @@ class KernelUI:
         )
         table = f"{parent}<table class='forkagent-tasks'>{head}{''.join(rows)}</table>"
         budget = budget_line(session.budget)
-        return table + (f"<div class='forkagent-budget'>{_esc(budget)}</div>" if budget else "")
+        rates = "".join(
+            f"<div class='forkagent-rate-limits'>{_esc(line)}</div>"
+            for line in session.rate_limits.describe()
+        )
+        spent = f"<div class='forkagent-budget'>{_esc(budget)}</div>" if budget else ""
+        return table + spent + rates
 
     def _on_approve(self, message: Approve) -> None:
         """An answer from the JupyterLab extension (validated by the bridge). One to a request

@@ -72,7 +72,9 @@ class ModelRequest:
     on_response_start: Callable[[], None] | None = None
     """Called once when the response starts (the moment its cache writes become readable)."""
     on_headers: Callable[[Mapping[str, str]], None] | None = None
-    """Called with the HTTP headers of each response (errors too): the rate-limit pacer."""
+    """Called with the HTTP headers of the response: the rate-limit pacer."""
+    on_error_headers: Callable[[Mapping[str, str]], None] | None = None
+    """Called with the HTTP headers of an error response (a 429's tell the pacer too)."""
     on_rate_wait: Callable[[float | None], None] | None = None
     """Told the expected seconds while the request waits for rate-limit room (None: done)."""
 
@@ -221,6 +223,10 @@ class AnthropicModel:
                 streaming = True
                 if request.on_headers is not None:
                     request.on_headers(response.headers)
+                retried = int(getattr(response, "retries_taken", 0) or 0)
+                if request.on_error_headers is not None and retried:
+                    # the SDK's own retries met errors (a 429) first: tell the pacer too
+                    request.on_error_headers(response.headers)
                 async for name, event in sse_events(response.iter_lines()):
                     was_started = reducer.started
                     text = reducer.feed(name, event)
@@ -245,8 +251,8 @@ class AnthropicModel:
             ) from None
         except anthropic.APIStatusError as exc:
             headers = getattr(exc.response, "headers", None) or {}
-            if request.on_headers is not None:
-                request.on_headers(headers)
+            if request.on_error_headers is not None:
+                request.on_error_headers(headers)
             raise ModelError(
                 f"The model API failed with HTTP {exc.status_code} "
                 f"({_api_type(exc)}): {_api_message(exc)}",

@@ -28,6 +28,7 @@ runs faster sets it shorter.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -45,6 +46,7 @@ from ..messages_api.usage import Usage
 from .errors import ModelError
 from .events import ModelEvent, ModelResponse
 from .model import ModelClient, ModelRequest, build_request
+from .tasks import Task
 
 __all__ = [
     "RATE_WAIT",
@@ -52,6 +54,7 @@ __all__ = [
     "Pacer",
     "RateLimits",
     "Ticket",
+    "rate_wait",
     "uncached_estimate",
     "wait_text",
 ]
@@ -61,6 +64,9 @@ RateWait = Callable[[float | None], None]
 
 ROUNDING_SLACK = 500
 """Token `-remaining` headers are rounded to the nearest thousand."""
+MARGIN = 0.02
+"""Of a token bucket's limit kept free: the copy may drift a little above the server's level
+between two responses (requests overlap in ways the headers do not tell apart)."""
 REFRESH_SECONDS = 1.0
 """How often the waits shown for queued requests are brought up to date."""
 
@@ -73,12 +79,19 @@ def wait_text(seconds: float) -> str:
     return f"{RATE_WAIT} ({max(1, round(seconds))} s)"
 
 
+def rate_wait(task: Task) -> str:
+    """A task's "waiting for rate limit (N s)" while it runs and waits, else ""."""
+    waiting = not task.done and task.activity.startswith(RATE_WAIT)
+    return task.activity if waiting else ""
+
+
 @dataclass(eq=False)
 class Ticket:
     """One request's costs, taken from the pacer's buckets when it was let through."""
 
     costs: dict[BucketKind, float]
     counted: bool  # taken from known buckets (else: the server's next headers count it)
+    seq: int = 0  # the order it was let through in
     settled: bool = False
 
 
@@ -100,7 +113,9 @@ class Pacer:
         self.blocked_until = 0.0
         self._queue: deque[_Waiter] = deque()
         self._open: list[Ticket] = []  # let through, not settled
+        self._recent: deque[Ticket] = deque()  # from the oldest open one on
         self._refreshed = 0.0
+        self._wake = asyncio.Event()  # set (and replaced) when room is given back
         self.sent = 0
         self.throttled = 0
         self.waited = 0
@@ -120,8 +135,17 @@ class Pacer:
     def _wait(self, costs: Mapping[BucketKind, float], now: float) -> float:
         wait = max(self.blocked_until - now, 0.0)
         for kind, bucket in self.buckets.items():
-            wait = max(wait, bucket.wait(costs.get(kind, 0.0), now))
+            wait = max(wait, bucket.wait(self._with_margin(kind, bucket, costs), now))
         return wait
+
+    @staticmethod
+    def _with_margin(
+        kind: BucketKind, bucket: TokenBucket, costs: Mapping[BucketKind, float]
+    ) -> float:
+        cost = costs.get(kind, 0.0)
+        if kind == "requests" or cost <= 0:
+            return cost
+        return min(cost + MARGIN * bucket.capacity, bucket.capacity)
 
     def _etas(self, now: float) -> list[float]:
         """Expected wait of each queued request (those ahead of it go first)."""
@@ -181,7 +205,7 @@ class Pacer:
                     break
                 self._show(waiter, wait)
                 self._refresh(now)
-                await asyncio.sleep(min(wait, REFRESH_SECONDS))
+                await self._sleep(min(wait, REFRESH_SECONDS))
             return self._take(costs)
         finally:
             self.wait_seconds += self.now() - started
@@ -193,42 +217,80 @@ class Pacer:
                 waiter.shown = None
                 self._show(waiter, None)
 
+    async def _sleep(self, seconds: float) -> None:
+        """Sleep `seconds`, or until a response gives room back (`_room`)."""
+        woken = asyncio.ensure_future(self._wake.wait())
+        try:  # not wait_for: on Python < 3.12 it can swallow a cancel (a stop)
+            await asyncio.wait({woken}, timeout=seconds)
+        finally:
+            woken.cancel()
+
+    def _room(self) -> None:
+        """Room was given back: the request at the head looks again at once."""
+        wake, self._wake = self._wake, asyncio.Event()
+        wake.set()
+
     def _take(self, costs: dict[BucketKind, float]) -> Ticket:
         now = self.now()
         for kind, bucket in self.buckets.items():
             bucket.take(costs.get(kind, 0.0), now)
-        ticket = Ticket(costs, counted=self.known)
+        ticket = Ticket(costs, counted=self.known, seq=self.sent)
         self._open.append(ticket)
+        self._recent.append(ticket)
         self.sent += 1
         return ticket
 
     # -- what the server says ---------------------------------------------------------------
 
-    def observe(self, headers: Mapping[str, str]) -> None:
-        """Learn from a response's headers (see the module doc); no headers change nothing."""
+    def observe(
+        self, headers: Mapping[str, str], ticket: Ticket | None = None, *, refused: bool = False
+    ) -> None:
+        """Learn from the headers of `ticket`'s response (see the module doc); no headers
+        change nothing.
+
+        The server's `remaining` R is exact for requests and within `ROUNDING_SLACK` for
+        tokens. It counts `ticket`; whether it counts the requests under way and those let
+        through after `ticket` (even ended ones) is unknown. So the copy is lowered to
+        R + slack when above it, and raised to R - slack - (what those requests took) when
+        below that: it stays at or under the server's level. The headers of a refused
+        request (`refused`: a 429) lower the copy to R - slack: the server said no.
+        """
         reports = parse_headers(headers)
         if not reports:
             return
         now = self.now()
         new = not self.buckets
         for kind, report in reports.items():
+            slack = 0 if kind == "requests" else ROUNDING_SLACK
+            others = sum(t.costs.get(kind, 0.0) for t in self._others(ticket))
+            floor = float(report.remaining - slack) - others
             bucket = self.buckets.get(kind)
             rate = report.limit / self.period
             if bucket is None:
                 bucket = TokenBucket(report.limit, rate, now)
-                bucket.level = float(report.remaining)
+                bucket.level = max(floor, 0.0)
                 self.buckets[kind] = bucket
                 continue
             if bucket.capacity != report.limit:
                 bucket.refill(now)
                 bucket.capacity, bucket.rate = float(report.limit), rate
                 bucket.level = min(bucket.level, bucket.capacity)
-            slack = 0 if kind == "requests" else ROUNDING_SLACK
-            if report.remaining + slack < bucket.refill(now):
-                bucket.level = float(report.remaining + slack)
+            level = bucket.refill(now)
+            ceiling = report.remaining - slack if refused else report.remaining + slack
+            if ceiling < level:
+                bucket.level = float(max(ceiling, 0))
+            elif floor > level:
+                bucket.level = min(floor, bucket.capacity)
+                self._room()
         if new:  # what was sent before is in the server's numbers now
-            for ticket in self._open:
-                ticket.counted = True
+            for open_ticket in self._open:
+                open_ticket.counted = True
+
+    def _others(self, ticket: Ticket | None) -> list[Ticket]:
+        """The requests the server's numbers in `ticket`'s response may not count yet: those
+        under way, and those let through after it (ended or not)."""
+        after = ticket.seq if ticket is not None else self.sent
+        return [t for t in self._recent if t is not ticket and (not t.settled or t.seq > after)]
 
     def settle(self, ticket: Ticket, usage: Usage | None, *, refused: bool = False) -> None:
         """The request ended: correct its costs to `usage`. `refused` (a 429): it cost
@@ -238,6 +300,8 @@ class Pacer:
         ticket.settled = True
         if ticket in self._open:
             self._open.remove(ticket)
+        while self._recent and self._recent[0].settled:
+            self._recent.popleft()
         if not ticket.counted or (usage is None and not refused):
             return
         now = self.now()
@@ -252,6 +316,7 @@ class Pacer:
         )
         for kind, bucket in self.buckets.items():
             bucket.give(ticket.costs.get(kind, 0.0) - used[kind], now)
+        self._room()
         self._refresh(now, force=True)
 
     def rate_limited(self, retry_after: float | None) -> float:
@@ -312,7 +377,10 @@ class RateLimits:
         return found
 
     def describe(self) -> list[str]:
-        return [p.describe() for p in self.pacers.values()]
+        """One line per pacer that has something to say (limits known, or a 429 seen)."""
+        return [
+            f"rate limits: {p.describe()}" for p in self.pacers.values() if p.known or p.throttled
+        ]
 
 
 def uncached_estimate(request: ModelRequest) -> int:
@@ -346,7 +414,15 @@ class PacedModel:
             ticket = await pacer.acquire(
                 input_tokens=estimate, max_tokens=request.max_tokens, on_wait=request.on_rate_wait
             )
-            paced = replace(request, on_headers=_chain(request.on_headers, pacer.observe))
+            observe = functools.partial(pacer.observe, ticket=ticket)
+            paced = replace(
+                request,
+                on_headers=_chain(request.on_headers, observe),
+                # an error response did not charge the request: it is one of the others
+                on_error_headers=_chain(
+                    request.on_error_headers, functools.partial(pacer.observe, refused=True)
+                ),
+            )
             usage: Usage | None = None
             try:
                 async for event in self.inner.stream(paced):

@@ -106,10 +106,11 @@ export interface ITaskCells {
 export function taskCells(task: ITaskRow): ITaskCells {
   const status = task.pending_approvals > 0 ? `${task.status} (approval)` : task.status;
   const tool = task.current_tool ? ` · ${task.current_tool}` : '';
+  const waiting = task.status === 'running' && task.waiting ? ` · ${task.waiting}` : '';
   const context = formatContext(task);
   return {
     label: taskLabel(task),
-    status: status + tool,
+    status: status + waiting + tool,
     elapsed: formatElapsed(task.elapsed),
     tokens: formatTokenPair(task.usage),
     tokensTitle: tokensTitle(task.usage),

@@ -44,6 +44,8 @@ export interface ITaskRow {
   /** Its model's context window (0: unknown). */
   context_window: number;
   compactions: number;
+  /** "waiting for rate limit (N s)" while its request waits for room ('' otherwise). */
+  waiting: string;
 }
 
 export interface IApproval {
@@ -159,7 +161,8 @@ export function parseTaskRow(value: unknown): ITaskRow | null {
     pending_approvals: num(value.pending_approvals),
     context_tokens: num(value.context_tokens),
     context_window: num(value.context_window),
-    compactions: num(value.compactions)
+    compactions: num(value.compactions),
+    waiting: str(value.waiting)
   };
 }
 

@@ -67,6 +67,13 @@ describe('formatting', () => {
     );
   });
 
+  it('says when a running task waits for rate-limit room', () => {
+    const waiting = { status: 'running', waiting: 'waiting for rate limit (12 s)' };
+    expect(taskCells(row(waiting)).status).toBe('running · waiting for rate limit (12 s)');
+    expect(taskCells(row({ ...waiting, status: 'completed' })).status).toBe('completed');
+    expect(taskCells(row({ status: 'running' })).status).toBe('running');
+  });
+
   it('shows the context held against the window, exactly in the tooltip', () => {
     const cells = taskCells(row({ context_tokens: 45_210, context_window: 200_000, compactions: 2 }));
     expect(cells.context).toBe('45k / 200k (23%)');

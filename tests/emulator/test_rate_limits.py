@@ -175,3 +175,20 @@ def test_token_remaining_is_rounded_to_thousands_as_documented(tier: Emulator) -
         )
     assert raw.headers["anthropic-ratelimit-output-tokens-remaining"] == "7000"  # 6700
     assert raw.headers["anthropic-ratelimit-requests-remaining"] == "49"  # not rounded
+
+
+def test_the_command_line_sets_rate_limits_and_the_clock_scale() -> None:
+    from forkagent_jupyter.emulator.__main__ import build_emulator, build_parser
+
+    ns = build_parser().parse_args(["--rate-limit", "50,30000,8000", "--time-scale", "20"])
+    with build_emulator(ns) as emu, client(emu) as sdk:
+        raw = sdk.messages.with_raw_response.create(
+            model=MODEL, max_tokens=10, messages=[user("hi")]
+        )
+        assert emu.rate_limits.limit_for(MODEL) == EXAMPLE_TIER
+        assert emu.clock.now() > 0 and getattr(emu.clock, "scale", None) == 20.0
+    assert raw.headers["anthropic-ratelimit-output-tokens-limit"] == "8000"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--rate-limit", "50,30000"])
+    off = build_parser().parse_args([])
+    assert off.rate_limit is None  # off by default

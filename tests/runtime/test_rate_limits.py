@@ -11,6 +11,7 @@ import pytest
 
 from forkagent_jupyter.emulator import Emulator, Fault, WallClock
 from forkagent_jupyter.messages_api.ratelimits import RateLimit
+from forkagent_jupyter.messages_api.usage import Usage
 from forkagent_jupyter.runtime.pacer import RATE_WAIT, Pacer
 from forkagent_jupyter.runtime.permissions import AllowAll
 from forkagent_jupyter.runtime.session import Session
@@ -168,21 +169,33 @@ async def test_the_parent_turn_waits_too(
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
-async def test_headers_only_ever_lower_the_pacers_copy() -> None:
+async def test_headers_keep_the_pacers_copy_at_or_under_the_servers_level() -> None:
     pacer = Pacer(MODEL)
     headers: dict[str, Any] = {
         "anthropic-ratelimit-requests-limit": "50",
         "anthropic-ratelimit-requests-remaining": "40",
         "anthropic-ratelimit-output-tokens-limit": "8000",
-        "anthropic-ratelimit-output-tokens-remaining": "3000",
+        "anthropic-ratelimit-output-tokens-remaining": "3000",  # rounded: 2,500 to 3,499
     }
     pacer.observe(headers)
     assert int(pacer.buckets["requests"].level) == 40
-    pacer.observe({**headers, "anthropic-ratelimit-requests-remaining": "45"})
-    assert int(pacer.buckets["requests"].refill(pacer.now())) < 45  # never raised
-    pacer.observe({**headers, "anthropic-ratelimit-output-tokens-remaining": "1000"})
-    assert int(pacer.buckets["output-tokens"].level) <= 1500  # lowered, with rounding slack
+    assert int(pacer.buckets["output-tokens"].level) == 2500
+    ticket = await pacer.acquire(input_tokens=0, max_tokens=1000)  # let through, unseen
+    assert int(pacer.buckets["output-tokens"].level) == 1500
+    more = {
+        **headers,
+        "anthropic-ratelimit-requests-remaining": "45",
+        "anthropic-ratelimit-output-tokens-remaining": "4000",
+    }
+    pacer.observe(more)  # another response's: it may not count the request under way
+    assert int(pacer.buckets["requests"].level) == 44
+    assert int(pacer.buckets["output-tokens"].level) == 2500
+    pacer.observe({**headers, "anthropic-ratelimit-requests-remaining": "20"}, ticket)
+    assert int(pacer.buckets["requests"].level) == 20  # lowered: another client spends too
+    pacer.settle(ticket, Usage(output_tokens=300))
+    assert int(pacer.buckets["output-tokens"].level) == 3200  # the reservation corrected
     pacer.observe({"anthropic-ratelimit-requests-limit": "junk"})  # ignored, no error
+    assert int(pacer.buckets["requests"].capacity) == 50
 
 
 async def test_the_batch_prewarm_goes_through_the_pacer(
