@@ -307,6 +307,14 @@ class Workers:
         missing = missing_tools(definition, config.tools.names())
         if missing:
             task.notes.append("not available here: " + ", ".join(missing))
+        if definition.permissionMode == "bypassPermissions" and config.gate.mode not in (
+            "bypassPermissions",
+            "plan",
+        ):
+            task.notes.append(
+                "permissionMode bypassPermissions not applied: an agent file bypasses only "
+                "while the session itself does"
+            )
         history = [{"role": "user", "content": [{"type": "text", "text": prompt}]}]
         run = AgentRun(
             agent_id, config, history, LoopState(), task, owner=parent.id, definition=definition

@@ -41,6 +41,7 @@ def _helper_decisions(session: Any, tool: str) -> list[dict[str, Any]]:
     return [e for e in session.gate.log if e["tool"] == tool and e["task_id"] is not None]
 
 
+DEFAULTISH = ("default", "acceptEdits")  # sessions where a file's bypass is not applied
 TOUCH = {"type": "tool_use", "name": "Bash", "input": {"command": "touch pwned.txt"}}
 WRITE = {"type": "tool_use", "name": "Write", "input": {"file_path": "w.txt", "content": "x"}}
 
@@ -80,12 +81,16 @@ async def test_an_agent_file_gets_no_more_than_the_session(
     turn = await session.ask("START the helper")
     [call] = turn.tool_calls
     assert call.name == "Agent" and not call.is_error, call.result
+    await session.wait(timeout=60)  # in the background or not, until it has ended
     [decision] = _helper_decisions(session, "Bash")  # the helper did make the call
     assert decision["by"] == by, decision
     assert decision["decision"] == ("allow" if ran else "deny")
     assert (tmp_path / "pwned.txt").exists() is ran
     asked = [r for r in policy.requests if r.tool_name == "Bash"]
     assert len(asked) == (1 if by == "policy" else 0)
+    [helper] = session.tasks
+    said = [n for n in helper.notes if "bypassPermissions not applied" in n]
+    assert len(said) == (file_mode == "bypassPermissions" and session_mode in DEFAULTISH)
     if asked:
         assert asked[0].task_id == decision["task_id"]  # shown on the helper's card
 
@@ -100,6 +105,7 @@ async def test_a_file_may_accept_edits_but_still_asks_for_commands(
     policy = ScriptedPolicy()
     session = make_session(permission_policy=policy, auto_respond=False)
     await session.ask("START the helper")
+    await session.wait(timeout=60)
     assert (tmp_path / "w.txt").read_text() == "x"
     assert not (tmp_path / "pwned.txt").exists()
     assert [r.tool_name for r in policy.requests] == ["Bash"]
