@@ -53,6 +53,7 @@ def _namespace() -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> None:
+    from . import sandbox
     from .child import _die_with_parent, serve_worker
 
     _die_with_parent()
@@ -60,6 +61,7 @@ def main(argv: list[str]) -> None:
         with contextlib.suppress(OSError):
             os.nice(int(argv[2]))
     os.environ["MPLBACKEND"] = os.environ.get("MPLBACKEND") or "agg"
+    sandbox.enter(int(argv[1]), -1)  # the Dask worker's /proc (its environment) out of sight
     sock = socket.socket(fileno=int(argv[1]))
     serve_worker(sock, _namespace())
 

@@ -1,0 +1,69 @@
+"""The sandbox's parts on their own: the memory scrub, the Dask child (a fresh interpreter:
+no credential variables, no view of the Dask worker's /proc), and a worker where namespaces
+cannot be made (it runs, and says why)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+from typing import Any
+
+import pytest
+
+from forkagent_jupyter.runtime.executors import sandbox
+from forkagent_jupyter.runtime.executors.base import ExecResult
+from forkagent_jupyter.runtime.executors.dask_actor import _spawn_child
+from forkagent_jupyter.runtime.executors.wire import encode, read_message
+
+pytestmark = pytest.mark.anyio
+
+
+def test_the_scrub_overwrites_every_copy_in_memory() -> None:
+    secret = ("sk-ant-api03-" + secrets.token_hex(20)).encode()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # scrub a copy of this process, not the test runner
+        os.close(read)
+        copies = [bytearray(secret), (secret.decode() + "").encode(), secret[:20] + secret[20:]]
+        spelled = secret.hex()  # not a verbatim copy: survives the scrub
+        found = sandbox.scrub_memory([secret])
+        again = bytes.fromhex(spelled)
+        left = sum(again in bytes(c) for c in copies)
+        os.write(write, f"{found} {left}".encode())
+        os._exit(0)
+    os.close(write)
+    found, left = (int(n) for n in os.read(read, 100).split())
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert found >= 3 and left == 0
+
+
+async def test_the_dask_child_has_no_credentials_and_no_view_of_its_parent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("ANTHROPIC_API_KEY", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.setenv(name, "secret-" + secrets.token_hex(8))
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")  # not a credential: kept
+    proc, ours = await asyncio.to_thread(_spawn_child, 0)
+    reader, writer = await asyncio.open_unix_connection(sock=ours)
+    code = (
+        "import os\n"
+        "print(sorted(k for k in os.environ if k.startswith(('AWS_', 'ANTHROPIC_'))))\n"
+        f"print(os.path.exists('/proc/{os.getpid()}'), os.getpid())"
+    )
+    writer.write(encode(("run", 1, code)))
+    await writer.drain()
+    result: Any = None
+    while result is None:
+        message = await asyncio.wait_for(read_message(reader), 60)
+        if message[0] == "done":
+            result = message[2]
+    assert isinstance(result, ExecResult) and result.error is None, result
+    names, visible = result.stdout.splitlines()
+    assert "'AWS_REGION'" in names  # not a credential: kept
+    assert "SECRET" not in names and "SESSION" not in names and "ANTHROPIC" not in names
+    assert visible == "False 1"  # a PID namespace of its own: the parent is not in its /proc
+    writer.close()
+    proc.kill()
+    await asyncio.to_thread(proc.wait, 10)
