@@ -1,5 +1,5 @@
 """The pacer: a fan-out waits for rate-limit room instead of failing on 429s (real SDK, the
-emulator's rate limits on a clock sixty times faster than real time)."""
+emulator's rate limits on a clock twelve times faster than real time)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from .helpers import first_fork_requests
 pytestmark = pytest.mark.anyio
 
 MODEL = "claude-sonnet-5-5"
-SCALE = 60.0  # a rate-limit minute lasts one real second
+SCALE = 12.0  # a rate-limit minute lasts five real seconds
 
 
 @pytest.fixture
@@ -82,12 +82,13 @@ async def fan_out(session: Session, n: int) -> list[Task]:
 async def test_a_fan_out_waits_for_room_and_no_task_fails(
     fast_emulator: Emulator, session_on: Callable[[Emulator], Session]
 ) -> None:
-    # 4 requests per rate-limit minute: 12 forks need three of them
-    fast_emulator.rate_limits.configure({MODEL: RateLimit(4, 100_000, 100_000)})
+    # 3 requests per rate-limit minute (5 real seconds): whatever the speed of this machine,
+    # the parent's turn and 6 forks need more than one
+    fast_emulator.rate_limits.configure({MODEL: RateLimit(3, 100_000, 100_000)})
     session = session_on(fast_emulator)
     shown = watch_activity(session)
-    tasks = await fan_out(session, 12)
-    assert [t.status for t in tasks] == ["completed"] * 12
+    tasks = await fan_out(session, 6)
+    assert [t.status for t in tasks] == ["completed"] * 6
     pacer = session.rate_limits.pacer(MODEL)
     assert pacer.known and pacer.waited > 0
     assert fast_emulator.ledger.throttles() == []  # paced: no request was sent to fail
@@ -162,7 +163,7 @@ async def test_the_parent_turn_waits_too(
     fast_emulator.rate_limits.configure({MODEL: RateLimit(1, None, None)})
     session = session_on(fast_emulator)
     first = await session.ask("hello")
-    second = await session.ask("again")  # one request per (one-second) minute: it waits
+    second = await session.ask("again")  # one request per (5-second) minute: it waits
     assert first.ok and second.ok
     assert session.rate_limits.pacer(MODEL).waited == 1
     assert 429 not in statuses(fast_emulator)
