@@ -67,3 +67,42 @@ async def test_the_dask_child_has_no_credentials_and_no_view_of_its_parent(
     writer.close()
     proc.kill()
     await asyncio.to_thread(proc.wait, 10)
+
+
+class _NoNamespaces:
+    """libc where unshare(2) is refused (as a seccomp profile or AppArmor would)."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+
+    def unshare(self, _flags: int) -> int:
+        return -1
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+def sandbox_report(_namespace: dict[str, Any]) -> tuple[str | None, bool]:
+    return sandbox.STATE.error, os.getpid() != 1
+
+
+async def test_without_namespaces_a_worker_runs_and_says_why(
+    make_session: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = sandbox._libc()
+    monkeypatch.setattr(sandbox, "_libc", lambda: _NoNamespaces(real))  # inherited by the fork
+    session = make_session(auto_respond=False)
+    task = await session.fork("Go `py: 6 * 7`")
+    [finished] = await session.wait(task.id, timeout=60)
+    assert finished.status == "completed", finished.error
+    error, outside = await session.compute.runners[task.id].call(sandbox_report)
+    assert outside and error is not None and error.startswith("namespaces are not available")
+
+
+async def test_here_a_worker_runs_in_its_namespaces(make_session: Any) -> None:
+    session = make_session(auto_respond=False)
+    task = await session.fork("Go `py: 6 * 7`")
+    [finished] = await session.wait(task.id, timeout=60)
+    assert finished.status == "completed", finished.error
+    error, outside = await session.compute.runners[task.id].call(sandbox_report)
+    assert (error, outside) == (None, False)  # the first process of its own PID namespace
