@@ -37,7 +37,7 @@ Bad files: a file that cannot be used is an `AgentFileError` whose one-line mess
 file, the line and the field. It never stops the other files from loading: `scan_agents`
 returns it beside the usable definitions and says it once (an `AgentFileWarning`); starting
 the agent it would have defined reports it. A key this runtime does not use is ignored with
-one warning: Claude Code keys that a later version will honour (`hooks`, `skills`, `memory`,
+one warning: Claude Code keys that a later version will honour (`skills`, `memory`,
 `mcpServers`, ...) say so; an unknown key says the key it was probably meant to be; `color`
 is ignored silently (it is only the colour of the agent in Claude Code's terminal).
 
@@ -71,6 +71,7 @@ from pydantic import (
 
 from .agent_files import FileProblemError, agent_files, parse_front_matter, read_agent_text
 from .errors import ConfigError
+from .hooks import parse_hooks
 
 __all__ = [
     "GENERAL_PURPOSE",
@@ -121,13 +122,11 @@ _Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 TOOL_ALIASES = {"Task": "Agent"}
 """Claude Code's older tool names, read as the tool they name now."""
 CLAUDE_CODE_LATER = {
-    "hooks": "hooks",
     "skills": "skills",
     "memory": "agent memory",
     "mcpServers": "MCP servers",
     "requiredMcpServers": "MCP servers",
     "initialPrompt": "an initial prompt",
-    "effort": "a reasoning effort",
 }
 """Claude Code keys this runtime does not honour yet: ignored with a note that says so."""
 SILENTLY_IGNORED = frozenset({"color"})
@@ -241,8 +240,20 @@ class AgentDefinition(BaseModel):
     namespace: Literal["isolated", "shared"] | None = None
     """Where its Python runs: its own process from a snapshot (isolated) or the notebook's
     namespace (shared); None means the session's setting."""
+    hooks: dict[str, Any] | None = None
+    """Hooks for this agent's run only, as in a settings file (see `hooks.py`); its `Stop`
+    hooks run when it ends (`SubagentStop`)."""
     source: Source
     path: Path | None = None
+
+    @field_validator("hooks")
+    @classmethod
+    def _hooks(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            _entries, refused = parse_hooks(value, "the agent file")
+            if refused:
+                raise ValueError(refused[0].replace(" in the agent file", ""))
+        return value
 
     @field_validator("tools", "disallowedTools", mode="before")
     @classmethod

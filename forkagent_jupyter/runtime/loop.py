@@ -42,6 +42,7 @@ from .events import (
     UsageReport,
 )
 from .history import append_message, valid_text
+from .hooks import Hooks
 from .model import CacheTTL, ModelClient, ModelRequest
 from .permissions import Allow, PermissionGate
 from .retry import StreamRetry
@@ -84,6 +85,8 @@ class AgentConfig:
     stream_retry: StreamRetry = field(default_factory=StreamRetry)
     compaction: CompactPolicy | None = None
     """When to compact the conversation before a request (see compaction.py); None: never."""
+    hooks: Hooks | None = None
+    """PreToolUse / PostToolUse hooks around each tool call (hooks.py); None: none."""
 
 
 @dataclass
@@ -167,6 +170,13 @@ async def _call_tool(
     except ValidationError as exc:
         return ToolOutcome(format_validation_error(name, exc), True)
     ctx = replace(cfg.ctx, call=CallInfo(str(use.get("id")), history))
+    hooks = cfg.hooks
+    about = {"agent_id": ctx.agent_id, "tool_name": name, "tool_input": raw}
+    if hooks is not None and hooks.has("PreToolUse"):
+        said = await hooks.run("PreToolUse", about, name)
+        if said.blocked:  # never an allow: the gate is not even asked
+            return ToolOutcome(f"{name} call blocked by a PreToolUse hook: {said.reason}", True)
+        # a hook's allow or ask does not override the rules: the gate decides as always
     decision = await cfg.gate.check(tool, args, ctx, raw)
     if not isinstance(decision, Allow):
         return ToolOutcome(decision.message, True)
@@ -175,7 +185,16 @@ async def _call_tool(
             args = tool.parse(decision.updated_input)
         except ValidationError as exc:
             return ToolOutcome(format_validation_error(name, exc), True)
-    return await run_parsed(tool, args, ctx)
+    outcome = await run_parsed(tool, args, ctx)
+    if hooks is not None and hooks.has("PostToolUse"):
+        response = {"content": outcome.content, "is_error": outcome.is_error}
+        said = await hooks.run("PostToolUse", {**about, "tool_response": response}, name)
+        notes = [f"PostToolUse hook: {said.reason}"] if said.blocked else []
+        notes += said.context
+        if notes:
+            text = "\n\n".join([outcome.content, *notes])
+            outcome = ToolOutcome(text, outcome.is_error, outcome.images)
+    return outcome
 
 
 def _batches(cfg: AgentConfig, uses: list[dict[str, Any]]) -> list[list[int]]:

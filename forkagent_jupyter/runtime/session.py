@@ -35,6 +35,7 @@ from .events import (
     UsageReport,
 )
 from .executors import ComputePlane, WorkerNamespace
+from .hooks import Hooks, parse_hooks
 from .loop import AgentConfig, LoopState, run_turn
 from .model import CacheTTL, ModelClient, default_model_name
 from .notifications import Command, CommandQueue
@@ -193,6 +194,9 @@ class Session:
         self.thinking = thinking
         self.cache_ttl: CacheTTL = cache_ttl
         self.session_id = uuid.uuid4().hex[:12]
+        self.hooks = Hooks([], workdir=self.workdir, session_id=self.session_id)
+        """The settings files' hooks (hooks.py), read again at each parent turn."""
+        self._hook_jobs: set[asyncio.Task[Any]] = set()
         self.store: TranscriptStore | None = None
         self.offline_batches: tuple[Any, Callable[[], Awaitable[None]]] | None = None
         """An offline session's Message Batches service (batch.batch_sdk), once used."""
@@ -312,6 +316,7 @@ class Session:
             cache_ttl=self.cache_ttl,
             stream_retry=self.stream_retry,
             compaction=self.compaction,
+            hooks=self.hooks,
         )
         if hasattr(self, "main"):
             ctx.services["agent_run"] = self.main
@@ -468,7 +473,16 @@ class Session:
             max_tokens=with_budget(self.max_tokens, thinking),
             thinking=thinking,
             effort=definition.effort,
+            hooks=self._agent_hooks(definition),
         )
+
+    def _agent_hooks(self, definition: AgentDefinition) -> Hooks:
+        """The settings files' hooks plus those of the agent's file, for its run only (an
+        agent it starts does not get them)."""
+        if definition.hooks is None:
+            return self.hooks
+        own, _refused = parse_hooks(definition.hooks, str(definition.path or definition.name))
+        return self.hooks.scoped(own)
 
     # -- listeners -----------------------------------------------------------------------
 
@@ -493,7 +507,7 @@ class Session:
             texts = [c.text for c in commands]
             seen: list[LoopEvent] = []
             try:
-                async for event in self._turn([*texts, prompt]):
+                async for event in self._turn([*texts, prompt], prompt):
                     if commands:
                         seen.append(event)
                     yield event
@@ -507,11 +521,19 @@ class Session:
         `PermissionGate.summary` gives them. Done at the start of every parent turn."""
         read = await asyncio.to_thread(read_settings, self.workdir, self.home)
         self.gate.apply_settings(read)
+        self.hooks = Hooks(
+            read.hooks, workdir=self.workdir, session_id=self.session_id, lines=self.hooks.lines
+        )
         return self.gate.summary()
 
-    async def _turn(self, texts: list[str]) -> AsyncIterator[LoopEvent]:
+    async def _turn(self, texts: list[str], prompt: str | None = None) -> AsyncIterator[LoopEvent]:
         await self.load_settings()
         self.main.config = self._config()
+        if prompt is not None and self.hooks.has("UserPromptSubmit"):
+            said = await self.hooks.run("UserPromptSubmit", {"agent_id": "main", "prompt": prompt})
+            if said.blocked:
+                raise UsageError(f"A UserPromptSubmit hook blocked the prompt: {said.reason}")
+            texts = [*texts, *said.context]
         blocks = [{"type": "text", "text": t} for t in texts]
         listing = await asyncio.to_thread(self._agent_listing)  # reads the agent files
         if listing is not None and listing != self._listed:
@@ -524,6 +546,8 @@ class Session:
                     self._parent_usage = self._parent_usage + event.usage
                     self._parent_cost += event.cost_usd
                     self._enforce_budget()
+                if isinstance(event, Stop) and self.hooks.has("Stop"):
+                    await self.hooks.run("Stop", {"agent_id": "main", "stop_reason": event.reason})
                 yield event
         finally:
             self._changed.set()
@@ -751,6 +775,14 @@ class Session:
 
     def _on_command(self, command: Command) -> None:
         self._changed.set()
+        if command.owner == "main" and self.hooks.has("Notification"):
+            about = {"agent_id": "main", "task_id": command.task_id, "message": command.text}
+            try:
+                job = asyncio.get_running_loop().create_task(self.hooks.run("Notification", about))
+            except RuntimeError:  # enqueued off the event loop: no hook
+                return
+            self._hook_jobs.add(job)
+            job.add_done_callback(self._hook_jobs.discard)
         if command.owner != "main":
             self.workers.wake(command.owner)
         elif self.auto_respond and (self._responder is None or self._responder.done()):
@@ -870,6 +902,12 @@ class Session:
         if self._responder is not None and not self._responder.done():
             self._responder.cancel()
             await asyncio.wait({self._responder})
+        if self._hook_jobs:  # Notification hooks still running: a moment, then stopped
+            _done, late = await asyncio.wait(set(self._hook_jobs), timeout=5)
+            for job in late:
+                job.cancel()
+            if late:
+                await asyncio.wait(late)
         await self.compute.aclose()
         if self.store is not None:
             await self.store.aclose()

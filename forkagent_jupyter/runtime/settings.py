@@ -8,7 +8,7 @@ Files, weakest first (a `.forkagent` file sits just above the `.claude` file of 
 directory. `permissions.allow`, `ask`, `deny` and `additionalDirectories` add up across files;
 `permissions.defaultMode` is the strongest file's. A project file cannot turn on
 `bypassPermissions` (anyone, the model included, may have written it): that value is refused
-there and honoured only in the user's own file.
+there and honoured only in the user's own file. `hooks` (see `hooks.py`) add up across files.
 
 What cannot be honoured (a file that is not JSON, a field of the wrong type, a rule that does
 not parse, an unknown mode, a folder that does not exist) is one refused entry naming the file
@@ -21,6 +21,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from .hooks import HookEntry, parse_hooks
 
 __all__ = ["SETTINGS_MODES", "SettingsFile", "SettingsRead", "read_settings", "settings_files"]
 
@@ -44,6 +46,7 @@ class SettingsRead:
     directories: list[tuple[Path, str]] = field(default_factory=list)
     refused: list[tuple[str, str, str]] = field(default_factory=list)  # (what, source, why)
     files: list[str] = field(default_factory=list)  # the files found
+    hooks: list[HookEntry] = field(default_factory=list)  # every file's, weakest first
 
 
 def settings_files(workdir: Path, home: Path) -> list[SettingsFile]:
@@ -89,6 +92,10 @@ def _read_one(file: SettingsFile, source: str, out: SettingsRead, workdir: Path)
     if not isinstance(data, dict):
         out.refused.append(("the file", source, "is not a JSON object"))
         return
+    if "hooks" in data:
+        hooks, refused = parse_hooks(data["hooks"], source)
+        out.hooks.extend(hooks)
+        out.refused.extend(("the hooks", source, why) for why in refused)
     perms = data.get("permissions", {})
     if not isinstance(perms, dict):
         out.refused.append(("permissions", source, "is not an object"))

@@ -459,9 +459,14 @@ class Workers:
         task = run.task
         assert task is not None
         stop: Stop | None = None
+        hooks = run.config.hooks
+        kind = run.definition.name if run.definition is not None else "fork"
+        about = {"agent_id": run.id, "agent_type": kind}
         try:
             if run.reisolate:
                 await self._reisolate(run)
+            if hooks is not None and hooks.has("SubagentStart"):
+                await hooks.run("SubagentStart", about, kind)
             while True:
                 async for event in run_turn(run.config, run.history, run.state):
                     self._observe(run, event)
@@ -490,7 +495,13 @@ class Workers:
         except Exception as exc:  # a bug or an unexpected failure: report, never hang
             await self._end(run, "failed", error=f"{type(exc).__name__}: {exc}")
             return
-        await self._end(run, *self._outcome(run, stop))
+        status, result, error = self._outcome(run, stop)
+        if hooks is not None and hooks.has("SubagentStop"):
+            ended = {**about, "status": status, "result": result, "error": error}
+            said = await hooks.run("SubagentStop", ended, kind)
+            if said.blocked:
+                hooks.note(f"SubagentStop hook of {run.id} ({kind}): {said.reason}")
+        await self._end(run, status, result, error)
 
     @staticmethod
     def _outcome(

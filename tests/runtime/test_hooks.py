@@ -1,0 +1,255 @@
+"""Hooks as Claude Code runs them: real scripts from the settings files and from an agent's
+file, fed JSON on stdin; exit 2 blocks with stderr as the reason; JSON output decides; a hook
+that fails or hangs is one line and the session goes on. The model is the emulator's scripted
+one (hostile: it asks for `rm`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
+from forkagent_jupyter.runtime.agents import AgentFileError, load_agent_file
+from forkagent_jupyter.runtime.errors import UsageError
+from forkagent_jupyter.runtime.hooks import parse_hooks
+
+pytestmark = pytest.mark.anyio
+
+BLOCK_RM = """
+import json, sys
+data = json.load(sys.stdin)
+command = data["tool_input"].get("command", "")
+if command.split()[:1] == ["rm"] or " rm " in f" {command} ":
+    print(f"rm is not allowed here (asked: {command})", file=sys.stderr)
+    sys.exit(2)
+"""
+LOG = """
+import json, sys
+with open(sys.argv[1], "a") as f:
+    f.write(json.dumps(json.load(sys.stdin)) + "\\n")
+"""
+ANSWER = """
+import json, sys
+json.load(sys.stdin)
+print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                  "permissionDecision": sys.argv[1], "permissionDecisionReason": "said so"}}))
+"""
+
+
+def script(folder: Path, name: str, text: str) -> str:
+    path = folder / name
+    path.write_text(text)
+    return f"{sys.executable} {path}"
+
+
+def settings(project: Path, hooks: dict[str, Any], **perms: Any) -> None:
+    folder = project / ".claude"
+    folder.mkdir(parents=True, exist_ok=True)
+    data: dict[str, Any] = {"hooks": hooks}
+    if perms:
+        data["permissions"] = perms
+    (folder / "settings.json").write_text(json.dumps(data))
+
+
+def on(matcher: str, *commands: str, timeout: float | None = None) -> list[dict[str, Any]]:
+    hooks = [{"type": "command", "command": c} for c in commands]
+    if timeout is not None:
+        for hook in hooks:
+            hook["timeout"] = timeout
+    return [{"matcher": matcher, "hooks": hooks}]
+
+
+def bash(command: str) -> Reply:
+    return Reply(({"type": "tool_use", "name": "Bash", "input": {"command": command}},))
+
+
+def read_log(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+async def test_a_pre_tool_use_hook_blocks_rm_and_a_post_tool_use_hook_logs(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "data.csv").write_text("a\n1\n")
+    log = tmp_path / "log.jsonl"
+    settings(
+        tmp_path,
+        {
+            "PreToolUse": on("Bash", script(tmp_path, "block_rm.py", BLOCK_RM)),
+            "PostToolUse": on("Bash|Read", script(tmp_path, "log.py", LOG) + f" {log}"),
+        },
+    )
+    session = make_session(permission_mode="bypassPermissions")
+    emulator.script(bash("rm -f data.csv"), bash("echo kept && cat data.csv"), Reply.text("ok"))
+    turn = await session.ask("clean up")
+    blocked, ran = turn.tool_calls
+    assert blocked.is_error and "PreToolUse hook" in blocked.result
+    assert "rm is not allowed here (asked: rm -f data.csv)" in blocked.result
+    assert (tmp_path / "data.csv").exists()  # bypassPermissions did not let it through
+    assert not ran.is_error and "kept" in ran.result
+    [entry] = read_log(log)  # the blocked call never ran: only the other one is logged
+    assert entry["hook_event_name"] == "PostToolUse" and entry["tool_name"] == "Bash"
+    assert entry["tool_input"] == {"command": "echo kept && cat data.csv"}
+    assert "kept" in entry["tool_response"]["content"] and entry["cwd"] == str(tmp_path)
+    assert entry["session_id"] == session.session_id and entry["agent_id"] == "main"
+    assert session.hooks.lines == []
+
+
+async def test_a_hooks_allow_never_overrides_a_deny_rule_and_junk_is_a_deny(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    answer = script(tmp_path, "answer.py", ANSWER)
+    settings(
+        tmp_path,
+        {"PreToolUse": [*on("Bash", answer + " allow"), *on("Write", answer + " maybe")]},
+        deny=["Bash(echo:*)"],
+    )
+    session = make_session(permission_mode="bypassPermissions")
+    write = {"file_path": "x.txt", "content": "x"}
+    emulator.script(
+        bash("echo hi"),
+        Reply(({"type": "tool_use", "name": "Write", "input": write},)),
+        Reply.text("ok"),
+    )
+    turn = await session.ask("go")
+    denied, junk = turn.tool_calls
+    assert denied.is_error and "Bash(echo:*)" in denied.result  # the rule still decides
+    assert junk.is_error and "permissionDecision 'maybe'" in junk.result
+    assert not (tmp_path / "x.txt").exists()
+
+
+async def test_a_failing_or_hanging_hook_is_one_line_and_the_call_runs(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    crash = script(tmp_path, "crash.py", "import sys\nprint('boom', file=sys.stderr)\nsys.exit(1)")
+    hang = script(tmp_path, "hang.py", "import time\ntime.sleep(30)")
+    settings(
+        tmp_path,
+        {"PreToolUse": on("*", crash), "PostToolUse": on("", hang, timeout=0.5)},
+    )
+    session = make_session(permission_mode="bypassPermissions")
+    emulator.script(bash("echo still-here"), Reply.text("ok"))
+    turn = await session.ask("go")
+    [call] = turn.tool_calls
+    assert not call.is_error and "still-here" in call.result
+    first, second = session.hooks.lines
+    assert "PreToolUse hook" in first and "exited with 1: boom" in first
+    assert "PostToolUse hook" in second and "timeout of 0.5 s" in second
+
+
+async def test_user_prompt_submit_blocks_or_adds_context_and_stop_runs(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    gate = """
+import json, sys
+prompt = json.load(sys.stdin)["prompt"]
+if "secret" in prompt:
+    print("prompts about secrets are refused", file=sys.stderr)
+    sys.exit(2)
+print("Context from the hook: the table is sales.csv")
+"""
+    stop_log = tmp_path / "stop.jsonl"
+    settings(
+        tmp_path,
+        {
+            "UserPromptSubmit": on("", script(tmp_path, "gate.py", gate)),
+            "Stop": on("", script(tmp_path, "log.py", LOG) + f" {stop_log}"),
+        },
+    )
+    session = make_session()
+    with pytest.raises(UsageError, match="prompts about secrets are refused"):
+        await session.ask("print the secret key")
+    assert emulator.api_requests() == []  # nothing was sent
+    emulator.script(Reply.text("fine"))
+    await session.ask("summarize")
+    sent = json.dumps(emulator.api_requests()[-1].body["messages"][-1])
+    assert "Context from the hook: the table is sales.csv" in sent
+    [stopped] = read_log(stop_log)
+    assert stopped["hook_event_name"] == "Stop" and stopped["stop_reason"] == "end_turn"
+
+
+async def test_an_agent_files_hooks_run_for_its_run_only_and_subagent_stop_sees_the_result(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    ended, started, tools = tmp_path / "ended.jsonl", tmp_path / "started.jsonl", tmp_path / "t"
+    log = script(tmp_path, "log.py", LOG)
+    settings(tmp_path, {"SubagentStart": on("checker", f"{log} {started}")})
+    folder = tmp_path / ".claude" / "agents"
+    folder.mkdir(parents=True)
+    (folder / "checker.md").write_text(
+        "---\nname: checker\ndescription: Checks numbers\nhooks:\n"
+        "  Stop:\n    - hooks:\n        - type: command\n"
+        f"          command: {log} {ended}\n"
+        "  PostToolUse:\n    - matcher: Python\n      hooks:\n        - type: command\n"
+        f"          command: {log} {tools}\n"
+        "---\nYou check numbers.\n"
+    )
+    brain = ScriptedBrain(when_empty=OfflineBrain())
+    call = {"description": "check", "prompt": "check `py: 6 * 7`", "subagent_type": "checker"}
+    brain.when_last_user_contains(
+        "CHECK", Reply(({"type": "tool_use", "name": "Agent", "input": call},)), times=1
+    )
+    emulator.brain = brain
+    session = make_session(auto_respond=False, forking=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the file loads without a warning
+        turn = await session.ask("CHECK the numbers")
+    assert not turn.tool_calls[0].is_error and "42" in turn.tool_calls[0].result
+    [stop] = read_log(ended)
+    assert stop["hook_event_name"] == "SubagentStop" and stop["agent_type"] == "checker"
+    assert stop["status"] == "completed" and "42" in stop["result"]
+    [start] = read_log(started)
+    assert start["hook_event_name"] == "SubagentStart" and start["agent_id"] == stop["agent_id"]
+    [used] = read_log(tools)  # the agent's own PostToolUse hook: its Python call
+    assert used["tool_name"] == "Python" and used["agent_id"] == stop["agent_id"]
+    # the parent's own calls are not the agent's: a parent tool call logs nothing there
+    emulator.brain = ScriptedBrain(when_empty=OfflineBrain())
+    await session.ask("compute `py: 1 + 1`")
+    assert len(read_log(tools)) == 1
+
+
+def test_hook_configuration_that_cannot_be_used_is_refused_with_where(tmp_path: Path) -> None:
+    entries, refused = parse_hooks(
+        {
+            "PreToolUse": [
+                {"matcher": "Bash(", "hooks": [{"type": "command", "command": "x"}]},
+                {"matcher": "Bash", "hooks": [{"type": "prompt", "prompt": "x"}]},
+                {"matcher": "Bash", "hooks": [{"command": "ok", "timeout": -1}]},
+                {"matcher": "Edit|Write", "hooks": [{"command": "fine"}]},
+            ],
+            "BeforeLunch": [],
+        },
+        ".claude/settings.json",
+    )
+    assert [(e.event, e.command, e.timeout) for e in entries] == [("PreToolUse", "fine", 60.0)]
+    assert entries[0].matches("Write") and not entries[0].matches("WriteAll")
+    assert len(refused) == 4 and all(".claude/settings.json" in r for r in refused)
+    assert any("unknown event" in r for r in refused)
+    bad = tmp_path / "bad.md"
+    bad.write_text("---\ndescription: x\nhooks:\n  PreToolUse: 3\n---\nbody\n")
+    with pytest.raises(AgentFileError, match=r"field 'hooks'.*not a list of matchers"):
+        load_agent_file(bad)
+
+
+async def test_a_notification_hook_hears_a_finished_fork(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    heard = tmp_path / "heard.jsonl"
+    settings(tmp_path, {"Notification": on("", script(tmp_path, "log.py", LOG) + f" {heard}")})
+    session = make_session(auto_respond=False)
+    await session.ask("Hello.")  # reads the settings files
+    task = await session.fork("count `py: 20 + 22`")
+    await session.wait(task.id, timeout=30)
+    for _ in range(200):
+        if heard.exists() and heard.read_text():
+            break
+        await anyio.sleep(0.05)
+    [note] = read_log(heard)
+    assert note["hook_event_name"] == "Notification" and note["task_id"] == task.id
+    assert "42" in note["message"]
