@@ -163,6 +163,11 @@ def context_text(tokens: int, window: int, compactions: int = 0) -> str:
     return text
 
 
+def memory_text(task: Task) -> str:
+    """ " · memory 1,024 MB" for a finished worker whose process is measured, else ""."""
+    return f" · memory {task.memory_mb:,.0f} MB" if task.memory_mb is not None else ""
+
+
 def card_text(task: Task) -> str:
     """A card as text: name, kind, status, tokens, context, cost, and the result's first
     lines."""
@@ -172,7 +177,7 @@ def card_text(task: Task) -> str:
         f"in {u.total_input_tokens:,} / out {u.output_tokens:,} tok · "
         f"cache read {u.cache_read_input_tokens:,} · "
         f"{context_text(task.context_tokens, task.context_window, task.compactions)} · "
-        f"${task.cost_usd:.4f}"
+        f"${task.cost_usd:.4f}{memory_text(task)}"
     )
     outcome = task.result or task.error or ""
     for note in task.notes:  # tools its file names that it did not get
@@ -370,7 +375,7 @@ class TaskCard(_WholeText, w.VBox):  # type: ignore[misc]
             f" / out {u.output_tokens:,} tok · cache read {u.cache_read_input_tokens:,}"
             f" / write {u.cache_creation_input_tokens:,}"
             f" · {context_text(t.context_tokens, t.context_window, t.compactions)}"
-            f" · ${t.cost_usd:.4f}</small>"
+            f" · ${t.cost_usd:.4f}{memory_text(t)}</small>"
         )
         for note in t.notes:  # tools its file names that it did not get
             line += f"<div class='forkagent-note'><small>{_esc(note)}</small></div>"

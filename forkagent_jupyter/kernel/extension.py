@@ -22,6 +22,7 @@ from IPython.core.error import UsageError
 from IPython.display import display
 from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode, validate
 
+from ..runtime.executors.memory import default_worker_memory_mb
 from .bridge import Bridge
 from .magics import (
     AgentMagics,
@@ -110,6 +111,12 @@ class ForkAgent(CheckedSettings):
         "one call at a time (what it assigns is yours at once; it cannot be stopped inside a "
         "C call).",
     ).tag(config=True)
+    worker_memory_mb = Int(
+        default_worker_memory_mb(),
+        help="MB that finished workers' processes (kept for pulls) may hold together, each "
+        "counted by what it alone holds; beyond it the least recently used is retired "
+        "(default: a quarter of the machine's memory).",
+    ).tag(config=True, minimum=1)
     worker_nice = Int(
         5,
         help="Niceness added to worker processes, so the kernel answers first on a busy "
@@ -249,6 +256,9 @@ class KernelAgent:
             session.compute.max_workers = max(1, int(value))
             if session.compute.dask is not None:
                 session.compute.dask.max_workers = max(1, int(value))
+        elif name == "worker_memory_mb":
+            session.compute.worker_memory_mb = max(1, int(value))
+            session.compute.keep_within_memory()
         elif name == "worker_nice":
             session.compute.nice = int(value)
             if session.compute.dask is not None:
@@ -523,6 +533,9 @@ class KernelAgent:
 
         if key is None:
             running = self.session.running()
+            freed = [t for t in self.session.tasks if self.session.compute.free(t.id)]
+            if freed:
+                print(f"%stop --all: freed the processes of {len(freed)} finished worker(s).")
             if not running:
                 print("%stop --all: no task is running.")
                 return
@@ -541,6 +554,10 @@ class KernelAgent:
         except RuntimeUsageError as exc:
             raise UsageError(f"%stop: {exc}") from None
         if task.done:
+            if self.session.compute.free(task.id):
+                held = f" ({task.memory_mb:,.0f} MB)" if task.memory_mb is not None else ""
+                print(f"%stop: {task.name or task.id} had finished; its process{held} was freed.")
+                return
             raise UsageError(f"%stop: {task.name or task.id} is not running ({task.status}).")
         # at once, here: nothing is left to fail unseen in a background task
         self.session.stop_now(task.id)

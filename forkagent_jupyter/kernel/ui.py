@@ -35,6 +35,7 @@ from .cards import (
     TaskCard,
     card_text,
     context_text,
+    memory_text,
 )
 from .frontend import FrontendRows
 from .protocol import Approve, Stop
@@ -115,6 +116,7 @@ class KernelUI:
         # cell may have changed it); workers' output goes to their cards
         session.compute.reuse_snapshots = True
         session.compute.nice = s.worker_nice
+        session.compute.worker_memory_mb = s.worker_memory_mb
         session.compute.on_output = self._on_output
         session.on_task(self._on_task)
         self.hub.history_of = session.history
@@ -307,7 +309,8 @@ class KernelUI:
                 f"<td>{_esc(t.status)}{todos}{_esc(_waiting(t))}</td>"
                 f"<td>{u.total_input_tokens:,} / {u.output_tokens:,}</td>"
                 f"<td>{u.cache_hit_ratio:.0%}</td>"
-                f"<td>{_esc(context_text(t.context_tokens, t.context_window, t.compactions))}</td>"
+                f"<td>{_esc(context_text(t.context_tokens, t.context_window, t.compactions))}"
+                f"{_esc(memory_text(t))}</td>"
                 f"<td>${t.cost_usd:.4f}</td><td>{t.elapsed:.1f}s</td></tr>"
             )
         head = (

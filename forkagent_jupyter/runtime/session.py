@@ -171,6 +171,7 @@ class Session:
         self.compute = ComputePlane(
             self.namespace, worker_namespace=worker_namespace, max_workers=max_workers
         )
+        self.compute.on_memory = self._on_worker_memory
         self.tools = ToolSet([*builtin_tools(), *agent_tools(forking)] if tools is None else tools)
         self.named_tools = ToolSet(
             [t for t in claude_code_tools() if self.tools.get(t.name) is None]
@@ -715,6 +716,12 @@ class Session:
 
     async def stop(self, task_id: str) -> Task:
         return await self.workers.stop(task_id)
+
+    def _on_worker_memory(self, agent_id: str, mb: float) -> None:
+        task = self.registry.find(agent_id)
+        if task is not None:
+            task.memory_mb = mb
+            self.registry.changed(task)
 
     def stop_now(self, task_id: str) -> None:
         """`stop` for callers that cannot await (the notebook's `%stop`): the task is killed at

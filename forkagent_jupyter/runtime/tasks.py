@@ -113,6 +113,7 @@ class Task:
     context_tokens: int = 0  # its last request's prompt size (uncached + cache)
     context_window: int = 0  # its model's context window
     compactions: int = 0  # times its conversation was compacted
+    memory_mb: float | None = None  # what its finished worker process alone holds
     foreground: bool = False  # its caller waits for it (a synchronous named agent)
     notes: list[str] = field(default_factory=list)  # what its definition asked for in vain
     todos: list[Todo] = field(default_factory=list)  # its todo list (TodoWrite)

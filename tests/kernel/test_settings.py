@@ -174,6 +174,7 @@ BAD_SETTINGS = {
     "approval_timeout": ("-1", "float('nan')"),
     "headless_approval_timeout": ("0",),
     "max_workers": ("-1", "0"),
+    "worker_memory_mb": ("0", "-5"),
     "worker_nice": ("10**30", "-1"),
     "stream_retries": ("-1",),
     "backend": ("'nope'",),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -25,9 +26,10 @@ from typing import Any, Literal
 from ..secrets import redact
 from .base import CodeRunner, Display, Output, PullError, StreamText, valid_output
 from .dask import DaskBackend, DaskRunner
+from .memory import default_worker_memory_mb, own_memory_mb
 from .process import ProcessRunner, Snapshot, fork_supported
 from .thread import ThreadRunner
-from .tree import prune_group
+from .tree import prune_group, release_transactions
 
 __all__ = ["ComputePlane", "WorkerNamespace"]
 
@@ -68,6 +70,11 @@ class ComputePlane:
         self._wakers: set[asyncio.Task[None]] = set()
         self._alive: list[ProcessRunner] = []  # oldest first
         self._room = asyncio.Condition()
+        self.worker_memory_mb = default_worker_memory_mb()
+        """What finished workers' processes may hold together (see memory.py)."""
+        self.on_memory: Callable[[str, float], None] | None = None
+        self.memory: dict[str, float] = {}  # agent id -> its finished process's own MB
+        self._used: dict[str, float] = {}  # agent id -> when it last ran or was pulled from
         self.executor: Literal["local", "dask"] = "local"
         self.dask: DaskBackend | None = None
 
@@ -154,8 +161,9 @@ class ComputePlane:
             runner.kill("the worker was stopped")
         elif runner.pid is None:
             runner.kill("it ran no code")  # nothing to keep: its snapshot place is released
-        else:
+        elif not runner.parked:
             runner.parked = True
+            self._used[agent_id] = time.monotonic()
             self._prune(runner)
             self._notify()
 
@@ -166,11 +174,48 @@ class ComputePlane:
             if runner.alive and runner.parked:
                 with contextlib.suppress(Exception):
                     await runner.call(prune_group)
+                with contextlib.suppress(Exception):
+                    await runner.call(release_transactions)
+            if runner.alive and runner.parked:
+                with contextlib.suppress(Exception):
+                    self._measured(runner.agent_id, await runner.call(own_memory_mb))
 
         with contextlib.suppress(RuntimeError):
             task = asyncio.get_running_loop().create_task(prune())
             self._wakers.add(task)
             task.add_done_callback(self._wakers.discard)
+
+    def _measured(self, agent_id: str, mb: float) -> None:
+        self.memory[agent_id] = mb
+        self._used.setdefault(agent_id, time.monotonic())
+        if self.on_memory is not None:
+            self.on_memory(agent_id, mb)
+        self.keep_within_memory()
+
+    def keep_within_memory(self) -> None:
+        """Retire finished workers, least recently used first, until what they hold together
+        is within `worker_memory_mb`."""
+        parked = [r for r in self._alive if r.parked and r.alive and r.agent_id in self.memory]
+        parked.sort(key=lambda r: self._used.get(r.agent_id, 0.0))
+        total = sum(self.memory[r.agent_id] for r in parked)
+        for runner in parked:
+            if total <= self.worker_memory_mb:
+                break
+            held = self.memory[runner.agent_id]
+            runner.kill(
+                f"its process was retired to keep finished workers within "
+                f"worker_memory_mb={self.worker_memory_mb} (it held {held:,.0f} MB)"
+            )
+            total -= held
+
+    def free(self, agent_id: str) -> bool:
+        """A finished worker's process ends now (%stop of a finished task, %stop --all):
+        True if there was one."""
+        runner = self.runners.get(agent_id)
+        if isinstance(runner, ProcessRunner) and runner.parked and runner.alive:
+            runner.kill("its process was freed (%stop) after it finished")
+            return True
+        return False
 
     def resumed(self, agent_id: str) -> None:
         runner = self.runners.get(agent_id)
@@ -184,6 +229,7 @@ class ComputePlane:
         runner = self.runners.get(agent_id)
         if runner is None:
             raise PullError(f"worker {agent_id} has run no code, so it has no values to pull")
+        self._used[agent_id] = time.monotonic()
         if isinstance(runner, ThreadRunner):
             raise PullError(
                 f"worker {agent_id} shares the notebook's namespace (--shared): its names are "

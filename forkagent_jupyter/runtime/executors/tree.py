@@ -14,10 +14,11 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["group_members", "kill_tree", "lead_group", "prune_group"]
+__all__ = ["group_members", "kill_tree", "lead_group", "prune_group", "release_transactions"]
 
 
 def lead_group() -> None:
@@ -60,3 +61,21 @@ def prune_group(_namespace: Any = None) -> int:
                 os.kill(pid, signal.SIGKILL)
                 killed += 1
     return killed
+
+
+def release_transactions(namespace: dict[str, Any]) -> int:
+    """In a finished worker: roll back the open transactions of the sqlite connections its
+    namespace names, so the locks they hold do not block the kernel's commits while the
+    worker is kept for pulls; how many. (Connections held elsewhere are not looked for: that
+    would touch every object, and copy the kernel's memory.)"""
+    sqlite3 = sys.modules.get("sqlite3")
+    if sqlite3 is None:
+        return 0
+    released = 0
+    for value in list(namespace.values()):
+        if isinstance(value, sqlite3.Connection):
+            with contextlib.suppress(Exception):
+                if value.in_transaction:
+                    value.rollback()
+                    released += 1
+    return released

@@ -68,3 +68,35 @@ async def test_a_finished_worker_keeps_its_process_not_its_children(make_session
     assert await _gone([p for p in left if p != pid]) == []
     assert _running(pid)  # kept for pulls
     assert await session.pull(task.id, "n") == {"n": 6}
+
+
+def _commit(path: Path) -> None:
+    import sqlite3
+
+    con = sqlite3.connect(path, timeout=1)
+    with con:
+        con.execute("insert into t values (2)")
+    con.close()
+
+
+async def test_a_finished_worker_holds_no_sqlite_lock(make_session: Any, tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "data.db"
+    con = sqlite3.connect(path, check_same_thread=False)
+    with con:
+        con.execute("create table t (x)")
+    session = make_session(auto_respond=False, namespace={"con": con})
+    task = await session.fork("Go `py: con.execute('insert into t values (1)'); left = 1`")
+    [finished] = await session.wait(task.id, timeout=60)
+    assert finished.status == "completed", finished.error
+    for _ in range(50):  # its clean-up follows its end
+        try:
+            await asyncio.to_thread(_commit, path)
+            break
+        except sqlite3.OperationalError:
+            await asyncio.sleep(0.1)
+    else:
+        pytest.fail("the finished worker still holds the database lock")
+    assert await session.pull(task.id, "left") == {"left": 1}  # it is kept for pulls
+    con.close()

@@ -1,0 +1,62 @@
+"""Finished workers do not pin memory: each one's own memory on its card and in %tasks,
+`worker_memory_mb` bounds what finished workers hold (least recently used retired first, a
+pull from it says so), and %stop frees a finished worker's process."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import Kernel
+from .test_compute import SESSION, setup, status, worker_pid
+
+pytestmark = pytest.mark.kernel
+
+BIG = "`py: import numpy as np; big = np.ones(100 * 2**20 // 8); n = big.size`"  # 100 MB
+
+
+def _running(kernel: Kernel, pid: int) -> bool:
+    """The process exists and is not a zombie (an ended child may wait to be reaped)."""
+    state = kernel.value(
+        f"(lambda p: p.exists() and p.read_text().rsplit(')', 1)[1].split()[0])"
+        f"(__import__('pathlib').Path('/proc/{pid}/stat'))"
+    )
+    return bool(state) and state not in ("Z", "X")
+
+
+def _memory(kernel: Kernel, name: str) -> float:
+    value = kernel.value(f"{SESSION}.registry.get({name!r}).memory_mb")
+    return float(value) if value is not None else 0.0
+
+
+def test_finished_workers_memory_is_shown_bounded_and_freed(kernel: Kernel) -> None:
+    setup(kernel)
+    assert kernel.value("__forkagent__.settings.worker_memory_mb") > 0  # a quarter of RAM
+    kernel.execute("%config ForkAgent.worker_memory_mb = 250")
+    pids = {}
+    for name in ("a", "b", "c"):
+        kernel.execute(f"%fork --name {name} hold {BIG}")
+        pids[name] = worker_pid(kernel, name)
+        kernel.run_approving(f"%tasks --wait {name}", timeout=60)
+        assert status(kernel, name) == "completed"
+        for _ in range(100):
+            if _memory(kernel, name) or not _running(kernel, pids[name]):
+                break
+            kernel.execute("import time; time.sleep(0.1)")
+    # a was least recently used: retired when c's 100 MB came on top of a's and b's
+    assert not _running(kernel, pids["a"])
+    pulled = kernel.execute("%tasks --pull a n")
+    assert (
+        "retired to keep finished workers within worker_memory_mb=250"
+        in (pulled.reply["content"]["evalue"])
+    )
+    assert 95 <= _memory(kernel, "b") <= 200 and 95 <= _memory(kernel, "c") <= 200
+    listed = kernel.execute("%tasks").texts()
+    assert "memory 1" in listed  # "memory 100 MB" (its own, not the kernel's shared pages)
+    # %stop on a finished worker frees it; %stop --all frees the rest
+    stopped = kernel.execute("%stop b")
+    assert "b had finished; its process (1" in stopped.texts() and "was freed" in stopped.texts()
+    assert not _running(kernel, pids["b"])
+    assert kernel.execute("%tasks --pull c n").status == "ok"
+    freed = kernel.execute("%stop --all").texts()
+    assert "freed the processes of 1 finished worker(s)" in freed
+    assert not _running(kernel, pids["c"])
