@@ -84,6 +84,8 @@ def test_help_and_one_line_messages(kernel: Kernel) -> None:
     kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
     kernel.execute("%fork --name quick done `py: 1`")
     kernel.execute("%tasks --wait quick", timeout=60)
+    freed = kernel.execute("%stop quick")  # its process, kept for pulls, is freed
+    assert freed.status == "ok" and "quick had finished; its process" in freed.texts()
     finished = kernel.execute("%stop quick")
     assert finished.reply["content"]["ename"] == "UsageError"
     assert "quick is not running (completed)" in finished.reply["content"]["evalue"]

@@ -31,6 +31,8 @@ def test_send_to_main_and_stop_of_a_finished_task_are_one_line(kernel: Kernel) -
     kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
     assert kernel.execute("%fork --name quick report `py: 6 * 7`").status == "ok"
     _wait_until(kernel, "all(t.settled for t in __forkagent__.session.tasks)")
+    freed = kernel.execute("%stop quick")  # the first frees its process (kept for pulls)
+    assert freed.status == "ok" and "quick had finished; its process" in freed.texts()
     _one_line_usage_error(kernel.execute("%stop quick"), "%stop: quick is not running")
 
 
