@@ -74,6 +74,6 @@ def test_stop_then_send_in_one_cell_resumes_the_agent(kernel: Kernel) -> None:
     _wait_until(kernel, "__forkagent__.session.task('w').run == 2", timeout=60)
     _wait_until(kernel, "__forkagent__.session.task('w').settled", timeout=60)
     task = "__forkagent__.session.task('w')"
-    assert kernel.value(f"{task}.status") == "completed"
+    assert kernel.value(f"{task}.status") == "completed", kernel.value(f"{task}.error")
     history = kernel.value(f"str(__forkagent__.session.workers.runs[{task}.id].history)")
     assert "now report what you have" in history

@@ -259,6 +259,10 @@ class ProcessRunner:
         try:
             claim = self._claim
             snapshot = claim if claim is not None and not claim.closed else self.plane.snapshot()
+            if snapshot is not claim:  # held while it spawns: a cell meanwhile cannot retire it
+                self._release_claim()
+                self._claim = snapshot
+                snapshot.claims += 1
             self.snapshot = snapshot
             self.pid, sock = await snapshot.spawn(self.plane.nice)
         except BaseException:
