@@ -4,6 +4,8 @@ pull from it says so), and %stop frees a finished worker's process."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from .conftest import Kernel
@@ -21,6 +23,15 @@ def _running(kernel: Kernel, pid: int) -> bool:
         f"(__import__('pathlib').Path('/proc/{pid}/stat'))"
     )
     return bool(state) and state not in ("Z", "X")
+
+
+def _ended(kernel: Kernel, pid: int) -> bool:
+    """The process has ended within a moment (a SIGKILL is delivered asynchronously)."""
+    for _ in range(50):
+        if not _running(kernel, pid):
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def _memory(kernel: Kernel, name: str) -> float:
@@ -43,7 +54,7 @@ def test_finished_workers_memory_is_shown_bounded_and_freed(kernel: Kernel) -> N
                 break
             kernel.execute("import time; time.sleep(0.1)")
     # a was least recently used: retired when c's 100 MB came on top of a's and b's
-    assert not _running(kernel, pids["a"])
+    assert _ended(kernel, pids["a"])
     pulled = kernel.execute("%tasks --pull a n")
     assert (
         "retired to keep finished workers within worker_memory_mb=250"
@@ -55,8 +66,8 @@ def test_finished_workers_memory_is_shown_bounded_and_freed(kernel: Kernel) -> N
     # %stop on a finished worker frees it; %stop --all frees the rest
     stopped = kernel.execute("%stop b")
     assert "b had finished; its process (1" in stopped.texts() and "was freed" in stopped.texts()
-    assert not _running(kernel, pids["b"])
+    assert _ended(kernel, pids["b"])
     assert kernel.execute("%tasks --pull c n").status == "ok"
     freed = kernel.execute("%stop --all").texts()
     assert "freed the processes of 1 finished worker(s)" in freed
-    assert not _running(kernel, pids["c"])
+    assert _ended(kernel, pids["c"])
