@@ -12,6 +12,10 @@ A definition file is Markdown with YAML front matter; the body is the agent's sy
     background: true
     isolation: worktree
     maxTurns: 20
+    skills: [sql-style]             # see agent_context.py (skills, memory)
+    memory: project
+    initialPrompt: Read your memory first.
+    hooks: {...}                    # as in a settings file, for this agent's run (hooks.py)
     ---
     You review code...
 
@@ -37,8 +41,8 @@ Bad files: a file that cannot be used is an `AgentFileError` whose one-line mess
 file, the line and the field. It never stops the other files from loading: `scan_agents`
 returns it beside the usable definitions and says it once (an `AgentFileWarning`); starting
 the agent it would have defined reports it. A key this runtime does not use is ignored with
-one warning: Claude Code keys that a later version will honour (`skills`, `memory`,
-`mcpServers`, ...) say so; an unknown key says the key it was probably meant to be; `color`
+one warning: Claude Code keys that a later version will honour (`mcpServers`,
+`requiredMcpServers`) say so; an unknown key says the key it was probably meant to be; `color`
 is ignored silently (it is only the colour of the agent in Claude Code's terminal).
 
 Two ways to load:
@@ -69,6 +73,7 @@ from pydantic import (
     field_validator,
 )
 
+from .agent_context import with_context
 from .agent_files import FileProblemError, agent_files, parse_front_matter, read_agent_text
 from .errors import ConfigError
 from .hooks import parse_hooks
@@ -98,6 +103,9 @@ _LOADER_FIELDS = {
     "prompt": "the Markdown body after the front matter is the prompt",
     "source": "it is set by where the file is",
     "path": "it is set by where the file is",
+    "loaded_skills": "it is read from .claude/skills",
+    "memory_dir": "it is set by 'memory'",
+    "memory_text": "it is read from the memory folder",
 }
 
 MODEL_ALIASES = {
@@ -122,11 +130,8 @@ _Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 TOOL_ALIASES = {"Task": "Agent"}
 """Claude Code's older tool names, read as the tool they name now."""
 CLAUDE_CODE_LATER = {
-    "skills": "skills",
-    "memory": "agent memory",
     "mcpServers": "MCP servers",
     "requiredMcpServers": "MCP servers",
-    "initialPrompt": "an initial prompt",
 }
 """Claude Code keys this runtime does not honour yet: ignored with a note that says so."""
 SILENTLY_IGNORED = frozenset({"color"})
@@ -240,6 +245,15 @@ class AgentDefinition(BaseModel):
     namespace: Literal["isolated", "shared"] | None = None
     """Where its Python runs: its own process from a snapshot (isolated) or the notebook's
     namespace (shared); None means the session's setting."""
+    skills: list[str] = Field(default_factory=list)
+    """Skills preloaded into the agent's context (`agent_context.py`)."""
+    memory: Literal["user", "project", "local"] | None = None
+    """The agent's memory folder, read into its system prompt (`agent_context.py`)."""
+    initialPrompt: _Text | None = None  # noqa: N815
+    """Put before the first prompt the agent is given."""
+    loaded_skills: tuple[tuple[str, str], ...] = ()
+    memory_dir: Path | None = None
+    memory_text: str = ""
     hooks: dict[str, Any] | None = None
     """Hooks for this agent's run only, as in a settings file (see `hooks.py`); its `Stop`
     hooks run when it ends (`SubagentStop`)."""
@@ -253,6 +267,17 @@ class AgentDefinition(BaseModel):
             _entries, refused = parse_hooks(value, "the agent file")
             if refused:
                 raise ValueError(refused[0].replace(" in the agent file", ""))
+        return value
+
+    @field_validator("skills", mode="before")
+    @classmethod
+    def _skill_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if isinstance(value, list) and not all(
+            isinstance(v, str) and re.fullmatch(NAME_PATTERN, v) for v in value
+        ):
+            raise ValueError(f"skill names are {_NAME_RULE} ({value!r})")
         return value
 
     @field_validator("tools", "disallowedTools", mode="before")
@@ -451,6 +476,7 @@ def scan_agents(workdir: Path, home: Path | None = None) -> AgentScan:
                 )
                 continue
             seen[name] = file
+            definition = with_context(definition, Path(workdir), home, notes)
             earlier = agents.get(name)
             if earlier is not None:
                 notes.append(_replaced(name, definition, earlier))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..messages_api.usage import Usage
+from .agent_context import system_text
 from .agents import AgentDefinition, AgentScan, agent_listing, resolve_model, scan_agents
 from .backends import Backend, select_backend
 from .batch import BatchResults, BatchRun, FanOut, Notify, fan_out
@@ -457,7 +458,7 @@ class Session:
         return replace(
             base,
             model=resolve_model(chosen, base.model, definition.permissionMode) or base.model,
-            system=[{"type": "text", "text": definition.prompt or self.system_prompt}],
+            system=[{"type": "text", "text": system_text(definition, self.system_prompt)}],
             tools=tools,
             # no permissionMode: acceptEdits in a default session, as in the reference
             gate=base.gate.for_worker(

@@ -315,6 +315,8 @@ class Workers:
                 "permissionMode bypassPermissions not applied: an agent file bypasses only "
                 "while the session itself does"
             )
+        if definition.initialPrompt:  # the file's initial prompt goes first
+            prompt = f"{definition.initialPrompt}\n\n{prompt}"
         history = [{"role": "user", "content": [{"type": "text", "text": prompt}]}]
         run = AgentRun(
             agent_id, config, history, LoopState(), task, owner=parent.id, definition=definition

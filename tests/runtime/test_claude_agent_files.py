@@ -103,11 +103,9 @@ def test_claude_code_keys_for_later_are_notes_not_typos(tmp_path: Path) -> None:
         scan_agents(tmp_path)
     said = [str(w.message) for w in caught if "with-extras.md" in str(w.message)]
     path = folder / "with-extras.md"
-    assert said == [  # its hooks are honoured (test_hooks.py): no note
-        f"{path}:9: key 'skills' (skills) is not supported here yet and was ignored; the "
-        "agent loads without it",
-        f"{path}:10: key 'memory' (agent memory) is not supported here yet and was ignored; "
-        "the agent loads without it",
+    said = [s for s in said if "key '" in s]
+    # its hooks, skills and memory are honoured (test_hooks.py, test_agent_context.py)
+    assert said == [
         f"{path}:11: key 'mcpServers' (MCP servers) is not supported here yet and was "
         "ignored; the agent loads without it",
     ]

@@ -1,0 +1,113 @@
+"""What an agent file's `skills` and `memory` put into the agent's context.
+
+`skills: [name, ...]`: each skill's `SKILL.md` is read from the project's
+`.claude/skills/<name>/SKILL.md`, else the user's `~/.claude/skills/<name>/SKILL.md`
+(`.forkagent/skills` beside each too), and its whole text goes into the agent's system prompt
+(Claude Code preloads the skill's content the same way). A skill that is not found is one
+note; the agent loads without it. Files the skill lists as resources are not preloaded: the
+agent reads them with its tools from the skill's folder, which the prompt names.
+
+`memory: user | project | local`: the agent's memory folder is
+`~/.claude/agent-memory/<agent>/` (user), `.claude/agent-memory/<agent>/` (project, shared
+through version control) or `.claude/agent-memory-local/<agent>/` (local, personal: keep it
+out of git). Its `MEMORY.md` (the first 200 lines, 25,000 characters at most) goes into the
+system prompt, with the folder's path; the agent keeps it up to date with Write and Edit.
+Project and local folders are inside the work directory; the user folder is outside it, so
+writing there needs a rule (`Edit(~/.claude/agent-memory/**)`).
+
+Read at each agent start (on the thread that reads the agent files): an edit counts from the
+next agent on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .agents import AgentDefinition
+
+__all__ = ["MEMORY_LINES", "memory_folder", "system_text", "with_context"]
+
+MEMORY_LINES = 200
+MEMORY_CHARS = 25_000
+SKILL_BYTES = 200_000
+
+
+def memory_folder(scope: str, agent: str, workdir: Path, home: Path | None) -> Path:
+    """Where the memory of `agent` lives for `scope` (see the module doc)."""
+    if scope == "user":
+        return (home if home is not None else Path.home()) / ".claude" / "agent-memory" / agent
+    if scope == "local":
+        return workdir / ".claude" / "agent-memory-local" / agent
+    return workdir / ".claude" / "agent-memory" / agent
+
+
+def _skill(name: str, workdir: Path, home: Path | None) -> Path | None:
+    roots = [workdir] + ([home] if home is not None else [])
+    for root in roots:
+        for folder in (".claude", ".forkagent"):
+            path = root / folder / "skills" / name / "SKILL.md"
+            if path.is_file():
+                return path
+    return None
+
+
+def _read(path: Path, limit: int) -> str:
+    with path.open("rb") as f:
+        return f.read(limit).decode("utf-8", errors="replace")
+
+
+def with_context(
+    definition: AgentDefinition, workdir: Path, home: Path | None, notes: list[str]
+) -> AgentDefinition:
+    """`definition` with its skills' and memory's texts read (blocking: on a thread)."""
+    if not definition.skills and definition.memory is None:
+        return definition
+    where = str(definition.path or definition.name)
+    loaded: list[tuple[str, str]] = []
+    for name in definition.skills:
+        path = _skill(name, workdir, home)
+        if path is None:
+            notes.append(
+                f"{where}: skill '{name}' not found (.claude/skills/{name}/SKILL.md in the "
+                "project or your home folder); the agent loads without it"
+            )
+            continue
+        try:
+            loaded.append((name, f"(folder: {path.parent})\n" + _read(path, SKILL_BYTES)))
+        except OSError as exc:
+            notes.append(f"{where}: skill '{name}': {path} cannot be read ({exc})")
+    update: dict[str, object] = {"loaded_skills": tuple(loaded)}
+    if definition.memory is not None:
+        folder = memory_folder(definition.memory, definition.name, workdir, home)
+        text = ""
+        try:
+            lines = _read(folder / "MEMORY.md", MEMORY_CHARS * 4).splitlines()
+            text = "\n".join(lines[:MEMORY_LINES])[:MEMORY_CHARS]
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            notes.append(f"{where}: memory {folder / 'MEMORY.md'} cannot be read ({exc})")
+        update.update(memory_dir=folder, memory_text=text)
+    return definition.model_copy(update=update)
+
+
+def system_text(definition: AgentDefinition, fallback: str) -> str:
+    """The agent's system prompt: its file's body, then its skills, then its memory."""
+    parts = [definition.prompt or fallback]
+    for name, text in definition.loaded_skills:
+        parts.append(f'<skill name="{name}">\n{text.strip()}\n</skill>')
+    if definition.memory_dir is not None:
+        folder = definition.memory_dir
+        memory = definition.memory_text.strip() or "(empty: nothing remembered yet)"
+        parts.append(
+            f"# Your memory ({definition.memory} scope)\n"
+            f"You have a persistent memory folder: {folder}\n"
+            f"What you learn that will help in later runs (conventions, where things are, "
+            f"what failed), keep in {folder / 'MEMORY.md'} with Write or Edit; create the "
+            "folder's files as needed. Keep MEMORY.md short: only its first "
+            f"{MEMORY_LINES} lines are read. Its current content:\n"
+            f"<memory>\n{memory}\n</memory>"
+        )
+    return "\n\n".join(parts)
