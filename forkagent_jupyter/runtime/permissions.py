@@ -532,7 +532,8 @@ class PermissionGate:
         why = (
             f"the rule {asked} asks for the user's approval"
             if asked is not None
-            else "a change to a settings file (they hold the permission rules) is always "
+            else "a change to a settings or agent file (they hold the permission rules and "
+            "hooks, which run commands) is always "
             "approved by the user"
             if must_ask == "settings file"
             else "the command's program is computed when it runs, so the deny rules cannot "
@@ -694,9 +695,15 @@ _SETTINGS_FILES = frozenset(
 )
 
 
+_AGENT_FOLDERS = (".claude/agents/", ".forkagent/agents/")
+
+
 def _settings_file(facts: _Facts) -> bool:
-    """Whether the call touches one of the project's settings files."""
-    return any(forms[0] in _SETTINGS_FILES for forms in facts.forms)
+    """Whether the call touches one of the project's settings files or agent files (an
+    agent file's hooks run commands: writing one must not be a way around asking)."""
+    return any(
+        forms[0] in _SETTINGS_FILES or forms[0].startswith(_AGENT_FOLDERS) for forms in facts.forms
+    )
 
 
 def _widens_a_runner(rule: Rule) -> bool:

@@ -18,6 +18,7 @@ from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
 from forkagent_jupyter.runtime.agents import AgentFileError, load_agent_file
 from forkagent_jupyter.runtime.errors import UsageError
 from forkagent_jupyter.runtime.hooks import parse_hooks
+from forkagent_jupyter.runtime.permissions import Deny, ScriptedPolicy
 
 pytestmark = pytest.mark.anyio
 
@@ -253,3 +254,37 @@ async def test_a_notification_hook_hears_a_finished_fork(
     [note] = read_log(heard)
     assert note["hook_event_name"] == "Notification" and note["task_id"] == task.id
     assert "42" in note["message"]
+
+
+async def test_the_model_cannot_write_itself_a_hook_without_asking(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    policy = ScriptedPolicy(default=Deny("not that"))
+    session = make_session(permission_mode="acceptEdits", permission_policy=policy)
+    agent = (
+        "---\nname: x\ndescription: x\nhooks:\n  SubagentStart:\n    - hooks:\n"
+        "        - {type: command, command: 'touch pwned'}\n---\nx\n"
+    )
+    emulator.script(
+        Reply(
+            (
+                {
+                    "type": "tool_use",
+                    "name": "Write",
+                    "input": {"file_path": ".claude/agents/x.md", "content": agent},
+                },
+                {
+                    "type": "tool_use",
+                    "name": "Write",
+                    "input": {"file_path": "notes.txt", "content": "fine"},
+                },
+            )
+        ),
+        Reply.text("ok"),
+    )
+    turn = await session.ask("go")
+    hook_file, plain = turn.tool_calls
+    assert hook_file.is_error and hook_file.result == "not that"  # asked, even in acceptEdits
+    assert not plain.is_error and (tmp_path / "notes.txt").exists()  # the mode still holds
+    assert [r.tool_name for r in policy.requests] == ["Write"]
+    assert not (tmp_path / ".claude/agents/x.md").exists()
