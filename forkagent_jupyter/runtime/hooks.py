@@ -10,7 +10,8 @@ matched against the whole name, `*` or empty for all), `SubagentStart`, `Subagen
 matcher is the agent type), `UserPromptSubmit`, `Stop`, `Notification` (no matcher). A hook
 of an agent file applies to that agent's run only; its `Stop` hooks run as `SubagentStop`.
 
-A command runs with `sh -c` in the project folder (`CLAUDE_PROJECT_DIR` set), gets one JSON
+A command runs with `sh -c` in the project folder (`CLAUDE_PROJECT_DIR` set, the API key and
+other credential variables removed from its environment, as for every tool), gets one JSON
 object on stdin (`session_id`, `cwd`, `hook_event_name`, `agent_id`, and per event
 `tool_name`/`tool_input`/`tool_response`, `prompt`, `agent_type`/`result`, `message`) and is
 killed after its timeout (60 s unless it says). Matching hooks of one event run together,
@@ -47,6 +48,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from .secrets import scrubbed_env
 
 __all__ = ["EVENTS", "HookEntry", "HookOutcome", "Hooks", "parse_hooks"]
 
@@ -287,7 +290,7 @@ class Hooks:
             outcome.decision = value
 
     async def _one(self, entry: HookEntry, stdin: bytes) -> tuple[int | None, str, str]:
-        env = dict(self.env if self.env is not None else os.environ)
+        env = scrubbed_env(self.env)  # no credential reaches a hook
         env["CLAUDE_PROJECT_DIR"] = str(self.workdir)
         try:
             proc = await asyncio.create_subprocess_exec(

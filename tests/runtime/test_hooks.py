@@ -288,3 +288,17 @@ async def test_the_model_cannot_write_itself_a_hook_without_asking(
     assert not plain.is_error and (tmp_path / "notes.txt").exists()  # the mode still holds
     assert [r.tool_name for r in policy.requests] == ["Write"]
     assert not (tmp_path / ".claude/agents/x.md").exists()
+
+
+async def test_a_hook_gets_no_credential(
+    emulator: Any, make_session: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-should-not-leak")
+    seen = tmp_path / "env.txt"
+    show = "import os, sys\nopen(sys.argv[1], 'w').write(repr(sorted(os.environ)))"
+    settings(tmp_path, {"PostToolUse": on("Bash", script(tmp_path, "env.py", show) + f" {seen}")})
+    session = make_session(permission_mode="bypassPermissions")
+    emulator.script(bash("echo hi"), Reply.text("ok"))
+    await session.ask("go")
+    names = seen.read_text()
+    assert "CLAUDE_PROJECT_DIR" in names and "ANTHROPIC_API_KEY" not in names
