@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import importlib.util
 import io
 import os
 import sys
@@ -83,10 +84,9 @@ def worker_backend() -> None:
     whatever the kernel uses (ipympl's and Qt's figures need the kernel's frontend), and
     the figures the kernel had open are not the worker's (they stay the kernel's)."""
     backend = "agg"
-    with contextlib.suppress(ImportError):
-        import matplotlib_inline.backend_inline  # noqa: F401  - plt.show() displays
-
-        backend = "module://matplotlib_inline.backend_inline"
+    with contextlib.suppress(ImportError, ValueError):  # found, not imported: that is slow
+        if importlib.util.find_spec("matplotlib_inline") is not None:
+            backend = "module://matplotlib_inline.backend_inline"  # plt.show() displays
     os.environ["MPLBACKEND"] = backend
     helpers = sys.modules.get("matplotlib._pylab_helpers")
     if helpers is not None:
