@@ -66,15 +66,22 @@ def notebook_output(output: Output) -> dict[str, Any]:
 
 
 class _WholeText:
-    """ipywidgets clips a widget's `text/plain` to 110 characters; a card's text is what a
-    frontend without widgets (a saved notebook on GitHub, nbconvert, a terminal) reads, so it
-    is given whole."""
+    """ipywidgets clips a widget's `text/plain` to 110 characters and gives no `text/html`; a
+    card's text is what a frontend without widgets (a saved notebook on GitHub, nbconvert, a
+    terminal) reads, so the bundle carries the same facts whole, as text and as HTML."""
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         data = super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]
         if isinstance(data, dict):
-            data["text/plain"] = repr(self)
+            data.update(self.text_bundle())
         return data
+
+    def html_text(self) -> str:
+        return f"<pre>{_esc(repr(self))}</pre>"
+
+    def text_bundle(self) -> dict[str, str]:
+        """The facts without the widget: `text/plain` and `text/html`."""
+        return {"text/plain": repr(self), "text/html": self.html_text()}
 
 
 class ApprovalPrompt(_WholeText, w.VBox):  # type: ignore[misc]
@@ -206,6 +213,15 @@ class CardBox(_WholeText, w.VBox):  # type: ignore[misc]
             return PLAIN_CARDS
         return "\n".join(card_text(c.task) for c in cards)
 
+    def cards(self) -> list[TaskCard]:
+        return [c for c in self.children if isinstance(c, TaskCard)]
+
+    def html_text(self) -> str:
+        cards = self.cards()
+        if not cards:
+            return f"<pre>{_esc(PLAIN_CARDS)}</pre>"
+        return "".join(card.html_text() for card in cards)
+
 
 class PendingStrip(w.HBox):  # type: ignore[misc]
     """All approvals waiting in this kernel, one line each."""
@@ -305,6 +321,9 @@ class TaskCard(_WholeText, w.VBox):  # type: ignore[misc]
 
     def __repr__(self) -> str:
         return card_text(self.task)
+
+    def html_text(self) -> str:
+        return f"<div class='forkagent-card'>{self._line()}</div>"
 
     def add_prompt(self, prompt: ApprovalPrompt) -> None:
         if self.approvals is None:
@@ -468,6 +487,9 @@ class CardHub:
         self.in_cell = False
         self._unseen: dict[int, tuple[w.Widget, tuple[str, ...]]] = {}
         self._debt = 0.0  # messages sent outside a flush, taken from the next flushes' budget
+        # True when no frontend can draw or click the widgets (nbclient, papermill, nbconvert)
+        self.headless: Callable[[], bool] = lambda: False
+        self._unseen_boxes: dict[int, CardBox] = {}
 
     def add(self, card: TaskCard, container: w.VBox | None = None) -> None:
         """Register a card; with a container, append it there at the next flush (all cards
@@ -531,7 +553,10 @@ class CardHub:
         unseen, self._unseen = self._unseen, {}
         for widget, names in unseen.values():
             widget.send_state(list(names))
-        self._debt += sent + len(unseen)
+        boxes, self._unseen_boxes = self._unseen_boxes, {}
+        for box in boxes.values():
+            self._show_text(box)
+        self._debt += sent + len(unseen) + len(boxes)
         self.in_cell = False
 
     async def drained(self) -> None:
@@ -576,5 +601,16 @@ class CardHub:
         saved notebook shows where widgets are not drawn)."""
         for box in self.boxes:
             if box.handle is not None and any(id(c) in ended for c in box.children):
-                box.handle.update(box)
+                self._show_text(box)
                 self._debt += 1  # within the same message budget
+                if not self.in_cell:
+                    self._unseen_boxes[id(box)] = box
+
+    def _show_text(self, box: CardBox) -> None:
+        """Update a container's display with its cards' text. In a headless run, once all its
+        cards have ended, the display keeps only the text and HTML: an HTML export draws a
+        saved widget view and nothing else, and there no script may run to draw it."""
+        if self.headless() and all(card.task.done for card in box.cards()):
+            box.handle.update(box.text_bundle(), raw=True)
+        else:
+            box.handle.update(box)

@@ -78,6 +78,7 @@ class KernelUI:
     def __init__(self, agent: KernelAgent) -> None:
         self.agent = agent
         self.hub = CardHub()
+        self.hub.headless = self.headless
         self.strip = PendingStrip()
         self.pending: dict[str, ApprovalPrompt] = {}  # by request id
         self.headless_notices: dict[str, str] = {}  # pending approvals nobody can answer

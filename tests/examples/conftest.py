@@ -47,7 +47,8 @@ class Executed:
 
     def cards(self, starts: str) -> list[str]:
         """The header lines of the task cards shown in that cell, in their saved (final) state:
-        the cards live in one container widget per cell, kept in the notebook's widget state."""
+        the cards live in one container widget per cell, kept in the notebook's widget state,
+        or, once they all ended, in the container's HTML."""
         state = self.nb.metadata.get("widgets", {})
         models = state.get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
 
@@ -64,6 +65,10 @@ class Executed:
             view = o.get("data", {}).get("application/vnd.jupyter.widget-view+json")
             if view:
                 found += headers(view["model_id"])
+            elif "<div class='forkagent-card'>" in o.get("data", {}).get("text/html", ""):
+                # a headless run leaves ended cards as HTML (what an HTML export can show)
+                cards = o["data"]["text/html"].split("<div class='forkagent-card'>")[1:]
+                found += [card.removesuffix("</div>") for card in cards]
         return found
 
     def all_text(self) -> str:

@@ -23,12 +23,17 @@ def test_cards_tasks_and_costs_read_as_text(kernel: Kernel) -> None:
     display_id = box["transient"]["display_id"]
     waited = kernel.execute("%tasks --wait adder", timeout=60)
     kernel.drain()
-    updates = [
-        m["content"]["data"]["text/plain"]
+    bundles = [
+        m["content"]["data"]
         for m in kernel.iopub
         if m["msg_type"] == "update_display_data"
         and m["content"]["transient"]["display_id"] == display_id
     ]
+    updates = [data["text/plain"] for data in bundles]
+    # the same facts as HTML, beside the widget view (a frontend without widgets draws it)
+    assert "application/vnd.jupyter.widget-view+json" in bundles[-1]
+    assert "<b>adder</b>" in bundles[-1]["text/html"]
+    assert ">completed<" in bundles[-1]["text/html"] and "$" in bundles[-1]["text/html"]
     assert updates and "adder (fork) completed" in updates[-1] and "$" in updates[-1]
     assert "42" in updates[-1], updates[-1]  # the result's first lines, not clipped
     table = [
