@@ -26,8 +26,7 @@ def test_cards_read_in_an_html_export_without_widget_scripts(
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_code_cell(
-            "%load_ext forkagent_jupyter\n"
-            "%config ForkAgent.permission_mode = 'bypassPermissions'"
+            "%load_ext forkagent_jupyter\n%config ForkAgent.permission_mode = 'bypassPermissions'"
         ),
         nbformat.v4.new_code_cell("%fork --name adder add them `py: 20 + 22`"),
         nbformat.v4.new_code_cell("%tasks --wait adder"),
