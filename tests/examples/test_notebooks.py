@@ -253,7 +253,7 @@ def test_your_own_agents(run_notebook: RunNotebook) -> None:
     ran = run_notebook("04_your_own_agents.ipynb")
     print(f"04_your_own_agents.ipynb executed in {ran.seconds:.1f} s")
     defn = ran.text("%load_ext forkagent_jupyter")
-    assert defn.startswith("reviewer - Reviews Python code")
+    assert "\nreviewer - Reviews Python code" in f"\n{defn}"  # after %load_ext's line
     assert "mode: acceptEdits | background: True | isolation: worktree" in defn
     # the parent started the named agent in the background; its card showed in that cell
     started = ran.text("%%agent\nAsk the reviewer")
@@ -272,6 +272,10 @@ def test_your_own_agents(run_notebook: RunNotebook) -> None:
     [kept] = list(worktree.glob("agent-*"))
     assert "return total / len(xs)" in (kept / "calc.py").read_text()
     assert "return total / (len(xs) - 1)" in (repo / "calc.py").read_text()
+    # the reviewer's own Stop hook (its file's front matter) saw its end and its result
+    logged = ran.text("# the hook's log")
+    assert "reviewer completed: " in logged and "hook problems: []" in logged
+    assert " 0 characters" not in logged
     shown = ran.text('print(git("diff", cwd=rev.worktree_path))')
     assert "+    return total / len(xs)" in shown and "your status: clean" in shown
     note = ran.text("api.notifications()")
