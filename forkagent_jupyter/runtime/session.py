@@ -51,6 +51,7 @@ from .thinking import thinking_param, with_budget
 from .tools import builtin_tools, claude_code_tools
 from .tools.agents import AgentTool, agent_tool, agent_tools
 from .tools.base import Tool, ToolContext, ToolSet
+from .tools.shells import ShellRegistry
 from .tools.web import WebAccess
 from .transcripts import AgentMeta, TranscriptStore
 from .workers import AUTO_BACKGROUND_AFTER, AgentRun, Workers
@@ -153,6 +154,7 @@ class Session:
         self.stream_retry = StreamRetry(retries=stream_retries, base_delay=stream_retry_delay)
         self.rate_limits = RateLimits()  # one pacer per model for every request (pacer.py)
         self.services: dict[str, Any] = dict(services or {})
+        self.shells = self.services.setdefault("shells", ShellRegistry())  # Bash in background
         self.model = model or default_model_name()
         self.backend: Backend | Literal["custom"]
         if client is not None:
@@ -907,6 +909,7 @@ class Session:
             self.offline_batches = None
             await stop()
         await self.workers.stop_all()
+        self.shells.stop_all()
         if self._responder is not None and not self._responder.done():
             self._responder.cancel()
             await asyncio.wait({self._responder})

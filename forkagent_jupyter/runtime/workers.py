@@ -710,6 +710,23 @@ class Workers:
             return await self._revive(to, message)
         return reply
 
+    def broadcast(self, message: str, *, sender: str) -> str:
+        """`message` to every running agent of the session but `sender` (SendMessage to
+        "*"); each reads it at its next step."""
+        if not message.strip():
+            raise UsageError("The message is empty.")
+        reached = []
+        for task in self.registry.running():
+            run = self.runs.get(task.id)
+            if run is None or task.id == sender:
+                continue
+            run.inbox.append(message)
+            run.wakeup.set()
+            reached.append(task.name or task.id)
+        if not reached:
+            raise UsageError("No agent is running: the message reached no one.")
+        return f"Message queued for {len(reached)} running agent(s): {', '.join(reached)}."
+
     def deliver(self, to: str, message: str) -> str | None:
         """`send` to an agent this session holds, at once (None: it holds no such agent;
         `send` resumes it from disk)."""

@@ -15,6 +15,7 @@ from ..fork import FORK_RECURSION_ERROR
 from ..tasks import Task
 from ..worktree import Worktree, create_worktree
 from .base import Tool, ToolContext, ToolError
+from .shells import ShellRegistry
 
 __all__ = [
     "AgentTool",
@@ -299,15 +300,21 @@ def agent_tool(forking: bool) -> AgentTool:
 class SendMessageInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    to: str = Field(description="The agent's id or name.")
+    to: str = Field(
+        description="The agent's id or name, or '*' for every running agent you can reach."
+    )
     message: str = Field(description="What to tell it.")
+    summary: str | None = Field(
+        default=None, description="A few words saying what the message is about (shown)."
+    )
 
 
 class SendMessageTool(Tool[SendMessageInput]):
     name = "SendMessage"
     description = (
-        "Send a message to a background agent you started. A running agent reads it at its "
-        "next step; a finished one is resumed with it and reports back again."
+        "Send a message to a background agent you started (to: its id or name), or to every "
+        "running agent (to: '*'). A running agent reads it at its next step; a finished one "
+        "is resumed with it and reports back again."
     )
     input_model = SendMessageInput
     concurrency_safe = True
@@ -315,11 +322,13 @@ class SendMessageTool(Tool[SendMessageInput]):
     allowed_in_plan = True  # a resumed worker inherits plan mode
 
     def describe(self, args: SendMessageInput) -> str:
-        return f"SendMessage to {args.to}: {args.message}"
+        return f"SendMessage to {args.to}: {args.summary or args.message}"
 
     async def run(self, args: SendMessageInput, ctx: ToolContext) -> str:
-        workers, _ = _workers(ctx)
+        workers, caller = _workers(ctx)
         try:
+            if args.to.strip() == "*":
+                return str(workers.broadcast(args.message, sender=caller.id))
             return str(await workers.send(args.to, args.message))
         except UsageError as exc:
             raise ToolError(str(exc)) from None
@@ -328,12 +337,20 @@ class SendMessageTool(Tool[SendMessageInput]):
 class TaskStopInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    task_id: str = Field(description="The id (or name) of the task to stop.")
+    task_id: str | None = Field(
+        default=None, description="The id (or name) of the agent or background shell to stop."
+    )
+    shell_id: str | None = Field(
+        default=None, description="The id of a background shell (Bash run_in_background)."
+    )
 
 
 class TaskStopTool(Tool[TaskStopInput]):
     name = "TaskStop"
-    description = "Stop a running background agent. Its partial result is reported back."
+    description = (
+        "Stop a running background agent (its partial result is reported back) or a "
+        "background shell command (shell_id)."
+    )
     input_model = TaskStopInput
     concurrency_safe = False  # it ends a worker that other calls of the reply may read
     needs_approval = False  # the caller stops its own workers
@@ -341,11 +358,28 @@ class TaskStopTool(Tool[TaskStopInput]):
 
     async def run(self, args: TaskStopInput, ctx: ToolContext) -> str:
         workers, _ = _workers(ctx)
+        key = args.shell_id or args.task_id
+        if not key:
+            raise ToolError("Missing required parameter: task_id (or shell_id).")
+        shell = _shells(ctx).get(key)
+        if shell is not None:
+            if shell.status != "running":
+                raise ToolError(f"Shell {shell.id} is not running (status: {shell.status}).")
+            shell.stop()
+            await shell.ended.wait()
+            return f"Stopped background shell {shell.id} ({shell.command})."
+        if args.shell_id:
+            raise ToolError(f"No background shell with id {args.shell_id}.")
         try:
-            task = await workers.stop(args.task_id)
+            task = await workers.stop(key)
         except UsageError as exc:
             raise ToolError(str(exc)) from None
         return f"Stopped task {task.id} ({task.description})."
+
+
+def _shells(ctx: ToolContext) -> ShellRegistry:
+    shells = ctx.services.get("shells")
+    return shells if isinstance(shells, ShellRegistry) else ShellRegistry()
 
 
 class TaskOutputInput(BaseModel):
@@ -371,6 +405,18 @@ class TaskOutputTool(Tool[TaskOutputInput]):
 
     async def run(self, args: TaskOutputInput, ctx: ToolContext) -> str:
         workers, _ = _workers(ctx)
+        shell = _shells(ctx).get(args.task_id)
+        if shell is not None:  # a background shell: its output so far, or at its end
+            retrieval = "success"
+            if shell.status == "running":
+                if not args.block:
+                    retrieval = "not_ready"
+                else:
+                    try:
+                        await asyncio.wait_for(shell.ended.wait(), args.timeout)
+                    except asyncio.TimeoutError:
+                        retrieval = "timeout"
+            return shell.report(retrieval)
         try:
             task: Task = workers.registry.get(args.task_id)
         except UsageError as exc:

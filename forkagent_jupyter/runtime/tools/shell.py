@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..secrets import scrubbed_env
 from .base import Tool, ToolContext, ToolError
 from .output import MAX_OUTPUT, HeadTail, cap_output
+from .shells import BackgroundShell, ShellRegistry
 
 __all__ = ["BashInput", "BashTool", "cap_output"]
 
@@ -43,6 +44,12 @@ class BashInput(BaseModel):
     )
     description: str | None = Field(
         default=None, description="A few words on what the command does (shown to the user)."
+    )
+    run_in_background: bool = Field(
+        default=False,
+        description="Start the command and return at once with its shell id: read its output "
+        "with TaskOutput (task_id: the shell id), stop it with TaskStop (shell_id). It is "
+        "killed when you finish. For servers and long jobs you check on later.",
     )
 
 
@@ -73,6 +80,8 @@ class BashTool(Tool[BashInput]):
     async def run(self, args: BashInput, ctx: ToolContext) -> str:
         if not ctx.workdir.is_dir():
             raise ToolError(f"The work directory {ctx.workdir} does not exist.")
+        if args.run_in_background:
+            return await _start_background(args, ctx)
         sink = HeadTail()
         # Our own pipe (not asyncio's): we own the read end, so we can stop reading when
         # the shell has exited but a background child still holds the write end.
@@ -134,6 +143,49 @@ class BashTool(Tool[BashInput]):
         if proc.returncode:
             raise ToolError(f"{text}\nExit code {proc.returncode}".lstrip("\n"))
         return text or "(no output)"
+
+
+async def _start_background(args: BashInput, ctx: ToolContext) -> str:
+    """Start `args.command` in the background (see shells.py); its shell id and how to use it."""
+    registry = ctx.services.get("shells")
+    if not isinstance(registry, ShellRegistry):
+        raise ToolError("Background commands are not available in this session.")
+    read_fd, write_fd = os.pipe()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            shutil.which("bash") or "/bin/sh",
+            "-c",
+            args.command,
+            cwd=ctx.workdir,
+            env=scrubbed_env(ctx.env),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=write_fd,
+            stderr=write_fd,
+            start_new_session=True,
+        )
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+    groups = ctx.services.get("shell_groups")
+    if isinstance(groups, set):  # killed when its agent ends
+        groups.add(proc.pid)
+    shell = BackgroundShell(registry.new_id(), args.command, ctx.agent_id, proc)
+    loop = asyncio.get_running_loop()
+    try:
+        _transport, reader = await loop.connect_read_pipe(
+            lambda: _Collect(shell.sink, loop), os.fdopen(read_fd, "rb", buffering=0)
+        )
+    except BaseException:
+        await _kill(proc)
+        raise
+    registry.add(shell, reader.done)
+    return (
+        f"Started in the background as shell {shell.id}: {args.command}\n"
+        f"Read its output with TaskOutput (task_id: '{shell.id}'); stop it with TaskStop "
+        f"(shell_id: '{shell.id}'). It is killed when you finish."
+    )
 
 
 class _Collect(asyncio.Protocol):
