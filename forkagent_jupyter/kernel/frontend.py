@@ -66,6 +66,8 @@ class FrontendRows:
             "context_window": task.context_window,
             "compactions": task.compactions,
             "waiting": rate_wait(task),
+            "todos_done": sum(todo.status == "completed" for todo in task.todos),
+            "todos_total": len(task.todos),
         }
 
     def approval_row(self, prompt: ApprovalPrompt) -> Approval:

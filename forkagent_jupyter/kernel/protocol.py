@@ -81,6 +81,8 @@ class TaskRow(TypedDict):
     """Its model's context window (0: unknown)."""
     compactions: int
     waiting: str  # "waiting for rate limit (N s)" while its request waits for room, else ""
+    todos_done: int  # its todo list (TodoWrite): items completed
+    todos_total: int  # its todo list: all items (0: no list)
 
 
 class Approval(TypedDict):

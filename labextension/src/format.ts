@@ -107,10 +107,11 @@ export function taskCells(task: ITaskRow): ITaskCells {
   const status = task.pending_approvals > 0 ? `${task.status} (approval)` : task.status;
   const tool = task.current_tool ? ` · ${task.current_tool}` : '';
   const waiting = task.status === 'running' && task.waiting ? ` · ${task.waiting}` : '';
+  const todos = task.todos_total > 0 ? ` · todos ${task.todos_done}/${task.todos_total}` : '';
   const context = formatContext(task);
   return {
     label: taskLabel(task),
-    status: status + waiting + tool,
+    status: status + todos + waiting + tool,
     elapsed: formatElapsed(task.elapsed),
     tokens: formatTokenPair(task.usage),
     tokensTitle: tokensTitle(task.usage),

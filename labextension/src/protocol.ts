@@ -46,6 +46,9 @@ export interface ITaskRow {
   compactions: number;
   /** "waiting for rate limit (N s)" while its request waits for room ('' otherwise). */
   waiting: string;
+  /** Its todo list (TodoWrite): items completed, and all items (0: no list). */
+  todos_done: number;
+  todos_total: number;
 }
 
 export interface IApproval {
@@ -162,7 +165,9 @@ export function parseTaskRow(value: unknown): ITaskRow | null {
     context_tokens: num(value.context_tokens),
     context_window: num(value.context_window),
     compactions: num(value.compactions),
-    waiting: str(value.waiting)
+    waiting: str(value.waiting),
+    todos_done: num(value.todos_done),
+    todos_total: num(value.todos_total)
   };
 }
 

@@ -74,6 +74,13 @@ describe('formatting', () => {
     expect(taskCells(row({ status: 'running' })).status).toBe('running');
   });
 
+  it("shows how far a task's todo list is done", () => {
+    expect(taskCells(row({ status: 'running', todos_done: 1, todos_total: 3 })).status).toBe(
+      'running · todos 1/3'
+    );
+    expect(taskCells(row({ status: 'completed', todos_total: 0 })).status).toBe('completed');
+  });
+
   it('shows the context held against the window, exactly in the tooltip', () => {
     const cells = taskCells(row({ context_tokens: 45_210, context_window: 200_000, compactions: 2 }));
     expect(cells.context).toBe('45k / 200k (23%)');
