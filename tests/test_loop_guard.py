@@ -19,8 +19,8 @@ async def test_a_blocking_call_of_the_package_on_the_loop_is_caught(
 
     files = _Files()
     target = tmp_path / "x.txt"
-    files.append(target, "on the loop\n")  # os.write on the event loop
-    await asyncio.to_thread(files.append, target, "on a thread\n")  # allowed
+    files.append(target, b"on the loop\n")  # os.write on the event loop
+    await asyncio.to_thread(files.append, target, b"on a thread\n")  # allowed
     time.sleep(0)  # noqa: ASYNC251 - the test's own call, not the package's: not counted
     found = [str(f) for f in loop_guard.findings]
     loop_guard.findings.clear()  # caught on purpose: this test does not fail for it

@@ -18,7 +18,7 @@ def test_a_blocking_call_on_the_kernel_loop_is_caught(kernel: Kernel, tmp_path: 
         "import asyncio, pathlib\n"
         "from forkagent_jupyter.runtime.transcripts import _Files\n"
         "_files = _Files()\n"
-        "asyncio.get_running_loop().call_soon(_files.append, pathlib.Path('blocked.txt'), 'x')\n"
+        "asyncio.get_running_loop().call_soon(_files.append, pathlib.Path('blocked.txt'), b'x')\n"
     )
     assert started.status == "ok", started.texts()
     deadline = time.monotonic() + 30
