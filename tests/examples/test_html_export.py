@@ -36,7 +36,8 @@ def test_cards_read_in_an_html_export_without_widget_scripts(
     fork_cell = _visible(page).split('class="jp-Cell jp-CodeCell')[2]  # the second code cell
     card = fork_cell.split("forkagent-card")[1]  # drawn as HTML, not left to a script
     assert "<b>adder</b>" in card and ">completed<" in card
-    assert "in 6," in card and "tok" in card and "$0.0" in card  # tokens and cost
+    assert re.search(r"in [1-9][0-9,]* / out [1-9][0-9,]* tok", card)  # tokens
+    assert "$0.0" in card  # and cost
     assert "42" in card.split("forkagent-result")[1]  # its result
     [saved] = [o for o in ran.cell("%fork").outputs if "text/html" in o.get("data", {})][:1]
     assert "adder (fork) completed" in saved["data"]["text/plain"]  # the same facts as text

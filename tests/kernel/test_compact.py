@@ -58,7 +58,7 @@ def test_compact_at_setting_applies_live_and_refuses_bad_values(kernel: Kernel) 
     assert kernel.value(f"{SESSION}.compact_at") == 0.5
     assert kernel.value(f"{SESSION}.main.config.compaction.compact_at") == 0.5
     refused = kernel.execute("%config ForkAgent.compact_at = 1.5")
-    assert "ForkAgent.compact_at: compact_at must be a fraction" in refused.texts()
+    assert "ForkAgent.compact_at = 1.5 refused: it takes a fraction" in refused.texts()
     assert kernel.value(f"{SESSION}.compact_at") == 0.5
     assert kernel.value("__forkagent__.settings.compact_at") == 0.5
     assert kernel.execute("%config ForkAgent.compact_at = None").status == "ok"
