@@ -43,12 +43,15 @@ ROOT = Path(__file__).resolve().parents[1]
 # interleaved so that a slow spell does not fall on one): with workers on the kernel's thread
 # the RTT was 423x (threads in the kernel: 11-180x); serial compute gives 2.0x for 2 workers
 # and 4.0x for 4; a pickled 1 GB frame takes seconds. The penguins fan-out is reported.
+# The first statement: 85 ms before workers were sandboxed; the sandbox (a second fork into
+# user, PID and mount namespaces, and the scrub of credentials from the snapshot's memory)
+# brings it to ~240 ms on an idle 2-core machine; a pickled frame would take seconds.
 BOUNDS = {
     "rtt_ratio_max": 3.0,
     "wall_2_over_floor_max": 1.3,
     "wall_4_over_floor_max": 1.3,
     "stop_s_max": 0.5,
-    "first_statement_s_max": 0.2,
+    "first_statement_s_max": 0.5,
     "memory_growth_max": 0.1,
 }
 SIZES = {
