@@ -301,10 +301,13 @@ async def test_routing_without_forking_and_inline_named_agents(
         times=1,
     )
     emulator.brain = brain
-    other = make_session(auto_respond=False)
+    other = make_session(auto_respond=False, forking=False)
     turn = await other.ask("INLINE please")
     [call] = turn.tool_calls
-    assert not call.is_error and "9" in call.result and "SendMessage" in call.result
+    assert not call.is_error, call.result
+    answer, _, footer = call.result.partition("\n\nagentId: ")
+    assert "9" in answer and "Started background agent" not in call.result, call.result
+    assert "SendMessage" in footer and "<usage>" in footer, call.result
     assert other.queue.drain("main") == []
 
 
