@@ -5,9 +5,10 @@ What it does, exactly:
 * It reads the last user message. Each fenced ```python block in its text, and each inline
   span `py: <code>` in backquotes, becomes one `Python` tool call; each line
   `fork: <directive>` (outside code fences) becomes one `Agent` tool call without
-  `subagent_type` (a fork); the code in a fork line is left to the fork. All calls go in one
-  assistant turn, after a short text saying what it is about to do. Tools missing from the
-  request are not called.
+  `subagent_type` (a fork); the code in a fork line is left to the fork; each line
+  `call: <tool> <JSON object>` (outside code fences) becomes one call of that tool with that
+  input (an MCP server's tool, say). All calls go in one assistant turn, after a short text
+  saying what it is about to do. Tools missing from the request are not called.
 * A user message made only of tool results gets a final answer that reports each result.
 * `<task-notification>` blocks get a short summary of each worker's status and result.
 * A compaction request (`<compaction-request>` in the last user message) gets a summary built
@@ -40,6 +41,7 @@ __all__ = ["CAPABILITIES", "offline_reply", "with_ids"]
 
 _FENCE = re.compile(r"```[ \t]*(python|py)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 _FORK_LINE = re.compile(r"^[ \t]*fork:[ \t]*(\S.*?)[ \t]*$", re.MULTILINE | re.IGNORECASE)
+_CALL_LINE = re.compile(r"^[ \t]*call:[ \t]*([A-Za-z0-9_-]+)[ \t]*(\{.*\})?[ \t]*$", re.MULTILINE)
 _INLINE = re.compile(r"`py:[ \t]*([^`\n]+)`")
 _DIRECTIVE_BLOCK = re.compile(r"<fork-directive>.*?</fork-directive>", re.DOTALL)
 _DIRECTIVE = re.compile(r"^Directive:[ \t]*(.*)$", re.MULTILINE)
@@ -121,6 +123,17 @@ def _plan_calls(text: str, tools: set[str]) -> tuple[list[dict[str, Any]], str]:
         calls += [{"type": "tool_use", "name": "Python", "input": {"code": c}} for c in codes]
         if codes:
             parts.append(f"{len(codes)} Python block{'s' if len(codes) > 1 else ''}")
+    named = []
+    for m in _CALL_LINE.finditer(_FENCE.sub("", text)):
+        try:
+            data = json.loads(m.group(2) or "{}")
+        except ValueError:
+            continue
+        if m.group(1) in tools and isinstance(data, dict):
+            named.append({"type": "tool_use", "name": m.group(1), "input": data})
+    if named:
+        calls += named
+        parts.append(f"{len(named)} tool call{'s' if len(named) > 1 else ''}")
     if "Agent" in tools:
         outside = _FENCE.sub("", text)
         forks = [m.group(1) for m in _FORK_LINE.finditer(outside)]

@@ -689,9 +689,14 @@ def _suggest_rule(facts: _Facts, workdir: Path) -> str | None:
 
 
 _SETTINGS_FILES = frozenset(
-    f"{folder}/{name}"
-    for folder in (".claude", ".forkagent")
-    for name in ("settings.json", "settings.local.json")
+    [
+        *(
+            f"{folder}/{name}"
+            for folder in (".claude", ".forkagent")
+            for name in ("settings.json", "settings.local.json")
+        ),
+        ".mcp.json",  # its servers are commands the session runs
+    ]
 )
 
 

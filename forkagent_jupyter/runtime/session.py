@@ -38,6 +38,7 @@ from .events import (
 from .executors import ComputePlane, WorkerNamespace
 from .hooks import Hooks, parse_hooks
 from .loop import AgentConfig, LoopState, run_turn
+from .mcp_servers import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, McpServers, covers
 from .model import CacheTTL, ModelClient, default_model_name
 from .notifications import Command, CommandQueue
 from .pacer import PacedModel, RateLimits
@@ -51,6 +52,7 @@ from .thinking import thinking_param, with_budget
 from .tools import builtin_tools, claude_code_tools
 from .tools.agents import AgentTool, agent_tool, agent_tools
 from .tools.base import Tool, ToolContext, ToolSet
+from .tools.mcp import McpTool
 from .tools.shells import ShellRegistry
 from .tools.web import WebAccess
 from .transcripts import AgentMeta, TranscriptStore
@@ -144,6 +146,8 @@ class Session:
         compact_at: float | None = 0.8,
         compact_keep_turns: int = 2,
         context_window: int | None = None,
+        mcp_startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        mcp_call_timeout: float = DEFAULT_CALL_TIMEOUT,
     ) -> None:
         self.compaction = CompactPolicy(
             compact_at=check_compact_at(compact_at),
@@ -169,6 +173,15 @@ class Session:
         if not self.workdir.is_dir():
             raise ConfigError(f"workdir {str(self.workdir)!r} is not a directory.")
         self.home = Path(home).resolve() if home is not None else Path.home()
+        self.mcp = McpServers(
+            self.workdir,
+            self.home,
+            startup_timeout=mcp_startup_timeout,
+            call_timeout=mcp_call_timeout,
+        )
+        """The MCP servers (`mcp_servers.py`): started at the first turn, closed with the
+        session."""
+        self.mcp.on_note = self._mcp_note
         self.auto_respond = auto_respond
         self.namespace: dict[str, Any] = namespace if namespace is not None else {}
         self.compute = ComputePlane(
@@ -250,6 +263,7 @@ class Session:
         self.registry.subscribe(lambda _task: self._changed.set())
         self.registry.subscribe(self._compute_follows)
         self.registry.subscribe(lambda _task: self._enforce_budget())
+        self.registry.subscribe(self._mcp_follows)
 
     # -- configuration -------------------------------------------------------------------
 
@@ -269,6 +283,7 @@ class Session:
                 "workers": self.workers,
                 "python_runner": self.compute.main,
                 "web": self._web_access(),
+                "mcp": self.mcp,
             },
         )
 
@@ -279,6 +294,7 @@ class Session:
             "workers": self.workers,
             "python_runner": runner,
             "web": self._web_access(),
+            "mcp": self.mcp,
         }
 
     def _web_access(self) -> WebAccess:
@@ -304,6 +320,30 @@ class Session:
             self.compute.finished(task.id, task.status)
         else:
             self.compute.resumed(task.id)
+
+    def _mcp_note(self, agent_id: str, line: str) -> None:
+        """An MCP failure during an agent's call: a line on its card."""
+        task = self.registry.find(agent_id)
+        if task is not None and line not in task.notes:
+            task.notes.append(line)
+            self.registry.changed(task)
+
+    def _mcp_follows(self, task: Task) -> None:
+        """A named agent's own MCP servers stop when it ends."""
+        if task.done and task.id in self.mcp.agents:
+            job = asyncio.get_running_loop().create_task(self.mcp.stop_agent(task.id))
+            self._hook_jobs.add(job)
+            job.add_done_callback(self._hook_jobs.discard)
+
+    def _sync_mcp_tools(self) -> None:
+        """The MCP tools connected now, after the session's own tools in name order; the
+        tool set is replaced only when they changed (a fork of an earlier turn keeps the set
+        it was forked with, so its prefix stays its parent's)."""
+        wanted = self.mcp.tools()
+        own = [t for t in self.tools if not isinstance(t, McpTool)]
+        if [t.name for t in self.tools] != [*(t.name for t in own), *(t.name for t in wanted)]:
+            names = {t.name for t in own}
+            self.tools = ToolSet([*own, *(t for t in wanted if t.name not in names)])
 
     def _config(self) -> AgentConfig:
         ctx = self._context("main")
@@ -450,11 +490,17 @@ class Session:
         self, parent: AgentRun, definition: AgentDefinition, agent_id: str, model: str | None
     ) -> AgentConfig:
         base = parent.config
+        own = self.mcp.agent_tools(agent_id, taken=self.tools.names())
+        available = [*self.tools, *self.named_tools, *own]
         names = definition.tools if definition.tools is not None else self.tools.names()
-        wanted = set(names) - set(definition.disallowedTools)
+        wanted = {t.name for t in available if any(covers(n, t.name) for n in names)}
+        wanted |= {t.name for t in own}  # its own servers' tools: its file asked for them
+        wanted -= {
+            t.name for t in available if any(covers(n, t.name) for n in definition.disallowedTools)
+        }
         if definition.tools is None:
             wanted -= {"Agent", "SendMessage", "TaskStop", "TaskOutput"}
-        tools = ToolSet(t for t in [*self.tools, *self.named_tools] if t.name in wanted)
+        tools = ToolSet(t for t in available if t.name in wanted)
         chosen = model or definition.model
         thinking = thinking_param(definition.thinking)
         return replace(
@@ -532,6 +578,8 @@ class Session:
 
     async def _turn(self, texts: list[str], prompt: str | None = None) -> AsyncIterator[LoopEvent]:
         await self.load_settings()
+        await self.mcp.start()
+        self._sync_mcp_tools()
         self.main.config = self._config()
         if prompt is not None and self.hooks.has("UserPromptSubmit"):
             said = await self.hooks.run("UserPromptSubmit", {"agent_id": "main", "prompt": prompt})
@@ -909,6 +957,7 @@ class Session:
             self.offline_batches = None
             await stop()
         await self.workers.stop_all()
+        await self.mcp.aclose()
         self.shells.stop_all()
         if self._responder is not None and not self._responder.done():
             self._responder.cancel()

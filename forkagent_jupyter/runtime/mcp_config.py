@@ -1,0 +1,232 @@
+"""MCP server configurations, read as Claude Code reads them.
+
+Where servers come from, weakest first (a later one replaces an earlier one of the same name):
+the top-level `mcpServers` of `~/.claude.json` (user), the `mcpServers` of the project's entry
+in `~/.claude.json` (`projects.<workdir>.mcpServers`: local), and `.mcp.json` in the session's
+work directory (project). An agent file's `mcpServers` adds servers for that agent's run
+(`agent_servers`).
+
+A server is `{"command": ..., "args": [...], "env": {...}}` (stdio; `"type": "stdio"` may be
+said) or `{"type": "http", "url": ..., "headers": {...}}` (streamable HTTP). In `command`,
+`args`, `env`, `url` and `headers`, `${VAR}` is the environment's VAR and `${VAR:-default}`
+falls back to `default`; a VAR that is not set and has no default makes the server refused.
+What cannot be used (a file that is not JSON, a server of the wrong shape) is one line naming
+the file and the server; the other servers load. `read_servers` does blocking I/O: call it on
+a thread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+__all__ = [
+    "HttpServer",
+    "ServerSpec",
+    "StdioServer",
+    "agent_servers",
+    "expand",
+    "parse_servers",
+    "read_servers",
+    "tool_name",
+]
+
+MAX_BYTES = 5_000_000
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class StdioServer(BaseModel):
+    """A server the session starts as a subprocess and talks to over stdin/stdout."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    type: Literal["stdio"] = "stdio"
+    command: str = Field(min_length=1)
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class HttpServer(BaseModel):
+    """A server already running somewhere, reached over streamable HTTP."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    type: Literal["http"]
+    url: str = Field(pattern=r"^https?://")
+    headers: dict[str, str] = Field(default_factory=dict)
+
+
+ServerConfig = StdioServer | HttpServer
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """One configured server: its name, what it is, where it was configured."""
+
+    name: str
+    config: ServerConfig
+    source: str
+    cwd: Path | None = None
+
+
+def expand(text: str, env: Mapping[str, str]) -> str:
+    """`${VAR}` and `${VAR:-default}` replaced; KeyError(VAR) for a VAR neither set nor
+    defaulted."""
+
+    def one(m: re.Match[str]) -> str:
+        value = env.get(m.group(1))
+        if value is None or (value == "" and m.group(2) is not None):
+            if m.group(2) is None:
+                raise KeyError(m.group(1))
+            return m.group(2)
+        return value
+
+    return _VAR.sub(one, text)
+
+
+def _expanded(raw: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    out = dict(raw)
+    for key in ("command", "url"):
+        if isinstance(out.get(key), str):
+            out[key] = expand(out[key], env)
+    if isinstance(out.get("args"), list):
+        out["args"] = [expand(a, env) if isinstance(a, str) else a for a in out["args"]]
+    for key in ("env", "headers"):
+        if isinstance(out.get(key), dict):
+            out[key] = {k: expand(v, env) if isinstance(v, str) else v for k, v in out[key].items()}
+    return out
+
+
+def _one(name: str, raw: Any, env: Mapping[str, str]) -> ServerConfig | str:
+    """The server, or why it cannot be used."""
+    if not isinstance(raw, dict):
+        return "is not an object"
+    kind = raw.get("type", "stdio")
+    if kind == "streamable-http":
+        kind = "http"
+    if kind not in ("stdio", "http"):
+        return f"type {kind!r} is not supported (stdio or http)"
+    try:
+        data = _expanded({**raw, "type": kind}, env)
+    except KeyError as exc:
+        return f"the environment variable {exc.args[0]} is not set (write ${{VAR:-default}})"
+    try:
+        if kind == "http":
+            return HttpServer.model_validate(data)
+        return StdioServer.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(server)"
+        return f"field {where}: {err['msg']}"
+
+
+def parse_servers(
+    data: Any, source: str, env: Mapping[str, str], cwd: Path | None = None
+) -> tuple[list[ServerSpec], list[str]]:
+    """The servers of one `mcpServers` object, and one line per server refused."""
+    if not isinstance(data, dict):
+        return [], [f"{source}: mcpServers is not an object"]
+    specs: list[ServerSpec] = []
+    problems: list[str] = []
+    for name, raw in data.items():
+        if not isinstance(name, str) or not name.strip() or _UNSAFE.search(name):
+            problems.append(
+                f"{source}: server {name!r}: a server name is letters, digits, '_' and '-'"
+            )
+            continue
+        made = _one(name, raw, env)
+        if isinstance(made, str):
+            problems.append(f"{source}: server {name!r}: {made}")
+        else:
+            specs.append(ServerSpec(name, made, source, cwd))
+    return specs, problems
+
+
+def _read_json(path: Path, shown: str, problems: list[str]) -> Any:
+    try:
+        raw = path.read_bytes()[: MAX_BYTES + 1]
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        problems.append(f"{shown}: cannot be read ({exc.strerror or exc})")
+        return None
+    if len(raw) > MAX_BYTES:
+        problems.append(f"{shown}: is larger than 5 MB")
+        return None
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        problems.append(f"{shown}: is not JSON ({exc})")
+        return None
+
+
+def read_servers(
+    workdir: Path, home: Path, env: Mapping[str, str] | None = None
+) -> tuple[dict[str, ServerSpec], list[str]]:
+    """The configured servers by name (see the module doc), and one line per problem."""
+    env = os.environ if env is None else env
+    problems: list[str] = []
+    found: dict[str, ServerSpec] = {}
+    user = _read_json(home / ".claude.json", "~/.claude.json", problems)
+    layers: list[tuple[Any, str]] = []
+    if isinstance(user, dict):
+        if "mcpServers" in user:
+            layers.append((user["mcpServers"], "~/.claude.json"))
+        project = (user.get("projects") or {}) if isinstance(user.get("projects"), dict) else {}
+        entry = project.get(str(workdir))
+        if isinstance(entry, dict) and "mcpServers" in entry:
+            layers.append((entry["mcpServers"], f"~/.claude.json (project {workdir})"))
+    elif user is not None:
+        problems.append("~/.claude.json: is not a JSON object")
+    shared = _read_json(workdir / ".mcp.json", ".mcp.json", problems)
+    if isinstance(shared, dict):
+        layers.append((shared.get("mcpServers", {}), ".mcp.json"))
+    elif shared is not None:
+        problems.append(".mcp.json: is not a JSON object")
+    for data, source in layers:
+        specs, refused = parse_servers(data, source, env, workdir)
+        problems.extend(refused)
+        found.update((s.name, s) for s in specs)
+    return found, problems
+
+
+def agent_servers(
+    entries: Any, source: str, env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> tuple[list[str], list[ServerSpec], list[str]]:
+    """An agent file's `mcpServers`: (names of configured servers it uses, its own servers,
+    problems). Each entry is a server name or `{name: server}`; a mapping of names to servers
+    is read the same way."""
+    env = os.environ if env is None else env
+    if entries is None:
+        return [], [], []
+    if isinstance(entries, dict):
+        entries = [{k: v} for k, v in entries.items()]
+    if not isinstance(entries, list):
+        return [], [], [f"{source}: mcpServers is not a list"]
+    named: list[str] = []
+    own: list[ServerSpec] = []
+    problems: list[str] = []
+    for entry in entries:
+        if isinstance(entry, str):
+            named.append(entry)
+        elif isinstance(entry, dict):
+            specs, refused = parse_servers(entry, source, env, cwd)
+            own.extend(specs)
+            problems.extend(refused)
+        else:
+            problems.append(f"{source}: mcpServers entry {entry!r} is not a name or a server")
+    return named, own, problems
+
+
+def tool_name(server: str, tool: str) -> str:
+    """The name the model sees: `mcp__<server>__<tool>`, characters the API does not take in a
+    tool name made `_`."""
+    return f"mcp__{_UNSAFE.sub('_', server)}__{_UNSAFE.sub('_', tool)}"

@@ -1,0 +1,230 @@
+"""A session's MCP servers: the configured ones (`mcp_config.read_servers`), started once at the
+session's first turn, and each named agent's own (its file's `mcpServers`), started with the
+agent and stopped when it ends. Their tools (`tools/mcp.py`) are offered in name order after
+the session's own tools, so the `tools` array is the same bytes from turn to turn while the
+servers stay up (a fork sends its parent's exact list).
+
+Starting never blocks the event loop: the files are read on a thread, each server connects in
+its own task; the first turn waits for them at most `startup_timeout` seconds, and a server
+that is not up by then is left out of that turn (it is offered from the turn after it comes
+up). `aclose` stops every server (their processes end with the session).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from .mcp_client import McpConnection
+from .mcp_config import ServerSpec, agent_servers, read_servers
+from .permission_rules import Rule
+from .tools.base import Tool
+from .tools.mcp import McpTool
+
+__all__ = ["DEFAULT_CALL_TIMEOUT", "DEFAULT_STARTUP_TIMEOUT", "McpServers", "covers"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_STARTUP_TIMEOUT = 30.0
+DEFAULT_CALL_TIMEOUT = 120.0
+MAX_LINES = 200
+
+
+def covers(pattern: str, name: str) -> bool:
+    """Whether a tool-list entry (`mcp__server`, `mcp__server__*`, `mcp__server__tool`, or a
+    plain tool name) names the tool `name`."""
+    if not pattern.startswith("mcp__"):
+        return pattern == name
+    try:
+        return Rule.parse(pattern).covers(name)
+    except ValueError:
+        return False
+
+
+class McpServers:
+    """The MCP servers of one session (see the module doc)."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        home: Path,
+        *,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+    ) -> None:
+        self.workdir = workdir
+        self.home = home
+        self.startup_timeout = startup_timeout
+        self.call_timeout = call_timeout
+        self.servers: dict[str, McpConnection] = {}
+        self.agents: dict[str, dict[str, McpConnection]] = {}  # agent id -> its own servers
+        self.problems: list[str] = []  # configuration problems, one line each
+        self.lines: list[str] = []  # failures during the session, one line each
+        self.on_note: Callable[[str, str], None] | None = None
+        self._started: asyncio.Task[None] | None = None
+        self._tools: dict[int, list[McpTool]] = {}
+        self._closed = False
+
+    # -- the session's servers ---------------------------------------------------------------
+
+    async def start(self, wait: bool = True) -> None:
+        """Read the configuration and start the servers (once); with `wait`, wait until each
+        is up or failed (at most the startup timeout)."""
+        if self._closed:
+            return
+        if self._started is None:
+            self._started = asyncio.get_running_loop().create_task(self._start())
+        if wait:
+            await asyncio.shield(self._started)
+
+    async def _start(self) -> None:
+        try:
+            found, problems = await asyncio.to_thread(read_servers, self.workdir, self.home)
+        except Exception as exc:  # never a reason for a turn to fail
+            found, problems = {}, [f"the MCP configuration could not be read: {exc}"]
+        self.problems.extend(problems)
+        for line in problems:
+            log.warning("MCP: %s", line)
+        for name, spec in sorted(found.items()):
+            self.servers[name] = self._connection(spec)
+        await self._ready(self.servers.values())
+
+    def _connection(self, spec: ServerSpec, owner: str = "") -> McpConnection:
+        conn = McpConnection(
+            spec,
+            startup_timeout=self.startup_timeout,
+            call_timeout=self.call_timeout,
+            owner=owner,
+        )
+        conn.start()
+        return conn
+
+    async def _ready(self, conns: Iterable[McpConnection]) -> None:
+        waiting = [c.ready(self.startup_timeout + 1) for c in conns]
+        if waiting:
+            await asyncio.gather(*waiting)
+        for conn in conns:
+            if conn.state == "failed":
+                self.note("", f"MCP server '{conn.name}' failed to start: {conn.reason}")
+
+    def _tools_of(self, conn: McpConnection) -> list[McpTool]:
+        """The tools of a connected server (made once per connection: the same objects and
+        so the same bytes every turn)."""
+        if conn.state != "connected":
+            return []
+        made = self._tools.get(id(conn))
+        if made is None:
+            made = [McpTool(conn, info, self) for info in conn.tools]
+            self._tools[id(conn)] = made
+        return made
+
+    def tools(self) -> list[Tool[Any]]:
+        """The session's servers' tools, in name order (connected servers only)."""
+        return self._unique(c for c in self.servers.values())
+
+    def _unique(self, conns: Iterable[McpConnection], taken: Iterable[str] = ()) -> list[Tool[Any]]:
+        """The tools of `conns` in name order; a name already taken (two servers whose names
+        differ only in characters a tool name cannot hold) is left out."""
+        seen = set(taken)
+        out: list[Tool[Any]] = []
+        for tool in sorted((t for c in conns for t in self._tools_of(c)), key=lambda t: t.name):
+            if tool.name in seen:
+                continue
+            seen.add(tool.name)
+            out.append(tool)
+        return out
+
+    # -- an agent's servers ------------------------------------------------------------------
+
+    async def start_agent(
+        self, agent_id: str, entries: Any, required: Iterable[str], source: str
+    ) -> list[str]:
+        """Start an agent's own servers and wait (bounded) for them and for the servers it
+        requires. Returns notes for its card; raises ValueError (one line) when a required
+        server is not up."""
+        await self.start()
+        named, own, problems = agent_servers(entries, source, cwd=self.workdir)
+        notes = list(problems)
+        mine = {spec.name: self._connection(spec, agent_id) for spec in own}
+        if mine:
+            self.agents[agent_id] = mine
+        for name in named:
+            if name not in self.servers and name not in mine:
+                notes.append(f"MCP server '{name}' is not configured")
+        await self._ready(mine.values())
+        for conn in mine.values():
+            if conn.state != "connected":
+                notes.append(f"MCP server '{conn.name}' failed: {conn.reason}")
+        missing: list[str] = []
+        for name in required:
+            found = mine.get(name) or self.servers.get(name)
+            if found is None:
+                missing.append(f"'{name}' (not configured)")
+            elif not await conn.ready(self.startup_timeout):
+                missing.append(
+                    f"'{name}' ({conn.state}{': ' + conn.reason if conn.reason else ''})"
+                )
+        if missing:
+            await self.stop_agent(agent_id)
+            raise ValueError(
+                "The agent needs MCP servers that are not available: " + ", ".join(missing)
+            )
+        return notes
+
+    def agent_tools(self, agent_id: str, taken: Iterable[str] = ()) -> list[Tool[Any]]:
+        """The tools of an agent's own servers, in name order (names in `taken` left out)."""
+        return self._unique(self.agents.get(agent_id, {}).values(), taken)
+
+    async def stop_agent(self, agent_id: str) -> None:
+        """Stop the agent's own servers (it ended)."""
+        mine = self.agents.pop(agent_id, {})
+        for conn in mine.values():
+            self._tools.pop(id(conn), None)
+        if mine:
+            await asyncio.gather(*(c.close() for c in mine.values()))
+
+    # -- lines -------------------------------------------------------------------------------
+
+    def note(self, agent_id: str, line: str) -> None:
+        """A failure the person should see: kept for `%mcp`, and on the agent's card."""
+        self.lines.append(line)
+        if len(self.lines) > MAX_LINES:
+            del self.lines[: MAX_LINES // 10]
+        log.warning("%s", line)
+        if self.on_note is not None and agent_id:
+            self.on_note(agent_id, line)
+
+    def summary(self) -> list[dict[str, Any]]:
+        """Every server, the session's then the agents', with its state and tools."""
+        rows: list[dict[str, Any]] = []
+        groups = [("", self.servers), *self.agents.items()]
+        for owner, conns in groups:
+            for conn in conns.values():
+                rows.append(
+                    {
+                        "name": conn.name,
+                        "agent": owner,
+                        "source": conn.spec.source,
+                        "transport": conn.spec.config.type,
+                        "state": conn.state,
+                        "reason": conn.reason,
+                        "tools": [t.name for t in self._tools_of(conn)],
+                        "skipped": list(conn.skipped),
+                    }
+                )
+        return rows
+
+    async def aclose(self) -> None:
+        """Stop every server; no new one starts afterwards."""
+        self._closed = True
+        if self._started is not None and not self._started.done():
+            self._started.cancel()
+            await asyncio.wait({self._started})
+        conns = [*self.servers.values(), *(c for m in self.agents.values() for c in m.values())]
+        self.agents.clear()
+        self._tools.clear()
+        if conns:
+            await asyncio.gather(*(c.close() for c in conns))
