@@ -498,14 +498,17 @@ class BatchRun:
 
     async def stop(self) -> None:
         """Cancel the batch with the API and stop its forks that still run."""
+        # the poller first: a look it had in flight would otherwise land after the cancel and
+        # put back the status the cancel replaced (or collect a batch being stopped)
+        if self._poller is not None and not self._poller.done():
+            self._poller.cancel()
+            await asyncio.wait({self._poller})
         if self.id and self.processing_status == "in_progress":
             self._cancel_sent = True
             await self._cancel_api()
         for task in self.tasks:
             if not task.done:
                 await self.session.workers.stop(task.id)
-        if self._poller is not None and not self._poller.done():
-            self._poller.cancel()
 
     async def close(self) -> None:
         """The session is closing: stop polling; the batch itself goes on at the API."""

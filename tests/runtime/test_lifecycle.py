@@ -16,6 +16,7 @@ from forkagent_jupyter.runtime.tasks import task_snapshot
 from forkagent_jupyter.runtime.tools import builtin_tools
 from forkagent_jupyter.runtime.tools.agents import agent_tools
 from forkagent_jupyter.runtime.tools.base import DESCRIBE_CHARS, ToolSet
+from tests.reported import tool_outputs
 
 from .helpers import start_lead
 
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.anyio
 SLEEP = "`py: __import__('time').sleep({s}) or 'slept'`"
 
 
-async def wait_for(predicate: Any, timeout: float = 20) -> None:
+async def wait_for(predicate: Any, timeout: float = 60) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not predicate():
         if asyncio.get_running_loop().time() > deadline:
@@ -60,7 +61,8 @@ async def test_a_message_after_a_stop_has_settled_resumes_the_agent(
     reply = await session.send(task.id, "then `py: 6 * 7`")
     assert "resumed" in reply and "just ending" not in reply
     await session.wait(task.id, timeout=30)
-    assert task.run == 2 and task.status == "completed" and "42" in (task.result or "")
+    assert task.run == 2 and task.status == "completed"
+    assert tool_outputs(task.result or "") == ["42"], task.result
     history = str(session.history(task.id))
     assert "queued while it runs" in history and "then `py: 6 * 7`" in history
     assert len(session.queue.drain("main")) == 2  # one per run
@@ -95,7 +97,8 @@ async def test_max_turns_completes_with_a_note(make_session: Any, tmp_path: Path
 
 async def test_send_to_running_then_completed_agent(emulator: Any, make_session: Any) -> None:
     session = make_session(auto_respond=False)
-    task = await session.fork("Take your time: " + SLEEP.format(s=1), name="slow")
+    # long enough that the message surely arrives while it runs, even on a loaded machine
+    task = await session.fork("Take your time: " + SLEEP.format(s=3), name="slow")
     await wait_for(lambda: task.current_tool == "Python")
     reply = await session.send("slow", "also note the weather")
     assert "queued" in reply
@@ -109,7 +112,8 @@ async def test_send_to_running_then_completed_agent(emulator: Any, make_session:
     reply = await session.send(task.id, "one more thing: `py: 7 * 6`")
     assert "resumed" in reply
     await session.wait(task.id, timeout=30)
-    assert task.status == "completed" and task.run == 2 and "42" in (task.result or "")
+    assert task.status == "completed" and task.run == 2
+    assert tool_outputs(task.result or "") == ["42"], task.result
     notes = session.queue.drain("main")
     assert len(notes) == 1  # one more notification for the new run
     resumed = emulator.ledger.entries()[before]
@@ -131,10 +135,11 @@ async def test_nested_agent_hears_from_its_own_fork(tmp_path: Path, make_session
     assert [n.task_id for n in main_notes] == [lead.id]
 
 
+@pytest.mark.timeout(600)
 async def test_fifty_forks_finishing_together_each_notify_once(make_session: Any) -> None:
     session = make_session()
     tasks = [await session.fork(f"n{i}: `py: {i}`") for i in range(50)]
-    await asyncio.wait_for(session.idle(), 60)
+    await asyncio.wait_for(session.idle(), 540)  # 50 workers on a loaded 2-core machine
     assert all(t.status == "completed" for t in tasks)
     delivered = [t for a in session.auto_turns for t in a.task_ids]
     assert sorted(delivered) == sorted(t.id for t in tasks)
@@ -274,7 +279,7 @@ async def test_routing_without_forking_and_inline_named_agents(
     await session.ask("Delegate.\nfork: count `py: 2 + 2`")
     [task] = await session.wait(timeout=30)
     assert task.kind == "general-purpose" and task.status == "completed"
-    assert "4" in (task.result or "")
+    assert tool_outputs(task.result or "") == ["4"], task.result
     first = next(
         r.body for r in emulator.api_requests() if "count `py: 2 + 2`" in str(r.body["messages"][0])
     )
@@ -306,7 +311,8 @@ async def test_routing_without_forking_and_inline_named_agents(
     [call] = turn.tool_calls
     assert not call.is_error, call.result
     answer, _, footer = call.result.partition("\n\nagentId: ")
-    assert "9" in answer and "Started background agent" not in call.result, call.result
+    assert tool_outputs(answer) == ["9"], call.result
+    assert "Started background agent" not in call.result, call.result
     assert "SendMessage" in footer and "<usage>" in footer, call.result
     assert other.queue.drain("main") == []
 
