@@ -57,6 +57,7 @@ class WidgetPolicy:
             shown_here = display(prompt, display_id=True)
         shown: ApprovalMessage = {"type": "approval", **ui.rows.approval_row(prompt)}
         ui.agent.bridge.broadcast(dict(shown))
+        ui.agent.terminal.add(prompt)  # a console: asked on stdin in the running cell
         ui.tasks_changed()
         headless = ui.headless()
         settings = ui.agent.settings

@@ -34,6 +34,7 @@ from .magics import (
     transform_cell,
 )
 from .settings import CheckedSettings, SettingError
+from .terminal import TerminalAsk
 
 if TYPE_CHECKING:
     from ..runtime.session import Session
@@ -219,6 +220,7 @@ class KernelAgent:
         self.shell = shell
         self.settings = ForkAgent(parent=shell)
         self.bridge = Bridge(getattr(shell, "kernel", None))
+        self.terminal = TerminalAsk(getattr(shell, "kernel", None), lambda: self.bridge.connected)
         self._session: Session | None = None
         self._ui: KernelUI | None = None
         self._background: set[asyncio.Task[Any]] = set()
@@ -332,6 +334,7 @@ class KernelAgent:
         self.shell.events.register("post_run_cell", self._after_cell)
 
     def _before_cell(self, _info: Any) -> None:
+        self.terminal.cell_started()  # approvals waiting are asked on stdin (a console)
         if self._ui is not None:
             self._ui.hub.in_cell = True
             self._ui.repeat_headless_notices()
@@ -339,6 +342,7 @@ class KernelAgent:
             self._session.compute.namespace_changed()
 
     def _after_cell(self, _result: Any) -> None:
+        self.terminal.cell_ended()
         if self._ui is not None:
             self._ui.hub.settle()
 

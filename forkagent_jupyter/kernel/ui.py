@@ -90,6 +90,7 @@ class KernelUI:
         self.rows = FrontendRows(self)
         self.answers = AnswerDelivery(self)
         agent.bridge.on("approve", self._on_approve)
+        agent.terminal.who = self._who
         agent.bridge.on("stop", self._on_stop)
 
     def make_session(self) -> Session:
@@ -292,7 +293,17 @@ class KernelUI:
             text += f"\n{budget}"
         for line in session.rate_limits.describe():
             text += f"\n{line}"
+        for line in self.waiting_lines():
+            text += f"\n{line}"
         return {"text/html": self.tasks_html(ids), "text/plain": text}
+
+    def waiting_lines(self) -> list[str]:
+        """One line per approval still waiting for an answer (%tasks shows them)."""
+        return [
+            f"approval waiting: {self._who(p)} asks to run {p.request.summary}"
+            for p in self.pending.values()
+            if not p.future.done()
+        ]
 
     def tasks_html(self, ids: list[str]) -> str:
         session = self.agent.session
@@ -325,7 +336,19 @@ class KernelUI:
             for line in session.rate_limits.describe()
         )
         spent = f"<div class='forkagent-budget'>{_esc(budget)}</div>" if budget else ""
-        return table + spent + rates
+        waiting = "".join(
+            f"<div class='forkagent-waiting'>{_esc(line)}</div>" for line in self.waiting_lines()
+        )
+        return table + spent + rates + waiting
+
+    def _who(self, prompt: ApprovalPrompt) -> str:
+        """Who asks for an approval, as a terminal question names it."""
+        task_id = prompt.request.task_id
+        if not task_id:
+            return "the parent"
+        task = self.agent.session.find_task(task_id)
+        name = task.name if task is not None and task.name else task_id
+        return f"worker {name}"
 
     def _on_approve(self, message: Approve) -> None:
         """An answer from the JupyterLab extension (validated by the bridge). One to a request
