@@ -52,32 +52,36 @@ goes into one batch instead of a stream:
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from ..messages_api.tokens import count_input_tokens
 from ..messages_api.usage import Usage, cost_usd
 from .errors import ConfigError, ModelError, UsageError
 from .events import ModelEvent, ModelResponse, TextDelta
 from .model import ModelClient, ModelRequest, build_request
-from .notifications import format_task_notification
+from .notifications import CommandQueue, format_task_notification
+from .pacer import RateLimits
 from .secrets import redact
-from .tasks import Task
-from .workers import new_agent_id
+from .tasks import Task, TaskRegistry
+from .transcripts import TranscriptStore
+from .workers import AgentRun, Workers, new_agent_id
 
 if TYPE_CHECKING:
     import anthropic
 
-    from .session import Session
+    from .budget import CostBudget
 
 __all__ = [
     "DIGEST_LINES",
     "BatchFirstModel",
+    "BatchHost",
     "BatchResults",
     "BatchRun",
     "FanOut",
@@ -99,6 +103,39 @@ FAILED_REASONS = {
     "the batch's 24 hours",
     "canceled": "the batch request was canceled before it was processed",
 }
+
+
+class BatchHost(Protocol):
+    """What a batched fan-out needs of its session (`Session` is one): its model client and
+    services, its task registry and workers, where batches are kept, and where a request
+    made for the parent (the cache pre-warm) is charged."""
+
+    offline_batches: tuple[Any, Callable[[], Awaitable[None]]] | None
+
+    @property
+    def backend(self) -> str: ...
+    @property
+    def client(self) -> ModelClient: ...
+    @property
+    def rate_limits(self) -> RateLimits: ...
+    @property
+    def budget(self) -> CostBudget: ...
+    @property
+    def store(self) -> TranscriptStore | None: ...
+    @property
+    def registry(self) -> TaskRegistry: ...
+    @property
+    def queue(self) -> CommandQueue: ...
+    @property
+    def workers(self) -> Workers: ...
+    @property
+    def main(self) -> AgentRun: ...
+    @property
+    def batches(self) -> dict[str, BatchRun]: ...
+
+    async def fork(self, directive: str, *, name: str | None = None) -> Task: ...
+
+    def add_parent_cost(self, cost_usd: float) -> None: ...
 
 
 def sdk_client_of(client: ModelClient) -> anthropic.AsyncAnthropic:
@@ -124,7 +161,7 @@ OFFLINE_POLL_INTERVAL = 0.5
 """Seconds between polls of an offline batch (processed at once by the in-process emulator)."""
 
 
-async def batch_sdk(session: Session) -> anthropic.AsyncAnthropic:
+async def batch_sdk(session: BatchHost) -> anthropic.AsyncAnthropic:
     """The SDK client whose Message Batches API a batched fan-out uses: the session's own, or
     for an offline session the in-process emulator's (`forkagent_jupyter.offline_batches`,
     started on first use, stopped with the session)."""
@@ -263,7 +300,7 @@ class _Fork:
 class BatchRun:
     """One batch of fork requests: submission, polling, results, cancel, digest."""
 
-    session: Session
+    session: BatchHost
     sdk: anthropic.AsyncAnthropic
     forks: list[_Fork]
     poll_interval: float = POLL_INTERVAL
@@ -376,7 +413,7 @@ class BatchRun:
             return
         pacer.settle(ticket, Usage.from_api(reply.usage))
         self.prewarm_cost_usd = cost_usd(Usage.from_api(reply.usage), reply.model)
-        self.session._parent_cost += self.prewarm_cost_usd
+        self.session.add_parent_cost(self.prewarm_cost_usd)
 
     def _update(self, batch: Any) -> None:
         self.processing_status = str(batch.processing_status)
@@ -588,7 +625,7 @@ class BatchRun:
 
 
 async def fan_out(
-    session: Session,
+    session: BatchHost,
     directives: Sequence[str],
     *,
     batch: bool = False,
@@ -652,7 +689,7 @@ async def fan_out(
     return FanOut(run.tasks, run)
 
 
-def in_batch(session: Session, task_id: str) -> bool:
+def in_batch(session: BatchHost, task_id: str) -> bool:
     """Whether `task_id` is a fork of one of the session's batched fan-outs."""
     return any(task_id in run.ids for run in session.batches.values())
 
@@ -669,12 +706,9 @@ def _pending_records(root: Path) -> list[tuple[Path, dict[str, Any]]]:
     return found
 
 
-async def resume_batches(session: Session) -> list[BatchRun]:
+async def resume_batches(session: BatchHost) -> list[BatchRun]:
     """Poll again every batch of earlier sessions (same transcript root) whose results were
     never collected, its forks brought back from their transcripts (see the module doc)."""
-    from .loop import LoopState
-    from .workers import FORK_MAX_TURNS, AgentRun
-
     store = session.store
     if store is None:
         return []
@@ -704,25 +738,13 @@ async def resume_batches(session: Session) -> list[BatchRun]:
                 loaded = await store.aload(agent_id)
             except UsageError:
                 continue
-            base = session._fork_config(session.main, agent_id, None)
-            config = replace(
-                base,
-                max_turns=FORK_MAX_TURNS,
-                client=BatchFirstModel(base.client, run, agent_id),
-            )
-            task = Task(
-                id=agent_id,
-                kind="fork",
-                description=loaded.meta.description,
-                owner="main",
-                name=loaded.meta.name,
-            )
-            agent = AgentRun(agent_id, config, loaded.messages, LoopState(), task, is_fork=True)
-            workers._record(agent, None, 0)
-            run.forks.append(_Fork(task, str(fork.get("directive") or ""), fork.get("item")))
-            run.ids.add(agent_id)
+            run.ids.add(agent_id)  # before its task registers (a UI shows no card per fork)
             session.batches[batch_id] = run
-            workers.start(agent)
+            agent, _note = workers.restore(
+                loaded, client=functools.partial(BatchFirstModel, run=run, custom_id=agent_id)
+            )
+            assert agent.task is not None
+            run.forks.append(_Fork(agent.task, str(fork.get("directive") or ""), fork.get("item")))
         if not run.forks:
             continue
         # this session now owns the batch: its record moves here, the old one is closed

@@ -940,6 +940,11 @@ class Session:
     def cost_usd(self) -> float:
         return self._parent_cost + sum(t.cost_usd for t in self.registry)
 
+    def add_parent_cost(self, cost_usd: float) -> None:
+        """Charge the parent conversation for a request made on its behalf outside its turns
+        (a batch's cache pre-warm)."""
+        self._parent_cost += cost_usd
+
     async def __aenter__(self) -> Session:
         return self
 

@@ -51,11 +51,19 @@ from .events import (
 from .fork import FORK_RECURSION_ERROR, FORK_TAG, build_fork_messages
 from .history import append_message, blocks_of
 from .loop import AgentConfig, LoopState, run_turn
+from .model import ModelClient
 from .notifications import CommandQueue
 from .pacer import RATE_WAIT, wait_text
 from .tasks import Task, TaskRegistry, Todo
 from .tools.base import ToolError
-from .transcripts import AgentMeta, Transcript, TranscriptStore, WorktreeRecord, fingerprint
+from .transcripts import (
+    AgentMeta,
+    LoadedTranscript,
+    Transcript,
+    TranscriptStore,
+    WorktreeRecord,
+    fingerprint,
+)
 from .worktree import Worktree, WorktreeError, create_worktree, worktree_notice
 
 __all__ = ["AgentRun", "ForkRefusedError", "Workers", "new_agent_id"]
@@ -810,20 +818,46 @@ class Workers:
         if reply is not None:
             return reply
         meta = loaded.meta
-        if meta.kind == "fork":
-            config = replace(self._fork_config(self.main, agent_id, None), max_turns=FORK_MAX_TURNS)
-            definition = None
-        else:
+        definition = None
+        if meta.kind != "fork":
             definition = definitions.get(meta.kind) or definitions["general-purpose"]
+        run, note = self.restore(loaded, definition, message=message)
+        return (
+            f"Agent {meta.name or run.id} had no running task here; it was resumed from its "
+            f"transcript in the background with your message and will report back.{note}"
+        )
+
+    def restore(
+        self,
+        loaded: LoadedTranscript,
+        definition: AgentDefinition | None = None,
+        *,
+        message: str | None = None,
+        client: Callable[[ModelClient], ModelClient] | None = None,
+    ) -> tuple[AgentRun, str]:
+        """Bring back an agent this session does not hold from its transcript and start it:
+        with `message` as its next turn, or (None) answering the request its history ends
+        with. A fork gets the parent's configuration, a named agent `definition`'s; `client`
+        wraps the model client. Returns the run and a note for the caller ("" when none)."""
+        assert self.main is not None
+        meta = loaded.meta
+        agent_id = meta.agent_id
+        if definition is None:
+            config = replace(self._fork_config(self.main, agent_id, None), max_turns=FORK_MAX_TURNS)
+        else:
             config = self._named_config(self.main, definition, agent_id, meta.model or None)
+        if client is not None:
+            config = replace(config, client=client(config.client))
         worktree = None
         if meta.worktree is not None:
             worktree = Worktree.from_fields(meta.worktree.model_dump())
             if meta.worktree_path is not None:
                 _require_dir(Path(meta.worktree_path), meta.name or meta.agent_id)
         history = loaded.messages
-        ends = [i for i, m in enumerate(history) if m["role"] == "user"]
-        state = LoopState(previous_end=ends[-1] if ends else None)
+        state = LoopState()
+        if message is not None:
+            ends = [i for i, m in enumerate(history) if m["role"] == "user"]
+            state.previous_end = ends[-1] if ends else None
         task = Task(
             id=agent_id,
             kind=meta.kind,
@@ -837,7 +871,7 @@ class Workers:
             history,
             state,
             task,
-            is_fork=meta.kind == "fork",
+            is_fork=definition is None,
             definition=definition,
         )
         if worktree is not None:  # where it worked, never the checkout
@@ -845,19 +879,17 @@ class Workers:
             run.reisolate = meta.worktree_path is None
         changed = meta.cache_mismatches(system=config.system, tools=config.tools.specs())
         self._record(run, None, 0)
-        state.append(history, {"role": "user", "content": [{"type": "text", "text": message}]})
+        if message is not None:
+            state.append(history, {"role": "user", "content": [{"type": "text", "text": message}]})
         self._start(run)
         note = ""
-        if changed and run.transcript is not None:
+        if message is not None and changed and run.transcript is not None:
             note = (
                 f" Its {' and '.join(changed)} changed since it last ran, so this resume cannot "
                 "read its earlier requests from the prompt cache (a full-price first request)."
             )
             run.transcript.output(note.strip())
-        return (
-            f"Agent {meta.name or agent_id} had no running task here; it was resumed from its "
-            f"transcript in the background with your message and will report back.{note}"
-        )
+        return run, note
 
     async def stop(self, key: str, *, quiet: bool = False) -> Task:
         """Stop a running task (killed, its partial result reported) and wait until it has
