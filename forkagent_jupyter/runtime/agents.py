@@ -41,9 +41,10 @@ Bad files: a file that cannot be used is an `AgentFileError` whose one-line mess
 file, the line and the field. It never stops the other files from loading: `scan_agents`
 returns it beside the usable definitions and says it once (an `AgentFileWarning`); starting
 the agent it would have defined reports it. A key this runtime does not use is ignored with
-one warning: Claude Code keys that a later version will honour (`mcpServers`,
-`requiredMcpServers`) say so; an unknown key says the key it was probably meant to be; `color`
-is ignored silently (it is only the colour of the agent in Claude Code's terminal).
+one warning: an unknown key says the key it was probably meant to be; `color` is ignored
+silently (it is only the colour of the agent in Claude Code's terminal). `mcpServers` (names
+of configured servers, or `{name: server}` started with the agent) and `requiredMcpServers`
+are honoured (`mcp_servers.py`).
 
 Two ways to load:
 
@@ -129,10 +130,7 @@ _Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
 TOOL_ALIASES = {"Task": "Agent"}
 """Claude Code's older tool names, read as the tool they name now."""
-CLAUDE_CODE_LATER = {
-    "mcpServers": "MCP servers",
-    "requiredMcpServers": "MCP servers",
-}
+CLAUDE_CODE_LATER: dict[str, str] = {}
 """Claude Code keys this runtime does not honour yet: ignored with a note that says so."""
 SILENTLY_IGNORED = frozenset({"color"})
 """Claude Code keys that mean nothing here (the agent's colour in Claude Code's terminal)."""
@@ -254,6 +252,12 @@ class AgentDefinition(BaseModel):
     loaded_skills: tuple[tuple[str, str], ...] = ()
     memory_dir: Path | None = None
     memory_text: str = ""
+    mcpServers: list[str | dict[str, Any]] | None = None  # noqa: N815
+    """MCP servers for this agent: names of configured servers, or `{name: server}` started
+    with the agent and stopped when it ends (a mapping of names to servers is read the same
+    way)."""
+    requiredMcpServers: list[str] = Field(default_factory=list)  # noqa: N815
+    """Servers that must be up: the Agent call waits for them (bounded) or fails."""
     hooks: dict[str, Any] | None = None
     """Hooks for this agent's run only, as in a settings file (see `hooks.py`); its `Stop`
     hooks run when it ends (`SubagentStop`)."""
@@ -268,6 +272,30 @@ class AgentDefinition(BaseModel):
             if refused:
                 raise ValueError(refused[0].replace(" in the agent file", ""))
         return value
+
+    @field_validator("mcpServers", mode="before")
+    @classmethod
+    def _servers(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if isinstance(value, dict):
+            value = [{k: v} for k, v in value.items()]
+        if isinstance(value, list):
+            for entry in value:
+                if isinstance(entry, dict) and not all(isinstance(v, dict) for v in entry.values()):
+                    raise ValueError(f"a server is an object of its settings ({entry!r})")
+        return value
+
+    @field_validator("requiredMcpServers", mode="before")
+    @classmethod
+    def _required(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        return value
+
+    def own_servers(self) -> list[str]:
+        """The names of the servers this agent's file defines itself."""
+        return [k for e in self.mcpServers or [] if isinstance(e, dict) for k in e]
 
     @field_validator("skills", mode="before")
     @classmethod
@@ -511,7 +539,25 @@ def missing_tools(agent: AgentDefinition, available: Collection[str]) -> list[st
     if agent.tools is None:
         return []
     denied = set(agent.disallowedTools)
-    return [t for t in agent.tools if t not in available and t not in denied]
+    own = tuple(f"mcp__{name}" for name in agent.own_servers())
+    return [
+        t
+        for t in agent.tools
+        if t not in available
+        and t not in denied
+        and not (t.startswith("mcp__") and _names_mcp(t, available, own))
+    ]
+
+
+def _names_mcp(entry: str, available: Collection[str], own: tuple[str, ...]) -> bool:
+    """Whether a tool-list entry `mcp__...` names a tool of `available` or of a server the
+    agent's file defines (started with the agent)."""
+    if any(entry == o or entry.startswith(o + "__") for o in own):
+        return True
+    if entry.endswith("__*") or entry.count("__") == 1:  # the whole server
+        prefix = entry.removesuffix("*").removesuffix("__") + "__"
+        return any(a.startswith(prefix) for a in available)
+    return entry in available
 
 
 def agent_listing(

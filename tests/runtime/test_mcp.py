@@ -206,15 +206,17 @@ async def test_a_server_that_does_not_start_is_one_line(
         missing={"command": str(tmp_path / "no-such-program")},
         quits={"command": sys.executable, "args": ["-c", "import sys; sys.exit('cannot start')"]},
         junk={"command": sys.executable, "args": [JUNK, "badlist"]},
+        mute={"command": sys.executable, "args": ["-c", "import time; time.sleep(600)"]},
     )
-    session = make_session(mcp_startup_timeout=20)
+    session = make_session(mcp_startup_timeout=4)
     emulator.script(Reply.text("ok"))
     assert (await session.ask("hello")).text == "ok"
     rows = {r["name"]: r for r in session.mcp.summary()}
     assert rows["missing"]["state"] == rows["quits"]["state"] == rows["junk"]["state"] == "failed"
     assert "no-such-program" in rows["missing"]["reason"]
     assert "ListToolsResult" in rows["junk"]["reason"]  # the SDK's own check of the list
-    assert len(session.mcp.lines) == 3
+    assert rows["mute"]["reason"] == "did not start within 4 s"  # it never answered
+    assert len(session.mcp.lines) == 4
     assert all(line.count("\n") == 0 for line in session.mcp.lines)
 
 

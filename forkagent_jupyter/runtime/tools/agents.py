@@ -185,6 +185,7 @@ class AgentTool(Tool[AgentInput]):
         definition = None if agent_type is None else await workers.definition(agent_type)
         isolation = args.isolation or (definition.isolation if definition else None)
         worktree = None
+        notes = await _start_servers(ctx, agent_id, definition)
         try:
             if isolation == "worktree":
                 if parent.is_fork and agent_type is None:
@@ -219,6 +220,8 @@ class AgentTool(Tool[AgentInput]):
         except Exception as exc:
             if worktree is not None:  # no run owns it: remove it (it is unchanged)
                 await worktree.finish()
+            if notes is not None:  # no run owns its servers: stop them
+                await ctx.services["mcp"].stop_agent(agent_id)
             if isinstance(exc, (UsageError, ConfigError)):
                 raise ToolError(str(exc)) from None
             raise
@@ -227,10 +230,33 @@ class AgentTool(Tool[AgentInput]):
         background = (
             forking or bool(args.run_in_background) or bool(definition and definition.background)
         )
+        if notes and run.task is not None:
+            run.task.notes.extend(notes)
         task = workers.start(run)
         if background:
             return launched_text(task)
         return await _wait_for(workers, run, task)
+
+
+async def _start_servers(ctx: ToolContext, agent_id: str, definition: Any) -> list[str] | None:
+    """Start a named agent's own MCP servers and wait (bounded) for those it requires; the
+    lines for its card (None: it has none). A required server that is not up is a ToolError
+    in one line."""
+    if definition is None or not (definition.mcpServers or definition.requiredMcpServers):
+        return None
+    servers = ctx.services.get("mcp")
+    if servers is None:
+        if definition.requiredMcpServers:
+            raise ToolError("This session has no MCP servers; the agent requires some.")
+        return None
+    source = str(definition.path or definition.name)
+    try:
+        notes: list[str] = await servers.start_agent(
+            agent_id, definition.mcpServers, definition.requiredMcpServers, source
+        )
+    except ValueError as exc:
+        raise ToolError(f"Agent '{definition.name}' not started: {exc}") from None
+    return notes
 
 
 async def _wait_for(workers: Any, run: Any, task: Task) -> str:
