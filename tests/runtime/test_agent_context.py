@@ -14,6 +14,7 @@ import pytest
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
 from forkagent_jupyter.runtime.agent_context import memory_folder
 from forkagent_jupyter.runtime.agents import AgentFileError, load_agent_file, scan_agents
+from tests.reported import tool_outputs
 
 pytestmark = pytest.mark.anyio
 
@@ -80,7 +81,8 @@ async def test_skills_memory_initial_prompt_and_disallowed_tools_reach_the_agent
     assert "Bash" not in names and "Read" in names and "Write" in names
     # the next run of the agent reads what the last one remembered
     second = await session.ask("SECOND")
-    assert not second.tool_calls[0].is_error and "42" in second.tool_calls[0].result
+    assert not second.tool_calls[0].is_error
+    assert tool_outputs(second.tool_calls[0].result) == ["42"], second.tool_calls[0].result
     later = agent_requests(emulator)[-1]["system"][0]["text"]
     assert "<memory>\n- totals live in sales.csv\n</memory>" in later
 

@@ -22,6 +22,7 @@ from forkagent_jupyter.runtime.fork import FORK_TAG
 from forkagent_jupyter.runtime.offline import OfflineModel
 from forkagent_jupyter.runtime.permissions import AllowAll
 from forkagent_jupyter.runtime.session import Session
+from tests.reported import tool_outputs
 
 pytestmark = pytest.mark.anyio
 
@@ -261,7 +262,8 @@ async def test_the_agent_tool_forks_with_fork_turns(
     turn = await session.ask("Fork a worker on the latest cell only.")
     assert turn.ok and "Started background agent" in turn.tool_calls[0].result
     [task] = await session.wait(timeout=30)
-    assert task.status == "completed" and "42" in (task.result or "")
+    assert task.status == "completed"
+    assert tool_outputs(task.result or "") == ["42"], task.result
     first = next(r.body for r in small.api_requests() if "Directive: Recent" in json.dumps(r.body))
     sent = json.dumps(first["messages"])
     assert "Fork a worker on the latest cell only." in sent

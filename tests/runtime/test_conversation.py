@@ -44,7 +44,7 @@ async def test_multi_turn_with_tools_runs_to_end_turn(emulator: Any, make_sessio
     assert "x is 42" in first.text  # the final answer reports the output
     second = await session.ask("Again.\n\n```python\nx * 2\n```")
     assert second.stop_reason == "end_turn"
-    assert "84" in second.tool_calls[0].result  # the namespace persisted between turns
+    assert second.tool_calls[0].result == "84"  # the namespace persisted between turns
     third = await session.ask("Thanks, that is all.")
     assert third.stop_reason == "end_turn" and third.tool_calls == []
     assert_valid_history(session.messages)

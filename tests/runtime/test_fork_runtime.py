@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.runtime.fork import FORK_RECURSION_ERROR, FORK_TAG
+from tests.reported import tool_outputs
 
 from .helpers import breakpoint_tokens, dumps, first_fork_requests
 
@@ -30,9 +31,9 @@ async def test_three_forks_share_one_cached_prefix(emulator: Any, make_session: 
     tasks = await session.wait(timeout=30)
     assert [t.status for t in tasks] == ["completed"] * 3
     results = {t.description: t.result or "" for t in tasks}
-    assert "45" in results["sum `py: sum(data)`"]
-    assert "9" in results["max `py: max(data)`"]
-    assert "10" in results["len `py: len(data)`"]
+    assert tool_outputs(results["sum `py: sum(data)`"]) == ["45"]
+    assert tool_outputs(results["max `py: max(data)`"]) == ["9"]
+    assert tool_outputs(results["len `py: len(data)`"]) == ["10"]
 
     firsts = first_fork_requests(emulator)
     assert len(firsts) == 3

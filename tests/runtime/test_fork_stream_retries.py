@@ -8,6 +8,7 @@ import pytest
 
 from forkagent_jupyter.emulator.faults import Fault
 from forkagent_jupyter.runtime.tasks import Task
+from tests.reported import tool_outputs
 
 pytestmark = pytest.mark.anyio
 
@@ -33,7 +34,7 @@ async def test_fork_retries_a_dropped_stream_and_notifies_once(
     [done] = await session.wait(task.id, timeout=30)
 
     assert done.status == "completed", done.error
-    assert "45" in (done.result or "")
+    assert tool_outputs(done.result or "") == ["45"], done.result
     assert done.retries == 1
     # the card's activity line said so while it waited, and is clear once done
     assert ("running", "stream dropped, retrying (1/3)") in seen

@@ -18,6 +18,7 @@ from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, last_user_tex
 from forkagent_jupyter.emulator.faults import Fault
 from forkagent_jupyter.runtime.tools.agents import TaskOutputInput, TaskOutputTool
 from forkagent_jupyter.runtime.worktree import create_worktree
+from tests.reported import tool_outputs
 
 from .helpers import git, make_repo
 
@@ -137,7 +138,8 @@ async def test_task_output_does_not_wait_for_git(
     task = await start_isolated(session, repo, "Report `py: 6 * 7`")
     tool = TaskOutputTool()
     out = await tool.run(TaskOutputInput(task_id=task.id, timeout=60), session.main.config.ctx)
-    assert "<retrieval_status>success</retrieval_status>" in out and "42" in out
+    assert "<retrieval_status>success</retrieval_status>" in out
+    assert tool_outputs(out) == ["42"], out
     assert task.status == "completed" and not task.settled  # git still holds the clean-up
     gate.touch()
     await session.wait(task.id, timeout=30)
@@ -265,7 +267,8 @@ async def test_a_message_during_the_clean_up_resumes_the_agent(
         if task.run == 2 and task.settled:
             break
         await asyncio.sleep(0.02)
-    assert task.run == 2 and task.status == "completed" and "9" in (task.result or "")
+    assert task.run == 2 and task.status == "completed"
+    assert tool_outputs(task.result or "") == ["9"], task.result
     run = session.workers.runs[task.id]
     assert "and then `py: 3 * 3`" in str(run.history)
     assert len(session.queue.drain("main")) == 2  # one per run

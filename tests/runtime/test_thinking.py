@@ -21,6 +21,7 @@ from forkagent_jupyter.runtime.model import ModelRequest
 from forkagent_jupyter.runtime.offline import OfflineModel
 from forkagent_jupyter.runtime.permissions import AllowAll
 from forkagent_jupyter.runtime.session import Session
+from tests.reported import tool_outputs
 
 from .helpers import first_fork_requests
 
@@ -43,7 +44,7 @@ async def test_thinking_blocks_go_back_byte_for_byte_and_bill_as_output(
 ) -> None:
     session = make_session(auto_respond=False, thinking=2048)
     turn = await session.ask("Compute `py: 6 * 7`")
-    assert turn.ok and "42" in turn.text
+    assert turn.ok and tool_outputs(turn.text) == ["42"], turn.text
     first, second = emulator.api_requests()
     assert first.body["thinking"] == second.body["thinking"] == THINK
     assert first.body["max_tokens"] == 8192 + 2048  # the budget on top of the answer's room
@@ -146,7 +147,7 @@ async def test_transcripts_resume_and_compaction_keep_thinking_blocks(
     kept = [b for m in second.messages if m["role"] == "assistant" for b in _thinking(m)]
     assert kept and all(json.dumps(b) in before for b in kept)
     turn = await second.ask("Three `py: 3 + 3`")  # the strict emulator verifies them
-    assert turn.ok and "6" in turn.text
+    assert turn.ok and tool_outputs(turn.text) == ["6"], turn.text
 
 
 async def test_the_offline_model_signs_its_thinking_and_refuses_altered_or_dropped_blocks(
@@ -162,7 +163,7 @@ async def test_the_offline_model_signs_its_thinking_and_refuses_altered_or_dropp
     )
     try:
         turn = await session.ask("Compute `py: 6 * 7`")
-        assert turn.ok and "42" in turn.text
+        assert turn.ok and tool_outputs(turn.text) == ["42"], turn.text
         assistant = session.messages[1]
         [block] = _thinking(assistant)
         assert verify_thinking(block)
