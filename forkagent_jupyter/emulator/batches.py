@@ -56,7 +56,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..messages_api.errors import ApiError, error_body
 from ..messages_api.validation import sign_thinking, validate_request
@@ -65,11 +65,46 @@ from .ledger import make_entry
 from .sse import finish_reply, message_dict
 
 if TYPE_CHECKING:
-    from .ledger import RequestRecord
-    from .server import Emulator
+    from ..messages_api.cache import PromptCache, VirtualClock
+    from ..messages_api.catalog import ModelInfo
+    from ..messages_api.tokens import Tokenizer
+    from .brains import Brain
+    from .faults import FaultPlan
+    from .ids import IdFactory
+    from .ledger import Ledger, RequestRecord
     from .transport import Handler
 
-__all__ = ["BATCH_MESSAGES", "EPOCH", "BatchOptions", "BatchStore"]
+__all__ = ["BATCH_MESSAGES", "EPOCH", "BatchEmulator", "BatchOptions", "BatchStore"]
+
+
+class BatchEmulator(Protocol):
+    """The emulator as its batch store uses it (`server.Emulator` is one): the parts a
+    batch request goes through, as for a real-time request."""
+
+    ids: IdFactory
+    catalog: Mapping[str, ModelInfo]
+    tokenizer: Tokenizer
+    strict_legacy: bool
+    thinking_secret: bytes
+
+    @property
+    def base_url(self) -> str: ...
+    @property
+    def clock(self) -> VirtualClock: ...
+    @property
+    def cache(self) -> PromptCache: ...
+    @property
+    def brain(self) -> Brain: ...
+    @property
+    def faults(self) -> FaultPlan: ...
+    @property
+    def ledger(self) -> Ledger: ...
+
+    def authorize(self, rec: RequestRecord, body_version: str | None = None) -> tuple[str, str]: ...
+    def reject(self, h: Handler, rec: RequestRecord, err: ApiError) -> None: ...
+    def response_headers(self, rec: RequestRecord) -> dict[str, str]: ...
+    def record_violation(self, rec: RequestRecord, err: ApiError) -> None: ...
+
 
 EPOCH = datetime(2026, 11, 1, tzinfo=timezone.utc)
 EXPIRY_SECONDS = 24 * 3600.0
@@ -136,7 +171,7 @@ def rfc3339(seconds: float | None) -> str | None:
 class BatchStore:
     """Every batch the emulator holds, per workspace (thread-safe)."""
 
-    def __init__(self, emulator: Emulator) -> None:
+    def __init__(self, emulator: BatchEmulator) -> None:
         self._emu = emulator
         self.options = BatchOptions()
         self._batches: dict[str, _Batch] = {}
@@ -158,15 +193,15 @@ class BatchStore:
         """Answer one request under /v1/messages/batches (auth checked here)."""
         emu = self._emu
         try:
-            workspace, version = emu._authorize(rec)
+            workspace, version = emu.authorize(rec)
             rest = rec.path[len(PREFIX) :].strip("/")
             parts = rest.split("/") if rest else []
             status, payload = self._route(h, rec, parts, workspace, version)
         except ApiError as err:
-            emu._reject(h, rec, err)
+            emu.reject(h, rec, err)
             return
         rec.status = status
-        headers = emu._headers(rec)
+        headers = emu.response_headers(rec)
         if isinstance(payload, bytes):
             h.send_bytes(status, {**headers, "Content-Type": "application/binary"}, payload)
         else:
@@ -395,7 +430,7 @@ class BatchStore:
             try:
                 info = self._validate(batch, item)
             except ApiError as invalid:
-                emu._violation(batch.record, invalid)
+                emu.record_violation(batch.record, invalid)
                 item.result = self._errored(invalid)
                 continue
             plan = emu.cache.plan(
@@ -425,7 +460,7 @@ class BatchStore:
             except Exception as exc:
                 msg = f"Internal server error (emulator brain failed: {exc})"
                 failed = ApiError(500, "api_error", msg)
-                emu._violation(batch.record, failed)
+                emu.record_violation(batch.record, failed)
                 item.result = self._errored(failed)
                 continue
             emu.cache.commit(plan)

@@ -27,17 +27,48 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..messages_api.ratelimits import RateLimit
 from .brains import Brain, Reply, ScriptedBrain
 from .faults import Fault, FaultRule
 
 if TYPE_CHECKING:
-    from .server import Emulator
+    from ..messages_api.cache import PromptCache, VirtualClock
+    from .batches import BatchStore
+    from .faults import FaultPlan
+    from .ledger import Ledger, RequestRecord, Violation
+    from .ratelimits import RateLimiter
     from .transport import Handler
 
-__all__ = ["handle_control"]
+__all__ = ["ControlledEmulator", "handle_control"]
+
+
+class ControlledEmulator(Protocol):
+    """The emulator as its control endpoints use it (`server.Emulator` is one)."""
+
+    strict: bool
+    rate_limits: RateLimiter
+    batches: BatchStore
+
+    @property
+    def brain(self) -> Brain: ...
+    @brain.setter
+    def brain(self, value: Brain) -> None: ...
+    @property
+    def clock(self) -> VirtualClock: ...
+    @property
+    def cache(self) -> PromptCache: ...
+    @property
+    def faults(self) -> FaultPlan: ...
+    @property
+    def ledger(self) -> Ledger: ...
+    @property
+    def requests(self) -> list[RequestRecord]: ...
+    @property
+    def all_violations(self) -> list[Violation]: ...
+
+    def reset(self) -> None: ...
 
 
 class _BadControlError(Exception):
@@ -52,20 +83,20 @@ def _obj(body: Any) -> Mapping[str, Any]:
     return body
 
 
-def _ledger(emu: Emulator, body: Any) -> Any:
+def _ledger(emu: ControlledEmulator, body: Any) -> Any:
     return emu.ledger.to_json()
 
 
-def _reset(emu: Emulator, body: Any) -> Any:
+def _reset(emu: ControlledEmulator, body: Any) -> Any:
     emu.reset()
     return {"ok": True}
 
 
-def _cache(emu: Emulator, body: Any) -> Any:
+def _cache(emu: ControlledEmulator, body: Any) -> Any:
     return {"now": emu.clock.now(), "entries": emu.cache.snapshot()}
 
 
-def _clock(emu: Emulator, body: Any) -> Any:
+def _clock(emu: ControlledEmulator, body: Any) -> Any:
     data = _obj(body)
     if "advance" in data:
         emu.clock.advance(float(data["advance"]))
@@ -74,15 +105,15 @@ def _clock(emu: Emulator, body: Any) -> Any:
     return {"now": emu.clock.now()}
 
 
-def _requests(emu: Emulator, body: Any) -> Any:
+def _requests(emu: ControlledEmulator, body: Any) -> Any:
     return {"requests": [r.to_json() for r in emu.requests]}
 
 
-def _violations(emu: Emulator, body: Any) -> Any:
+def _violations(emu: ControlledEmulator, body: Any) -> Any:
     return {"violations": [v.to_json() for v in emu.all_violations], "strict": emu.strict}
 
 
-def _script(emu: Emulator, body: Any) -> Any:
+def _script(emu: ControlledEmulator, body: Any) -> Any:
     data = _obj(body)
     replies = [Reply.from_json(r) for r in data.get("replies") or []]
     when_empty = data.get("when_empty", "ok")
@@ -101,7 +132,7 @@ def _script(emu: Emulator, body: Any) -> Any:
     return {"pending": brain.pending}
 
 
-def _faults(emu: Emulator, body: Any) -> Any:
+def _faults(emu: ControlledEmulator, body: Any) -> Any:
     data = _obj(body)
     plan = emu.faults
     if data.get("clear"):
@@ -135,15 +166,15 @@ def _faults(emu: Emulator, body: Any) -> Any:
     return plan.snapshot()
 
 
-def _faults_get(emu: Emulator, body: Any) -> Any:
+def _faults_get(emu: ControlledEmulator, body: Any) -> Any:
     return emu.faults.snapshot()
 
 
-def _clock_get(emu: Emulator, body: Any) -> Any:
+def _clock_get(emu: ControlledEmulator, body: Any) -> Any:
     return {"now": emu.clock.now()}
 
 
-def _batches(emu: Emulator, body: Any) -> Any:
+def _batches(emu: ControlledEmulator, body: Any) -> Any:
     data = _obj(body)
     options = emu.batches.options
     for key in ("processing_seconds", "expiry_seconds"):
@@ -166,7 +197,7 @@ def _batches(emu: Emulator, body: Any) -> Any:
     }
 
 
-def _rate_limits(emu: Emulator, body: Any) -> Any:
+def _rate_limits(emu: ControlledEmulator, body: Any) -> Any:
     data = _obj(body)
     if "round_to" in data:
         if int(data["round_to"]) < 1:
@@ -183,7 +214,7 @@ def _rate_limits(emu: Emulator, body: Any) -> Any:
     return emu.rate_limits.snapshot()
 
 
-_ROUTES: dict[tuple[str, str], Callable[[Emulator, Any], Any]] = {
+_ROUTES: dict[tuple[str, str], Callable[[ControlledEmulator, Any], Any]] = {
     ("GET", "ledger"): _ledger,
     ("POST", "reset"): _reset,
     ("GET", "cache"): _cache,
@@ -201,7 +232,7 @@ _ROUTES: dict[tuple[str, str], Callable[[Emulator, Any], Any]] = {
 }
 
 
-def handle_control(emu: Emulator, h: Handler, raw: bytes) -> None:
+def handle_control(emu: ControlledEmulator, h: Handler, raw: bytes) -> None:
     name = h.path_only[len("/_emulator/") :].strip("/")
     route = _ROUTES.get((h.command, name))
     if route is None:

@@ -280,7 +280,8 @@ class Emulator:
         if count is not None and len(got) != count:
             raise AssertionError(f"expected {count} violation(s), the emulator saw {len(got)}")
 
-    def _violation(self, rec: RequestRecord, err: ApiError) -> None:
+    def record_violation(self, rec: RequestRecord, err: ApiError) -> None:
+        """Note `err`, an error the emulator itself answered `rec` with (see `check`)."""
         with self._lock:
             self._violations.append(
                 Violation(
@@ -328,7 +329,8 @@ class Emulator:
         except _AbortError:
             h.drop()
 
-    def _headers(self, rec: RequestRecord) -> dict[str, str]:
+    def response_headers(self, rec: RequestRecord) -> dict[str, str]:
+        """The headers every response to `rec` carries (request id, rate limits)."""
         return {
             "request-id": rec.request_id,
             **rec.response_headers,
@@ -338,14 +340,15 @@ class Emulator:
     def _send_error(self, h: Handler, rec: RequestRecord, err: ApiError, *, fault: bool) -> None:
         rec.status, rec.fault = err.status, fault
         headers = {
-            **self._headers(rec),
+            **self.response_headers(rec),
             **error_headers(err.status),
             **err.headers,
         }
         h.send_json(err.status, error_body(err, rec.request_id), headers)
 
-    def _reject(self, h: Handler, rec: RequestRecord, err: ApiError) -> None:
-        self._violation(rec, err)
+    def reject(self, h: Handler, rec: RequestRecord, err: ApiError) -> None:
+        """Answer `rec` with `err` and record it as a violation."""
+        self.record_violation(rec, err)
         self._send_error(h, rec, err, fault=False)
 
     def _api(self, h: Handler, rec: RequestRecord) -> None:
@@ -361,18 +364,18 @@ class Emulator:
             )
         )
         if endpoint is None:
-            self._reject(h, rec, ApiError(404, "not_found_error", TRANSPORT_MESSAGES["not_found"]))
+            self.reject(h, rec, ApiError(404, "not_found_error", TRANSPORT_MESSAGES["not_found"]))
             return
         if rec.method != "POST":
             err = ApiError(405, "invalid_request_error", TRANSPORT_MESSAGES["method"])
-            self._reject(h, rec, err)
+            self.reject(h, rec, err)
             return
         start = self._clock.now()
         try:
             body = json.loads(rec.raw or b"null")
         except ValueError as exc:
             msg = TRANSPORT_MESSAGES["bad_json"].format(detail=exc)
-            self._reject(h, rec, ApiError(400, "invalid_request_error", msg))
+            self.reject(h, rec, ApiError(400, "invalid_request_error", msg))
             return
         rec.body = body
         try:
@@ -380,7 +383,7 @@ class Emulator:
             if route is not None:
                 body, body_version = route.messages_body(body)
                 rec.body = body
-            workspace, version = self._authorize(rec, body_version)
+            workspace, version = self.authorize(rec, body_version)
             info = validate_request(
                 body,
                 version=version,
@@ -391,7 +394,7 @@ class Emulator:
                 thinking_secret=self.thinking_secret,
             )
         except ApiError as err:
-            self._reject(h, rec, err)
+            self.reject(h, rec, err)
             return
         if endpoint == "count_tokens":
             fault = self._faults.take("count_tokens", body, rec.headers)
@@ -401,12 +404,12 @@ class Emulator:
             rec.response_headers.update(self.rate_limits.headers(workspace, info.name))
             rec.status = 200
             tokens = count_input_tokens(body, self.tokenizer)
-            h.send_json(200, {"input_tokens": tokens}, self._headers(rec))
+            h.send_json(200, {"input_tokens": tokens}, self.response_headers(rec))
             return
         eventstream = route is not None and route.platform == "bedrock"
         self._messages(h, rec, body, info, workspace, start, eventstream=eventstream)
 
-    def _authorize(self, rec: RequestRecord, body_version: str | None = None) -> tuple[str, str]:
+    def authorize(self, rec: RequestRecord, body_version: str | None = None) -> tuple[str, str]:
         key = rec.headers.get("x-api-key")
         auth = rec.headers.get("authorization", "")
         if not key and auth[:7].lower() == "bearer ":
@@ -525,7 +528,7 @@ class Emulator:
         except Exception as exc:
             err = ApiError(500, "api_error", TRANSPORT_MESSAGES["brain"].format(detail=exc))
             err.headers["x-should-retry"] = "false"
-            self._violation(rec, err)
+            self.record_violation(rec, err)
             if admission is not None:
                 self.rate_limits.settle(admission, 0)
             self._send_error(h, rec, err, fault=False)
@@ -589,7 +592,7 @@ class Emulator:
                 self._wait(latency * events)
                 data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
                 partial = fault is not None and fault.drop in ("mid", "end")
-                headers = {**self._headers(rec), "Content-Type": "application/json"}
+                headers = {**self.response_headers(rec), "Content-Type": "application/json"}
                 bill(not partial)
                 h.send_bytes(200, headers, data, partial=partial)
         finally:
@@ -609,7 +612,7 @@ class Emulator:
         """Send the stream (a fault may cut it); `bill` runs before the last write. SSE, or
         with `eventstream` AWS event-stream frames (Bedrock)."""
         headers = {
-            **self._headers(rec),
+            **self.response_headers(rec),
             "Content-Type": CONTENT_TYPE if eventstream else "text/event-stream; charset=utf-8",
             "Cache-Control": "no-cache",
         }
