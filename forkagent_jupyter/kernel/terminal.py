@@ -8,6 +8,7 @@ pending approvals there itself, one at a time, in the running cell:
 
     forkagent: worker w0 asks to run Write out.csv (3 lines)
       <the call's preview: the file it would write>
+    (answer before this cell ends, or it is asked again in the next; %tasks --wait waits)
     Allow Write? [y]es / [a]lways (Write(/out.csv), this session) / [n]o:
 
 ipykernel's own `input()` blocks the loop until the answer comes and cannot be cancelled.
@@ -26,6 +27,7 @@ import asyncio
 import logging
 import sys
 import time
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -35,7 +37,7 @@ import zmq
 if TYPE_CHECKING:
     from .cards import ApprovalPrompt
 
-__all__ = ["POLL_INTERVAL", "TerminalAsk", "terminal_answer"]
+__all__ = ["POLL_INTERVAL", "TerminalAsk", "printable", "terminal_answer"]
 
 POLL_INTERVAL = 0.05
 """How often the stdin socket is read while a question is open (seconds)."""
@@ -43,6 +45,8 @@ GRACE = 2.0
 """How long the socket is still read after the asking cell ended: an answer sent while a
 synchronous cell held the loop arrives then."""
 PREVIEW_LINES = 40
+LINE_CHARS = 300
+HINT = "(answer before this cell ends, or it is asked again in the next; %tasks --wait waits)"
 
 log = logging.getLogger("forkagent_jupyter.terminal")
 
@@ -61,6 +65,15 @@ def terminal_answer(value: object, has_rule: bool) -> str:
     if word in ALWAYS and has_rule:
         return "always"
     return "deny"
+
+
+def printable(text: str) -> str:
+    """`text` safe to print on a terminal: control and format characters (escape sequences,
+    carriage returns, bidirectional overrides: what could redraw the line or hide part of the
+    call from the person asked) are shown escaped, as Python writes them."""
+    return "".join(
+        c if c == " " or unicodedata.category(c)[0] not in "CZ" else repr(c)[1:-1] for c in text
+    )
 
 
 @dataclass
@@ -176,16 +189,18 @@ class TerminalAsk:
     def question(self, prompt: ApprovalPrompt) -> str:
         """What the terminal shows: who asks for what, the call's preview, the answers."""
         request = prompt.request
-        lines = request.preview.splitlines()
-        if len(lines) > PREVIEW_LINES:
-            more = len(lines) - PREVIEW_LINES
-            lines = [*lines[:PREVIEW_LINES], f"... ({more} more lines)"]
+        lines = request.preview.removesuffix("\n").split("\n") if request.preview else []
+        more = len(lines) - PREVIEW_LINES
+        lines = [_clip(printable(line)) for line in lines[:PREVIEW_LINES]]
+        if more > 0:
+            lines.append(f"... ({more} more lines)")
         preview = "".join(f"  {line}\n" for line in lines)
         rule = request.suggested_rule
-        always = f"[a]lways ({rule}, this session) / " if rule else ""
+        always = f"[a]lways ({printable(rule)}, this session) / " if rule else ""
+        who, summary = printable(self.who(prompt)), printable(request.summary)
         return (
-            f"forkagent: {self.who(prompt)} asks to run {request.summary}\n{preview}"
-            f"Allow {request.tool_name}? [y]es / {always}[n]o: "
+            f"forkagent: {who} asks to run {summary}\n{preview}"
+            f"{HINT}\nAllow {printable(request.tool_name)}? [y]es / {always}[n]o: "
         )
 
     # -- answers -----------------------------------------------------------------------------
@@ -229,6 +244,12 @@ class TerminalAsk:
         reason = None if choice != "deny" else f"answered {shown} in the terminal"
         self.asking = None  # a second reply is not an answer to anything
         question.prompt.answer(choice, reason)
+
+
+def _clip(line: str, limit: int = LINE_CHARS) -> str:
+    return (
+        line if len(line) <= limit else f"{line[:limit]}... ({len(line) - limit} more characters)"
+    )
 
 
 def _who(prompt: ApprovalPrompt) -> str:

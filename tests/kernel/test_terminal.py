@@ -16,7 +16,9 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
-from forkagent_jupyter.kernel.terminal import terminal_answer
+from forkagent_jupyter.kernel.cards import ApprovalPrompt
+from forkagent_jupyter.kernel.terminal import TerminalAsk, terminal_answer
+from forkagent_jupyter.runtime.permissions import PermissionRequest
 
 from .conftest import Execution, Kernel
 
@@ -161,6 +163,7 @@ def test_console_answers_approve_only_yes_or_always(
     [question] = turn.own()
     assert question.startswith("forkagent: the parent asks to run Write ")
     assert "w9.txt" in question and question.endswith("[n]o: ")
+    assert "(answer before this cell ends, or it is asked again in the next;" in question
     assert (tmp_path / "w9.txt").read_text() == "written"
     # workers: the question comes in the cell that runs while (or after) they ask
     answers = {"w0": "y", "w1": "n", "w2": "reject", "w3": "", "w4": "Y E S", "w5": "\x04"}
@@ -302,3 +305,48 @@ def test_always_without_a_rule_denies() -> None:
     """As the card's "Allow for session" button is disabled when no rule names the call."""
     assert terminal_answer("a", has_rule=False) == "deny"
     assert terminal_answer("y", has_rule=False) == "allow"
+
+
+@pytest.mark.anyio
+async def test_the_question_shows_what_the_model_wrote_escaped_and_clipped() -> None:
+    """A preview written by the model cannot redraw the terminal (escape sequences, carriage
+    returns, bidirectional overrides are shown escaped) nor flood it."""
+    evil = "ok\x1b[2K\r\x1b[1Aharmless\u202eabc\x07"
+    content = "\n".join([evil, *(f"row {i}" for i in range(100)), "x" * 1000])
+    request = PermissionRequest(
+        tool_name="Write",
+        input={"file_path": "a\x1b[8m.txt", "content": content},
+        agent_id="a",
+        task_id="t1",
+        summary="Write a\x1b[8m.txt (102 lines)",
+        preview=content,
+        suggested_rule="Write(/a\x1b[8m.txt)",
+    )
+    ask = TerminalAsk(kernel=None, connected=lambda: False)
+    question = ask.question(ApprovalPrompt(request))
+    assert not any(c in question for c in "\x1b\r\u202e\x07")
+    assert "  ok\\x1b[2K\\r\\x1b[1Aharmless\\u202eabc\\x07\n" in question
+    assert "asks to run Write a\\x1b[8m.txt (102 lines)\n" in question
+    assert "[a]lways (Write(/a\\x1b[8m.txt), this session)" in question
+    assert "  row 38\n" in question and "row 39" not in question
+    assert "... (62 more lines)\n" in question
+    assert question.startswith("forkagent: worker t1 asks to run ")
+    assert question.endswith(
+        "Allow Write? [y]es / [a]lways (Write(/a\\x1b[8m.txt), this session) / [n]o: "
+    )
+
+
+@pytest.mark.anyio
+async def test_a_long_line_is_clipped_and_no_rule_offers_no_always() -> None:
+    request = PermissionRequest(
+        tool_name="Bash",
+        input={"command": "echo " + "y" * 1000},
+        agent_id="a",
+        task_id=None,
+        summary="Bash: echo yyy…",
+        preview="echo " + "y" * 1000,
+    )
+    question = TerminalAsk(kernel=None, connected=lambda: False).question(ApprovalPrompt(request))
+    assert f"  echo {'y' * 295}... (705 more characters)\n" in question
+    assert question.startswith("forkagent: the parent asks to run Bash: echo yyy…\n")
+    assert question.endswith("Allow Bash? [y]es / [n]o: ") and "[a]lways" not in question
