@@ -349,7 +349,17 @@ class KernelAgent:
     def uninstall(self) -> None:
         magics = self.shell.magics_manager.magics
         magics["cell"].pop("agent", None)
-        for name in ("fork", "send", "tasks", "stop", "bg", "compact", "notifications"):
+        for name in (
+            "fork",
+            "send",
+            "tasks",
+            "stop",
+            "bg",
+            "compact",
+            "notifications",
+            "permissions",
+            "mcp",
+        ):
             magics["line"].pop(name, None)
         if transform_cell in self.shell.input_transformers_cleanup:
             self.shell.input_transformers_cleanup.remove(transform_cell)
@@ -655,6 +665,22 @@ class KernelAgent:
 
     def start_permissions(self) -> Any:
         return self._start(self.show_permissions())
+
+    async def mcp_line(self, line: str) -> None:
+        """An awaited `%mcp` line."""
+        from .magics import mcp_options
+
+        mcp_options(line)
+        await self.show_mcp()
+
+    async def show_mcp(self) -> None:
+        from ..runtime.mcp_servers import describe
+
+        await self.session.mcp.start()
+        print(describe(self.session.mcp))
+
+    def start_mcp(self) -> Any:
+        return self._start(self.show_mcp())
 
     def _start(self, work: Any) -> asyncio.Task[Any]:
         """A magic's awaitable work, where no await is possible: started in the background

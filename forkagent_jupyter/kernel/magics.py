@@ -30,6 +30,7 @@ __all__ = [
     "AgentMagics",
     "agent_options",
     "compact_options",
+    "mcp_options",
     "notifications_options",
     "parse_line",
     "permissions_options",
@@ -63,8 +64,8 @@ def _shows_help(magic: Callable[..., Any]) -> Callable[..., Any]:
 _CELL = re.compile(r"^%%agent\b(.*)$")
 _AWAITED = re.compile(r"^(\s*)%tasks(\s+--(?:wait|pull)\b.*)$")
 _COMPACT = re.compile(r"^(\s*)%compact\b(?![?])(.*)$")
-_TOP_LEVEL = re.compile(r"^()%(send|notifications|permissions)\b(?![?])(.*)$")
-"""`%send`, `%notifications` and `%permissions` lines awaited when not indented (an indented
+_TOP_LEVEL = re.compile(r"^()%(send|notifications|permissions|mcp)\b(?![?])(.*)$")
+"""`%send`, `%notifications`, `%permissions` and `%mcp` lines awaited when not indented (an indented
 line may be in a function, where an await is not allowed: those run the magic, see
 `KernelAgent.send`)."""
 
@@ -341,6 +342,22 @@ class AgentMagics(Magics):  # type: ignore[misc]
         .claude/settings.local.json and their .forkagent twins) are read again first."""
         permissions_options(line)
         return self.host.start_permissions()
+
+    @magic_arguments()
+    @line_magic
+    @_shows_help
+    def mcp(self, line: str) -> Any:
+        """List the MCP servers (.mcp.json, ~/.claude.json, agents' own): each one's state
+        (connected, or failed with why), where it was configured and its tools
+        (mcp__server__tool), the servers refused and the recent failures. Starts the
+        configured servers if no turn has yet."""
+        mcp_options(line)
+        return self.host.start_mcp()
+
+
+def mcp_options(line: str) -> Namespace:
+    """The arguments of a `%mcp` line (none)."""
+    return parse_line(AgentMagics.mcp, line, "%mcp")
 
 
 def permissions_options(line: str) -> Namespace:

@@ -24,7 +24,13 @@ from .permission_rules import Rule
 from .tools.base import Tool
 from .tools.mcp import McpTool
 
-__all__ = ["DEFAULT_CALL_TIMEOUT", "DEFAULT_STARTUP_TIMEOUT", "McpServers", "covers"]
+__all__ = [
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_STARTUP_TIMEOUT",
+    "McpServers",
+    "covers",
+    "describe",
+]
 
 log = logging.getLogger(__name__)
 
@@ -211,7 +217,7 @@ class McpServers:
                         "transport": conn.spec.config.type,
                         "state": conn.state,
                         "reason": conn.reason,
-                        "tools": [t.name for t in self._tools_of(conn)],
+                        "tools": sorted(t.name for t in self._tools_of(conn)),
                         "skipped": list(conn.skipped),
                     }
                 )
@@ -228,3 +234,29 @@ class McpServers:
         self._tools.clear()
         if conns:
             await asyncio.gather(*(c.close() for c in conns))
+
+
+def describe(servers: McpServers) -> str:
+    """The text `%mcp` shows: each server with its state (a failed one with why), where it was
+    configured and its tools; then the configuration problems and the recent failures."""
+    rows = servers.summary()
+    if not rows and not servers.problems:
+        return (
+            "No MCP servers configured (.mcp.json in the work directory, mcpServers in "
+            "~/.claude.json, or an agent file's mcpServers)."
+        )
+    lines = [f"MCP servers ({len(rows)}):"] if rows else []
+    for row in rows:
+        state = row["state"] + (f": {row['reason']}" if row["reason"] else "")
+        owner = f", agent {row['agent']}" if row["agent"] else ""
+        lines.append(f"  {row['name']}  {state}  ({row['transport']}, {row['source']}{owner})")
+        if row["tools"]:
+            lines.append("    tools: " + ", ".join(row["tools"]))
+        lines.extend(f"    not offered: {why}" for why in row["skipped"])
+    if servers.problems:
+        lines.append(f"refused ({len(servers.problems)}):")
+        lines.extend(f"  {p}" for p in servers.problems)
+    if servers.lines:
+        lines.append("recent failures:")
+        lines.extend(f"  {x}" for x in servers.lines[-10:])
+    return "\n".join(lines)

@@ -1,0 +1,48 @@
+"""`%mcp` in a real kernel: the servers of `.mcp.json` with their state and tools (a real
+MCPServer over stdio, and one that cannot start, with why); a bad argument is one line; the
+server process ends when the extension is unloaded (the session closes)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import Kernel
+
+pytestmark = pytest.mark.kernel
+
+DEMO = Path(__file__).resolve().parents[1] / "runtime" / "mcp_fixtures" / "demo_server.py"
+
+
+def test_mcp_magic_lists_servers_states_and_tools(kernel: Kernel, tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    servers = {
+        "demo": {"command": sys.executable, "args": [str(DEMO)], "env": {"PID_FILE": str(pids)}},
+        "gone": {"command": str(tmp_path / "no-such-server")},
+    }
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    shown = kernel.execute("%mcp", timeout=120)
+    assert shown.status == "ok", shown.texts()
+    text = shown.texts()
+    assert "MCP servers (2):" in text
+    assert "  demo  connected  (stdio, .mcp.json)" in text
+    assert "    tools: mcp__demo__add, mcp__demo__crash, mcp__demo__hang, mcp__demo__shout" in text
+    assert "  gone  failed: " in text and "no-such-server" in text
+    assert "Traceback" not in text
+    bad = kernel.execute("%mcp now")
+    assert bad.status == "error" and "Traceback" not in bad.texts()
+    assert "unrecognized arguments: now" in json.dumps(bad.reply["content"])
+    [pid] = [int(p) for p in pids.read_text().split()]
+    assert kernel.execute("%unload_ext forkagent_jupyter").status == "ok"
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        stat = Path(f"/proc/{pid}/stat").read_text() if Path(f"/proc/{pid}").exists() else ""
+        if stat.split(") ")[-1].startswith("Z"):
+            break
+        time.sleep(0.2)
+    alive = Path(f"/proc/{pid}/stat")
+    assert not alive.exists() or alive.read_text().split(") ")[-1].startswith("Z")
