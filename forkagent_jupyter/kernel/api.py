@@ -15,6 +15,7 @@ that want the runtime's own data::
     api.use_dask(client)            # workers' code on this distributed.Client's cluster
     fan = await api.fan_out(directives, batch=True)  # one Message Batch, one card
     api.batch_results(fan.id).to_dataframe()         # one row per fork
+    figure, rows = (await api.timeline("w1", "w2"))[:2]  # a fan-out on a time axis
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ __all__ = [
     "pending",
     "pull",
     "session",
+    "timeline",
     "use_dask",
     "wait_pending",
 ]
@@ -155,6 +157,18 @@ def background(task: str) -> None:
 def costs() -> CostReport:
     """Tokens and cost of the parent and each task, with what they would cost uncached."""
     return cost_report(session())
+
+
+async def timeline(*ids: str) -> Any:
+    """The fan-out of these tasks (ids or names; default: every agent of the session, or
+    after a restart the last session's) drawn on a time axis from the transcripts: a lane per
+    agent, each model request from send to last token with its first token and cache tokens,
+    when the lead's cache write became readable and which siblings read it, tool calls,
+    approvals, rate-limit waits, retries, and each report's arrival in the parent.
+
+    Returns a `TimelineView`: `figure, rows, ... = await api.timeline()` (a matplotlib Figure
+    and a pandas DataFrame with one row per bar); shown by itself, it is the PNG."""
+    return await agent().timeline(list(ids))
 
 
 def notifications() -> Any:

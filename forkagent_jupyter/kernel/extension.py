@@ -580,6 +580,9 @@ class KernelAgent:
     async def run_tasks(self, line: str) -> None:
         """An awaited `%tasks --wait [IDS]` or `%tasks --pull ID NAME...` line."""
         args = tasks_options(line)
+        if args.timeline:
+            await self.show_timeline(args.ids)
+            return
         await (self.pull(args.ids, args.trust) if args.pull else self.wait_tasks(args.ids))
 
     async def wait_tasks(self, ids: list[str]) -> None:
@@ -640,6 +643,21 @@ class KernelAgent:
 
     def start_wait(self, ids: list[str]) -> Any:
         return self._start(self.wait_tasks(ids))
+
+    async def timeline(self, ids: list[str]) -> Any:
+        """The fan-out of `ids` (default: this session's, else the last one run) read from
+        the transcripts and drawn, both on threads (timeline_view.py)."""
+        from .timeline_view import timeline_view
+
+        return await timeline_view(self.session, ids)
+
+    async def show_timeline(self, ids: list[str]) -> None:
+        """`%tasks --timeline [IDS]`: the figure as a PNG (any frontend shows it)."""
+        view = await self.timeline(ids)
+        display(view.bundle(), raw=True)
+
+    def start_timeline(self, ids: list[str]) -> Any:
+        return self._start(self.show_timeline(ids))
 
     async def notifications_line(self, line: str) -> None:
         """An awaited `%notifications` line."""

@@ -62,7 +62,7 @@ def _shows_help(magic: Callable[..., Any]) -> Callable[..., Any]:
 
 
 _CELL = re.compile(r"^%%agent\b(.*)$")
-_AWAITED = re.compile(r"^(\s*)%tasks(\s+--(?:wait|pull)\b.*)$")
+_AWAITED = re.compile(r"^(\s*)%tasks(\s+--(?:wait|pull|timeline)\b.*)$")
 _COMPACT = re.compile(r"^(\s*)%compact\b(?![?])(.*)$")
 _TOP_LEVEL = re.compile(r"^()%(send|notifications|permissions|mcp)\b(?![?])(.*)$")
 """`%send`, `%notifications`, `%permissions` and `%mcp` lines awaited when not indented (an indented
@@ -276,13 +276,22 @@ class AgentMagics(Magics):  # type: ignore[misc]
         action="store_true",
         help="with --pull: also unpickle objects that are not data (runs the worker's code here)",
     )
+    @argument(
+        "--timeline",
+        action="store_true",
+        help="draw the fan-out of these tasks (default: the session's; after a restart, the "
+        "last one run) from their transcripts: requests, cache, tools, approvals, waits",
+    )
     @argument("ids", nargs="*", help="task ids or names (default: all)")
     @line_magic
     @_shows_help
     def tasks(self, line: str) -> Any:
         """A table of all tasks; `%tasks --wait [IDS]` waits for them to finish;
-        `%tasks --pull ID NAME...` copies a worker's values into your namespace."""
+        `%tasks --pull ID NAME...` copies a worker's values into your namespace;
+        `%tasks --timeline [IDS]` draws their fan-out on a time axis."""
         args = tasks_options(line)
+        if args.timeline:
+            return self.host.start_timeline(args.ids)
         if args.pull:
             return self.host.start_pull(args.ids, args.trust)
         if args.wait:
@@ -375,6 +384,8 @@ def tasks_options(line: str) -> Namespace:
     args = parse_line(AgentMagics.tasks, line, "%tasks")
     if args.trust and not args.pull:
         raise UsageError("%tasks: --trust goes with --pull (%tasks --pull --trust ID NAME...)")
+    if args.timeline and (args.wait or args.pull):
+        raise UsageError("%tasks: --timeline goes alone (%tasks --timeline [IDS])")
     return args
 
 

@@ -86,6 +86,10 @@ class UsageReport:
     model: str
     cost_usd: float
     kind: Literal["usage"] = "usage"
+    message_id: str = ""
+    timing: dict[str, Any] | None = None
+    """When the request was sent, started, streamed and ended, its retries and waits
+    (`timing.RequestClock.summary`); None where nothing measured it."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,9 @@ class ToolResult:
     content: str
     is_error: bool = False
     kind: Literal["tool_result"] = "tool_result"
+    started: float | None = None
+    """When the call started (wall clock; its permission check and any approval included)."""
+    ended: float | None = None
 
 
 @dataclass(frozen=True)

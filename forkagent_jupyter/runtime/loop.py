@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,7 @@ from .model import CacheTTL, ModelClient, ModelRequest
 from .permissions import Allow, PermissionGate
 from .retry import StreamRetry
 from .secrets import redact
+from .timing import RequestClock
 from .tools.base import (
     CallInfo,
     ToolContext,
@@ -95,7 +97,8 @@ class LoopState:
 
     `previous_end` and `cache_points` drive cache placement. `before_first_request` is awaited
     and `on_first_response_start` called once, around the next request (the fork scheduler
-    holds siblings with them). `on_message` sees every message appended to the history before
+    holds siblings with them; the hold returns whether it waited, which the request's clock
+    keeps). `on_message` sees every message appended to the history before
     any event about it is yielded (transcripts). `inbox` returns texts to deliver at the next
     loop boundary (messages and notifications for a running agent).
     """
@@ -103,7 +106,7 @@ class LoopState:
     previous_end: int | None = None
     cache_points: list[tuple[int, int]] = field(default_factory=list)
     requests: int = 0
-    before_first_request: Callable[[], Awaitable[None]] | None = None
+    before_first_request: Callable[[], Awaitable[bool]] | None = None
     on_first_response_start: Callable[[], None] | None = None
     on_message: Callable[[dict[str, Any]], None] | None = None
     inbox: Callable[[], list[str]] | None = None
@@ -197,6 +200,15 @@ async def _call_tool(
     return outcome
 
 
+async def _timed_call(
+    cfg: AgentConfig, use: dict[str, Any], history: list[dict[str, Any]]
+) -> tuple[ToolOutcome, float, float]:
+    """`_call_tool`, with when it started and ended (wall clock)."""
+    started = time.time()
+    outcome = await _call_tool(cfg, use, history)
+    return outcome, started, time.time()
+
+
 def _batches(cfg: AgentConfig, uses: list[dict[str, Any]]) -> list[list[int]]:
     """Indices of calls grouped so that consecutive concurrency-safe calls share a batch."""
 
@@ -222,9 +234,12 @@ async def run_turn(
     state = state or LoopState()
     requests = 0
     while True:
+        clock = RequestClock()
         if state.before_first_request is not None:
             hold, state.before_first_request = state.before_first_request, None
-            await hold()
+            held_from = time.time()
+            if await hold():
+                clock.held = (held_from, time.time())
         if cfg.compaction is not None:
             async for compacted in compact_if_needed(cfg, history, state):
                 yield compacted
@@ -242,6 +257,7 @@ async def run_turn(
             previous_end=state.previous_end,
             on_response_start=_once(start_hook) if start_hook is not None else None,
             on_rate_wait=state.on_rate_wait,
+            clock=clock,
         )
         state.on_first_response_start = None
         yield RequestSent(index=requests, model=cfg.model, message_count=len(history))
@@ -278,7 +294,13 @@ async def run_turn(
         state.cache_points = []  # a fork's shared prefix matters for its first request only
         note_usage(state, response.usage)
         cost = cost_usd(response.usage, response.model, response.service_tier)
-        yield UsageReport(response.usage, response.model, cost)
+        yield UsageReport(
+            response.usage,
+            response.model,
+            cost,
+            message_id=response.message_id,
+            timing=clock.summary() if clock.attempts else None,
+        )
 
         content = _clean(response.content)
         uses = _tool_uses(content)
@@ -313,12 +335,18 @@ async def run_turn(
                 name, data = str(use["name"]), dict(use.get("input") or {})
                 yield ToolUse(str(use["id"]), name, data, cfg.tools.describe(name, data))
             for batch in _batches(cfg, uses):
-                results = await asyncio.gather(*(_call_tool(cfg, uses[i], history) for i in batch))
-                for i, outcome in zip(batch, results, strict=True):
+                results = await asyncio.gather(*(_timed_call(cfg, uses[i], history) for i in batch))
+                for i, (outcome, started, ended) in zip(batch, results, strict=True):
                     text = valid_text(redact(outcome.content))  # encodable, whatever it printed
                     outcome = ToolOutcome(text, outcome.is_error, outcome.images)
                     outcomes[i] = outcome
-                    yield ToolResult(str(uses[i]["id"]), str(uses[i]["name"]), *_pair(outcome))
+                    yield ToolResult(
+                        str(uses[i]["id"]),
+                        str(uses[i]["name"]),
+                        *_pair(outcome),
+                        started=started,
+                        ended=ended,
+                    )
         finally:
             # Runs on normal completion and on cancellation alike: answer every call.
             blocks = [

@@ -23,6 +23,7 @@ from .errors import ConfigError, ModelError, StreamInterruptedError
 from .events import ModelEvent, ModelResponse, TextDelta
 from .secrets import redact, register_holder, register_secret
 from .stream import MessageReducer, StreamError, sse_events
+from .timing import RequestClock
 
 __all__ = [
     "AnthropicModel",
@@ -77,6 +78,9 @@ class ModelRequest:
     """Called with the HTTP headers of an error response (a 429's tell the pacer too)."""
     on_rate_wait: Callable[[float | None], None] | None = None
     """Told the expected seconds while the request waits for rate-limit room (None: done)."""
+    clock: RequestClock | None = None
+    """Marked with when the request waited, was sent, started, streamed and ended (the
+    pacer marks it; timing.py)."""
 
 
 @runtime_checkable

@@ -43,7 +43,7 @@ from ..messages_api.ratelimits import (
 )
 from ..messages_api.tokens import count_input_tokens
 from ..messages_api.usage import Usage
-from .errors import ModelError
+from .errors import ModelError, StreamInterruptedError
 from .events import ModelEvent, ModelResponse
 from .model import ModelClient, ModelRequest, build_request
 from .tasks import Task
@@ -93,6 +93,7 @@ class Ticket:
     counted: bool  # taken from known buckets (else: the server's next headers count it)
     seq: int = 0  # the order it was let through in
     settled: bool = False
+    waited: bool = False  # it waited in the queue for room
 
 
 @dataclass(eq=False)
@@ -206,7 +207,9 @@ class Pacer:
                 self._show(waiter, wait)
                 self._refresh(now)
                 await self._sleep(min(wait, REFRESH_SECONDS))
-            return self._take(costs)
+            ticket = self._take(costs)
+            ticket.waited = True
+            return ticket
         finally:
             self.wait_seconds += self.now() - started
             self._queue.remove(waiter)
@@ -410,7 +413,9 @@ class PacedModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         pacer = self.limits.pacer(request.model)
         estimate = uncached_estimate(request) if pacer.known else 0
+        clock = request.clock
         while True:
+            asked = time.time()
             ticket = await pacer.acquire(
                 input_tokens=estimate, max_tokens=request.max_tokens, on_wait=request.on_rate_wait
             )
@@ -423,28 +428,65 @@ class PacedModel:
                     request.on_error_headers, functools.partial(pacer.observe, refused=True)
                 ),
             )
+            if clock is not None:
+                if ticket.waited:
+                    clock.waited(asked, time.time())
+                clock.send()
+                paced.on_response_start = _then(request.on_response_start, clock.response_started)
             usage: Usage | None = None
             try:
                 async for event in self.inner.stream(paced):
                     if isinstance(event, ModelResponse):
                         usage = event.usage
+                        if clock is not None:
+                            clock.end()
+                    elif clock is not None:
+                        clock.token()
                     yield event
             except ModelError as exc:
                 if exc.status != 429:
                     pacer.settle(ticket, None)
+                    if clock is not None:
+                        clock.fail(_reason(exc))
                     raise
                 pacer.settle(ticket, None, refused=True)
                 pacer.rate_limited(exc.retry_after)
+                if clock is not None:
+                    clock.fail("rate limited (429)")
                 estimate = uncached_estimate(request) if pacer.known else 0
                 continue
-            except BaseException:
+            except BaseException as exc:
                 pacer.settle(ticket, None)
+                if clock is not None:
+                    clock.fail(_reason(exc))
                 raise
             pacer.settle(ticket, usage)
             return
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+def _reason(exc: BaseException) -> str:
+    """Why an attempt ended without a response, in a few words."""
+    if isinstance(exc, StreamInterruptedError):
+        return exc.reason
+    if isinstance(exc, ModelError):
+        return f"HTTP {exc.status}" if exc.status else "request failed"
+    if isinstance(exc, asyncio.CancelledError):
+        return "stopped"
+    return type(exc).__name__
+
+
+def _then(first: Callable[[], None] | None, second: Callable[[], None]) -> Callable[[], None]:
+    if first is None:
+        return second
+
+    def both() -> None:
+        first()
+        second()
+
+    return both
 
 
 def _chain(

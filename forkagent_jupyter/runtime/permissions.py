@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -358,11 +359,12 @@ class PermissionGate:
         self, tool: Tool[Any], args: BaseModel, ctx: ToolContext, raw_input: dict[str, Any]
     ) -> Allow | Deny:
         """The decision for one validated call (never raises, except cancellation)."""
+        waited: list[float] = []  # when the policy was asked and when it answered
         try:
             facts = self._facts(tool, args, ctx)
             if facts.paths and tool.name in READ_TOOLS:
                 ctx.services["read_guard"] = self._read_guard(ctx.workdir)
-            decision, by, rule = await self._decide(tool, args, ctx, raw_input, facts)
+            decision, by, rule = await self._decide(tool, args, ctx, raw_input, facts, waited)
         except Exception as exc:  # a bad path (NUL byte...) or a bug: refuse, never crash
             log.warning("permission check of %s failed: %s", tool.name, redact(repr(exc)))
             decision = Deny(f"{tool.name} refused: its input could not be checked ({exc}).")
@@ -378,6 +380,8 @@ class PermissionGate:
         }
         if isinstance(decision, Deny):
             entry["message"] = redact(decision.message)
+        if len(waited) == 2:  # the policy (the person, on a card) was asked: the wait
+            entry["asked_at"], entry["answered_at"] = (round(t, 3) for t in waited)
         self.rules.log.append(entry)
         if self.recorder is not None:
             self.recorder(entry)
@@ -496,6 +500,7 @@ class PermissionGate:
         ctx: ToolContext,
         raw_input: dict[str, Any],
         facts: _Facts,
+        waited: list[float],
     ) -> tuple[Allow | Deny, str, str | None]:
         name = tool.name
         denied = self._denied_by(facts)
@@ -580,7 +585,11 @@ class PermissionGate:
             outside_paths=tuple(str(p) for p in facts.outside),
             suggested_rule=suggestion,
         )
-        decision = await self._ask(request)
+        waited.append(time.time())
+        try:
+            decision = await self._ask(request)
+        finally:
+            waited.append(time.time())
         if isinstance(decision, Deny):
             return decision, "policy", None
         if decision.updated_input is not None:

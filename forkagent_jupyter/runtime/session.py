@@ -49,6 +49,7 @@ from .secrets import scrubbed_env
 from .settings import read_settings
 from .tasks import Task, TaskRegistry, task_description, task_snapshot
 from .thinking import thinking_param, with_budget
+from .timing import record_timing
 from .tools import builtin_tools, claude_code_tools
 from .tools.agents import AgentTool, agent_tool, agent_tools
 from .tools.base import Tool, ToolContext, ToolSet
@@ -554,6 +555,7 @@ class Session:
             # pending notifications go with the prompt, whether or not the parent answers
             # them by itself (auto_respond): none waits unread
             commands = self.queue.drain("main")
+            self._note_read(commands)
             texts = [c.text for c in commands]
             seen: list[LoopEvent] = []
             try:
@@ -594,6 +596,7 @@ class Session:
         self.main.state.append(self.main.history, {"role": "user", "content": blocks})
         try:
             async for event in run_turn(self.main.config, self.main.history, self.main.state):
+                record_timing(self.main.transcript, event)
                 if isinstance(event, UsageReport):
                     self._parent_usage = self._parent_usage + event.usage
                     self._parent_cost += event.cost_usd
@@ -831,8 +834,20 @@ class Session:
         run = self.workers.runs.get(task_id)
         return run.history if run is not None else []
 
+    def _note_read(self, commands: list[Command]) -> None:
+        """The parent's transcript notes when these notifications reached its conversation
+        (the timeline draws their arrival)."""
+        ids = [c.task_id for c in commands if c.task_id and c.mode == "task-notification"]
+        if ids and self.main.transcript is not None:
+            self.main.transcript.append_event("notifications_read", {"tasks": ids})
+
     def _on_command(self, command: Command) -> None:
         self._changed.set()
+        queued = command.owner == "main" and command.mode == "task-notification"
+        if queued and command.task_id and self.main.transcript is not None:
+            self.main.transcript.append_event(
+                "notification", {"task": command.task_id, "run": command.run}
+            )
         if command.owner == "main" and self.hooks.has("Notification"):
             about = {"agent_id": "main", "task_id": command.task_id, "message": command.text}
             try:
@@ -854,6 +869,7 @@ class Session:
                 commands = self.queue.drain("main")
                 if not commands:
                     break
+                self._note_read(commands)
                 texts = [c.text for c in commands]
                 turn = await fold_turn(self._turn(texts), self._emit)
             self._answered(commands, turn)

@@ -55,6 +55,7 @@ from .model import ModelClient
 from .notifications import CommandQueue
 from .pacer import RATE_WAIT, wait_text
 from .tasks import Task, TaskRegistry, Todo
+from .timing import record_timing
 from .tools.base import ToolError
 from .transcripts import (
     AgentMeta,
@@ -426,9 +427,11 @@ class Workers:
                 left, group.handoff = group.handoff, asyncio.Event()
                 left.set()
 
-        async def hold() -> None:
+        async def hold() -> bool:
+            """Wait for the lead's response to start (or lead); whether it waited."""
             loop = asyncio.get_running_loop()
             deadline = loop.time() + LEADER_WAIT_SECONDS
+            waited = False
             while not group.started.is_set():
                 if group.leader is None:  # first, or the leader ended without a response
                     group.leader = run.id
@@ -436,12 +439,13 @@ class Workers:
                     current = asyncio.current_task()
                     if current is not None:
                         current.add_done_callback(leader_ended)
-                    return
+                    return waited
                 remaining = deadline - loop.time()
                 if remaining <= 0 and self._rate_waiting(group.leader):
                     deadline, remaining = loop.time() + 1.0, 1.0  # its wait is not a failure
                 if remaining <= 0:
-                    return
+                    return waited
+                waited = True
                 # not wait_for: on Python < 3.12 it can swallow a cancel (a stop) that arrives
                 # as the leader's response starts
                 started = asyncio.ensure_future(group.started.wait())
@@ -453,6 +457,7 @@ class Workers:
                 finally:
                     started.cancel()
                     handoff.cancel()
+            return waited
 
         run.state.before_first_request = hold
 
@@ -641,6 +646,7 @@ class Workers:
         task = run.task
         assert task is not None
         out = run.transcript
+        record_timing(out, event)
         if out is not None:
             if isinstance(event, ToolUse):
                 out.output(f"tool {event.description or event.name}")

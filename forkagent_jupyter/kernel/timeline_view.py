@@ -1,0 +1,104 @@
+"""What `%tasks --timeline` and `api.timeline()` show: the figure, its rows, a PNG.
+
+The rows come from the transcripts (runtime/timeline.py) and the figure from
+runtime/timeline_figure.py; reading, drawing and rendering run on threads, never on the
+kernel's event loop. The PNG is what every frontend shows (JupyterLab, Notebook 7, VS Code,
+nbclient, an HTML export).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from IPython.core.error import UsageError
+
+if TYPE_CHECKING:
+    from ..runtime.session import Session
+    from ..runtime.timeline import Timeline
+
+__all__ = ["TimelineView", "timeline_view"]
+
+RENDERED = "_forkagent_png"
+
+
+class TimelineView(NamedTuple):
+    """`figure, rows = await api.timeline()`: the matplotlib Figure and a pandas DataFrame of
+    its rows (one per bar; times in seconds since `rows.attrs["t0"]`)."""
+
+    figure: Any
+    rows: Any
+    timeline: Timeline
+    png: bytes
+
+    def bundle(self) -> dict[str, Any]:
+        from ..runtime.timeline import describe
+
+        return {"image/png": self.png, "text/plain": describe(self.timeline)}
+
+    def _repr_png_(self) -> bytes:
+        return self.png
+
+    def __repr__(self) -> str:
+        from ..runtime.timeline import describe
+
+        return describe(self.timeline)
+
+
+def _drawn(timeline: Timeline) -> tuple[Any, Any, bytes]:
+    from ..runtime.timeline_figure import draw, png
+
+    figure = draw(timeline)
+    image = png(figure)
+    setattr(figure, RENDERED, image)  # what a cell shows of it: rendered here, on a thread
+    return figure, timeline.to_dataframe(), image
+
+
+async def timeline_view(session: Session, ids: list[str]) -> TimelineView:
+    """The timeline of `ids` in `session`'s transcripts folder (see `load_timeline`)."""
+    from ..runtime.errors import UsageError as RuntimeUsageError
+    from ..runtime.timeline import aload_timeline
+
+    store = session.store
+    if store is None:
+        raise UsageError(
+            "timeline: this session keeps no transcripts, which the timeline is read from"
+        )
+    missing = [name for name in ("matplotlib", "pandas") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise UsageError(
+            f"timeline: it needs {' and '.join(missing)}: pip install 'forkagent-jupyter[timeline]'"
+        )
+    await store.aflush()
+    try:
+        timeline = await aload_timeline(store.root, ids, current=store.dir)
+    except RuntimeUsageError as exc:
+        raise UsageError(f"timeline: {exc}") from None
+    figure, rows, image = await asyncio.to_thread(_drawn, timeline)
+    _show_figures_as_png()
+    return TimelineView(figure, rows, timeline, image)
+
+
+def _show_figures_as_png() -> None:
+    """A bare Figure as a cell's value shows as a PNG, also where pyplot was never imported
+    (its inline backend registers this only then)."""
+    from IPython.core.getipython import get_ipython
+    from matplotlib.figure import Figure
+
+    shell = get_ipython()
+    if shell is None:
+        return
+    formatter = shell.display_formatter.formatters["image/png"]
+    try:
+        formatter.lookup_by_type(Figure)
+    except KeyError:
+        formatter.for_type(Figure, _figure_png)
+
+
+def _figure_png(figure: Any) -> bytes:
+    """A timeline figure's PNG as drawn (on a thread), or another figure rendered now."""
+    from ..runtime.timeline_figure import png
+
+    image = getattr(figure, RENDERED, None)
+    return image if isinstance(image, bytes) else png(figure)
