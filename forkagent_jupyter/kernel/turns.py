@@ -17,6 +17,7 @@ from ..runtime.events import (
     LoopEvent,
     Retrying,
     Stop,
+    StreamedText,
     TextDelta,
     ToolResult,
     ToolUse,
@@ -63,24 +64,22 @@ def usage_html(session: Session) -> str:
 async def run_turn(session: Session, prompt: str) -> None:
     """Run one parent turn, rendering it into the running cell as it streams."""
     handle = display(SafeMarkdown("…"), display_id=True)
-    parts: list[str] = []
+    shown = StreamedText()
     last = 0.0
     try:
         async for event in session.stream(prompt):
-            if isinstance(event, Retrying):  # the broken attempt's text goes again
-                shown = "".join(parts)
-                parts = [shown[: max(len(shown) - event.discarded, 0)]]
-            line = event_markdown(event)
+            shown.apply(event)  # text; a retry takes back the broken attempt's text
+            line = None if isinstance(event, TextDelta) else event_markdown(event)
             if line is not None:
-                parts.append(line)
+                shown.add(line)
             if isinstance(event, Stop) and event.error:
-                parts.append(f"\n\n**{event.reason}:** {event.error}")
+                shown.add(f"\n\n**{event.reason}:** {event.error}")
             now = time.monotonic()
             if now - last >= STREAM_INTERVAL:
                 last = now
-                handle.update(SafeMarkdown("".join(parts) or "…"))
+                handle.update(SafeMarkdown(shown.text or "…"))
     except asyncio.CancelledError:
-        parts.append("\n\n*Interrupted. Background workers keep running.*")
-        handle.update(SafeMarkdown("".join(parts)))
+        shown.add("\n\n*Interrupted. Background workers keep running.*")
+        handle.update(SafeMarkdown(shown.text))
         return
-    handle.update(SafeMarkdown("".join(parts), footer_html=usage_html(session)))
+    handle.update(SafeMarkdown(shown.text, footer_html=usage_html(session)))

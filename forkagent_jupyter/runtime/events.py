@@ -21,10 +21,12 @@ __all__ = [
     "Retrying",
     "Stop",
     "StopReason",
+    "StreamedText",
     "TextDelta",
     "ToolResult",
     "ToolUse",
     "UsageReport",
+    "fold_text",
 ]
 
 StopReason = Literal["end_turn", "max_turns", "max_tokens", "refusal", "error"]
@@ -195,3 +197,38 @@ LoopEvent = (
     | ToolResult
     | Stop
 )
+
+
+def fold_text(text: str, event: object) -> str:
+    """The text a turn shows after `event`: a `TextDelta` appends; a `Retrying` takes back the
+    `discarded` characters the broken attempt streamed (the retry streams them again); any
+    other event leaves it as it was. Every view of a stream folds its text with this."""
+    if isinstance(event, TextDelta):
+        return text + event.text
+    if isinstance(event, Retrying) and event.discarded:
+        return text[: max(len(text) - event.discarded, 0)]
+    return text
+
+
+class StreamedText:
+    """`fold_text` for a long stream: appends are collected and joined once when read; a
+    view adds its own pieces between the events (`add`)."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+
+    @property
+    def text(self) -> str:
+        joined = "".join(self._parts)
+        self._parts = [joined]
+        return joined
+
+    def add(self, piece: str) -> None:
+        self._parts.append(piece)
+
+    def apply(self, event: object) -> None:
+        """Fold `event` in (see `fold_text`)."""
+        if isinstance(event, TextDelta):
+            self._parts.append(event.text)
+        elif isinstance(event, Retrying):
+            self._parts = [fold_text(self.text, event)]

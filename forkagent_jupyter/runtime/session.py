@@ -30,7 +30,7 @@ from .events import (
     Retrying,
     Stop,
     StopReason,
-    TextDelta,
+    StreamedText,
     ToolResult,
     ToolUse,
     UsageReport,
@@ -1005,20 +1005,18 @@ async def fold_turn(
 ) -> Turn:
     """Fold a turn's events into a `Turn`."""
     turn = Turn()
-    texts: list[str] = []
+    shown = StreamedText()
     calls: dict[str, ToolCall] = {}
     async for event in events:
         if on_event is not None:
             on_event(event)
-        if isinstance(event, RequestSent) and texts and not texts[-1].endswith("\n"):
-            texts.append("\n\n")
-        elif isinstance(event, TextDelta):
-            texts.append(event.text)
+        shown.apply(event)
+        if isinstance(event, RequestSent):
+            text = shown.text
+            if text and not text.endswith("\n"):
+                shown.add("\n\n")
         elif isinstance(event, Retrying):
             turn.retries += 1
-            if event.discarded:  # the broken attempt's text: the retry streams it again
-                kept = "".join(texts)
-                texts = [kept[: max(len(kept) - event.discarded, 0)]]
         elif isinstance(event, UsageReport):
             turn.usage = turn.usage + event.usage
             turn.cost_usd += event.cost_usd
@@ -1033,6 +1031,6 @@ async def fold_turn(
         elif isinstance(event, Stop):
             turn.stop_reason = event.reason
             turn.error = event.error
-    turn.text = "".join(texts)
+    turn.text = shown.text
     turn.tool_calls = list(calls.values())
     return turn

@@ -47,6 +47,7 @@ from .events import (
     ToolResult,
     ToolUse,
     UsageReport,
+    fold_text,
 )
 from .fork import FORK_RECURSION_ERROR, FORK_TAG, build_fork_messages
 from .history import append_message, blocks_of
@@ -697,12 +698,11 @@ class Workers:
             task.current_input = ""
         elif isinstance(event, TextDelta):
             task.activity = ""
-            task.preview = (task.preview + event.text)[-400:]
+            task.preview = fold_text(task.preview, event)[-400:]
         elif isinstance(event, Retrying):
             task.retries += 1
             task.activity = event.summary
-            # the broken attempt's text is streamed again by the retry
-            task.preview = task.preview[: max(len(task.preview) - event.discarded, 0)]
+            task.preview = fold_text(task.preview, event)
         elif isinstance(event, AssistantMessage):
             task.activity = ""
             thought = "\n\n".join(
