@@ -49,7 +49,7 @@ class WidgetPolicy:
         prompt = ApprovalPrompt(request)
         ui.pending[prompt.request_id] = prompt
         ui.strip.add(prompt)
-        card = ui.hub.cards.get(request.task_id or "")
+        card = ui.hub.cards.get(request.task_id or "") or ui.hub.reveal(request.task_id or "")
         shown_here = None
         if card is not None:
             card.add_prompt(prompt)

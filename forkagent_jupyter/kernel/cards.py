@@ -200,27 +200,100 @@ def card_text(task: Task) -> str:
     return line
 
 
-class CardBox(_WholeText, w.VBox):  # type: ignore[misc]
-    """The cards started by one run of a cell."""
+VISIBLE_CARDS = 12
+"""Cards a cell shows live; the cell's further tasks collapse into one summary row (with a
+button that shows the next ones), so a fan-out of hundreds keeps the page small."""
 
-    def __init__(self) -> None:
+
+class CardBox(_WholeText, w.VBox):  # type: ignore[misc]
+    """The cards started by one run of a cell: the first `VISIBLE_CARDS` as cards, the rest
+    as one summary row (counts by status) until shown."""
+
+    def __init__(self, visible: int = VISIBLE_CARDS) -> None:
         super().__init__(_dom_classes=["forkagent-cards"])
         self.handle: Any = None  # its display, updated with the cards' text as they end
+        self.visible = visible
+        self.shown: list[TaskCard] = []
+        self.hidden: list[Task] = []  # collapsed into the summary row, in launch order
+        self.summary: w.HTML | None = None
+        self.more: w.Button | None = None
+        self.row: w.VBox | None = None
+        self.on_more: Callable[[CardBox], None] | None = None  # the "Show more" click
+        self.final_text = False  # the display's text was updated with every task ended
 
     def __repr__(self) -> str:
-        cards = [c for c in self.children if isinstance(c, TaskCard)]
-        if not cards:
+        tasks = self.tasks()
+        if not tasks:
             return PLAIN_CARDS
-        return "\n".join(card_text(c.task) for c in cards)
+        return "\n".join(card_text(t) for t in tasks)
 
     def cards(self) -> list[TaskCard]:
         return [c for c in self.children if isinstance(c, TaskCard)]
 
+    def tasks(self) -> list[Task]:
+        """Every task of the box: the shown cards' and the collapsed ones, in launch order."""
+        return [c.task for c in self.shown] + list(self.hidden)
+
+    @property
+    def full(self) -> bool:
+        return len(self.shown) >= self.visible
+
     def html_text(self) -> str:
-        cards = self.cards()
-        if not cards:
+        tasks = self.tasks()
+        if not tasks:
             return f"<pre>{_esc(PLAIN_CARDS)}</pre>"
-        return "".join(card.html_text() for card in cards)
+        shown = "".join(card.html_text() for card in self.shown)
+        return shown + "".join(f"<pre>{_esc(card_text(t))}</pre>" for t in self.hidden)
+
+    def layout_children(self) -> bool:
+        """Set the children (the shown cards, then the summary row while tasks are
+        collapsed); True if they changed (one message)."""
+        rows: list[w.Widget] = list(self.shown)
+        if self.hidden:
+            if self.row is None:
+                layout, html_style, button_style = _shared()
+                self.summary = w.HTML(value=self.summary_html(), layout=layout, style=html_style)
+                self.more = w.Button(
+                    description=self._more_label(),
+                    tooltip="Show the next collapsed tasks as cards",
+                    layout=_button_layout(),
+                    style=button_style,
+                )
+                self.more.on_click(lambda _b: self.on_more(self) if self.on_more else None)
+                self.row = w.VBox([self.summary, self.more], _dom_classes=["forkagent-cards-more"])
+            rows.append(self.row)
+        current: tuple[w.Widget, ...] = tuple(self.children)  # type: ignore[has-type]
+        if current == tuple(rows):
+            return False
+        self.children = tuple(rows)
+        return True
+
+    def _more_label(self) -> str:
+        return f"Show {min(self.visible, len(self.hidden))} more"
+
+    def summary_html(self) -> str:
+        counts = dict.fromkeys(("running", "completed", "failed", "killed"), 0)
+        for t in self.hidden:
+            counts[t.status] = counts.get(t.status, 0) + 1
+        parts = " · ".join(
+            f"<span class='forkagent-{s}-count' style='color:{STATUS_COLOURS.get(s, 'inherit')}'"
+            f">{n}</span> {s}"
+            for s, n in counts.items()
+            if n
+        )
+        return (
+            f"<div class='forkagent-cards-summary'><b>{len(self.hidden)} more tasks</b> "
+            f"<small>(collapsed; each has a row in the Tasks panel and in %tasks)</small>: "
+            f"{parts}</div>"
+        )
+
+    def refresh_summary(self) -> None:
+        if self.summary is not None:
+            self.summary.value = self.summary_html()
+        if self.more is not None:
+            label = self._more_label()
+            if self.more.description != label:
+                self.more.description = label
 
 
 class PendingStrip(w.HBox):  # type: ignore[misc]
@@ -490,6 +563,42 @@ class CardHub:
         # True when no frontend can draw or click the widgets (nbclient, papermill, nbconvert)
         self.headless: Callable[[], bool] = lambda: False
         self._unseen_boxes: dict[int, CardBox] = {}
+        self.hidden: dict[str, CardBox] = {}  # collapsed tasks (no card yet) -> their box
+        self._summaries: dict[int, CardBox] = {}  # boxes whose summary row is due
+        self.make_card: Callable[[Task], TaskCard] | None = None  # a card for a shown task
+
+    def collapse(self, task: Task, box: CardBox) -> bool:
+        """Collapse `task` into `box`'s summary row if the box shows all the cards it may
+        (True); False: the caller makes it a card."""
+        if not box.full:
+            return False
+        box.hidden.append(task)
+        box.final_text = False
+        box.on_more = self.show_more
+        self.hidden[task.id] = box
+        self._summary_due(box)
+        return True
+
+    def _summary_due(self, box: CardBox) -> None:
+        self._summaries[id(box)] = box
+        self._ensure_flusher()
+
+    def reveal(self, task_id: str) -> TaskCard | None:
+        """Show a collapsed task as a card in its box (an approval for it, a "Show more")."""
+        box = self.hidden.pop(task_id, None)
+        if box is None or self.make_card is None:
+            return None
+        task = next(t for t in box.hidden if t.id == task_id)
+        box.hidden.remove(task)
+        card = self.make_card(task)
+        self.add(card, box)
+        self._summary_due(box)
+        return card
+
+    def show_more(self, box: CardBox) -> None:
+        """The summary row's button: the next `box.visible` collapsed tasks become cards."""
+        for task in list(box.hidden[: box.visible]):
+            self.reveal(task.id)
 
     def add(self, card: TaskCard, container: w.VBox | None = None) -> None:
         """Register a card; with a container, append it there at the next flush (all cards
@@ -499,6 +608,9 @@ class CardHub:
         card.history = lambda: self.history_of(task_id) if self.history_of is not None else []
         if container is None:
             return
+        if isinstance(container, CardBox):
+            container.shown.append(card)
+            container.final_text = False
         self._pending.setdefault(id(container), (container, []))[1].append(card)
         if not self._ensure_flusher():
             self._append_pending()
@@ -515,6 +627,8 @@ class CardHub:
         if task.id in self.cards:
             self._dirty.setdefault(task.id, time.monotonic())
             self._ensure_flusher()
+        elif task.id in self.hidden:
+            self._summary_due(self.hidden[task.id])
 
     def _ensure_flusher(self) -> bool:
         if self._flusher is None or self._flusher.done():
@@ -526,14 +640,18 @@ class CardHub:
         return True
 
     async def _run(self) -> None:
-        while self._dirty or self._pending:
+        while self._dirty or self._pending or self._summaries:
             await asyncio.sleep(self.interval)
             self.flush()
 
     def _append_pending(self) -> int:
         sent = 0
         for container, cards in self._pending.values():
-            container.children = (*container.children, *cards)
+            if isinstance(container, CardBox):
+                if not container.layout_children():
+                    continue
+            else:
+                container.children = (*container.children, *cards)
             sent += 1
             self._sent(container, "children")
         self._pending.clear()
@@ -561,7 +679,7 @@ class CardHub:
 
     async def drained(self) -> None:
         """Return once every ended task's card has sent its final state."""
-        while self._pending or any(self.cards[t].task.done for t in self._dirty):
+        while self._pending or self._summaries or any(self.cards[t].task.done for t in self._dirty):
             if not self._ensure_flusher():
                 self.flush()
             await asyncio.sleep(self.interval / 2)
@@ -579,38 +697,73 @@ class CardHub:
         done = [t for t, _ in dirty if self.cards[t].task.done]
         running = [t for t, _ in dirty if not self.cards[t].task.done]
         ended: set[int] = set()
-        for task_id in [*done, *running]:
-            card = self.cards[task_id]
-            cost = (FINAL_COST if card.task.done else RUNNING_COST) + (1 if card.queued else 0)
-            if budget < cost:
-                break
-            budget -= cost
-            del self._dirty[task_id]
-            card.render()
-            self.renders += 1
-            if card.task.done:
-                self._sent(card.header, "value")
-                self._sent(card, "children")
-                if card.output is not None:
-                    self._sent(card.output, "outputs")
-                ended.add(id(card))
+        for task_id in done:
+            budget = self._render(task_id, budget, ended)
+        budget = self._flush_summaries(budget, ended)
+        for task_id in running:
+            budget = self._render(task_id, budget, ended)
         self._retext(ended)
+
+    def _flush_summaries(self, budget: float, ended: set[int]) -> float:
+        """Refresh the summary rows that are due (their counts; the row itself when the box
+        first collapses a task); one or two messages each. Returns the budget left."""
+        for key, box in list(self._summaries.items()):
+            if budget < 2:
+                return -1
+            del self._summaries[key]
+            budget -= 1 + box.layout_children()
+            box.refresh_summary()
+            if box.summary is not None:
+                self._sent(box.summary, "value")
+            if box.row is not None and any(t.done for t in box.hidden):
+                ended.add(id(box.row))
+        return budget
+
+    def _render(self, task_id: str, budget: float, ended: set[int]) -> float:
+        """Render one dirty card if the budget allows; returns the budget left (-1 once a
+        card did not fit: the cards after it wait for the next flush, in order)."""
+        if budget < 0:
+            return budget
+        card = self.cards[task_id]
+        cost = (FINAL_COST if card.task.done else RUNNING_COST) + (1 if card.queued else 0)
+        if budget < cost:
+            return -1
+        budget -= cost
+        del self._dirty[task_id]
+        card.render()
+        self.renders += 1
+        if card.task.done:
+            self._sent(card.header, "value")
+            self._sent(card, "children")
+            if card.output is not None:
+                self._sent(card.output, "outputs")
+            ended.add(id(card))
+        return budget
 
     def _retext(self, ended: set[int]) -> None:
         """Give the displays of the containers whose cards just ended their new text (what a
-        saved notebook shows where widgets are not drawn)."""
+        saved notebook shows where widgets are not drawn). With a live frontend, once, when
+        all of a box's tasks have ended: the frontend draws a display update as a new view of
+        the whole box (the old one is not released), so one per ended card would grow with
+        the square of the cards."""
+        headless = self.headless()
         for box in self.boxes:
-            if box.handle is not None and any(id(c) in ended for c in box.children):
-                self._show_text(box)
-                self._debt += 1  # within the same message budget
-                if not self.in_cell:
-                    self._unseen_boxes[id(box)] = box
+            if box.handle is None or not any(id(c) in ended for c in box.children):
+                continue
+            if not headless:
+                if box.final_text or not all(t.done for t in box.tasks()):
+                    continue
+                box.final_text = True
+            self._show_text(box)
+            self._debt += 1  # within the same message budget
+            if not self.in_cell:
+                self._unseen_boxes[id(box)] = box
 
     def _show_text(self, box: CardBox) -> None:
         """Update a container's display with its cards' text. In a headless run, once all its
         cards have ended, the display keeps only the text and HTML: an HTML export draws a
         saved widget view and nothing else, and there no script may run to draw it."""
-        if self.headless() and all(card.task.done for card in box.cards()):
+        if self.headless() and all(task.done for task in box.tasks()):
             box.handle.update(box.text_bundle(), raw=True)
         else:
             box.handle.update(box)

@@ -79,6 +79,7 @@ class KernelUI:
         self.agent = agent
         self.hub = CardHub()
         self.hub.headless = self.headless
+        self.hub.make_card = self.make_card
         self.strip = PendingStrip()
         self.pending: dict[str, ApprovalPrompt] = {}  # by request id
         self.headless_notices: dict[str, str] = {}  # pending approvals nobody can answer
@@ -153,7 +154,7 @@ class KernelUI:
         if in_batch(self.agent.session, task.id):  # a batch has one card (batch_view.py)
             self.tasks_changed()
             return
-        if task.id not in self.hub.cards and not task.done:
+        if task.id not in self.hub.cards and task.id not in self.hub.hidden and not task.done:
             self.show_card(task)
         else:
             self.hub.mark(task)
@@ -199,17 +200,22 @@ class KernelUI:
         if task is not None and not task.done:
             self.agent.stop(task.id)
 
+    def make_card(self, task: Task) -> TaskCard:
+        return TaskCard(
+            task, on_stop=lambda key: self.agent.stop(key), on_background=self._background
+        )
+
     def show_card(self, task: Task, note: str | None = None) -> None:
         """Display the task's card (once, where it started) or, with a note, again here."""
         card = self.hub.cards.get(task.id)
+        if card is None and task.id in self.hub.hidden:  # collapsed in its cell's summary row
+            if note is None:
+                self.hub.mark(task)
+                return
+            card = self.hub.reveal(task.id)
         if card is not None and note is None:
             return
         if card is None:
-            card = TaskCard(
-                task,
-                on_stop=lambda key: self.agent.stop(key),
-                on_background=self._background,
-            )
             cell, run = self._current_run()
             fresh = run not in self._run_notes
             if fresh:  # once per run: the approvals strip, the cards, the notification area
@@ -219,9 +225,10 @@ class KernelUI:
                 box = self._run_cards[run]
                 box.handle = display(box, display_id=True)
                 self.hub.boxes.append(box)
-            self.hub.add(card, self._run_cards[run])
             launch = Launch(cell, display_id=self._run_notes[run], run=run)
             self.launches[task.id] = launch
+            if not self.hub.collapse(task, self._run_cards[run]):
+                self.hub.add(self.make_card(task), self._run_cards[run])
             if fresh:
                 display(HTML(""), display_id=launch.display_id)
         else:

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from forkagent_jupyter.kernel.cards import FINAL_COST, RUNNING_COST, CardHub, TaskCard
+import re
+
+from forkagent_jupyter.kernel.cards import (
+    FINAL_COST,
+    RUNNING_COST,
+    VISIBLE_CARDS,
+    CardBox,
+    CardHub,
+    TaskCard,
+)
 from forkagent_jupyter.runtime.tasks import Task
 
 
@@ -104,3 +113,77 @@ def test_a_card_shows_a_stream_retry_on_its_activity_line() -> None:
     hub.mark(card.task)
     hub.flush()
     assert "retrying" not in card.header.value and "going again" in card.header.value
+
+
+class _Handle:
+    """A display handle that records what it was updated with."""
+
+    def __init__(self) -> None:
+        self.updates: list[object] = []
+
+    def update(self, obj: object, **_kwargs: object) -> None:
+        self.updates.append(obj)
+
+
+def _fan_out(n: int) -> tuple[CardHub, CardBox, list[Task]]:
+    """A hub and one cell's box with `n` tasks shown as the kernel UI shows them."""
+    hub = CardHub(interval=0.25, rate=10_000.0)
+    hub.make_card = lambda task: TaskCard(task, print)
+    box = CardBox()
+    box.handle = _Handle()
+    hub.boxes.append(box)
+    tasks = [Task(id=f"t{i}", kind="fork", description=f"part {i}") for i in range(n)]
+    for task in tasks:
+        if not hub.collapse(task, box):
+            hub.add(hub.make_card(task), box)
+    hub.flush()
+    return hub, box, tasks
+
+
+def test_cards_past_the_visible_ones_collapse_into_one_summary_row() -> None:
+    hub, box, tasks = _fan_out(300)
+    cards = [c for c in box.children if isinstance(c, TaskCard)]
+    assert [c.task.id for c in cards] == [f"t{i}" for i in range(VISIBLE_CARDS)]
+    assert len(box.children) == VISIBLE_CARDS + 1  # the cards and the summary row
+    assert len(hub.cards) == VISIBLE_CARDS  # no widgets for the collapsed tasks
+    assert box.summary is not None and box.more is not None
+    assert f"{300 - VISIBLE_CARDS} more tasks" in box.summary.value
+    assert "<span class='forkagent-running-count'" in box.summary.value
+    for task in tasks[100:250]:
+        task.status = "completed"
+        hub.mark(task)
+    hub.flush()
+    counts = re.findall(r"forkagent-(\w+)-count'[^>]*>(\d+)<", box.summary.value)
+    assert dict(counts) == {"running": str(300 - VISIBLE_CARDS - 150), "completed": "150"}
+    # the text a saved notebook keeps names every task, collapsed or not
+    assert all(f"part {i} " in repr(box) for i in range(300))
+
+
+def test_show_more_makes_the_next_collapsed_tasks_cards() -> None:
+    hub, box, tasks = _fan_out(30)
+    assert box.more is not None
+    box.more.click()
+    hub.flush()
+    cards = [c for c in box.children if isinstance(c, TaskCard)]
+    assert [c.task.id for c in cards] == [f"t{i}" for i in range(2 * VISIBLE_CARDS)]
+    assert box.more.description == f"Show {30 - 2 * VISIBLE_CARDS} more"
+    box.more.click()
+    hub.flush()
+    assert len(box.children) == 30  # all shown: no summary row left
+    assert tasks[29].id in hub.cards and not hub.hidden
+
+
+def test_a_live_box_gets_its_text_once_when_all_its_tasks_ended() -> None:
+    """A display update of the box is drawn by the frontend as a new view of every card in
+    it: with a live frontend, one at the end, not one per ended card."""
+    hub, box, tasks = _fan_out(40)
+    handle = box.handle
+    for task in tasks[:-1]:
+        task.status = "completed"
+        hub.mark(task)
+        hub.flush()
+    assert handle.updates == []
+    tasks[-1].status = "failed"
+    hub.mark(tasks[-1])
+    hub.flush()
+    assert handle.updates == [box]
