@@ -269,6 +269,31 @@ def test_nothing_is_asked_on_stdin_without_a_console(
     # the same kernel asks a console (so the checks above could fail)
     run = console_cell(kernel, "%tasks --wait w0", answers=("y",))
     assert len(run.own()) == 1 and (tmp_path / "w0.txt").exists()
+    # with the JupyterLab extension connected, it answers: a console cell is not asked
+    kernel.open_comm("ext")
+    console_cell(kernel, "%fork --name w1 write 1")
+    [ask] = kernel.wait_comm("ext", "approval", until=lambda a: len(a) == 1, timeout=60)
+    with_ext = console_cell(kernel, "x = 3")
+    assert with_ext.asked == []
+    kernel.comm_msg(
+        "ext", {"type": "approve", "request_id": ask["request_id"], "decision": "allow"}
+    )
+    assert console_cell(kernel, "%tasks --wait w1").asked == []
+    assert (tmp_path / "w1.txt").read_text() == "written"
+
+
+@pytest.mark.kernel
+def test_approval_timeout_still_applies_in_a_console(
+    kernel: Kernel, emulator: Any, tmp_path: Path
+) -> None:
+    _script(emulator)
+    kernel.execute("%config ForkAgent.approval_timeout = 3")
+    console_cell(kernel, "%fork --name w0 write 0")
+    run = console_cell(kernel, "%tasks --wait w0")  # asked, never answered
+    assert len(run.own()) == 1
+    assert "within 3 seconds (ForkAgent.approval_timeout)" in _history(kernel, "w0")
+    assert not (tmp_path / "w0.txt").exists()
+    assert console_cell(kernel, "x = 1").asked == []  # decided: not asked again
 
 
 @pytest.mark.parametrize(
