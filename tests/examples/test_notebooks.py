@@ -7,7 +7,9 @@ import json
 import os
 import random
 import re
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 
 import nbformat
 import pandas as pd
@@ -249,7 +251,8 @@ def test_how_forking_works(run_notebook: RunNotebook) -> None:
     assert "the thinking block is inside the shared prefix: True" in thought
 
 
-def test_your_own_agents(run_notebook: RunNotebook) -> None:
+def test_your_own_agents(run_notebook: RunNotebook, tmp_path: Path) -> None:
+    shutil.copy(NOTEBOOKS / "mcp_sqlite_server.py", tmp_path)  # shipped beside the notebook
     ran = run_notebook("04_your_own_agents.ipynb")
     print(f"04_your_own_agents.ipynb executed in {ran.seconds:.1f} s")
     defn = ran.text("%load_ext forkagent_jupyter")
@@ -280,6 +283,16 @@ def test_your_own_agents(run_notebook: RunNotebook) -> None:
     assert "+    return total / len(xs)" in shown and "your status: clean" in shown
     note = ran.text("api.notifications()")
     assert "<status>completed</status>" in note and "<worktreeBranch>forkagent/agent-" in note
+    # the analyst's own MCP server (a real MCPServer over SQLite): started with it, its tool
+    # called, stopped when it ended
+    assert "analyst | tools: ['mcp__sales'] | required: ['sales']" in ran.text("import sqlite3")
+    asked = ran.text("%%agent\nAsk the analyst")
+    assert "Started background agent" in asked
+    answered = ran.text("%tasks --wait ana")
+    assert "analyst completed" in answered
+    assert "called mcp__sales__query {'sql': 'SELECT region, SUM(amount)" in answered
+    assert "region | total\nsouth | 355.0\nnorth | 200.5\nwest | 150.0\neast | 95.25" in answered
+    assert "its servers now: []" in answered
 
 
 def test_fan_out_on_a_dask_cluster(run_notebook: RunNotebook) -> None:
