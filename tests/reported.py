@@ -13,11 +13,18 @@ import re
 
 __all__ = ["tool_outputs"]
 
-_REPORTED = re.compile(r"\*\*(\w+)\*\* (returned|failed):\n(`{3,})\n(.*?)\n\3", re.DOTALL)
+# a report may be indented as a whole (a card's plain text indents the result under its row)
+_REPORTED = re.compile(
+    r"^([ \t]*)\*\*(\w+)\*\* (returned|failed):\n\1(`{3,})\n(.*?)\n\1\4(?!`)", re.DOTALL | re.M
+)
 
 
 def tool_outputs(text: str, tool: str = "Python", *, failed: bool = False) -> list[str]:
     """The fenced outputs of every `tool` call that `text` reports as returned (or, with
     `failed`, as failed), in order."""
     status = "failed" if failed else "returned"
-    return [m.group(4) for m in _REPORTED.finditer(text) if m[1] == tool and m[2] == status]
+    return [
+        "\n".join(line.removeprefix(m[1]) for line in m[5].split("\n"))
+        for m in _REPORTED.finditer(text)
+        if m[2] == tool and m[3] == status
+    ]

@@ -38,6 +38,7 @@ def test_cards_read_in_an_html_export_without_widget_scripts(
     assert "<b>adder</b>" in card and ">completed<" in card
     assert re.search(r"in [1-9][0-9,]* / out [1-9][0-9,]* tok", card)  # tokens
     assert "$0.0" in card  # and cost
-    assert "42" in card.split("forkagent-result")[1]  # its result
+    # its result: the tool's output as the fenced block it reported, not a 42 in a cost or id
+    assert "<pre><code>42\n</code></pre>" in card.split("forkagent-result")[1], card
     [saved] = [o for o in ran.cell("%fork").outputs if "text/html" in o.get("data", {})][:1]
     assert "adder (fork) completed" in saved["data"]["text/plain"]  # the same facts as text

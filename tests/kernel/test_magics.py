@@ -12,6 +12,7 @@ import pytest
 from forkagent_jupyter.emulator import Reply
 from forkagent_jupyter.emulator.faults import Fault
 from forkagent_jupyter.kernel.cards import PLAIN_CARDS
+from tests.reported import tool_outputs
 
 from .conftest import Kernel
 
@@ -30,7 +31,7 @@ def test_agent_cell_streams_uses_a_tool_and_keeps_history(kernel: Kernel, emulat
     assert f"tokens: {prompt:,} in (" in text  # the whole prompt, as in the Tasks panel
     assert kernel.value("answer") == 42  # the tool ran in the user's namespace
     second = kernel.run_approving("%%agent\nAnd double it: `py: answer * 2`")
-    assert "84" in second.texts()
+    assert "84" in tool_outputs(second.texts()), second.texts()
     assert kernel.value("len(__forkagent__.session.messages)") == 8
     # streamed: the cell's display was updated more than once
     updates = [m for m in second.messages if m["msg_type"] == "update_display_data"]
@@ -56,7 +57,7 @@ def test_model_html_in_an_answer_is_shown_as_text(kernel: Kernel, emulator: Any)
 def test_interpolates_kernel_variables(kernel: Kernel) -> None:
     kernel.execute("n = 21")
     result = kernel.run_approving("%%agent\nDouble `py: {n} * 2`")
-    assert "42" in result.texts()
+    assert "42" in tool_outputs(result.texts()), result.texts()
 
 
 def test_bad_magic_arguments_are_one_line_usage_errors(kernel: Kernel) -> None:
@@ -335,7 +336,7 @@ def test_interrupt_cancels_the_turn_only(kernel: Kernel, emulator: Any) -> None:
     assert kernel.value("[m['role'] for m in __forkagent__.session.messages]")[-1] == "user"
     assert kernel.value("__forkagent__.session.registry.get('bg').status") == "running"
     after = kernel.run_approving("%%agent\nStill here? `py: 2 + 3`")
-    assert after.status == "ok" and "5" in after.texts()
+    assert after.status == "ok" and "5" in tool_outputs(after.texts()), after.texts()
     kernel.run_approving("%tasks --wait bg", timeout=60)
     assert kernel.value("__forkagent__.session.registry.get('bg').status") == "completed"
 
@@ -395,8 +396,10 @@ def test_notifications_reach_an_open_forkagent_comm(kernel: Kernel) -> None:
     assert payload["usage"] == usage
     assert payload["summary"] == 'Worker "viacomm" completed'
     assert f"tokens in {usage['total_input_tokens']:,} " in note["data"]["text/plain"]
-    assert "<task-notification>" in payload["notification"] and "42" in payload["result"]
-    assert "viacomm" in note["data"]["text/plain"] and "42" in note["data"]["text/plain"]
+    assert "<task-notification>" in payload["notification"]
+    assert tool_outputs(payload["result"]) == ["42"], payload["result"]
+    plain = note["data"]["text/plain"]
+    assert "viacomm" in plain and tool_outputs(plain) == ["42"], plain
     assert "reported back" in answer["data"]["text/markdown"]
     # with the extension connected the fallback area is not used
     fallback = [
@@ -444,7 +447,8 @@ def test_replay_and_resume_after_a_kernel_restart(kernel: Kernel, emulator: Any)
     assert welcome["tasks"] == []  # a new kernel: nothing runs here yet
     replayed = kernel.execute("%notifications keeper")
     assert replayed.status == "ok", replayed.texts()
-    assert "42" in replayed.texts() and len(emulator.api_requests()) == calls
+    assert "42" in tool_outputs(replayed.texts()), replayed.texts()
+    assert len(emulator.api_requests()) == calls
     # where no await is possible (code, an indented line) the magic starts the same work in
     # the background: its output, and its error, still land in the cell that ran it
     started = kernel.execute(
@@ -452,7 +456,7 @@ def test_replay_and_resume_after_a_kernel_restart(kernel: Kernel, emulator: Any)
         't = get_ipython().run_line_magic("notifications", "nosuchtask")\nawait t'
     )
     assert started.status == "ok", started.texts()
-    assert "42" in started.texts()
+    assert "42" in tool_outputs(started.texts()), started.texts()
     assert "UsageError: %notifications: no recorded notification" in started.texts()
     # `{name}` inserts a notebook variable (our own interpolation, not IPython's expansion)
     resumed = kernel.execute("six = 6\n%send keeper and now `py: {six} * 8`")
@@ -465,7 +469,8 @@ def test_replay_and_resume_after_a_kernel_restart(kernel: Kernel, emulator: Any)
     assert box in views and card not in views  # the revived card shows once, in its container
     kernel.execute("%tasks --wait", timeout=60)
     assert kernel.value("__forkagent__.session.registry.get('keeper').status") == "completed"
-    assert "48" in kernel.value("__forkagent__.session.registry.get('keeper').result")
+    result = kernel.value("__forkagent__.session.registry.get('keeper').result")
+    assert tool_outputs(result) == ["48"], result
     assert len(emulator.api_requests()) > calls
     kernel.drain()
     [second] = kernel.comm_data("c2", "insert_cell")

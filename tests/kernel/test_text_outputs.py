@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from forkagent_jupyter.kernel.cards import PLAIN_CARDS, context_text
+from tests.reported import tool_outputs
 
 from .conftest import Kernel
 
@@ -35,7 +36,7 @@ def test_cards_tasks_and_costs_read_as_text(kernel: Kernel) -> None:
     assert "<b>adder</b>" in bundles[-1]["text/html"]
     assert ">completed<" in bundles[-1]["text/html"] and "$" in bundles[-1]["text/html"]
     assert updates and "adder (fork) completed" in updates[-1] and "$" in updates[-1]
-    assert "42" in updates[-1], updates[-1]  # the result's first lines, not clipped
+    assert "42" in tool_outputs(updates[-1]), updates[-1]  # the result's first lines, not clipped
     table = [
         m["content"]["data"]["text/plain"]
         for m in waited.messages

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.reported import tool_outputs
+
 from .conftest import Kernel
 from .test_compute import SESSION, _card_outputs, setup, status
 
@@ -47,7 +49,7 @@ def test_a_lone_surrogate_breaks_neither_a_worker_nor_the_conversation(
     first = kernel.run_approving(f"%%agent\nList {listing}", timeout=60)
     assert first.status == "ok", first.texts()
     second = kernel.run_approving("%%agent\nAnd now? `py: 1 + 1`", timeout=60)
-    assert second.status == "ok" and "2" in second.texts(), second.texts()
+    assert second.status == "ok" and "2" in tool_outputs(second.texts()), second.texts()
     kernel.execute("%fork --name after fine `py: 6 * 7`")
     kernel.run_approving("%tasks --wait after", timeout=60)
     assert status(kernel, "after") == "completed"
