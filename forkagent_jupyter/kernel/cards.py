@@ -175,6 +175,15 @@ def memory_text(task: Task) -> str:
     return f" · memory {task.memory_mb:,.0f} MB" if task.memory_mb is not None else ""
 
 
+def process_text(task: Task) -> str:
+    """ "process 4242: own 18 MB, shared 123 MB" for a running worker whose process was
+    read (memory.py says what own and shared count), else ""."""
+    p = task.process
+    if p is None or task.done:
+        return ""
+    return f"process {p.pid}: own {p.own_mb:,.0f} MB, shared {p.shared_mb:,.0f} MB"
+
+
 def card_text(task: Task) -> str:
     """A card as text: name, kind, status, tokens, context, cost, and the result's first
     lines."""
@@ -189,6 +198,8 @@ def card_text(task: Task) -> str:
     outcome = task.result or task.error or ""
     for note in task.notes:  # tools its file names that it did not get
         line += f"\n    ({note})"
+    if process_text(task):
+        line += f"\n    {process_text(task)}"
     line += "".join(f"\n    {todo.line()}" for todo in task.todos)
     if task.done and task.result and task.error:
         line += f"\n    ({task.error})"
@@ -471,6 +482,8 @@ class TaskCard(_WholeText, w.VBox):  # type: ignore[misc]
         )
         for note in t.notes:  # tools its file names that it did not get
             line += f"<div class='forkagent-note'><small>{_esc(note)}</small></div>"
+        if process_text(t):
+            line += f"<div class='forkagent-process'><small>{_esc(process_text(t))}</small></div>"
         if t.todos:
             items = "".join(f"<li>{_esc(todo.line())}</li>" for todo in t.todos)
             line += (

@@ -583,6 +583,9 @@ class KernelAgent:
         if args.timeline:
             await self.show_timeline(args.ids)
             return
+        if args.memory:
+            await self.show_memory(args.ids)
+            return
         await (self.pull(args.ids, args.trust) if args.pull else self.wait_tasks(args.ids))
 
     async def wait_tasks(self, ids: list[str]) -> None:
@@ -640,6 +643,40 @@ class KernelAgent:
 
     def start_pull(self, args: list[str], trust: bool = False) -> Any:
         return self._start(self.pull(args, trust))
+
+    async def show_memory(self, ids: list[str]) -> None:
+        """`%tasks --memory [IDS]`: each live worker process's memory and what it holds."""
+        from ..runtime.errors import UsageError as RuntimeUsageError
+        from ..runtime.executors.memory import rollups_supported
+        from .memory_view import NOT_AVAILABLE, memory_bundle
+
+        session = self.session
+        try:
+            asked = [session.task(key) for key in ids]
+        except RuntimeUsageError as exc:
+            raise UsageError(f"%tasks --memory: {exc}") from None
+        if not await asyncio.to_thread(rollups_supported):
+            print(NOT_AVAILABLE)
+            return
+        kernel, processes = await session.compute.process_memory()
+        wanted = {t.id for t in asked}
+        rows = []
+        for process in processes:
+            if wanted and process.agent_id not in wanted:
+                continue
+            task = session.registry.find(process.agent_id)
+            label = (task.name or task.id) if task is not None else process.agent_id
+            rows.append((label, task.status if task is not None else "?", process))
+        shown = {p.agent_id for _, _, p in rows}
+        missing = [
+            f"{t.name or t.id}: no live process ({session.compute.no_process(t.id)})"
+            for t in asked
+            if t.id not in shown
+        ]
+        display(memory_bundle(kernel, rows, missing), raw=True)
+
+    def start_memory(self, ids: list[str]) -> Any:
+        return self._start(self.show_memory(ids))
 
     def start_wait(self, ids: list[str]) -> Any:
         return self._start(self.wait_tasks(ids))

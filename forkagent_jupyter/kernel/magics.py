@@ -62,7 +62,7 @@ def _shows_help(magic: Callable[..., Any]) -> Callable[..., Any]:
 
 
 _CELL = re.compile(r"^%%agent\b(.*)$")
-_AWAITED = re.compile(r"^(\s*)%tasks(\s+--(?:wait|pull|timeline)\b.*)$")
+_AWAITED = re.compile(r"^(\s*)%tasks(\s+--(?:wait|pull|timeline|memory)\b.*)$")
 _COMPACT = re.compile(r"^(\s*)%compact\b(?![?])(.*)$")
 _TOP_LEVEL = re.compile(r"^()%(send|notifications|permissions|mcp)\b(?![?])(.*)$")
 """`%send`, `%notifications`, `%permissions` and `%mcp` lines awaited when not indented (an indented
@@ -282,16 +282,25 @@ class AgentMagics(Magics):  # type: ignore[misc]
         help="draw the fan-out of these tasks (default: the session's; after a restart, the "
         "last one run) from their transcripts: requests, cache, tools, approvals, waits",
     )
+    @argument(
+        "--memory",
+        action="store_true",
+        help="each live worker process: its memory shared with the kernel and its own, and "
+        "what it holds for pulls",
+    )
     @argument("ids", nargs="*", help="task ids or names (default: all)")
     @line_magic
     @_shows_help
     def tasks(self, line: str) -> Any:
         """A table of all tasks; `%tasks --wait [IDS]` waits for them to finish;
         `%tasks --pull ID NAME...` copies a worker's values into your namespace;
-        `%tasks --timeline [IDS]` draws their fan-out on a time axis."""
+        `%tasks --timeline [IDS]` draws their fan-out on a time axis; `%tasks --memory [IDS]`
+        shows their worker processes' memory and what each holds for pulls."""
         args = tasks_options(line)
         if args.timeline:
             return self.host.start_timeline(args.ids)
+        if args.memory:
+            return self.host.start_memory(args.ids)
         if args.pull:
             return self.host.start_pull(args.ids, args.trust)
         if args.wait:
@@ -386,6 +395,8 @@ def tasks_options(line: str) -> Namespace:
         raise UsageError("%tasks: --trust goes with --pull (%tasks --pull --trust ID NAME...)")
     if args.timeline and (args.wait or args.pull):
         raise UsageError("%tasks: --timeline goes alone (%tasks --timeline [IDS])")
+    if args.memory and (args.pull or args.wait or args.timeline):
+        raise UsageError("%tasks: --memory goes alone (%tasks --memory [IDS])")
     return args
 
 

@@ -36,6 +36,7 @@ from .cards import (
     card_text,
     context_text,
     memory_text,
+    process_text,
 )
 from .frontend import FrontendRows
 from .protocol import Approve, Stop
@@ -329,7 +330,8 @@ class KernelUI:
                 f"<td>{u.total_input_tokens:,} / {u.output_tokens:,}</td>"
                 f"<td>{u.cache_hit_ratio:.0%}</td>"
                 f"<td>{_esc(context_text(t.context_tokens, t.context_window, t.compactions))}"
-                f"{_esc(memory_text(t))}</td>"
+                f"{_esc(memory_text(t))}{_esc(' · ' + process_text(t) if process_text(t) else '')}"
+                "</td>"
                 f"<td>${t.cost_usd:.4f}</td><td>{t.elapsed:.1f}s</td></tr>"
             )
         head = (

@@ -36,6 +36,7 @@ from .events import (
     UsageReport,
 )
 from .executors import ComputePlane, WorkerNamespace
+from .executors.memory import Rollup
 from .hooks import Hooks, parse_hooks
 from .loop import AgentConfig, LoopState, run_turn
 from .mcp_servers import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, McpServers, covers
@@ -189,6 +190,7 @@ class Session:
             self.namespace, worker_namespace=worker_namespace, max_workers=max_workers
         )
         self.compute.on_memory = self._on_worker_memory
+        self.compute.on_process_memory = self._on_process_memory
         self.tools = ToolSet([*builtin_tools(), *agent_tools(forking)] if tools is None else tools)
         self.named_tools = ToolSet(
             [t for t in claude_code_tools() if self.tools.get(t.name) is None]
@@ -775,6 +777,17 @@ class Session:
         task = self.registry.find(agent_id)
         if task is not None:
             task.memory_mb = mb
+            self.registry.changed(task)
+
+    def _on_process_memory(self, agent_id: str, rollup: Rollup | None) -> None:
+        """A running worker's process memory, sampled: its card changes when what it shows
+        (whole MB) does."""
+        task = self.registry.find(agent_id)
+        if task is None:
+            return
+        before = task.process.shown if task.process is not None else None
+        task.process = rollup
+        if (rollup.shown if rollup is not None else None) != before:
             self.registry.changed(task)
 
     def stop_now(self, task_id: str) -> None:

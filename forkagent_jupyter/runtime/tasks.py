@@ -23,11 +23,14 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..messages_api.usage import Usage, usage_counts
 from .errors import UsageError
 from .notifications import CommandQueue, format_task_notification
+
+if TYPE_CHECKING:
+    from .executors.memory import Rollup
 
 __all__ = [
     "DESCRIPTION_LIMIT",
@@ -114,6 +117,7 @@ class Task:
     context_window: int = 0  # its model's context window
     compactions: int = 0  # times its conversation was compacted
     memory_mb: float | None = None  # what its finished worker process alone holds
+    process: Rollup | None = None  # its running worker process's memory, sampled (memory.py)
     foreground: bool = False  # its caller waits for it (a synchronous named agent)
     notes: list[str] = field(default_factory=list)  # what its definition asked for in vain
     todos: list[Todo] = field(default_factory=list)  # its todo list (TodoWrite)

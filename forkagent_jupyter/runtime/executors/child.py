@@ -33,6 +33,7 @@ from . import sandbox
 from .base import Display, ExecResult, StreamText, png_of
 from .display import flush_figures, ipython_shell, open_figures, worker_backend
 from .forksafety import HAZARD_EXIT, watch
+from .memory import baseline, held_values
 from .progress import text_progress
 from .pulled import encode_pulled
 from .source import run_source, safe_repr
@@ -222,6 +223,7 @@ class _Worker:
         self.sent = 0
         self.images: list[bytes] = []
         self.left_out = 0  # figures of this call not shown (past MAX_CARD_FIGURES)
+        self.before = baseline(namespace)  # what its code binds later is what it holds
 
     # -- output --------------------------------------------------------------------------
 
@@ -323,7 +325,12 @@ class _Worker:
             if kind == "exit":
                 return
             if kind == "run":
-                self.conn.send(("done", call_id, self.run(request[2])))
+                ran = self.run(request[2])
+                try:
+                    held = held_values(self.namespace, self.before)
+                except Exception:
+                    held = ([], 0)
+                self.conn.send(("done", call_id, ran, held))
             elif kind == "call":
                 try:
                     result: Any = ("ok", request[2](self.namespace, *request[3]))

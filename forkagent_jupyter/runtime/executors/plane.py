@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -26,12 +27,22 @@ from typing import Any, Literal
 from ..secrets import redact
 from .base import CodeRunner, Display, Output, PullError, StreamText, valid_output
 from .dask import DaskBackend, DaskRunner
-from .memory import default_worker_memory_mb, own_memory_mb
+from .memory import (
+    Rollup,
+    WorkerProcess,
+    default_worker_memory_mb,
+    own_memory_mb,
+    read_rollups,
+    rollups_supported,
+)
 from .process import ProcessRunner, Snapshot, fork_supported
 from .thread import ThreadRunner
 from .tree import prune_group, release_transactions
 
-__all__ = ["ComputePlane", "WorkerNamespace"]
+__all__ = ["SAMPLE_SECONDS", "ComputePlane", "WorkerNamespace"]
+
+SAMPLE_SECONDS = 2.0
+"""How often a running worker's process memory is read for its card."""
 
 WorkerNamespace = Literal["isolated", "shared"]
 
@@ -74,6 +85,10 @@ class ComputePlane:
         """What finished workers' processes may hold together (see memory.py)."""
         self.on_memory: Callable[[str, float], None] | None = None
         self.memory: dict[str, float] = {}  # agent id -> its finished process's own MB
+        self.on_process_memory: Callable[[str, Rollup | None], None] | None = None
+        """Told a running worker's process memory every SAMPLE_SECONDS (None: it has none
+        any more: it ended, or its agent finished)."""
+        self._sampler: asyncio.Task[None] | None = None
         self._used: dict[str, float] = {}  # agent id -> when it last ran or was pulled from
         self.executor: Literal["local", "dask"] = "local"
         self.dask: DaskBackend | None = None
@@ -157,6 +172,7 @@ class ComputePlane:
             runner.finished(status)
         if not isinstance(runner, ProcessRunner):
             return
+        self._tell_memory(agent_id, None)
         if status == "killed":
             runner.kill("the worker was stopped")
         elif runner.pid is None:
@@ -221,6 +237,8 @@ class ComputePlane:
         runner = self.runners.get(agent_id)
         if isinstance(runner, (ProcessRunner, DaskRunner)):
             runner.parked = False
+            if isinstance(runner, ProcessRunner) and runner.alive:
+                self._start_sampler()
 
     async def pull(
         self, agent_id: str, names: Sequence[str], trust: bool = False
@@ -253,11 +271,62 @@ class ComputePlane:
                     continue
                 await self._room.wait()
             self._alive.append(runner)
+        self._start_sampler()
 
     def release(self, runner: ProcessRunner) -> None:
         if runner in self._alive:
             self._alive.remove(runner)
+            self._tell_memory(runner.agent_id, None)
         self._notify()
+
+    # -- what the processes hold -------------------------------------------------------------
+
+    def _start_sampler(self) -> None:
+        if self._sampler is None and self.on_process_memory is not None:
+            with contextlib.suppress(RuntimeError):
+                self._sampler = asyncio.get_running_loop().create_task(self._sample())
+
+    def _tell_memory(self, agent_id: str, rollup: Rollup | None) -> None:
+        if self.on_process_memory is not None:
+            self.on_process_memory(agent_id, rollup)
+
+    async def _sample(self) -> None:
+        """While a worker runs in a process: read its memory every SAMPLE_SECONDS (on a
+        thread) and tell `on_process_memory`."""
+        try:
+            while any(not r.parked for r in self._alive) and rollups_supported():
+                running = [r for r in self._alive if not r.parked and r.alive and r.pid]
+                pids = [r.pid for r in running if r.pid is not None]
+                read = await asyncio.to_thread(read_rollups, pids)
+                for runner, rollup in zip(running, read, strict=True):
+                    if runner.alive and not runner.parked and rollup is not None:
+                        self._tell_memory(runner.agent_id, rollup)
+                await asyncio.sleep(SAMPLE_SECONDS)
+        finally:
+            self._sampler = None
+
+    def no_process(self, agent_id: str) -> str:
+        """Why agent `agent_id` has no live process (for the memory view)."""
+        runner = self.runners.get(agent_id)
+        if isinstance(runner, ThreadRunner):
+            return "it runs in the kernel's own namespace (--shared)"
+        if isinstance(runner, DaskRunner):
+            return "it runs on the Dask cluster"
+        if isinstance(runner, ProcessRunner) and runner.ended:
+            return f"its process has ended: {runner.ended}"
+        return "it has run no Python code yet (its process starts at its first call)"
+
+    async def process_memory(self) -> tuple[Rollup | None, list[WorkerProcess]]:
+        """The kernel's own memory and each live worker process's (read now, on a thread),
+        with what each holds for pulls; oldest process first."""
+        runners = [r for r in self._alive if r.alive and r.pid is not None]
+        pids = [os.getpid(), *(r.pid for r in runners if r.pid is not None)]
+        read = await asyncio.to_thread(read_rollups, pids)
+        rows = [
+            WorkerProcess(r.agent_id, pid, r.parked, rollup, r.held, r.held_count)
+            for r, pid, rollup in zip(runners, pids[1:], read[1:], strict=True)
+        ]
+        return read[0], rows
 
     def _notify(self) -> None:
         async def wake() -> None:
@@ -277,6 +346,8 @@ class ComputePlane:
     async def aclose(self) -> None:
         """Kill every worker process and snapshot, and close the Dask client this plane
         connected (the session is closing)."""
+        if self._sampler is not None:
+            self._sampler.cancel()
         for runner in list(self.runners.values()):
             if isinstance(runner, ProcessRunner):
                 runner.kill("the session was closed")

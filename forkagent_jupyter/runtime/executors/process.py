@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from .base import Display, ExecResult, OutputSink, PullError, StreamText, WorkerLostError
 from .child import become_snapshot, describe_status
 from .forksafety import settle, survey
+from .memory import Held, parse_held
 from .pulled import decode_pulled
 from .tree import kill_tree
 from .wire import MessageError, encode, read_message
@@ -223,6 +224,8 @@ class ProcessRunner:
         self.pid: int | None = None
         self.ended: str | None = None  # why the process is gone, once it is
         self.parked = False  # the agent has finished; the process waits for pulls
+        self.held: tuple[Held, ...] = ()  # what its code bound, as of its last finished call
+        self.held_count = 0  # how many names that is (`held` lists the largest)
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._lock = asyncio.Lock()
@@ -354,7 +357,9 @@ class ProcessRunner:
         async with self._lock:
             await self._ensure()
             done = await self._request(("run", next(self._ids), code), "done")
-            result = done[2] if len(done) == 3 else None
+            result = done[2] if len(done) in (3, 4) else None
+            if len(done) == 4:
+                self.held, self.held_count = parse_held(done[3])
             if not isinstance(result, ExecResult):
                 self.kill("it sent a result that is not one")
                 raise WorkerLostError("the worker's process sent a result that is not one")
