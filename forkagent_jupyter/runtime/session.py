@@ -334,7 +334,11 @@ class Session:
     def _mcp_follows(self, task: Task) -> None:
         """A named agent's own MCP servers stop when it ends."""
         if task.done and task.id in self.mcp.agents:
-            job = asyncio.get_running_loop().create_task(self.mcp.stop_agent(task.id))
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # no loop runs: aclose stops them
+                return
+            job = loop.create_task(self.mcp.stop_agent(task.id))
             self._hook_jobs.add(job)
             job.add_done_callback(self._hook_jobs.discard)
 
