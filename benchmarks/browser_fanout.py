@@ -58,17 +58,28 @@ CHROMIUM_ARGS = [
 SIZES = {"full": [10, 100, 300, 1000], "quick": [10, 40]}
 SLEEP_S = 2.0
 MAX_WORKERS = 16
-# --check: the larger runs against N = 10 of the same run, and the issue's shares and counts.
+# The issue's goals for 300 workers, reported per row (`goals`), not bound: absolute times of a
+# shared machine.
+GOALS = {"blocked_share": 0.10, "worst_ms": 200, "lag_s": 2.0}
+# --check: each larger run against N = 10 of the same run (ratios and differences, so a busy
+# machine, which slows both, does not fail them; a regression that grows with N does).
 BOUNDS = {
-    # DOM elements after the run: bounded (cards past the visible ones collapse), so a larger
-    # fan-out may add at most this many elements per worker over N = 10's page
-    "dom_nodes_per_extra_worker": 8.0,
-    # share of the run the main thread spent in long tasks (the issue's 10 %)
-    "blocked_share": 0.10,
-    # the worst long task, as a multiple of N = 10's worst (at least 50 ms, the long-task floor)
-    "worst_ratio": 4.0,
-    # notification cells a fan-out adds (one digest cell for a large one, a few for stragglers)
-    "notification_cells": 4,
+    # DOM elements after the run: cards past the visible ones collapse and notifications come
+    # as one digest, so the page may grow by at most this share over N = 10's
+    "dom_ratio": 1.5,
+    # the share of the run the main thread spent in long tasks: at most this multiple of
+    # N = 10's (or this floor: on a shared 2-core machine N = 10 alone measured 15-45 %)
+    "blocked_share_ratio": 2.0,
+    "blocked_share_floor": 0.30,
+    # the worst long task: at most this multiple of N = 10's (or this floor); before the
+    # cards collapsed, 100 workers had a 252 s task
+    "worst_ratio": 5.0,
+    "worst_floor_ms": 1000,
+    # the page shows all completed at most this much later after the kernel's last task
+    # ended than at N = 10 (the issue's 2 s)
+    "lag_extra_s": 2.0,
+    # notification cells the fan-out adds: one digest
+    "notification_cells": 1,
 }
 
 OBSERVER = """
@@ -338,6 +349,15 @@ def measure(n: int, timeout: float, app: str = "jupyterlab") -> dict[str, Any]:
     }
 
 
+def goals(row: dict[str, Any]) -> dict[str, bool]:
+    """Which of the issue's goals (`GOALS`) the run met."""
+    return {
+        "blocked_share": row["blocked_share"] <= GOALS["blocked_share"],
+        "worst_ms": row["worst_ms"] <= GOALS["worst_ms"],
+        "lag_s": row["lag_s"] is not None and row["lag_s"] <= GOALS["lag_s"],
+    }
+
+
 def check(rows: list[dict[str, Any]]) -> list[str]:
     failures = []
     base = next((r for r in rows if r["workers"] == 10), None)
@@ -347,17 +367,25 @@ def check(rows: list[dict[str, Any]]) -> list[str]:
             failures.append(f"N={n}: {r['kernel_completed']} of {n} completed in the kernel")
         if base is None or r is base:
             continue
-        extra = (r["dom_nodes"] - base["dom_nodes"]) / (n - base["workers"])
-        if extra > BOUNDS["dom_nodes_per_extra_worker"]:
+        if r["dom_nodes"] > base["dom_nodes"] * BOUNDS["dom_ratio"]:
             failures.append(
-                f"N={n}: {extra:.1f} DOM elements per extra worker over N=10 "
-                f"> {BOUNDS['dom_nodes_per_extra_worker']}"
+                f"N={n}: {r['dom_nodes']} DOM elements > {BOUNDS['dom_ratio']} x N=10's "
+                f"{base['dom_nodes']}"
             )
-        if (r["blocked_share"] or 0) > BOUNDS["blocked_share"]:
-            failures.append(f"N={n}: main thread blocked {r['blocked_share']:.0%} of the run")
-        worst = max(base["worst_ms"], 50) * BOUNDS["worst_ratio"]
+        share = max(
+            BOUNDS["blocked_share_floor"], base["blocked_share"] * BOUNDS["blocked_share_ratio"]
+        )
+        if r["blocked_share"] > share:
+            failures.append(
+                f"N={n}: main thread blocked {r['blocked_share']:.0%} of the run > {share:.0%}"
+            )
+        worst = max(BOUNDS["worst_floor_ms"], base["worst_ms"] * BOUNDS["worst_ratio"])
         if r["worst_ms"] > worst:
             failures.append(f"N={n}: worst long task {r['worst_ms']} ms > {worst:.0f} ms")
+        if r["lag_s"] is not None and base["lag_s"] is not None:
+            lag = base["lag_s"] + BOUNDS["lag_extra_s"]
+            if r["lag_s"] > lag:
+                failures.append(f"N={n}: page completed {r['lag_s']} s after the kernel > {lag}")
         if r["notification_cells"] > BOUNDS["notification_cells"]:
             failures.append(f"N={n}: {r['notification_cells']} notification cells added")
     return failures
@@ -377,7 +405,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for n in sizes:
         print(f"browser_fanout: {n} workers ...", file=sys.stderr, flush=True)
-        rows.append(measure(n, ns.timeout, ns.app))
+        row = measure(n, ns.timeout, ns.app)
+        rows.append({**row, "goals": goals(row)})
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     result = {
         "benchmark": "browser_fanout",
@@ -386,6 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         "sleep_s": SLEEP_S,
         "max_workers": MAX_WORKERS,
         "bounds": BOUNDS,
+        "goals": GOALS,
         "rows": rows,
     }
     result["failures"] = check(rows)

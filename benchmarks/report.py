@@ -382,7 +382,50 @@ def _rate_limits(r: dict[str, Any]) -> list[str]:
     return out
 
 
+def _browser_fanout(r: dict[str, Any]) -> list[str]:
+    out = ["### A large fan-out in JupyterLab in Chromium (`browser_fanout`)", ""]
+    if r.get("skipped"):
+        return [*out, f"Skipped: {r['skipped']}.", ""]
+    out += [
+        "One cell forks N workers (offline model, each sleeps 2 s and prints; 16 at a time); "
+        "the page's main thread is measured with the long-task observer (tasks over 50 ms) "
+        "from the run until all N show completed on the page.",
+        "",
+    ]
+    out += _table(
+        [
+            "N",
+            "all completed on the page",
+            "after the kernel's last",
+            "long tasks",
+            "blocked",
+            "worst task",
+            "slowest click",
+            "DOM elements",
+            "JS heap",
+            "notification cells",
+        ],
+        [
+            [
+                row["workers"],
+                f"{row['completed_s']:.1f} s",
+                f"{row['lag_s']:.1f} s" if row.get("lag_s") is not None else "?",
+                row["long_tasks"],
+                f"{row['blocked_s']:.1f} s ({row['blocked_share']:.0%})",
+                f"{row['worst_ms']:,} ms",
+                f"{row['click_ms']:,} ms",
+                f"{row['dom_nodes']:,}",
+                f"{row['js_heap_mb']:.0f} MB",
+                row["notification_cells"],
+            ]
+            for row in r.get("rows", [])
+        ],
+    )
+    return out
+
+
 SECTIONS = {
+    "browser_fanout": _browser_fanout,
     "dask_fanout": _dask_fanout,
     "fork_cache": _fork_cache,
     "kernel_load": _kernel_load,

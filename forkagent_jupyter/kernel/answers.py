@@ -1,7 +1,10 @@
 """Workers' notifications and the parent's answer to them, delivered to the notebook.
 
 With the JupyterLab extension connected: a new cell below each launching cell (one
-`insert_cell` message per cell). Without it: the launching cell's notification area (a display
+`insert_cell` message per cell). A cell run that launched more than `DIGEST_AT` workers gets
+one digest cell instead (a table, a row per task), inserted with its first notifications and
+replaced, at most every `DIGEST_INTERVAL`, as more arrive; the parent still reads every
+notification. Without it: the launching cell's notification area (a display
 id), so the result still lands next to the work that asked for it. `%notifications ID` shows a
 recorded delivery again, also after a restart (from the parent's transcript).
 """
@@ -9,6 +12,8 @@ recorded delivery again, also after a restart (from the parent's transcript).
 from __future__ import annotations
 
 import asyncio
+import hashlib
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -17,7 +22,7 @@ from IPython.display import display
 from ..runtime.session import AutoTurn
 from ..runtime.tasks import task_snapshot
 from ..runtime.transcripts import answered_notifications
-from .delivery import answer_bundle, notification_bundle, notification_cell
+from .delivery import answer_bundle, digest_cell, notification_bundle, notification_cell
 from .markdown import SafeMarkdown, fenced
 from .parents import in_latest_request
 from .protocol import InsertCellMessage
@@ -25,13 +30,68 @@ from .protocol import InsertCellMessage
 if TYPE_CHECKING:
     from .ui import KernelUI
 
-__all__ = ["AnswerDelivery"]
+__all__ = ["DIGEST_AT", "DIGEST_INTERVAL", "AnswerDelivery"]
+
+DIGEST_AT = 8
+"""A cell run that launched more workers than this gets one digest cell for their
+notifications, not a cell per answer."""
+DIGEST_INTERVAL = 1.0
+"""Seconds between two updates of a digest cell (its first one goes at once)."""
+
+
+@dataclass
+class _Digest:
+    """The digest cell of one cell run's workers."""
+
+    key: str
+    cell_id: str | None
+    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> snapshot
+    answer: str = ""
+    due: asyncio.TimerHandle | None = None
+    sent_at: float = float("-inf")
 
 
 class AnswerDelivery:
     def __init__(self, ui: KernelUI) -> None:
         self.ui = ui
         self._notes: dict[str, list[str]] = {}  # display id -> what its area shows
+        self._digests: dict[str, _Digest] = {}  # cell run (execute_request id) -> its digest
+
+    def _digest_for(self, task_id: str) -> _Digest | None:
+        """The digest of the cell run that launched `task_id`, if that run launched more than
+        DIGEST_AT workers and the extension is connected."""
+        launch = self.ui.launches.get(task_id)
+        if launch is None or not launch.run or not self.ui.agent.bridge.connected:
+            return None
+        digest = self._digests.get(launch.run)
+        if digest is None:
+            if self.ui.launched(launch.run) <= DIGEST_AT:
+                return None
+            key = "d-" + hashlib.sha256(launch.run.encode()).hexdigest()[:16]
+            digest = self._digests[launch.run] = _Digest(key, launch.cell_id)
+        return digest
+
+    def _schedule(self, digest: _Digest) -> None:
+        if digest.due is not None:
+            return
+        loop = asyncio.get_running_loop()
+        wait = max(0.0, digest.sent_at + DIGEST_INTERVAL - loop.time())
+        digest.due = loop.call_later(wait, self._send_digest, digest)
+
+    def _send_digest(self, digest: _Digest) -> None:
+        digest.due = None
+        digest.sent_at = asyncio.get_running_loop().time()
+        tasks = list(digest.tasks.values())
+        cell = digest_cell(tasks, digest.answer, digest.key)
+        message: InsertCellMessage = {
+            "type": "insert_cell",
+            "key": digest.key,
+            "after_cell_id": digest.cell_id,
+            "task_ids": [str(t.get("id")) for t in tasks],
+            "cell": cell,
+            "replace": True,
+        }
+        self.ui.agent.bridge.broadcast(dict(message))
 
     def deliver(self, auto: AutoTurn) -> None:
         """The parent answered notifications: show them with the answer, grouped by the cell
@@ -50,6 +110,14 @@ class AnswerDelivery:
                 snapshots.append(
                     task_snapshot(task, xml) if task else {"id": task_id, "notification": xml}
                 )
+            digest = self._digest_for(pairs[0][0])
+            if digest is not None:
+                for snapshot in snapshots:
+                    digest.tasks[str(snapshot.get("id"))] = snapshot
+                if answer.strip():
+                    digest.answer = answer
+                self._schedule(digest)
+                continue
             cell = notification_cell(snapshots, answer)
             message: InsertCellMessage = {
                 "type": "insert_cell",

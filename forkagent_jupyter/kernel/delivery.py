@@ -17,8 +17,11 @@ from .markdown import markdown_bundle
 from .protocol import CellSpec, Notification, TokenUsage
 
 __all__ = [
+    "DIGEST_MIME",
     "MIME",
     "answer_bundle",
+    "digest_bundle",
+    "digest_cell",
     "notification_bundle",
     "notification_cell",
     "plain_text",
@@ -26,6 +29,9 @@ __all__ = [
 ]
 
 MIME = "application/vnd.forkagent.notification+json"
+DIGEST_MIME = "application/vnd.forkagent.digest+json"
+"""One output for many notifications: `{"tasks": [notification payload, ...]}` (a table, a
+row per task, each row opens to the whole notification)."""
 
 _COUNTS = (
     "input_tokens",
@@ -130,5 +136,38 @@ def notification_cell(tasks: list[dict[str, Any]], answer: str) -> CellSpec:
         "cell_type": "code",
         "source": replay_source(task_ids),
         "metadata": {"forkagent": {"kind": "notification", "key": key, "task_ids": task_ids}},
+        "outputs": outputs,
+    }
+
+
+def digest_bundle(tasks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The display data of many notifications as one digest (task snapshots)."""
+    payloads = [_payload(t) for t in tasks]
+    counts: dict[str, int] = {}
+    for p in payloads:
+        counts[p["status"] or "finished"] = counts.get(p["status"] or "finished", 0) + 1
+    head = f"{len(payloads)} notifications: " + " · ".join(f"{n} {s}" for s, n in counts.items())
+    lines = [
+        f"[{p['status'] or 'finished'}] {p.get('name') or p['task_id']}: "
+        f"{(p['summary'] or p['description'])[:120]} · ${p['cost_usd']:.4f} · "
+        f"{p['elapsed']:.1f}s"
+        for p in payloads
+    ]
+    return {DIGEST_MIME: {"tasks": payloads}, "text/plain": "\n".join([head, *lines])}
+
+
+def digest_cell(tasks: list[dict[str, Any]], answer: str, key: str) -> CellSpec:
+    """The code cell of a fan-out's digest: one digest output and the parent's latest answer;
+    `key` stays the same as the digest grows (the frontend replaces the cell's outputs)."""
+    task_ids = [str(t.get("id")) for t in tasks]
+    outputs = [_output(digest_bundle(tasks))]
+    if answer.strip():
+        outputs.append(_output(answer_bundle(answer)))
+    return {
+        "cell_type": "code",
+        "source": replay_source(task_ids),
+        "metadata": {
+            "forkagent": {"kind": "notification", "key": key, "digest": True, "task_ids": task_ids}
+        },
         "outputs": outputs,
     }

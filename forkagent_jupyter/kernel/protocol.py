@@ -121,6 +121,8 @@ class InsertCell(TypedDict):
     after_cell_id: str | None
     task_ids: list[str]
     cell: CellSpec
+    replace: NotRequired[bool]
+    """A cell with this key already there takes this one's source and outputs (a digest)."""
 
 
 class Notification(TypedDict):

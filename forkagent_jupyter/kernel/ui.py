@@ -201,6 +201,11 @@ class KernelUI:
         if task is not None and not task.done:
             self.agent.stop(task.id)
 
+    def launched(self, run: str) -> int:
+        """How many workers the cell run `run` (an execute_request id) launched."""
+        box = self._run_cards.get(run)
+        return len(box.tasks()) if box is not None else 0
+
     def make_card(self, task: Task) -> TaskCard:
         return TaskCard(
             task, on_stop=lambda key: self.agent.stop(key), on_background=self._background

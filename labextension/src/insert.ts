@@ -4,7 +4,25 @@ import { NotebookPanel } from '@jupyterlab/notebook';
 import type { IOutput } from '@jupyterlab/nbformat';
 
 import { ICellSummary, hasKey, insertIndex } from './placement';
-import { IInsertCell } from './protocol';
+import { IInsertCell, notificationKey } from './protocol';
+
+/** Give the notification cell at `index` the source and outputs of `insert` (a digest). */
+function replaceCell(panel: NotebookPanel, index: number, insert: IInsertCell): void {
+  const cell = panel.content.model?.cells.get(index);
+  if (!cell || cell.type !== 'code') {
+    return;
+  }
+  const code = cell as ICodeCellModel;
+  if (code.sharedModel.getSource() !== insert.cell.source) {
+    code.sharedModel.setSource(insert.cell.source);
+  }
+  code.sharedModel.setMetadata({ ...code.sharedModel.getMetadata(), ...insert.cell.metadata });
+  code.outputs.clear();
+  for (const output of insert.cell.outputs) {
+    code.outputs.add(output as unknown as IOutput);
+  }
+  code.trusted = true;
+}
 
 export function cellSummaries(panel: NotebookPanel): ICellSummary[] {
   const model = panel.content.model;
@@ -27,6 +45,9 @@ export function insertNotificationCell(panel: NotebookPanel, insert: IInsertCell
   }
   const cells = cellSummaries(panel);
   if (hasKey(cells, insert.key)) {
+    if (insert.replace) {
+      replaceCell(panel, cells.findIndex(c => notificationKey(c.metadata) === insert.key), insert);
+    }
     return null;
   }
   const at = insertIndex(cells, insert.after_cell_id);

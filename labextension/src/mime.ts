@@ -2,8 +2,9 @@
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
+import { parseDigest, renderDigest } from './digest';
 import { parseNotification, renderNotification } from './notification';
-import { NOTIFICATION_MIME } from './protocol';
+import { DIGEST_MIME, NOTIFICATION_MIME } from './protocol';
 
 export class NotificationRenderer extends Widget implements IRenderMime.IRenderer {
   constructor(private readonly mimeType: string) {
@@ -18,17 +19,39 @@ export class NotificationRenderer extends Widget implements IRenderMime.IRendere
   }
 }
 
+export class DigestRenderer extends Widget implements IRenderMime.IRenderer {
+  constructor(private readonly mimeType: string) {
+    super();
+    this.addClass('jp-forkagent-digest-output');
+  }
+
+  renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    const digest = parseDigest(model.data[this.mimeType]);
+    this.node.replaceChildren(renderDigest(this.node.ownerDocument, digest));
+    return Promise.resolve();
+  }
+}
+
+export const digestRendererFactory: IRenderMime.IRendererFactory = {
+  safe: true,
+  mimeTypes: [DIGEST_MIME],
+  createRenderer: options => new DigestRenderer(options.mimeType)
+};
+
 export const rendererFactory: IRenderMime.IRendererFactory = {
   safe: true,
   mimeTypes: [NOTIFICATION_MIME],
   createRenderer: options => new NotificationRenderer(options.mimeType)
 };
 
-const extension: IRenderMime.IExtension = {
-  id: 'forkagent-jupyter:notification',
-  rendererFactory,
-  rank: 0,
-  dataType: 'json'
-};
+const extensions: IRenderMime.IExtension[] = [
+  { id: 'forkagent-jupyter:notification', rendererFactory, rank: 0, dataType: 'json' },
+  {
+    id: 'forkagent-jupyter:digest',
+    rendererFactory: digestRendererFactory,
+    rank: 0,
+    dataType: 'json'
+  }
+];
 
-export default extension;
+export default extensions;

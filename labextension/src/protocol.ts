@@ -6,6 +6,8 @@
 export const COMM_TARGET = 'forkagent';
 export const PROTOCOL_VERSION = 2;
 export const NOTIFICATION_MIME = 'application/vnd.forkagent.notification+json';
+/** One output for the notifications of a large fan-out: `{tasks: INotification[]}`. */
+export const DIGEST_MIME = 'application/vnd.forkagent.digest+json';
 
 export type JSONValue = null | boolean | number | string | JSONValue[] | { [key: string]: JSONValue };
 export type JSONObject = { [key: string]: JSONValue };
@@ -73,6 +75,9 @@ export interface IInsertCell {
   after_cell_id: string | null;
   task_ids: string[];
   cell: ICellSpec;
+  /** A cell with this key already there takes this cell's source and outputs (a digest
+   * that grows as its fan-out's tasks end); otherwise it is left as it is. */
+  replace?: boolean;
 }
 
 /** The answers to an approval; the kernel approves only 'allow' and 'always'. */
@@ -247,7 +252,8 @@ export function parseInsertCell(value: unknown): IInsertCell | null {
       key,
       after_cell_id: afterCellId,
       task_ids: taskIds,
-      cell: { cell_type: 'code', source: str(cell.source), metadata, outputs }
+      cell: { cell_type: 'code', source: str(cell.source), metadata, outputs },
+      replace: value.replace === true
     };
   }
   const outputs: JSONObject[] = strings(value.notifications).map(note => ({

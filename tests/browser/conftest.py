@@ -151,6 +151,14 @@ def lab(
         FORKAGENT_BACKEND="anthropic",
         PYTHONPATH=str(ROOT),
     )
+    built = ROOT / "forkagent_jupyter" / "labextension"
+    if (built / "package.json").exists():  # this checkout's build before any installed copy
+        ext = base / "jupyter" / "labextensions"
+        ext.mkdir(parents=True)
+        (ext / "forkagent-jupyter").symlink_to(built)
+        env["JUPYTER_PATH"] = os.pathsep.join(
+            p for p in (str(base / "jupyter"), env.get("JUPYTER_PATH", "")) if p
+        )
     ARTIFACTS.mkdir(exist_ok=True)
     log = ARTIFACTS / f"{app}.log"
     cmd = [
