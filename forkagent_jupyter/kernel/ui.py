@@ -236,7 +236,9 @@ class KernelUI:
             if not self.hub.collapse(task, self._run_cards[run]):
                 self.hub.add(self.make_card(task), self._run_cards[run])
             if fresh:
-                display(HTML(""), display_id=launch.display_id)
+                # empty until a notification comes (a text frontend prints nothing for it)
+                empty = {"text/html": "", "text/plain": ""}
+                display(empty, raw=True, display_id=launch.display_id)
         else:
             self.hub.mark(task)
             if note:

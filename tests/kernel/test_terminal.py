@@ -191,7 +191,13 @@ def test_a_question_whose_cell_ended_is_asked_again_in_the_next_cell(
 ) -> None:
     _script(emulator)
     kernel.execute("%config ForkAgent.approval_timeout = 120")
-    console_cell(kernel, "%fork --name w0 write 0")
+    fork = console_cell(kernel, "%fork --name w0 write 0")
+    shown = [
+        m["content"]["data"].get("text/plain", "")
+        for m in fork.execution.messages
+        if m["msg_type"] == "display_data"
+    ]
+    assert shown and not [t for t in shown if t.endswith(" object>")], shown  # no bare reprs
     first = _until_asked(kernel)  # a short cell: asked, it ends before any answer
     [question] = first.own()
     assert "worker w0 asks to run Write" in question and "w0.txt" in question
