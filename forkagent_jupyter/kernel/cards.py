@@ -31,6 +31,7 @@ from ..runtime.permissions import Allow, Deny, PermissionRequest
 from ..runtime.tasks import Task
 from .markdown import markdown_html
 from .parents import in_latest_request
+from .task_line import process_text, task_figures
 
 __all__ = ["ApprovalPrompt", "CardHub", "PendingStrip", "TaskCard"]
 
@@ -158,42 +159,12 @@ PLAIN_CARDS = (
 )
 
 
-def context_text(tokens: int, window: int, compactions: int = 0) -> str:
-    """An agent's context size against its window: "context 12,345 / 200,000 (6%)"."""
-    if not window:
-        return f"context {tokens:,}"
-    share = tokens / window
-    percent = f"{share:.1%}" if share < 0.01 else f"{share:.0%}"  # a small share: 0.3%, not 0%
-    text = f"context {tokens:,} / {window:,} ({percent})"
-    if compactions:
-        text += f", compacted {compactions}x"
-    return text
-
-
-def memory_text(task: Task) -> str:
-    """ " · memory 1,024 MB" for a finished worker whose process is measured, else ""."""
-    return f" · memory {task.memory_mb:,.0f} MB" if task.memory_mb is not None else ""
-
-
-def process_text(task: Task) -> str:
-    """ "process 4242: own 18 MB, shared 123 MB" for a running worker whose process was
-    read (memory.py says what own and shared count), else ""."""
-    p = task.process
-    if p is None or task.done:
-        return ""
-    return f"process {p.pid}: own {p.own_mb:,.0f} MB, shared {p.shared_mb:,.0f} MB"
-
-
 def card_text(task: Task) -> str:
     """A card as text: name, kind, status, tokens, context, cost, and the result's first
     lines."""
-    u = task.usage
     line = (
         f"{task.name or task.id} ({task.kind}) {task.status} · {task.description} · "
-        f"in {u.total_input_tokens:,} / out {u.output_tokens:,} tok · "
-        f"cache read {u.cache_read_input_tokens:,} · "
-        f"{context_text(task.context_tokens, task.context_window, task.compactions)} · "
-        f"${task.cost_usd:.4f}{memory_text(task)}"
+        f"{task_figures(task)}"
     )
     outcome = task.result or task.error or ""
     for note in task.notes:  # tools its file names that it did not get
@@ -468,17 +439,12 @@ class TaskCard(_WholeText, w.VBox):  # type: ignore[misc]
 
     def _line(self) -> str:
         t = self.task
-        u = t.usage
         colour = STATUS_COLOURS.get(t.status, "inherit")
         label = _esc(t.name or t.id)
         line = (
             f"<b>{label}</b> <small>{_esc(t.kind)} · {_esc(t.description)}</small> "
             f"<span style='color:{colour};font-weight:600'>{_esc(t.status)}</span> "
-            f"<small>{t.elapsed:.0f}s · in {u.total_input_tokens:,}"
-            f" / out {u.output_tokens:,} tok · cache read {u.cache_read_input_tokens:,}"
-            f" / write {u.cache_creation_input_tokens:,}"
-            f" · {context_text(t.context_tokens, t.context_window, t.compactions)}"
-            f" · ${t.cost_usd:.4f}{memory_text(t)}</small>"
+            f"<small>{t.elapsed:.0f}s · {_esc(task_figures(t, writes=True))}</small>"
         )
         for note in t.notes:  # tools its file names that it did not get
             line += f"<div class='forkagent-note'><small>{_esc(note)}</small></div>"

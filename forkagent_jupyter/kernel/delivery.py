@@ -15,6 +15,7 @@ from typing import Any
 
 from .markdown import markdown_bundle
 from .protocol import CellSpec, Notification, TokenUsage
+from .task_line import cost_text, tokens_detail
 
 __all__ = [
     "DIGEST_MIME",
@@ -93,11 +94,13 @@ def plain_text(payload: Notification) -> str:
     u = payload["usage"]
     what = payload["summary"] or payload["description"]
     head = f"[{payload['status'] or 'finished'}] {label}: {what}"
-    cost = (
-        f"tokens in {u['total_input_tokens']:,} (cache read {u['cache_read_input_tokens']:,}, "
-        f"write {u['cache_creation_input_tokens']:,}) / out {u['output_tokens']:,} · "
-        f"${payload['cost_usd']:.4f} · {payload['elapsed']:.1f}s"
+    tokens = tokens_detail(
+        u["total_input_tokens"],
+        u["cache_read_input_tokens"],
+        u["cache_creation_input_tokens"],
+        u["output_tokens"],
     )
+    cost = f"{tokens} · {cost_text(payload['cost_usd'])} · {payload['elapsed']:.1f}s"
     body = payload["result"].strip()
     return "\n".join(part for part in (head, cost, body) if part)
 

@@ -23,6 +23,7 @@ from ..runtime.events import (
     ToolUse,
 )
 from .markdown import SafeMarkdown, code_span
+from .task_line import cost_text
 
 if TYPE_CHECKING:
     from ..runtime.session import Session
@@ -57,7 +58,7 @@ def usage_html(session: Session) -> str:
     return (
         f"<p><small>tokens: {u.total_input_tokens:,} in ({u.cache_read_input_tokens:,} cache"
         f" read · {u.cache_creation_input_tokens:,} cache write) · {u.output_tokens:,} out · "
-        f"session ${session.cost_usd:.4f}</small></p>"
+        f"session {cost_text(session.cost_usd)}</small></p>"
     )
 
 

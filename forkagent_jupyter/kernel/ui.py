@@ -34,12 +34,10 @@ from .cards import (
     PendingStrip,
     TaskCard,
     card_text,
-    context_text,
-    memory_text,
-    process_text,
 )
 from .frontend import FrontendRows
 from .protocol import Approve, Stop
+from .task_line import context_text, cost_text, memory_text, process_text
 from .turns import run_turn
 
 if TYPE_CHECKING:
@@ -339,7 +337,7 @@ class KernelUI:
                 f"<td>{_esc(context_text(t.context_tokens, t.context_window, t.compactions))}"
                 f"{_esc(memory_text(t))}{_esc(' · ' + process_text(t) if process_text(t) else '')}"
                 "</td>"
-                f"<td>${t.cost_usd:.4f}</td><td>{t.elapsed:.1f}s</td></tr>"
+                f"<td>{cost_text(t.cost_usd)}</td><td>{t.elapsed:.1f}s</td></tr>"
             )
         head = (
             "<tr><th>task</th><th>kind</th><th>status</th><th>tokens in / out</th>"

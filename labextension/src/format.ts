@@ -48,6 +48,18 @@ export function tokensTitle(u: ITokenUsage): string {
   );
 }
 
+/** `tokens` as a share of `window` (> 0): a whole percent rounded half up (`23%`); below 1%
+ * to a tenth rounded half up (`0.4%`, never `0%`). The kernel's `context_percent`
+ * (kernel/task_line.py) follows the same rule; both are tested on test/context-percent.json. */
+export function contextPercent(tokens: number, window: number): string {
+  const t = Math.max(0, Math.round(tokens));
+  if (t * 100 < window) {
+    const tenths = Math.floor((t * 2000 + window) / (2 * window));
+    return `${Math.floor(tenths / 10)}.${tenths % 10}%`;
+  }
+  return `${Math.floor((t * 200 + window) / (2 * window))}%`;
+}
+
 /** Context held against the window, short: `45k / 200k (23%)` (`45k` when the window is
  * unknown), and exactly, for a tooltip. */
 export function formatContext(
@@ -61,9 +73,7 @@ export function formatContext(
       title: `context ${n(t.context_tokens)} tokens (its last request)${compacted}`
     };
   }
-  const ratio = t.context_tokens / t.context_window;
-  // a small share with one decimal (0.4%), not rounded to 0%
-  const share = ratio < 0.01 ? `${(Math.max(0, ratio) * 100).toFixed(1)}%` : formatRatio(ratio);
+  const share = contextPercent(t.context_tokens, t.context_window);
   return {
     short: `${formatTokens(t.context_tokens)} / ${formatTokens(t.context_window)} (${share})`,
     title:

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   budgetLine,
   cacheHitRatio,
+  contextPercent,
   formatContext,
   formatCost,
   formatElapsed,
@@ -14,6 +15,7 @@ import {
   totals
 } from '../src/format';
 import { parseBudget, parseTaskRow } from '../src/protocol';
+import contextCases from './context-percent.json';
 
 const row = (over: object) => parseTaskRow({ id: 'a1', ...over })!;
 
@@ -131,5 +133,14 @@ describe('budget', () => {
     expect(budgetLine(b)).toBe('$0.0123 of $2.00 budget');
     const r = parseBudget({ spent_usd: 2.5, limit_usd: 2, reached: true })!;
     expect(budgetLine(r)).toBe('$2.50 of $2.00 budget: reached, workers stopped and new turns refused');
+  });
+});
+
+describe('context percent (the same table as the kernel, tests/kernel/test_task_line.py)', () => {
+  it.each(contextCases.cases)('$tokens of $window is $percent', ({ tokens, window, percent }) => {
+    expect(contextPercent(tokens, window)).toBe(percent);
+    expect(formatContext({ context_tokens: tokens, context_window: window, compactions: 0 }).title).toContain(
+      `(${percent}, its last request)`
+    );
   });
 });
