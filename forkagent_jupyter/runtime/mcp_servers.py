@@ -69,7 +69,8 @@ class McpServers:
         self.agents: dict[str, dict[str, McpConnection]] = {}  # agent id -> its own servers
         self.problems: list[str] = []  # configuration problems, one line each
         self.lines: list[str] = []  # failures during the session, one line each
-        self.on_note: Callable[[str, str], None] | None = None
+        self.on_note: Callable[[str, str], bool] | None = None
+        """Puts a line on an agent's card; whether it had one."""
         self._started: asyncio.Task[None] | None = None
         self._tools: dict[int, list[McpTool]] = {}
         self._closed = False
@@ -195,13 +196,14 @@ class McpServers:
     # -- lines -------------------------------------------------------------------------------
 
     def note(self, agent_id: str, line: str) -> None:
-        """A failure the person should see: kept for `%mcp`, and on the agent's card."""
+        """A failure the person should see: kept for `%mcp`, and on the agent's card (a
+        worker's line goes there only, not into whichever cell runs now); the parent's is a
+        logged warning (in a kernel: a line in its cell)."""
         self.lines.append(line)
         if len(self.lines) > MAX_LINES:
             del self.lines[: MAX_LINES // 10]
-        log.warning("%s", line)
-        if self.on_note is not None and agent_id:
-            self.on_note(agent_id, line)
+        carded = bool(agent_id) and self.on_note is not None and self.on_note(agent_id, line)
+        log.log(logging.INFO if carded else logging.WARNING, "%s", line)
 
     def summary(self) -> list[dict[str, Any]]:
         """Every server, the session's then the agents', with its state and tools."""

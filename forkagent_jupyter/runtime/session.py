@@ -324,12 +324,15 @@ class Session:
         else:
             self.compute.resumed(task.id)
 
-    def _mcp_note(self, agent_id: str, line: str) -> None:
-        """An MCP failure during an agent's call: a line on its card."""
+    def _mcp_note(self, agent_id: str, line: str) -> bool:
+        """An MCP failure during an agent's call: a line on its card (False: it has none)."""
         task = self.registry.find(agent_id)
-        if task is not None and line not in task.notes:
+        if task is None:
+            return False
+        if line not in task.notes:
             task.notes.append(line)
             self.registry.changed(task)
+        return True
 
     def _mcp_follows(self, task: Task) -> None:
         """A named agent's own MCP servers stop when it ends."""

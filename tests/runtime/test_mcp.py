@@ -98,10 +98,14 @@ async def test_a_stdio_servers_tools_are_offered_and_called(
 ) -> None:
     mcp_json(tmp_path, demo=stdio(DEMO))
     session = make_session()
-    emulator.script(call("mcp__demo__add", a=2, b=40), Reply.text("done"))
+    emulator.script(
+        call("mcp__demo__add", a=2, b=40), call("mcp__demo__add", a="two"), Reply.text("done")
+    )
     turn = await session.ask("add them")
-    [used] = turn.tool_calls
+    used, bad = turn.tool_calls
     assert (used.name, used.result, used.is_error) == ("mcp__demo__add", "42", False)
+    assert bad.is_error and "validation error" in bad.result  # the server's own check
+    assert "b\n  Field required" in bad.result
     body = emulator.api_requests()[0].body
     names = tool_names(body)
     assert names[-4:] == DEMO_TOOLS  # after the session's own tools, in name order
@@ -208,14 +212,14 @@ async def test_a_server_that_does_not_start_is_one_line(
         junk={"command": sys.executable, "args": [JUNK, "badlist"]},
         mute={"command": sys.executable, "args": ["-c", "import time; time.sleep(600)"]},
     )
-    session = make_session(mcp_startup_timeout=4)
+    session = make_session(mcp_startup_timeout=8)
     emulator.script(Reply.text("ok"))
     assert (await session.ask("hello")).text == "ok"
     rows = {r["name"]: r for r in session.mcp.summary()}
     assert rows["missing"]["state"] == rows["quits"]["state"] == rows["junk"]["state"] == "failed"
     assert "no-such-program" in rows["missing"]["reason"]
     assert "ListToolsResult" in rows["junk"]["reason"]  # the SDK's own check of the list
-    assert rows["mute"]["reason"] == "did not start within 4 s"  # it never answered
+    assert rows["mute"]["reason"] == "did not start within 8 s"  # it never answered
     assert len(session.mcp.lines) == 4
     assert all(line.count("\n") == 0 for line in session.mcp.lines)
 
