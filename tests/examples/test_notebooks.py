@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import importlib.resources
 import json
 import os
@@ -102,6 +103,9 @@ def test_fan_out(run_notebook: RunNotebook) -> None:
     assert ran.text("%fork").count("<task-notification>") == 4
     table = ran.text("%tasks --wait")
     assert table.count("<td>completed</td>") == 4
+    # the fan-out on a time axis: a PNG, a lane per agent and a request bar per request
+    [image] = _images(ran, "%tasks --timeline")
+    assert image.startswith(b"\x89PNG") and "5 lanes" in ran.text("%tasks --timeline")
     # every worker's notification reached the parent, which answered them
     notes = ran.text("api.notifications()")
     assert notes.count("<task-notification>") == 4
@@ -147,6 +151,16 @@ def test_fan_out(run_notebook: RunNotebook) -> None:
     assert 0 < cost < uncached
     saved = re.search(r"\((\d+)% saved\)", ran.text("print(api.costs()"))
     assert saved and int(saved.group(1)) > 0
+
+
+def _images(ran: Executed, starts: str) -> list[bytes]:
+    """The PNGs a cell showed."""
+    outputs = ran.cell(starts).outputs
+    return [
+        base64.b64decode(o["data"]["image/png"])
+        for o in outputs
+        if "image/png" in o.get("data", {})
+    ]
 
 
 def test_permissions(run_notebook: RunNotebook) -> None:
@@ -209,6 +223,26 @@ def test_how_forking_works(run_notebook: RunNotebook) -> None:
     assert first_best[2] > first_total[2] > 0  # cache reads
     assert first_best[1] < first_total[1]  # cache writes
     assert "saved)" in ran.text("print(api.costs()")
+    # the two forks on a time axis; the lead's write and who read it
+    [image] = _images(ran, "%tasks --timeline total best")
+    assert image.startswith(b"\x89PNG")
+    led = re.search(
+        r"(total|best) led: its cache write \(([\d,]+) tokens\).*read by (\w+)",
+        ran.text("%tasks --timeline total best"),
+    )
+    assert led and {led[1], led[3]} == {"total", "best"}
+    # with and without staggering: one write and three reads against four writes
+    compared = ran.text("from IPython.display import Image")
+    numbers = {
+        line[:26].strip(): line[26:].split()
+        for line in compared.splitlines()
+        if line.startswith(("cache write", "cache read", "cost"))
+    }
+    writes = [int(x.replace(",", "")) for x in numbers["cache write (tokens)"]]
+    reads = [int(x.replace(",", "")) for x in numbers["cache read (tokens)"]]
+    costs = [float(x) for x in numbers["cost ($)"]]
+    assert 3 * writes[0] < writes[1] and reads[0] > reads[1] and costs[0] < costs[1]
+    assert len(_images(ran, "from IPython.display import Image")) == 2
     states = ran.text("from typing import get_args")
     assert "terminal: ['completed', 'failed', 'killed']" in states
     assert "total: completed, run 1" in states
