@@ -7,6 +7,8 @@
 - ``lenient_emulator``: the same server with ``strict=False`` (no teardown check).
 - ``sync_client`` / ``async_client``: ``anthropic.Anthropic`` / ``AsyncAnthropic`` pointed at
   ``emulator.base_url`` with ``api_key="test-key"`` and the SDK's default retries.
+- ``user_home`` (every test but the packaging and browser ones): HOME is an empty folder of
+  its own, so a person's ~/.claude or ~/.forkagent never reaches a test.
 - ``loop_guard`` (every test): records each blocking call that the package makes on a
   running event loop (file or socket I/O, sleeps, contended locks: see ``tests/loop_guard.py``)
   and fails the test at its end, listing the calls and their stacks. A test that blocks on
@@ -19,6 +21,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -44,6 +47,31 @@ def loop_guard() -> Iterator[LoopGuard]:
         yield guard
     if guard.findings:
         pytest.fail(guard.report(), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def _mpl_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("matplotlib")
+
+
+@pytest.fixture(autouse=True)
+def user_home(
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+    _mpl_config: Path,
+) -> Path | None:
+    """An empty home directory for each test (HOME, inherited by the kernels it starts): the
+    settings, agents, MCP servers and memory a person keeps in their own home never reach a
+    test, and nothing a test writes there reaches another. Matplotlib's cache is shared by
+    the run (built once). Not for the packaging and browser tests: the wheel's build uses
+    the machine's own package-manager setup, the browser tests set up their own home."""
+    if {"distribution", "browser"} & set(request.path.parts):
+        return None
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("MPLCONFIGDIR", os.environ.get("MPLCONFIGDIR") or str(_mpl_config))
+    return home
 
 
 @pytest.fixture
