@@ -260,7 +260,9 @@ def _run_cell(page: Any, index: int) -> None:
     page.keyboard.press("Control+Enter")
 
 
-def measure(n: int, timeout: float, app: str = "jupyterlab") -> dict[str, Any]:
+def measure(
+    n: int, timeout: float, app: str = "jupyterlab", profile: Path | None = None
+) -> dict[str, Any]:
     """One fan-out of `n` workers in a fresh server and page."""
     from playwright.sync_api import sync_playwright
 
@@ -290,6 +292,11 @@ def measure(n: int, timeout: float, app: str = "jupyterlab") -> dict[str, Any]:
                 )
                 cells_before = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").count()
                 page.evaluate(WATCH, [n, 100])
+                profiler = None
+                if profile is not None:  # a CPU profile of the page during the run
+                    profiler = context.new_cdp_session(page)
+                    profiler.send("Profiler.enable")
+                    profiler.send("Profiler.start")
                 start = time.monotonic()
                 _run_cell(page, 1)
                 clicks = 0
@@ -309,6 +316,9 @@ def measure(n: int, timeout: float, app: str = "jupyterlab") -> dict[str, Any]:
                         prompt.click(timeout=30_000)
                         clicks += 1
                 fa = page.evaluate("() => window.__fa")
+                if profiler is not None and profile is not None:
+                    cpu = profiler.send("Profiler.stop")["profile"]
+                    profile.write_text(json.dumps(cpu))
                 kernel_file = root / "kernel_done.json"
                 deadline = time.monotonic() + 60
                 while not kernel_file.exists() and time.monotonic() < deadline:
@@ -396,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, nargs="*", help="fan-out sizes (N = 10 first)")
     parser.add_argument("--app", choices=["jupyterlab", "notebook"], default="jupyterlab")
     parser.add_argument("--timeout", type=float, default=900.0, help="per size, seconds")
+    parser.add_argument(
+        "--profile", type=Path, help="write the page's CPU profile of each run (N.cpuprofile)"
+    )
     ns = parser.parse_args(argv)
     missing = _missing()
     if missing and os.environ.get("FORKAGENT_E2E") != "require":
@@ -405,7 +418,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for n in sizes:
         print(f"browser_fanout: {n} workers ...", file=sys.stderr, flush=True)
-        row = measure(n, ns.timeout, ns.app)
+        where = ns.profile / f"{n}.cpuprofile" if ns.profile else None
+        if where is not None:
+            where.parent.mkdir(parents=True, exist_ok=True)
+        row = measure(n, ns.timeout, ns.app, where)
         rows.append({**row, "goals": goals(row)})
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     result = {

@@ -35,7 +35,7 @@ __all__ = ["DIGEST_AT", "DIGEST_INTERVAL", "AnswerDelivery"]
 DIGEST_AT = 8
 """A cell run that launched more workers than this gets one digest cell for their
 notifications, not a cell per answer."""
-DIGEST_INTERVAL = 1.0
+DIGEST_INTERVAL = 2.0
 """Seconds between two updates of a digest cell (its first one goes at once)."""
 
 
@@ -45,8 +45,10 @@ class _Digest:
 
     key: str
     cell_id: str | None
+    run: str
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> snapshot
     answer: str = ""
+    source: str = ""
     due: asyncio.TimerHandle | None = None
     sent_at: float = float("-inf")
 
@@ -68,7 +70,7 @@ class AnswerDelivery:
             if self.ui.launched(launch.run) <= DIGEST_AT:
                 return None
             key = "d-" + hashlib.sha256(launch.run.encode()).hexdigest()[:16]
-            digest = self._digests[launch.run] = _Digest(key, launch.cell_id)
+            digest = self._digests[launch.run] = _Digest(key, launch.cell_id, launch.run)
         return digest
 
     def _schedule(self, digest: _Digest) -> None:
@@ -83,6 +85,12 @@ class AnswerDelivery:
         digest.sent_at = asyncio.get_running_loop().time()
         tasks = list(digest.tasks.values())
         cell = digest_cell(tasks, digest.answer, digest.key)
+        # its source (`%notifications` and every id) changes once, when the digest is whole:
+        # the editor redraws a long line on each change
+        whole = len(tasks) >= self.ui.launched(digest.run)
+        if not whole and digest.source:
+            cell["source"] = digest.source
+        digest.source = cell["source"]
         message: InsertCellMessage = {
             "type": "insert_cell",
             "key": digest.key,

@@ -6,7 +6,11 @@ import type { IOutput } from '@jupyterlab/nbformat';
 import { ICellSummary, hasKey, insertIndex } from './placement';
 import { IInsertCell, notificationKey } from './protocol';
 
-/** Give the notification cell at `index` the source and outputs of `insert` (a digest). */
+/**
+ * Give the notification cell at `index` the source and outputs of `insert` (a digest), touching
+ * only what changed: an output of the same type is updated in place (its renderer draws it
+ * again), so a digest that grows costs one redraw of its table, not new cells or widgets.
+ */
 function replaceCell(panel: NotebookPanel, index: number, insert: IInsertCell): void {
   const cell = panel.content.model?.cells.get(index);
   if (!cell || cell.type !== 'code') {
@@ -16,10 +20,21 @@ function replaceCell(panel: NotebookPanel, index: number, insert: IInsertCell): 
   if (code.sharedModel.getSource() !== insert.cell.source) {
     code.sharedModel.setSource(insert.cell.source);
   }
-  code.sharedModel.setMetadata({ ...code.sharedModel.getMetadata(), ...insert.cell.metadata });
-  code.outputs.clear();
-  for (const output of insert.cell.outputs) {
-    code.outputs.add(output as unknown as IOutput);
+  const mark = insert.cell.metadata.forkagent;
+  if (JSON.stringify(code.getMetadata('forkagent')) !== JSON.stringify(mark)) {
+    code.setMetadata('forkagent', mark);
+  }
+  const given = insert.cell.outputs as unknown as IOutput[];
+  const outputs = code.outputs;
+  for (let i = 0; i < given.length; i++) {
+    if (i >= outputs.length) {
+      outputs.add(given[i]);
+    } else if (JSON.stringify(outputs.get(i).toJSON()) !== JSON.stringify(given[i])) {
+      outputs.set(i, given[i]);
+    }
+  }
+  while (outputs.length > given.length) {
+    outputs.remove(outputs.length - 1);
   }
   code.trusted = true;
 }

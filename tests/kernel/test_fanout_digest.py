@@ -32,6 +32,10 @@ def test_a_large_fan_out_gets_one_digest_cell_and_collapsed_cards(kernel: Kernel
     assert {x["key"] for x in inserts} == {inserts[0]["key"]}
     assert all(x["replace"] is True for x in inserts)
     cell = inserts[-1]["cell"]
+    # re-running it shows every task's notification again; its source changes only then
+    assert cell["source"].startswith("%notifications ")
+    assert sorted(cell["source"].split()[1:]) == ids
+    assert len({x["cell"]["source"] for x in inserts[:-1]}) <= 1
     assert cell["metadata"]["forkagent"]["digest"] is True
     assert cell["metadata"]["forkagent"]["kind"] == "notification"
     digest = cell["outputs"][0]["data"]
