@@ -283,6 +283,25 @@ def test_how_forking_works(run_notebook: RunNotebook) -> None:
     assert "the cloned message's blocks: thinking, text, tool_use, tool_use" in thought
     assert "unchanged in the second fork: True" in thought
     assert "the thinking block is inside the shared prefix: True" in thought
+    # a 200 MB frame in the kernel: a worker that reads it shares it, one that rebinds the name
+    # holds its new frame alone, and the kernel's frame is unchanged
+    assert "the kernel holds frame: 1,310,720 x 20, 200 MB" in ran.text("import numpy as np")
+    view = ran.cell("%fork --name reader").outputs
+    table = next(o.data["text/plain"] for o in view if "Worker processes" in str(o.get("data")))
+    assert "own = Private_Clean + Private_Dirty" in table
+    pids = re.findall(r"^(?:reader|rebinder) +completed +(\d+) ", table, re.MULTILINE)
+    assert len(set(pids)) == 2, table
+    assert re.search(r"^rebinder .* frame \(DataFrame, 200\.0 MB\)", table, re.MULTILINE), table
+    numbers = ran.text("session = api.session()")
+    memory = {
+        m[0]: (float(m[1].replace(",", "")), float(m[2].replace(",", "")))
+        for m in re.findall(r"(reader|rebinder): own +([\d,]+) MB +shared +([\d,]+) MB", numbers)
+    }
+    assert set(memory) == {"reader", "rebinder"}, numbers
+    assert memory["reader"][1] > 190 and memory["reader"][0] < 60, memory  # the frame, shared
+    assert memory["rebinder"][0] > 190, memory  # its doubled frame is its own
+    first = re.search(r"frame.iloc\[0, 0\]: ([\d.]+) in the kernel, ([\d.]+) in rebinder", numbers)
+    assert first and abs(2 * float(first[1]) - float(first[2])) < 1e-5, numbers
 
 
 def test_your_own_agents(run_notebook: RunNotebook, tmp_path: Path) -> None:
