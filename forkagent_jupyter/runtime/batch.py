@@ -405,7 +405,7 @@ class BatchRun:
         )
         try:
             raw = await self.sdk.messages.with_raw_response.create(**{**body, "max_tokens": 0})
-            pacer.observe(raw.headers)
+            pacer.observe(raw.headers, ticket)
             reply = await raw.parse()
         except Exception as exc:  # not fatal: the batch goes on, maybe without cache reads
             pacer.settle(ticket, None)

@@ -11,8 +11,11 @@ own copy of the bucket, refilled continuously at limit / `period` per second, as
 does. A request costs 1 request, its input tokens that are not expected from the prompt cache
 (cache reads are free; `uncached_estimate`), and reserves `max_tokens` output tokens; when
 its response ends the reservation and the estimate are corrected to the usage it reports.
-Every response's headers lower a bucket the server says holds less than the copy (other
-clients of the same account, rounding), never raise it.
+The server's level is read from `-reset` (when the bucket is full again: the level now is
+limit - rate x the time left, exact, on this machine's clock) kept within the rounding of
+`-remaining` (to the nearest thousand for tokens); every response's headers lower the copy
+where the server holds less (other clients of the same account) and raise it where the copy
+is below what the server holds less what is under way (see `observe`).
 
 Requests wait in arrival order (so the lead fork of a fan-out still goes first) until every
 bucket holds their cost - a cost above a bucket's limit needs a full bucket, as the API
@@ -33,10 +36,12 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 
 from ..messages_api.ratelimits import (
     BUCKETS,
     BucketKind,
+    BucketReport,
     TokenBucket,
     charged_input,
     parse_headers,
@@ -64,9 +69,13 @@ RateWait = Callable[[float | None], None]
 
 ROUNDING_SLACK = 500
 """Token `-remaining` headers are rounded to the nearest thousand."""
+HEADER_AGE = 1.0
+"""Seconds of refill a `-reset` level may show above `-remaining` + the rounding: the server
+wrote the headers before they were read here."""
 MARGIN = 0.02
-"""Of a token bucket's limit kept free: the copy may drift a little above the server's level
-between two responses (requests overlap in ways the headers do not tell apart)."""
+"""Of a token bucket's limit kept free: a request's input estimate can fall short of what the
+server charges until its response ends (a lead fork writes its part of the shared prefix),
+and other clients of the account spend between two responses."""
 REFRESH_SECONDS = 1.0
 """How often the waits shown for queued requests are brought up to date."""
 
@@ -94,6 +103,9 @@ class Ticket:
     seq: int = 0  # the order it was let through in
     settled: bool = False
     waited: bool = False  # it waited in the queue for room
+    given: dict[BucketKind, float] = field(default_factory=dict)  # `Pacer.given` at its take
+    under_way: list[Ticket] = field(default_factory=list)  # not settled when it was taken
+    input_charged: bool = False  # the copy holds the server's charge of its input, not ours
 
 
 @dataclass(eq=False)
@@ -111,6 +123,7 @@ class Pacer:
         self.model = model
         self.period = period
         self.buckets: dict[BucketKind, TokenBucket] = {}
+        self.given: dict[BucketKind, float] = dict.fromkeys(BUCKETS, 0.0)  # given back, in all
         self.blocked_until = 0.0
         self._queue: deque[_Waiter] = deque()
         self._open: list[Ticket] = []  # let through, not settled
@@ -237,7 +250,13 @@ class Pacer:
         now = self.now()
         for kind, bucket in self.buckets.items():
             bucket.take(costs.get(kind, 0.0), now)
-        ticket = Ticket(costs, counted=self.known, seq=self.sent)
+        ticket = Ticket(
+            costs,
+            counted=self.known,
+            seq=self.sent,
+            given=dict(self.given),
+            under_way=list(self._open),
+        )
         self._open.append(ticket)
         self._recent.append(ticket)
         self.sent += 1
@@ -251,49 +270,68 @@ class Pacer:
         """Learn from the headers of `ticket`'s response (see the module doc); no headers
         change nothing.
 
-        The server's `remaining` R is exact for requests and within `ROUNDING_SLACK` for
-        tokens. It counts `ticket`; whether it counts the requests under way and those let
-        through after `ticket` (even ended ones) is unknown. So the copy is lowered to
-        R + slack when above it, and raised to R - slack - (what those requests took) when
-        below that: it stays at or under the server's level. The headers of a refused
-        request (`refused`: a 429) lower the copy to R - slack: the server said no.
+        The server's level S (`_reported`) counts `ticket` as the server charged it; whether
+        it counts the requests under way and those let through after `ticket` (even ended
+        ones) is unknown. So the copy is raised to S - (what those requests took) when below
+        that, and lowered to S + (what this pacer gave back since `ticket` was let through:
+        corrections the server may have made after writing the headers) when above it: it
+        stays at or under the server's level. The headers of a refused request (`refused`:
+        a 429) lower the copy to S: the server said no.
         """
         reports = parse_headers(headers)
         if not reports:
             return
         now = self.now()
+        wall = datetime.now(timezone.utc)
         new = not self.buckets
         for kind, report in reports.items():
-            slack = 0 if kind == "requests" else ROUNDING_SLACK
-            others = sum(t.costs.get(kind, 0.0) for t in self._others(ticket))
-            floor = float(report.remaining - slack) - others
-            bucket = self.buckets.get(kind)
             rate = report.limit / self.period
+            low, high = _reported(kind, report, rate, wall)
+            others = sum(t.costs.get(kind, 0.0) for t in self._others(ticket))
+            floor = low - others
+            bucket = self.buckets.get(kind)
             if bucket is None:
                 bucket = TokenBucket(report.limit, rate, now)
                 bucket.level = max(floor, 0.0)
                 self.buckets[kind] = bucket
+                self._from_server(kind, ticket)
                 continue
             if bucket.capacity != report.limit:
                 bucket.refill(now)
                 bucket.capacity, bucket.rate = float(report.limit), rate
                 bucket.level = min(bucket.level, bucket.capacity)
             level = bucket.refill(now)
-            ceiling = report.remaining - slack if refused else report.remaining + slack
+            if refused or ticket is None:
+                ceiling = low if refused else high
+            else:
+                ceiling = high + self.given[kind] - ticket.given.get(kind, self.given[kind])
             if ceiling < level:
-                bucket.level = float(max(ceiling, 0))
+                bucket.level = max(ceiling, 0.0)
+                self._from_server(kind, ticket)
             elif floor > level:
                 bucket.level = min(floor, bucket.capacity)
+                self._from_server(kind, ticket)
                 self._room()
         if new:  # what was sent before is in the server's numbers now
             for open_ticket in self._open:
                 open_ticket.counted = True
 
+    @staticmethod
+    def _from_server(kind: BucketKind, ticket: Ticket | None) -> None:
+        """The copy was set from the server's level, which holds `ticket`'s input as charged:
+        its end corrects only the output reservation."""
+        if ticket is not None and kind == "input-tokens":
+            ticket.input_charged = True
+
     def _others(self, ticket: Ticket | None) -> list[Ticket]:
         """The requests the server's numbers in `ticket`'s response may not count yet: those
-        under way, and those let through after it (ended or not)."""
-        after = ticket.seq if ticket is not None else self.sent
-        return [t for t in self._recent if t is not ticket and (not t.settled or t.seq > after)]
+        under way when it was let through and those let through after it (ended or not:
+        the server may admit requests in another order than they were let through here).
+        Without a ticket: those under way now."""
+        if ticket is None:
+            return list(self._open)
+        later = [t for t in self._recent if t.seq > ticket.seq]
+        return ticket.under_way + later
 
     def settle(self, ticket: Ticket, usage: Usage | None, *, refused: bool = False) -> None:
         """The request ended: correct its costs to `usage`. `refused` (a 429): it cost
@@ -301,6 +339,7 @@ class Pacer:
         if ticket.settled:
             return
         ticket.settled = True
+        ticket.under_way = []  # its response's headers came before its end
         if ticket in self._open:
             self._open.remove(ticket)
         while self._recent and self._recent[0].settled:
@@ -317,8 +356,12 @@ class Pacer:
             if usage is not None
             else dict.fromkeys(BUCKETS, 0.0)
         )
+        if ticket.input_charged and usage is not None:
+            used["input-tokens"] = ticket.costs.get("input-tokens", 0.0)
         for kind, bucket in self.buckets.items():
-            bucket.give(ticket.costs.get(kind, 0.0) - used[kind], now)
+            amount = ticket.costs.get(kind, 0.0) - used[kind]
+            bucket.give(amount, now)
+            self.given[kind] += max(amount, 0.0)
         self._room()
         self._refresh(now, force=True)
 
@@ -384,6 +427,29 @@ class RateLimits:
         return [
             f"rate limits: {p.describe()}" for p in self.pacers.values() if p.known or p.throttled
         ]
+
+
+def _reported(
+    kind: BucketKind, report: BucketReport, rate: float, wall: datetime
+) -> tuple[float, float]:
+    """The least and the most the server's bucket may hold now, from one response's headers.
+
+    `-remaining` is exact for requests (the whole number under the level) and rounded to
+    the nearest thousand for tokens. `-reset` (when the bucket is full again)
+    gives the level now exactly: limit - rate x the seconds left - refill since the headers
+    were written included; kept within the rounding of `-remaining` (and `HEADER_AGE` of
+    refill above it), so that a clock ahead of the server's or a coarse reset cannot put the
+    copy far above it."""
+    slack = 0 if kind == "requests" else ROUNDING_SLACK
+    low = float(report.remaining - slack)
+    high = float(report.remaining + slack)
+    if report.reset is None:
+        return low, high
+    reset = report.reset if report.reset.tzinfo else report.reset.replace(tzinfo=timezone.utc)
+    left = max((reset - wall).total_seconds(), 0.0)
+    level = report.limit - left * rate
+    level = min(max(level, low), high + rate * HEADER_AGE)
+    return level, level
 
 
 def uncached_estimate(request: ModelRequest) -> int:

@@ -4,6 +4,7 @@ emulator's rate limits on a clock twelve times faster than real time)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -214,3 +215,105 @@ async def test_the_batch_prewarm_goes_through_the_pacer(
     pacer = session.rate_limits.pacer(MODEL)
     assert pacer.sent == 2 and pacer.waited == 1  # 1 RPM: the pre-warm waited its turn
     assert 429 not in statuses(fast_emulator)
+
+
+def _levels(pacer: Pacer) -> dict[str, float]:
+    now = pacer.now()
+    return {
+        kind: min(b.capacity, b.level + max(now - b.at, 0.0) * b.rate)
+        for kind, b in pacer.buckets.items()
+    }
+
+
+def _server_levels(emu: Emulator) -> dict[str, float]:
+    return {b["kind"]: float(b["level"]) for b in emu.rate_limits.snapshot()["buckets"]}
+
+
+async def test_the_pacers_copy_matches_the_servers_buckets_request_after_request(
+    tmp_path: Path,
+) -> None:
+    # a clock only twice real time: the buckets stay well below full between the requests,
+    # so a copy that is off (the rounding of -remaining, the first request's input counted
+    # twice, the headers read late) shows; -reset then carries the exact level
+    tier = RateLimit(50, 30_000, 8_000)
+    with Emulator(strict=True, seed=0, clock=WallClock(scale=2.0), rate_limits=tier) as emu:
+        session = Session(
+            MODEL,
+            backend="anthropic",
+            api_key="test-key",
+            base_url=emu.base_url,
+            workdir=tmp_path,
+            home=tmp_path / "home",
+            permission_policy=AllowAll(),
+            auto_respond=False,
+            max_tokens=400,
+        )
+        session.rate_limits.period = 60.0 / 2.0
+        pacer = session.rate_limits.pacer(MODEL)
+        below: list[bool] = []
+
+        def compare(step: str) -> None:
+            # the server's level between two reads of the copy (both refill meanwhile)
+            before = _levels(pacer)
+            server = _server_levels(emu)
+            after = _levels(pacer)
+            assert set(server) == set(before) == {"requests", "input-tokens", "output-tokens"}
+            gap = {}
+            for kind, level in server.items():
+                low, high = min(before[kind], after[kind]), max(before[kind], after[kind])
+                gap[kind] = 0.0 if low - 1 <= level <= high + 1 else level - before[kind]
+            below.append(server["input-tokens"] < 30_000 and server["output-tokens"] < 8_000)
+            assert all(g == 0.0 for g in gap.values()), (step, server, before, after)
+
+        try:
+            await session.ask("Here is the context. " + "The data loads slowly today. " * 800)
+            compare("the first turn (sent before the limits were known)")
+            for i in range(3):
+                task = await session.fork(f"Part {i}: summarise your share.")
+                await session.wait(task.id, timeout=60)
+                assert task.status == "completed", task.error
+                compare(f"fork {i}")
+                await session.ask(f"And now part {i}?")
+                compare(f"turn {i}")
+        finally:
+            await session.aclose()
+        assert pacer.sent == 7 and emu.ledger.throttles() == []
+        # not between two full buckets: they were below full at every comparison
+        assert all(below), below
+    emu.check()
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_headers_of_a_request_the_server_admitted_first_do_not_raise_the_copy() -> None:
+    # two requests let through in turn reach the server the other way round; the first one
+    # ends before the second one's headers are read: those headers do not count it yet
+    pacer = Pacer(MODEL)
+    limits = {"anthropic-ratelimit-requests-limit": "50"}
+    pacer.observe({**limits, "anthropic-ratelimit-requests-remaining": "40"})
+    first = await pacer.acquire(input_tokens=0, max_tokens=0)
+    second = await pacer.acquire(input_tokens=0, max_tokens=0)
+    assert int(pacer.buckets["requests"].level) == 38
+    pacer.settle(first, Usage(output_tokens=1))
+    pacer.observe({**limits, "anthropic-ratelimit-requests-remaining": "39"}, second)
+    assert int(pacer.buckets["requests"].level) == 38  # the server holds 38 by now
+    pacer.settle(second, Usage(output_tokens=1))
+    assert int(pacer.buckets["requests"].level) == 38
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_reset_header_gives_the_level_now_within_the_rounding() -> None:
+    pacer = Pacer(MODEL)
+    full_in = 3.0  # the bucket is full again in 3 s: 8,000 - 3 x 8,000 / 60 = 7,600 now
+    reset = datetime.now(timezone.utc) + timedelta(seconds=full_in)
+    headers = {
+        "anthropic-ratelimit-output-tokens-limit": "8000",
+        "anthropic-ratelimit-output-tokens-remaining": "8000",  # 7,600 rounded
+        "anthropic-ratelimit-output-tokens-reset": reset.isoformat().replace("+00:00", "Z"),
+    }
+    pacer.observe(headers)
+    assert 7590 <= pacer.buckets["output-tokens"].level <= 7601
+    # a reset that disagrees with -remaining (a clock far off) stays within the rounding
+    pacer = Pacer(MODEL)
+    late = datetime.now(timezone.utc) + timedelta(seconds=50)
+    pacer.observe({**headers, "anthropic-ratelimit-output-tokens-reset": late.isoformat()})
+    assert pacer.buckets["output-tokens"].level == 7500
