@@ -309,3 +309,14 @@ async def test_writing_mcp_json_is_always_asked(
     assert turn.tool_calls[0].is_error and turn.tool_calls[0].result == "not that"
     assert [r.tool_name for r in policy.requests] == ["Write"]  # asked even in bypass
     assert not (tmp_path / ".mcp.json").exists()
+
+
+async def test_python_in_a_server_command_is_the_sessions_interpreter(
+    emulator: Any, make_session: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no python with the SDK there
+    mcp_json(tmp_path, demo={"command": "python", "args": [DEMO]})
+    session = make_session()
+    emulator.script(call("mcp__demo__add", a=1, b=2), Reply.text("done"))
+    [used] = (await session.ask("add")).tool_calls
+    assert (used.result, used.is_error) == ("3", False)
