@@ -58,6 +58,8 @@ def draw(timeline: Timeline, *, width: float = 11.0) -> Figure:
     fig = Figure(figsize=(width, 1.6 + 0.62 * len(lanes)), layout="constrained")
     ax = fig.add_subplot()
     counts: dict[str, int] = {}
+    label_end: dict[str, float] = {}  # where each lane's last token label ends (data units)
+    per_char = span * 6.5 * 0.62 / 72 / max(width - 2.0, 1.0)  # a 6.5 pt character's width
 
     def gid(row: TimelineRow) -> str:
         if row.kind == "request":
@@ -90,7 +92,9 @@ def draw(timeline: Timeline, *, width: float = 11.0) -> Figure:
                 gid="first_token" + name[7:],
             )
             text = f"r {_k(row.cache_read)} w {_k(row.cache_write)}"
-            ax.text(row.start, y + sum(UPPER) + 0.03, text, fontsize=6.5, va="bottom", gid=name)
+            if row.start >= label_end.get(row.agent_id, -span):  # else it would cover the last
+                ax.text(row.start, y + sum(UPPER) + 0.03, text, fontsize=6.5, va="bottom", gid=name)
+                label_end[row.agent_id] = row.start + len(text) * per_char
         elif row.kind in ("rate_wait", "held", "retry"):
             hatch = "////" if row.kind != "held" else None
             color = COLORS[row.kind]
