@@ -83,29 +83,7 @@ class BashTool(Tool[BashInput]):
         if args.run_in_background:
             return await _start_background(args, ctx)
         sink = HeadTail()
-        # Our own pipe (not asyncio's): we own the read end, so we can stop reading when
-        # the shell has exited but a background child still holds the write end.
-        read_fd, write_fd = os.pipe()
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                shutil.which("bash") or "/bin/sh",
-                "-c",
-                args.command,
-                cwd=ctx.workdir,
-                env=scrubbed_env(ctx.env),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=write_fd,
-                stderr=write_fd,
-                start_new_session=True,
-            )
-        except BaseException:
-            os.close(read_fd)
-            raise
-        finally:
-            os.close(write_fd)
-        groups = ctx.services.get("shell_groups")
-        if isinstance(groups, set):  # killed when its agent ends (`cmd &` children too)
-            groups.add(proc.pid)
+        proc, read_fd, groups = await _spawn(args.command, ctx)
         loop = asyncio.get_running_loop()
         try:
             transport, reader = await loop.connect_read_pipe(
@@ -132,7 +110,7 @@ class BashTool(Tool[BashInput]):
             held = not await _drain(reader, DRAIN_AFTER_EXIT)
         finally:
             transport.close()
-            if isinstance(groups, set) and not _group_alive(proc.pid):
+            if groups is not None and not _group_alive(proc.pid):
                 groups.discard(proc.pid)
         text = sink.text().rstrip("\n")
         if held:
@@ -145,17 +123,20 @@ class BashTool(Tool[BashInput]):
         return text or "(no output)"
 
 
-async def _start_background(args: BashInput, ctx: ToolContext) -> str:
-    """Start `args.command` in the background (see shells.py); its shell id and how to use it."""
-    registry = ctx.services.get("shells")
-    if not isinstance(registry, ShellRegistry):
-        raise ToolError("Background commands are not available in this session.")
+async def _spawn(
+    command: str, ctx: ToolContext
+) -> tuple[asyncio.subprocess.Process, int, set[int] | None]:
+    """Start `command` in a fresh shell and session (its own process group) with stdin closed,
+    its stdout and stderr on our own pipe (not asyncio's: we own the read end, so we can stop
+    reading when the shell has exited but a background child still holds the write end).
+    Returns the process, the pipe's read end, and the agent's set of process groups, which
+    now holds it (killed when the agent ends, `cmd &` children too), if it has one."""
     read_fd, write_fd = os.pipe()
     try:
         proc = await asyncio.create_subprocess_exec(
             shutil.which("bash") or "/bin/sh",
             "-c",
-            args.command,
+            command,
             cwd=ctx.workdir,
             env=scrubbed_env(ctx.env),
             stdin=asyncio.subprocess.DEVNULL,
@@ -169,8 +150,18 @@ async def _start_background(args: BashInput, ctx: ToolContext) -> str:
     finally:
         os.close(write_fd)
     groups = ctx.services.get("shell_groups")
-    if isinstance(groups, set):  # killed when its agent ends
-        groups.add(proc.pid)
+    if not isinstance(groups, set):
+        return proc, read_fd, None
+    groups.add(proc.pid)
+    return proc, read_fd, groups
+
+
+async def _start_background(args: BashInput, ctx: ToolContext) -> str:
+    """Start `args.command` in the background (see shells.py); its shell id and how to use it."""
+    registry = ctx.services.get("shells")
+    if not isinstance(registry, ShellRegistry):
+        raise ToolError("Background commands are not available in this session.")
+    proc, read_fd, _groups = await _spawn(args.command, ctx)
     shell = BackgroundShell(registry.new_id(), args.command, ctx.agent_id, proc)
     loop = asyncio.get_running_loop()
     try:

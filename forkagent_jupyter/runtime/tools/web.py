@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ...messages_api.usage import Usage, cost_usd
 from ..events import ModelResponse
 from ..model import ModelClient, ModelRequest
-from .base import Tool, ToolContext, ToolError
+from .base import InputT, Tool, ToolContext, ToolError
 
 __all__ = ["WebAccess", "WebFetchTool", "WebSearchTool"]
 
@@ -105,7 +105,15 @@ class WebSearchInput(_Input):
     )
 
 
-class WebSearchTool(Tool[WebSearchInput]):
+class _WebTool(Tool[InputT]):
+    """A tool answered by the model's own web tool: it reads, never changes anything here, so
+    it runs beside other calls and in plan mode."""
+
+    concurrency_safe = True
+    allowed_in_plan = True
+
+
+class WebSearchTool(_WebTool[WebSearchInput]):
     name = "WebSearch"
     description = (
         "Search the web. Returns what was found - a short account and the pages (title and "
@@ -113,8 +121,6 @@ class WebSearchTool(Tool[WebSearchInput]):
         "with allowed_domains or blocked_domains. Fetch a page with WebFetch to read it."
     )
     input_model = WebSearchInput
-    concurrency_safe = True
-    allowed_in_plan = True
 
     def permission_subject(self, args: WebSearchInput) -> str:
         return args.query
@@ -156,7 +162,7 @@ class WebFetchInput(_Input):
         return value.strip()
 
 
-class WebFetchTool(Tool[WebFetchInput]):
+class WebFetchTool(_WebTool[WebFetchInput]):
     name = "WebFetch"
     description = (
         "Fetch one web page and answer a question about it: give the url and a prompt saying "
@@ -164,8 +170,6 @@ class WebFetchTool(Tool[WebFetchInput]):
         "fetched."
     )
     input_model = WebFetchInput
-    concurrency_safe = True
-    allowed_in_plan = True
 
     def permission_subject(self, args: WebFetchInput) -> str:
         return args.url
