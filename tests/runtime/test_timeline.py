@@ -36,18 +36,17 @@ class SlowPerson:
         return Allow()
 
 
-def drop_one_request_after_the_lead_answers(session: Session, emulator: Any) -> list[str]:
-    """Once the first worker's first request has been answered, the next request to reach the
-    emulator breaks off mid-stream (it is sent again). Returns the lead's id once known."""
-    lead: list[str] = []
+def drop_one_request_after_a_worker_answers(session: Session, emulator: Any) -> None:
+    """Once a worker's first request has been answered, the next request to reach the
+    emulator breaks off mid-stream (it is sent again)."""
+    done: list[str] = []
 
     def watch(task: Task) -> None:
-        if not lead and task.usage.output_tokens:
-            lead.append(task.id)
+        if not done and task.usage.output_tokens:
+            done.append(task.id)
             emulator.faults.next(Fault.dropped(after=2))
 
     session.registry.subscribe(watch)
-    return lead
 
 
 async def test_eight_forks_one_approval_one_retry_match_the_ledger(
@@ -60,7 +59,7 @@ async def test_eight_forks_one_approval_one_retry_match_the_ledger(
     )
     await session.ask(CONTEXT)
     before = len(emulator.ledger)
-    lead = drop_one_request_after_the_lead_answers(session, emulator)
+    drop_one_request_after_a_worker_answers(session, emulator)
     tasks = []
     for i in range(8):
         code = "6 * 7" if i < 7 else "6 * 8"
@@ -107,7 +106,9 @@ async def test_eight_forks_one_approval_one_retry_match_the_ledger(
     assert tool.start <= approval.start and approval.end <= tool.end
     assert len(timeline.of("tool")) == 8
 
-    # the lead's cache write: readable once its response started; the others read it
+    # the lead's cache write: readable once its response started; the others read it. The
+    # lead is the worker whose response the emulator started first (the ledger's order)
+    lead = [next(r.agent_id for r in requests if r.message_id == entries[0].message_id)]
     [group] = timeline.leads
     assert group.agent_id == lead[0]
     firsts = {
@@ -142,7 +143,8 @@ async def test_eight_forks_one_approval_one_retry_match_the_ledger(
     assert image[:8] == b"\x89PNG\r\n\x1a\n"
     frame = timeline.to_dataframe()
     assert len(frame) == len(rows) and set(frame["kind"]) >= {"request", "retry", "approval"}
-    assert "w0" in describe(timeline) or timeline.lane_of(lead[0]) in describe(timeline)
+    lead_name = timeline.lane_of(lead[0])
+    assert f"{lead_name} led: its cache write ({group.written:,} tokens)" in describe(timeline)
 
 
 async def test_a_later_session_draws_the_same_timeline_from_the_transcripts(
