@@ -33,7 +33,6 @@ from .memory import (
     default_worker_memory_mb,
     own_memory_mb,
     read_rollups,
-    rollups_supported,
 )
 from .process import ProcessRunner, Snapshot, fork_supported
 from .thread import ThreadRunner
@@ -294,13 +293,14 @@ class ComputePlane:
         """While a worker runs in a process: read its memory every SAMPLE_SECONDS (on a
         thread) and tell `on_process_memory`."""
         try:
-            while any(not r.parked for r in self._alive) and rollups_supported():
+            while any(not r.parked for r in self._alive):
                 running = [r for r in self._alive if not r.parked and r.alive and r.pid]
                 pids = [r.pid for r in running if r.pid is not None]
-                read = await asyncio.to_thread(read_rollups, pids)
+                read = await asyncio.to_thread(read_rollups, pids) if pids else []
                 for runner, rollup in zip(running, read, strict=True):
                     if runner.alive and not runner.parked and rollup is not None:
-                        self._tell_memory(runner.agent_id, rollup)
+                        with contextlib.suppress(Exception):  # a listener's bug ends nothing
+                            self._tell_memory(runner.agent_id, rollup)
                 await asyncio.sleep(SAMPLE_SECONDS)
         finally:
             self._sampler = None
