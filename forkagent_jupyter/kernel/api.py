@@ -26,6 +26,7 @@ from IPython.core.error import UsageError
 from IPython.core.getipython import get_ipython
 
 from ..runtime.report import CostReport, cost_report
+from .protocol import ANSWERS
 
 if TYPE_CHECKING:
     from ..runtime.session import Session
@@ -47,8 +48,6 @@ __all__ = [
     "use_dask",
     "wait_pending",
 ]
-
-ANSWERS = ("allow", "always", "deny")
 
 
 def agent() -> KernelAgent:

@@ -14,17 +14,18 @@ second, when something changed); `ApprovalMessage` and `ApprovalDone`; `InsertCe
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict, get_args
 
 from pydantic import Field, TypeAdapter, ValidationError
 from typing_extensions import NotRequired
 from typing_extensions import TypedDict as CheckedDict  # pydantic validates it on 3.10/3.11
 
 __all__ = [
-    "DECISIONS",
+    "ANSWERS",
     "TARGET",
     "VERSION",
     "Approval",
+    "ApprovalAnswer",
     "ApprovalDone",
     "ApprovalMessage",
     "Approve",
@@ -170,8 +171,10 @@ class InsertCellMessage(InsertCell):
 
 # -- frontend to kernel ---------------------------------------------------------------------
 
-DECISIONS = ("allow", "always", "deny")
-"""The answers to an approval (`Decision` in protocol.ts); only the first two approve."""
+ApprovalAnswer = Literal["allow", "always", "deny"]
+"""What a person answers to an approval (`ApprovalAnswer` in protocol.ts): only the first two
+approve. The runtime turns it into its `Decision` (`Allow` or `Deny`)."""
+ANSWERS: tuple[ApprovalAnswer, ...] = get_args(ApprovalAnswer)
 
 
 class Hello(CheckedDict):
@@ -187,7 +190,7 @@ class Approve(CheckedDict):
 
     type: Literal["approve"]
     request_id: str
-    decision: Literal["allow", "always", "deny"]
+    decision: ApprovalAnswer
     reason: NotRequired[str | None]
 
 

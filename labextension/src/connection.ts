@@ -10,7 +10,7 @@ import { ApprovalList } from './approvals';
 import { insertNotificationCell } from './insert';
 import {
   COMM_TARGET,
-  Decision,
+  ApprovalAnswer,
   FrontendMessage,
   IApproval,
   IBudget,
@@ -158,7 +158,7 @@ export class NotebookConnection {
     return true;
   }
 
-  approve(requestId: string, decision: Decision): boolean {
+  approve(requestId: string, decision: ApprovalAnswer): boolean {
     // the entry goes when the kernel confirms with `approval_done`
     return this.send({ type: 'approve', request_id: requestId, decision });
   }

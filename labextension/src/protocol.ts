@@ -80,8 +80,9 @@ export interface IInsertCell {
   replace?: boolean;
 }
 
-/** The answers to an approval; the kernel approves only 'allow' and 'always'. */
-export type Decision = 'allow' | 'always' | 'deny';
+/** What a person answers to an approval (`ApprovalAnswer` in protocol.py); the kernel
+ * approves only 'allow' and 'always' and turns it into its Decision (Allow or Deny). */
+export type ApprovalAnswer = 'allow' | 'always' | 'deny';
 
 /** Frontend to kernel: the data of the comm_open. */
 export interface IHello {
@@ -94,7 +95,7 @@ export interface IHello {
 export interface IApprove {
   type: 'approve';
   request_id: string;
-  decision: Decision;
+  decision: ApprovalAnswer;
   reason?: string | null;
 }
 

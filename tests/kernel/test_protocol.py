@@ -52,8 +52,8 @@ def test_constants_agree() -> None:
     text = (SRC / "protocol.ts").read_text()
     assert f"COMM_TARGET = '{protocol.TARGET}'" in text
     assert f"PROTOCOL_VERSION = {protocol.VERSION};" in text
-    decisions = " | ".join(f"'{d}'" for d in protocol.DECISIONS)
-    assert f"export type Decision = {decisions};" in text
+    answers = " | ".join(f"'{d}'" for d in protocol.ANSWERS)
+    assert f"export type ApprovalAnswer = {answers};" in text
 
 
 def test_the_parser_sees_a_missing_or_extra_key() -> None:
