@@ -34,15 +34,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.kernel import emulator_process, kernel, rtts
 from benchmarks.output import finish, options
 from forkagent_jupyter.emulator import Emulator, OfflineBrain, Reply
 from forkagent_jupyter.runtime.permissions import AllowAll
@@ -172,35 +171,11 @@ def serve_emulator(processing_s: float) -> None:
 
 
 def kernel_rtt(n: int, processing_s: float) -> dict[str, Any]:
-    from jupyter_client.manager import KernelManager
-
-    from .kernel_load import Client, rtts
-
-    server = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.batch_fanout", "--serve-emulator", str(processing_s)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    assert server.stdout is not None and server.stdin is not None
-    base_url = server.stdout.readline().strip()
-    env = dict(
-        os.environ,
-        ANTHROPIC_API_KEY="bench",
-        ANTHROPIC_BASE_URL=base_url,
-        FORKAGENT_BACKEND="anthropic",
-        PYTHONPATH=str(ROOT),
-    )
-    km = KernelManager(kernel_name="python3")
-    km.start_kernel(env=env, cwd=tempfile.mkdtemp())
-    client = Client(km)
-    try:
-        client.run("%load_ext forkagent_jupyter")
-        client.run("%config ForkAgent.auto_respond = False")
-        client.run("%config ForkAgent.worker_namespace = 'shared'")
-        client.run("__forkagent__.session")
-        client.run(f"items = list(range({n}))")
+    settings = {"auto_respond": False, "worker_namespace": "shared"}
+    with (
+        emulator_process("benchmarks.batch_fanout", str(processing_s)) as base_url,
+        kernel(settings, base_url=base_url, setup=[f"items = list(range({n}))"]) as client,
+    ):
         idle = rtts(client, 3.0)
         start = time.monotonic()
         _, reply = client.run('%fork --batch --over items --poll 0.2 "Label item {item}."')
@@ -214,11 +189,6 @@ def kernel_rtt(n: int, processing_s: float) -> dict[str, Any]:
             if time.monotonic() - start > 600:
                 raise TimeoutError("the batch did not finish")
         wall = time.monotonic() - start
-    finally:
-        client.kc.stop_channels()
-        km.shutdown_kernel(now=True)
-        server.stdin.close()
-        server.wait(timeout=30)
     return {
         "forks": n,
         "batch_processing_s": processing_s,

@@ -25,16 +25,13 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from jupyter_client.manager import KernelManager
-
 from benchmarks.output import finish, options
 
-from .kernel_load import Client, rtts
+from .kernel import Client, kernel, rtts
 
 ROOT = Path(__file__).resolve().parents[1]
 # Each bound sits between what the feature gives on 2 cores and what its absence would give,
@@ -126,23 +123,8 @@ def fit(fits, seed):
 '''
 
 
-def start_kernel() -> tuple[KernelManager, Client]:
-    env = dict(os.environ, FORKAGENT_BACKEND="offline", PYTHONPATH=str(ROOT))
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
-        env.pop(name, None)
-    km = KernelManager(kernel_name="python3")
-    km.start_kernel(env=env, cwd=tempfile.mkdtemp())
-    client = Client(km)
-    for code in (
-        "%load_ext forkagent_jupyter",
-        "%config ForkAgent.permission_mode = 'bypassPermissions'",
-        "%config ForkAgent.auto_respond = False",
-        "__forkagent__.session",
-        HELPERS,
-    ):
-        _, reply = client.run(code)
-        assert reply["content"]["status"] == "ok", (code, reply["content"])
-    return km, client
+SETTINGS = {"permission_mode": "bypassPermissions", "auto_respond": False}
+"""The kernel's settings (offline, `kernel.kernel`), with HELPERS as its setup."""
 
 
 def wait_idle(client: Client, timeout: float = 600) -> None:
@@ -369,8 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = options(__doc__, out=ROOT / "benchmarks/results/compute_load.json")
     ns = parser.parse_args(argv)
     size = SIZES["quick" if ns.quick else "full"]
-    km, client = start_kernel()
-    try:
+    with kernel(SETTINGS, setup=[HELPERS]) as client:
         result: dict[str, Any] = {
             "benchmark": "compute_load",
             "quick": ns.quick,
@@ -383,9 +364,6 @@ def main(argv: list[str] | None = None) -> int:
             "snapshot": snapshot(client, int(size["frame_mb"])),
             "penguins": penguins(client, int(size["fits"])),
         }
-    finally:
-        client.kc.stop_channels()
-        km.shutdown_kernel(now=True)
     result["failures"] = check(result)
     return finish("compute_load", result, ns.out, ns.check)
 

@@ -31,8 +31,8 @@ from typing import Any
 
 from benchmarks.output import finish, options
 
-from .compute_load import S, fan_out, start_kernel, wait_computing, wait_idle
-from .kernel_load import Client, rtts
+from .compute_load import HELPERS, SETTINGS, S, fan_out, wait_computing, wait_idle
+from .kernel import Client, kernel, rtts
 
 ROOT = Path(__file__).resolve().parents[1]
 BOUNDS = {"wall_8_max": 4.6, "rtt_ratio_max": 1.5, "call_overhead_ms_max": 50.0, "ship_max": 1.1}
@@ -142,8 +142,7 @@ def stopping(client: Client) -> dict[str, Any]:
 
 
 def measure(address: str, size: dict[str, Any]) -> dict[str, Any]:
-    km, client = start_kernel()
-    try:
+    with kernel(SETTINGS, setup=[HELPERS]) as client:
         ok(client, f"%config ForkAgent.dask_address = {address!r}")
         ok(client, "%config ForkAgent.executor = 'dask'")
         return {
@@ -152,9 +151,6 @@ def measure(address: str, size: dict[str, Any]) -> dict[str, Any]:
             "shipping": shipping(client, int(size["frame_mb"])),
             "stop": (ok(client, "%config ForkAgent.executor = 'dask'"), stopping(client))[1],
         }
-    finally:
-        client.kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def check(result: dict[str, Any]) -> list[str]:

@@ -15,7 +15,6 @@ root: `python -m benchmarks.emulator_throughput --quick`.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -31,6 +30,7 @@ from typing import Any
 
 import anthropic
 
+from benchmarks.output import finish, options
 from forkagent_jupyter.emulator import Emulator, Reply, StaticBrain
 
 MODEL = "claude-sonnet-5-5"
@@ -137,12 +137,10 @@ def run_case(url: str, *, stream: bool, clients: int, per_client: int) -> dict[s
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="CI size (fewer requests)")
+    parser = options(__doc__.split("\n")[0], quick="CI size (fewer requests)")
     parser.add_argument("--requests", type=int, default=None, help="requests per case")
     parser.add_argument("--clients", default="1,4,16", help="comma-separated client counts")
     parser.add_argument("--in-process", action="store_true", help="emulator in this process")
-    parser.add_argument("--out", default=None, help="also write the JSON here")
     ns = parser.parse_args(argv)
     per_case = ns.requests or (48 if ns.quick else 480)
     counts = [int(c) for c in ns.clients.split(",") if c.strip()]
@@ -162,13 +160,9 @@ def main(argv: list[str] | None = None) -> int:
         "cpus": os.cpu_count(),
         "reply_bytes": len(REPLY_TEXT),
         "results": results,
+        "failures": [],  # reported, no bounds
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if ns.out:
-        with open(ns.out, "w", encoding="utf-8") as fh:
-            fh.write(text + "\n")
-    return 0
+    return finish("emulator_throughput", report, ns.out, ns.check)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from benchmarks.output import options
+from benchmarks.output import finish, options
 from forkagent_jupyter.emulator import Emulator, OfflineBrain, Reply
 from forkagent_jupyter.messages_api.tokens import flatten
 from forkagent_jupyter.messages_api.usage import Usage, cost_usd
@@ -270,16 +270,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = options(__doc__)
     ns = parser.parse_args(argv)
     result = asyncio.run(run(ns.quick))
-    failures = check(result)
-    result["bounds"] = {"checked": ns.check, "failures": failures}
-    text = json.dumps(result, indent=2)
-    if ns.out:
-        ns.out.write_text(text + "\n")
-    print(text)
-    if ns.check and failures:
-        print("fork_cache: bounds broken: " + "; ".join(failures), file=sys.stderr)
-        return 1
-    return 0
+    result["failures"] = check(result)
+    result["checked"] = ns.check
+    return finish("fork_cache", result, ns.out, ns.check)
 
 
 if __name__ == "__main__":

@@ -18,20 +18,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import queue
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from jupyter_client.manager import KernelManager
-
-from benchmarks.output import options
+from benchmarks.kernel import emulator_process, kernel, rtts
+from benchmarks.output import finish, options
 from forkagent_jupyter.emulator import Emulator, OfflineBrain, Reply
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,75 +57,6 @@ class StreamingBrain:
         return reply
 
 
-class Client:
-    def __init__(self, km: KernelManager) -> None:
-        self.kc = km.client()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=60)
-        # (when the kernel sent it, wall clock from the message header; its type): the client
-        # reads in bursts between round trips, so its own receive times would bunch them up
-        self.iopub_times: list[tuple[float, str]] = []
-        self.values: dict[str, str] = {}  # the last `value` each widget model sent
-
-    def pump(self) -> None:
-        while True:
-            try:
-                msg = self.kc.get_iopub_msg(timeout=0)
-            except queue.Empty:
-                return
-            self.record(msg)
-
-    def record(self, msg: dict[str, Any]) -> None:
-        sent = msg["header"].get("date")
-        when = sent.timestamp() if hasattr(sent, "timestamp") else time.time()
-        self.iopub_times.append((when, msg["msg_type"]))
-        if msg["msg_type"] in ("comm_open", "comm_msg"):
-            state = msg["content"].get("data", {}).get("state", {})
-            if "value" in state:
-                self.values[msg["content"]["comm_id"]] = str(state["value"])
-
-    def run(self, code: str, timeout: float = 600) -> tuple[float, dict[str, Any]]:
-        start = time.monotonic()
-        msg_id = self.kc.execute(code)
-        while True:
-            self.pump()
-            try:
-                reply = self.kc.get_shell_msg(timeout=0.005)
-            except queue.Empty:
-                if time.monotonic() - start > timeout:
-                    raise TimeoutError(code) from None
-                continue
-            if reply["parent_header"].get("msg_id") == msg_id:
-                return time.monotonic() - start, reply
-
-    def value(self, expr: str) -> Any:
-        _, reply = self.run(f"__bench__ = {expr}")
-        assert reply["content"]["status"] == "ok", reply["content"]
-        msg_id = self.kc.execute("print(repr(__bench__))")
-        out = ""
-        while True:
-            msg = self.kc.get_iopub_msg(timeout=30)
-            self.record(msg)
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            if msg["msg_type"] == "stream":
-                out += msg["content"]["text"]
-            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                import ast
-
-                return ast.literal_eval(out.strip())
-
-
-def rtts(client: Client, seconds: float) -> list[float]:
-    out = []
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        rtt, _ = client.run("pass")
-        out.append(rtt)
-        time.sleep(0.05)
-    return out
-
-
 def serve_emulator() -> None:
     """Serve the streaming emulator until stdin closes (run in its own process, so the
     emulator's work never holds this process's GIL while it times round trips)."""
@@ -140,38 +66,13 @@ def serve_emulator() -> None:
 
 
 def measure(n: int) -> dict[str, Any]:
-    server = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.kernel_load", "--serve-emulator"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    assert server.stdout is not None and server.stdin is not None
-    base_url = server.stdout.readline().strip()
-    try:
+    with emulator_process("benchmarks.kernel_load") as base_url:
         return _measure(n, base_url)
-    finally:
-        server.stdin.close()
-        server.wait(timeout=30)
 
 
 def _measure(n: int, base_url: str) -> dict[str, Any]:
-    env = dict(
-        os.environ,
-        ANTHROPIC_API_KEY="bench",
-        ANTHROPIC_BASE_URL=base_url,
-        FORKAGENT_BACKEND="anthropic",
-        PYTHONPATH=str(ROOT),
-    )
-    km = KernelManager(kernel_name="python3")
-    km.start_kernel(env=env, cwd=tempfile.mkdtemp())
-    client = Client(km)
-    try:
-        client.run("%load_ext forkagent_jupyter")
-        client.run("%config ForkAgent.permission_mode = 'bypassPermissions'")
-        client.run("%config ForkAgent.auto_respond = False")
-        client.run("__forkagent__.session")  # create the session before timing
+    settings = {"permission_mode": "bypassPermissions", "auto_respond": False}
+    with kernel(settings, base_url=base_url) as client:  # the session exists before timing
         idle = rtts(client, IDLE_S)
         client.iopub_times.clear()
         start = time.monotonic()
@@ -199,9 +100,6 @@ def _measure(n: int, base_url: str) -> dict[str, Any]:
         seen = client.value(f"{{c.header.model_id: c.task.status for c in {hub}.cards.values()}}")
         final = sum(status in client.values.get(mid, "") for mid, status in seen.items())
         statuses = client.value("[t.status for t in __forkagent__.session.tasks]")
-    finally:
-        client.kc.stop_channels()
-        km.shutdown_kernel(now=True)
     # what jupyter_server's IOPub rate limiter counts (it exempts these three types)
     exempt = ("status", "execute_input", "comm_open")
     times = [t for t, kind in client.iopub_times if kind not in exempt and t >= start_wall]
@@ -276,14 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         "rows": rows,
         "failures": failures,
     }
-    text = json.dumps(result, indent=2)
-    ns.out.parent.mkdir(parents=True, exist_ok=True)
-    ns.out.write_text(text + "\n")
-    print(text)
-    if ns.check and failures:
-        print("kernel_load: " + "; ".join(failures), file=sys.stderr)
-        return 1
-    return 0
+    return finish("kernel_load", result, ns.out, ns.check)
 
 
 if __name__ == "__main__":

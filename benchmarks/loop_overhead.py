@@ -8,9 +8,7 @@ what the loop costs. Prints JSON; `--quick` for a CI-sized run.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import statistics
 import sys
 import tempfile
@@ -18,6 +16,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from benchmarks.output import finish, options
 from forkagent_jupyter.runtime.events import ModelEvent
 from forkagent_jupyter.runtime.model import ModelClient, ModelRequest
 from forkagent_jupyter.runtime.offline import OfflineModel
@@ -78,16 +77,10 @@ async def run(quick: bool) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out", type=Path)
-    ns = parser.parse_args(argv)
+    ns = options(__doc__).parse_args(argv)
     result = asyncio.run(run(ns.quick))
-    text = json.dumps(result, indent=2)
-    if ns.out:
-        ns.out.write_text(text + "\n")
-    print(text)
-    return 0
+    result["failures"] = []  # reported, no bounds
+    return finish("loop_overhead", result, ns.out, ns.check)
 
 
 if __name__ == "__main__":

@@ -440,9 +440,7 @@ SECTIONS = {
 }
 
 
-def _failures(name: str, r: dict[str, Any]) -> list[str]:
-    if name == "fork_cache":
-        return list(r.get("bounds", {}).get("failures", []))
+def _failures(r: dict[str, Any]) -> list[str]:
     return list(r.get("failures", []))
 
 
@@ -460,7 +458,7 @@ def markdown(report: dict[str, Any]) -> str:
             out += [f"### `{name}`: did not finish (exit {r['exit_code']})", ""]
             continue
         out += SECTIONS[name](r)
-        broken = _failures(name, r)
+        broken = _failures(r)
         if broken:
             out += ["Bounds broken: " + "; ".join(broken), ""]
     return "\n".join(out)

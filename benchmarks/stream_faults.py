@@ -19,7 +19,6 @@ size repeats the fan-out with more seeds.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import sys
 import tempfile
@@ -28,7 +27,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks.output import options
+from benchmarks.output import finish, options
 from forkagent_jupyter.emulator import Emulator, Fault
 from forkagent_jupyter.runtime.permissions import AllowAll
 from forkagent_jupyter.runtime.retry import DEFAULT_STREAM_RETRIES
@@ -189,17 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = options(__doc__)
     ns = parser.parse_args(argv)
     result = asyncio.run(run(ns.quick))
-    failures = check(result)
-    result["failures"] = failures
+    result["failures"] = check(result)
     result["checked"] = ns.check
-    text = json.dumps(result, indent=2)
-    if ns.out:
-        ns.out.write_text(text + "\n")
-    print(text)
-    if ns.check and failures:
-        print("stream_faults: bounds broken: " + "; ".join(failures), file=sys.stderr)
-        return 1
-    return 0
+    return finish("stream_faults", result, ns.out, ns.check)
 
 
 if __name__ == "__main__":
