@@ -173,7 +173,7 @@ class Kernel:
         ]
 
     def wait_comm(
-        self, comm_id: str, kind: str, until: Any = bool, timeout: float = 10
+        self, comm_id: str, kind: str, until: Any = bool, timeout: float = 60
     ) -> list[dict[str, Any]]:
         """Read iopub until `until(comm_data(comm_id, kind))` holds; returns that list."""
         deadline = time.monotonic() + timeout

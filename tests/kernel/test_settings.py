@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import queue
 import time
 from typing import Any
 
@@ -156,6 +157,18 @@ def test_interrupting_tasks_wait_says_one_line(kernel: Kernel) -> None:
     kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
     kernel.execute("%fork --name sleeper nap `py: __import__('time').sleep(30)`")
     msg_id = kernel.start("%tasks --wait sleeper")
+    # the interrupt must reach the wait, not the cell before it runs: on a loaded machine the
+    # kernel can take seconds to start it, so count the second from its execute_input
+    deadline = time.monotonic() + 60
+    while not any(
+        m["msg_type"] == "execute_input" and m["parent_header"].get("msg_id") == msg_id
+        for m in kernel.iopub
+    ):
+        assert time.monotonic() < deadline, "the cell did not start"
+        try:
+            kernel.iopub.append(kernel.client.get_iopub_msg(timeout=0.2))
+        except queue.Empty:
+            pass
     time.sleep(1.0)
     kernel.km.interrupt_kernel()
     kernel.drain(until_idle_of=msg_id, timeout=20)

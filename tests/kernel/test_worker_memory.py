@@ -26,8 +26,9 @@ def _running(kernel: Kernel, pid: int) -> bool:
 
 
 def _ended(kernel: Kernel, pid: int) -> bool:
-    """The process has ended within a moment (a SIGKILL is delivered asynchronously)."""
-    for _ in range(50):
+    """The process has ended within a moment (a SIGKILL is delivered asynchronously; 30 s:
+    a loaded machine)."""
+    for _ in range(300):
         if not _running(kernel, pid):
             return True
         time.sleep(0.1)
