@@ -8,8 +8,12 @@ taken out of its model client). For each it reports wall time against the minimu
 binding bucket allows, the 429 responses, failed tasks and cost.
 
 The minimum: every bucket starts full and refills limit / 60 per second, so a run that
-charges C to a bucket of limit L needs at least (C - L) / (L / 60) seconds; the largest of
-the three (over what the run was actually charged, parent included) is the binding one.
+charges C to a bucket of limit L needs at least (C - L) / (L / 60) seconds before its last
+request is admitted. For OTPM that request must find its whole reservation (`max_tokens`)
+in the bucket, of which it is charged only its output in the end: the last admission cannot
+come before (C - c + max_tokens - L) / (L / 60), c the largest output of one request. The
+largest of the three (over what the run was actually charged, parent included) is the
+binding one.
 Times are reported in emulated seconds (real seconds x scale) and the ratio is within one run.
 
 Prints JSON (`--out FILE` writes it too); `--quick` is the CI size, `--check` fails when a
@@ -77,8 +81,9 @@ def _context(tokens: int) -> str:
     return (FILLER * (tokens * 4 // len(FILLER) + 1))[: tokens * 4]
 
 
-def minimum(entries: list[Any], limit: RateLimit) -> dict[str, Any]:
-    """The least time (emulated s) the buckets allow for what the run was charged."""
+def minimum(entries: list[Any], limit: RateLimit, max_tokens: int) -> dict[str, Any]:
+    """The least time (emulated s) the buckets allow for what the run was charged, up to
+    its last request's admission (see the module doc)."""
     charged = {
         "requests": float(len(entries)),
         "input-tokens": float(
@@ -86,12 +91,13 @@ def minimum(entries: list[Any], limit: RateLimit) -> dict[str, Any]:
         ),
         "output-tokens": float(sum(e.usage["output_tokens"] for e in entries)),
     }
+    largest = max((e.usage["output_tokens"] for e in entries), default=0)
+    last = {"output-tokens": max(max_tokens - largest, 0)}  # reserved, not charged
     seconds = {}
     for kind in BUCKETS:
         cap = limit.limit(kind)
-        seconds[kind] = (
-            max(0.0, charged[kind] - cap) / (cap / PERIOD_SECONDS) if cap is not None else 0.0
-        )
+        need = charged[kind] + last.get(kind, 0) - (cap or 0)
+        seconds[kind] = max(0.0, need) / (cap / PERIOD_SECONDS) if cap is not None else 0.0
     binding = max(seconds, key=lambda k: seconds[k])
     return {"charged": charged, "seconds": seconds, "binding": binding}
 
@@ -133,7 +139,7 @@ async def run_case(
             usage = usage + Usage.from_api(e.usage)
         pacer = session.rate_limits.pacer(MODEL)
         await session.aclose()
-        low = minimum(entries, tier)
+        low = minimum(entries, tier, MAX_TOKENS)
         floor = low["seconds"][low["binding"]]
         statuses = [r.status for r in requests]
         return {
