@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import html
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.display import HTML
 from IPython.core.error import UsageError
 from IPython.display import display
 
+from .interpolation import interpolate
+
 if TYPE_CHECKING:
     from ..runtime.batch import BatchRun
-    from .extension import KernelAgent
+    from ..runtime.session import Session
 
 __all__ = ["BatchCard", "directives_over", "start_batch"]
 
@@ -32,8 +35,6 @@ def directives_over(
 ) -> tuple[list[str], list[Any]]:
     """One directive per element of `namespace[over]`: `{item}` is the element, other `{name}`s
     the notebook's variables. A missing, non-iterable or empty value is a UsageError."""
-    from .extension import interpolate
-
     text = template.strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
         text = text[1:-1]
@@ -107,17 +108,26 @@ class BatchCard:
 
 
 def start_batch(
-    host: KernelAgent, template: str, over: str, name: str | None, poll_interval: float
+    session: Session,
+    namespace: dict[str, Any],
+    template: str,
+    over: str,
+    name: str | None,
+    poll_interval: float,
+    *,
+    check_budget: Callable[[], None],
+    spawn: Callable[[Coroutine[Any, Any, None]], object],
 ) -> BatchCard:
-    """Fan out over `over` in the background; returns the card at once."""
-    directives, items = directives_over(template, over, host.shell.user_ns)
-    host._within_budget("%fork", "The fan-out was")
+    """Fan out over `namespace[over]` in the background (`check_budget` first, then `spawn`
+    runs the launch); returns the card at once."""
+    directives, items = directives_over(template, over, namespace)
+    check_budget()
     names = [f"{name}-{i}" for i in range(len(items))] if name else None
     card = BatchCard(len(items), f"{over}: {template.strip()[:80]}")
 
     async def launch() -> None:
         try:
-            fan = await host.session.fan_out(
+            fan = await session.fan_out(
                 directives, batch=True, names=names, items=items, poll_interval=poll_interval
             )
         except Exception as exc:
@@ -127,5 +137,5 @@ def start_batch(
         if fan.batch is not None:
             card.attach(fan.batch)
 
-    host._spawn(launch())
+    spawn(launch())
     return card

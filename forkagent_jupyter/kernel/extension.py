@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import sys
 from argparse import Namespace
 from collections.abc import AsyncIterator
@@ -24,6 +23,7 @@ from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode, validate
 
 from ..runtime.executors.memory import default_worker_memory_mb
 from .bridge import Bridge
+from .interpolation import interpolate
 from .magics import (
     AgentMagics,
     agent_options,
@@ -45,8 +45,6 @@ __all__ = ["ForkAgent", "KernelAgent", "load", "unload"]
 BACKEND_CHOICES = ("", "anthropic", "bedrock", "vertex", "foundry", "offline")
 """runtime.backends.BACKENDS and "" (unset), written out: importing the runtime here would
 make `%load_ext` slow (a test keeps the two the same)."""
-
-_VAR = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)\}(?!\})")
 
 
 class ForkAgent(CheckedSettings):
@@ -175,16 +173,6 @@ class ForkAgent(CheckedSettings):
                 f"tokens or more (it stays {self.thinking!r})."
             )
         return value
-
-
-def interpolate(text: str, namespace: dict[str, Any]) -> str:
-    """`{name}` -> str(namespace[name]) for defined names; `{{`/`}}` -> literal braces."""
-
-    def sub(match: re.Match[str]) -> str:
-        name = match.group(1)
-        return str(namespace[name]) if name in namespace else match.group(0)
-
-    return _VAR.sub(sub, text).replace("{{", "{").replace("}}", "}")
 
 
 WAKE_INTERVAL = 0.1
@@ -495,7 +483,16 @@ class KernelAgent:
             ) from None
         if poll <= 0:
             raise UsageError("%fork: --poll needs a positive number of seconds")
-        start_batch(self, template, str(opts["over"]), opts.get("name"), poll)
+        start_batch(
+            self.session,
+            self.shell.user_ns,
+            template,
+            str(opts["over"]),
+            opts.get("name"),
+            poll,
+            check_budget=lambda: self._within_budget("%fork", "The fan-out was"),
+            spawn=self._spawn,
+        )
 
     async def send_line(self, line: str) -> None:
         """An awaited `%send` line."""
