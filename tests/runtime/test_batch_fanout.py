@@ -15,6 +15,7 @@ from forkagent_jupyter.messages_api.usage import Usage, cost_usd
 from forkagent_jupyter.runtime.errors import UsageError
 from forkagent_jupyter.runtime.fork import FORK_TAG
 from forkagent_jupyter.runtime.session import Session
+from tests.reported import tool_outputs
 
 from .helpers import breakpoint_tokens
 
@@ -152,7 +153,7 @@ async def test_a_tool_request_continues_as_a_realtime_worker(
     )
     [task] = await fan.batch.wait(timeout=60)
     assert task.status == "completed", task.error
-    assert "42" in (task.result or "")
+    assert tool_outputs(task.result or "") == ["42"], task.result
     assert task.tool_uses == 1
     entries = emulator.ledger.entries()
     assert [e.service_tier for e in entries] == ["batch", "standard"]
