@@ -106,6 +106,7 @@ class Ticket:
     given: dict[BucketKind, float] = field(default_factory=dict)  # `Pacer.given` at its take
     under_way: list[Ticket] = field(default_factory=list)  # not settled when it was taken
     input_charged: bool = False  # the copy holds the server's charge of its input, not ours
+    admitted: bool = False  # the server has it (its headers came, or it ended)
 
 
 @dataclass(eq=False)
@@ -146,7 +147,17 @@ class Pacer:
 
     # -- waiting for room -------------------------------------------------------------------
 
+    def _sync(self, now: float) -> None:
+        """Refill the copy to `now`, up to the limit less what requests let through but not
+        yet seen at the server took: the server's bucket, without them, stops at its limit
+        (a full bucket refills no more while they are on their way)."""
+        for kind, bucket in self.buckets.items():
+            bucket.refill(now)
+            pending = sum(t.costs.get(kind, 0.0) for t in self._open if not t.admitted)
+            bucket.level = min(bucket.level, bucket.capacity - pending)
+
     def _wait(self, costs: Mapping[BucketKind, float], now: float) -> float:
+        self._sync(now)
         wait = max(self.blocked_until - now, 0.0)
         for kind, bucket in self.buckets.items():
             wait = max(wait, bucket.wait(self._with_margin(kind, bucket, costs), now))
@@ -163,6 +174,7 @@ class Pacer:
 
     def _etas(self, now: float) -> list[float]:
         """Expected wait of each queued request (those ahead of it go first)."""
+        self._sync(now)
         blocked = max(self.blocked_until - now, 0.0)
         etas = [blocked] * len(self._queue)
         for kind, bucket in self.buckets.items():
@@ -248,6 +260,7 @@ class Pacer:
 
     def _take(self, costs: dict[BucketKind, float]) -> Ticket:
         now = self.now()
+        self._sync(now)
         for kind, bucket in self.buckets.items():
             bucket.take(costs.get(kind, 0.0), now)
         ticket = Ticket(
@@ -256,6 +269,7 @@ class Pacer:
             seq=self.sent,
             given=dict(self.given),
             under_way=list(self._open),
+            admitted=not self.known,  # nothing taken: nothing to keep under the limit
         )
         self._open.append(ticket)
         self._recent.append(ticket)
@@ -282,6 +296,9 @@ class Pacer:
         if not reports:
             return
         now = self.now()
+        self._sync(now)
+        if ticket is not None:
+            ticket.admitted = True
         wall = datetime.now(timezone.utc)
         new = not self.buckets
         for kind, report in reports.items():
@@ -338,6 +355,7 @@ class Pacer:
         nothing. No usage otherwise (it failed or broke off): its costs stay taken."""
         if ticket.settled:
             return
+        self._sync(self.now())  # up to now it was on its way, or under way
         ticket.settled = True
         ticket.under_way = []  # its response's headers came before its end
         if ticket in self._open:
@@ -381,6 +399,7 @@ class Pacer:
         if not self.buckets:
             return f"{self.model}: no rate-limit headers seen, nothing held back"
         now = self.now()
+        self._sync(now)
         names = {"requests": "RPM", "input-tokens": "ITPM", "output-tokens": "OTPM"}
         parts = [
             f"{names[k]} {max(0, int(b.refill(now))):,}/{int(b.capacity):,}"

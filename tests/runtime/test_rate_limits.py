@@ -317,3 +317,32 @@ async def test_the_reset_header_gives_the_level_now_within_the_rounding() -> Non
     late = datetime.now(timezone.utc) + timedelta(seconds=50)
     pacer.observe({**headers, "anthropic-ratelimit-output-tokens-reset": late.isoformat()})
     assert pacer.buckets["output-tokens"].level == 7500
+
+
+class _ClockPacer(Pacer):
+    """A pacer on a clock the test moves."""
+
+    t = 1000.0
+
+    def now(self) -> float:  # type: ignore[override]
+        return self.t
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_copy_does_not_refill_past_requests_still_on_their_way() -> None:
+    # the server's bucket is full and stays full until the request reaches it: the copy,
+    # which took the request already, refills only to the limit less its cost
+    pacer = _ClockPacer(MODEL)
+    headers = {
+        "anthropic-ratelimit-output-tokens-limit": "8000",
+        "anthropic-ratelimit-output-tokens-remaining": "8000",
+    }
+    pacer.observe(headers)
+    ticket = await pacer.acquire(input_tokens=0, max_tokens=1000)
+    pacer.t += 60.0  # a whole minute on its way (a slow network, a busy event loop)
+    assert "OTPM 7,000/8,000" in pacer.describe()
+    pacer.observe({**headers, "anthropic-ratelimit-output-tokens-remaining": "7000"}, ticket)
+    pacer.t += 60.0  # the server has it now: its bucket refills
+    assert "OTPM 8,000/8,000" in pacer.describe()
+    pacer.settle(ticket, Usage(output_tokens=300))
+    assert "OTPM 8,000/8,000" in pacer.describe()
