@@ -350,6 +350,11 @@ def measure(
         "blocked_s": round(blocked, 2),
         "blocked_share": round(blocked / run_s, 3) if run_s else None,
         "worst_ms": round(max((d for _, d in window), default=0.0)),
+        # when the worst task started, seconds into the run
+        "worst_at_s": round((max(window, key=lambda w: w[1])[0] - t0) / 1000, 2)
+        if window
+        else None,
+        "long_tasks_ms": [[round((s - t0) / 1000, 2), round(d)] for s, d in window],
         "clicks": clicks,
         "click_ms": round(max(clicks_ms, default=0.0)),
         "dom_nodes": dom,

@@ -143,9 +143,24 @@ def notification_cell(tasks: list[dict[str, Any]], answer: str) -> CellSpec:
     }
 
 
+DIGEST_RESULT_CHARS = 2000
+"""What a digest row keeps of a task's result; the whole notification is `%notifications ID`."""
+
+
+def _row(task: dict[str, Any]) -> Notification:
+    """A digest row: the notification payload without the XML the parent read (the same
+    facts again) and with the result clipped, so the digest's size stays small per task."""
+    row = _payload(task)
+    result = row["result"]
+    if len(result) > DIGEST_RESULT_CHARS:
+        row["result"] = result[: DIGEST_RESULT_CHARS - 1] + "…"
+    row["notification"] = ""
+    return row
+
+
 def digest_bundle(tasks: list[dict[str, Any]]) -> dict[str, Any]:
     """The display data of many notifications as one digest (task snapshots)."""
-    payloads = [_payload(t) for t in tasks]
+    payloads = [_row(t) for t in tasks]
     counts: dict[str, int] = {}
     for p in payloads:
         counts[p["status"] or "finished"] = counts.get(p["status"] or "finished", 0) + 1

@@ -1,7 +1,7 @@
 /**
  * The digest of a large fan-out's notifications: one output, a row per task (each opens to
- * the task's whole notification), the first `DIGEST_PAGE` rows drawn and the rest on demand,
- * so a thousand notifications keep the page small.
+ * the task's notification, its result clipped by the kernel), the first `DIGEST_PAGE` rows
+ * drawn and the rest on demand, so a thousand notifications keep the page small.
  */
 import { renderNotification, INotification, parseNotification, usageLine } from './notification';
 import { isObject } from './protocol';
