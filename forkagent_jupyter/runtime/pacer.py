@@ -15,7 +15,9 @@ The server's level is read from `-reset` (when the bucket is full again: the lev
 limit - rate x the time left, exact, on this machine's clock) kept within the rounding of
 `-remaining` (to the nearest thousand for tokens); every response's headers lower the copy
 where the server holds less (other clients of the same account) and raise it where the copy
-is below what the server holds less what is under way (see `observe`).
+is below what the server holds less what is under way (see `observe`). The copy refills
+only up to the limit less what requests still on their way to the server took (`_sync`):
+the server's bucket, without them, is full and refills no more.
 
 Requests wait in arrival order (so the lead fork of a fan-out still goes first) until every
 bucket holds their cost - a cost above a bucket's limit needs a full bucket, as the API
