@@ -17,7 +17,7 @@ PARENT_SAYS = "The parent's own answer, which no fork wrote."
 SLEEP = "__import__('time').sleep(5) or 'slept'"
 
 
-async def _until(predicate: Any, timeout: float = 20) -> None:
+async def _until(predicate: Any, timeout: float = 60) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not predicate():

@@ -29,7 +29,7 @@ def agent_call(agent_type: str | None, prompt: str, **extra: Any) -> Reply:
     return Reply(({"type": "tool_use", "name": "Agent", "input": call},))
 
 
-async def wait_for(predicate: Any, timeout: float = 20) -> None:
+async def wait_for(predicate: Any, timeout: float = 60) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not predicate():
         if asyncio.get_running_loop().time() > deadline:

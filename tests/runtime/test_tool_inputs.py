@@ -18,7 +18,7 @@ pytestmark = pytest.mark.anyio
 SLEEP = "`py: __import__('time').sleep({s}) or 'slept'`"
 
 
-async def _until(predicate: Any, timeout: float = 20) -> None:
+async def _until(predicate: Any, timeout: float = 60) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not predicate():
