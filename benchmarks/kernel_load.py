@@ -9,7 +9,8 @@ process), it measures:
   counted as jupyter_server's rate limiter counts them, and the busiest second, by the send
   time in each message's header), with the count of every message type;
 * that every card's final state reached the client (the last value the client received for
-  each card's line holds the task's final status).
+  each card's line holds the task's final status; for the tasks collapsed into a cell's
+  summary row, the row's last value counts them in their final status).
 Prints JSON and writes it to `--out` (benchmarks/results/kernel_load.json); `--quick` runs
 N=50 and 200; `--check` fails when a bound below does not hold.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import time
@@ -89,7 +91,7 @@ def _measure(n: int, base_url: str) -> dict[str, Any]:
         settle = time.monotonic()
         hub = "__forkagent__.ui.hub"
         while (
-            client.value(f"len({hub}._dirty) + len({hub}._pending)")
+            client.value(f"len({hub}._dirty) + len({hub}._pending) + len({hub}._summaries)")
             and time.monotonic() - settle < 120
         ):
             time.sleep(0.2)  # coalesced card updates still being flushed
@@ -99,6 +101,20 @@ def _measure(n: int, base_url: str) -> dict[str, Any]:
         # what the frontend last received for each card's line holds the final status
         seen = client.value(f"{{c.header.model_id: c.task.status for c in {hub}.cards.values()}}")
         final = sum(status in client.values.get(mid, "") for mid, status in seen.items())
+        # ... and for the tasks collapsed into a cell's summary row, the counts by status in
+        # the last value the frontend received for that row
+        rows = client.value(
+            f"[(b.summary.model_id, [t.status for t in b.hidden]) for b in {hub}.boxes"
+            " if b.summary is not None]"
+        )
+        for mid, statuses_hidden in rows:
+            shown = dict(
+                re.findall(r"forkagent-(\w+)-count'[^>]*>(\d+)<", client.values.get(mid, ""))
+            )
+            final += sum(
+                min(int(shown.get(status, 0)), statuses_hidden.count(status))
+                for status in set(statuses_hidden) - {"running"}
+            )
         statuses = client.value("[t.status for t in __forkagent__.session.tasks]")
     # what jupyter_server's IOPub rate limiter counts (it exempts these three types)
     exempt = ("status", "execute_input", "comm_open")
