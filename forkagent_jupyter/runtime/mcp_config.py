@@ -41,6 +41,9 @@ __all__ = [
 MAX_BYTES = 5_000_000
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_SERVER = re.compile(r"[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*")
+"""A server name a rule can name: no `__` and no `_` at either end (`mcp__a__b` names tool b
+of server a, so a server `a__b` would be out of reach of a deny of `mcp__a__b`)."""
 
 
 class StdioServer(BaseModel):
@@ -137,9 +140,10 @@ def parse_servers(
     specs: list[ServerSpec] = []
     problems: list[str] = []
     for name, raw in data.items():
-        if not isinstance(name, str) or not name.strip() or _UNSAFE.search(name):
+        if not isinstance(name, str) or not _SERVER.fullmatch(name):
             problems.append(
-                f"{source}: server {name!r}: a server name is letters, digits, '_' and '-'"
+                f"{source}: server {name!r}: a server name is letters, digits, '-' and single "
+                "'_' between them"
             )
             continue
         made = _one(name, raw, env)

@@ -19,7 +19,8 @@ import pytest
 
 from forkagent_jupyter.emulator.brains import Reply
 from forkagent_jupyter.runtime.fork import FORK_TAG
-from forkagent_jupyter.runtime.mcp_config import expand, read_servers
+from forkagent_jupyter.runtime.mcp_config import expand, read_servers, tool_name
+from forkagent_jupyter.runtime.permission_rules import Rule
 from forkagent_jupyter.runtime.permissions import Deny, ScriptedPolicy
 
 from .helpers import dumps, first_fork_requests
@@ -320,3 +321,20 @@ async def test_python_in_a_server_command_is_the_sessions_interpreter(
     emulator.script(call("mcp__demo__add", a=1, b=2), Reply.text("done"))
     [used] = (await session.ask("add")).tool_calls
     assert (used.result, used.is_error) == ("3", False)
+
+
+def test_a_server_name_a_rule_cannot_name_is_refused(tmp_path: Path) -> None:
+    """`mcp__a__b` names tool b of server a: a server called `a__b` (or `_a`, `a_`) would be out
+    of reach of a deny of `mcp__a__b`, and `mcp__a` would cover it. Such names are refused; every
+    name kept is covered by a rule naming its server."""
+    names = ["a__b", "_a", "a_", "a b", "ok_name", "ok-2"]
+    mcp_json(tmp_path, **{n: {"command": "x"} for n in names})
+    found, problems = read_servers(tmp_path, tmp_path / "home", env={})
+    assert sorted(found) == ["ok-2", "ok_name"]
+    refused = {n for n in names if any(f"server {n!r}:" in p for p in problems)}
+    assert refused == {"a__b", "_a", "a_", "a b"}
+    for name in found:
+        tool = tool_name(name, "t__x")
+        assert Rule.parse(f"mcp__{name}").covers(tool)
+        assert Rule.parse(f"mcp__{name}__*").covers(tool)
+        assert not Rule.parse("mcp__ok").covers(tool)
