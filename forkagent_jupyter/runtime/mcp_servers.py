@@ -170,9 +170,9 @@ class McpServers:
             found = mine.get(name) or self.servers.get(name)
             if found is None:
                 missing.append(f"'{name}' (not configured)")
-            elif not await conn.ready(self.startup_timeout):
+            elif not await found.ready(self.startup_timeout):
                 missing.append(
-                    f"'{name}' ({conn.state}{': ' + conn.reason if conn.reason else ''})"
+                    f"'{name}' ({found.state}{': ' + found.reason if found.reason else ''})"
                 )
         if missing:
             await self.stop_agent(agent_id)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
+from forkagent_jupyter.runtime.mcp_servers import McpServers
 
 from .test_mcp import DEMO, gone, mcp_json, stdio, tool_names
 
@@ -133,3 +134,23 @@ async def test_a_server_failing_under_an_agent_is_a_line_on_its_card(
         "mcp__demo__hang",
         "mcp__demo__shout",
     ]  # `tools: mcp__demo` names every tool of the server, and nothing else
+
+
+async def test_a_required_server_is_checked_itself_not_the_agents_last_own_server(
+    tmp_path: Path,
+) -> None:
+    """A configured server that failed is missing although the agent's own server is up; a
+    configured server that is up is enough for an agent with no server of its own."""
+    mcp_json(tmp_path, broken={"command": str(tmp_path / "no-such-program")}, demo=stdio(DEMO))
+    servers = McpServers(tmp_path, tmp_path / "home", startup_timeout=20)
+    try:
+        own = [{"mine": stdio(DEMO)}]
+        with pytest.raises(ValueError) as failed:
+            await servers.start_agent("a1", own, ["broken"], "agent file")
+        assert str(failed.value).startswith(
+            "The agent needs MCP servers that are not available: 'broken' (failed: "
+        )
+        assert "a1" not in servers.agents
+        assert await servers.start_agent("a2", None, ["demo"], "agent file") == []
+    finally:
+        await servers.aclose()
