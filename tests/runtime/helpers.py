@@ -1,8 +1,9 @@
-"""Shared by the runtime tests: the emulator's records of fork requests, git, and a named
-agent that delegates to a fork."""
+"""Shared by the runtime tests: the emulator's records of fork requests, git, a named
+agent that delegates to a fork, a paced session on the emulator, and a wait on a condition."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 from pathlib import Path
@@ -10,6 +11,8 @@ from typing import Any
 
 from forkagent_jupyter.messages_api.tokens import ByteTokenizer, flatten
 from forkagent_jupyter.runtime.fork import FORK_TAG
+from forkagent_jupyter.runtime.permissions import AllowAll
+from forkagent_jupyter.runtime.session import Session
 
 
 def breakpoint_tokens(body: dict[str, Any]) -> list[int]:
@@ -70,3 +73,30 @@ async def start_lead(session: Any, workdir: Path) -> Any:
         session.main, lead, "Delegate.\nfork: child work `py: 5 * 5`", description="lead"
     )
     return session.workers.start(run)
+
+
+async def until(predicate: Any, timeout: float = 60) -> None:
+    """Wait until `predicate()` holds, failing the test after `timeout` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.02)
+
+
+def paced_session(base_url: str, workdir: Path, model: str, period: float, **kw: Any) -> Session:
+    """A session on the emulator at `base_url` (real SDK over HTTP) that allows every tool and
+    answers no prompt, its pacer's rate-limit minute lasting `period` real seconds."""
+    session = Session(
+        model,
+        backend="anthropic",
+        api_key="test-key",
+        base_url=base_url,
+        workdir=workdir,
+        home=workdir / "home",
+        permission_policy=AllowAll(),
+        auto_respond=False,
+        **kw,
+    )
+    session.rate_limits.period = period
+    return session

@@ -3,7 +3,6 @@ it inherited (the parent's last answer is not a fork's partial result)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -11,18 +10,12 @@ import pytest
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
 from tests.reported import tool_outputs
 
+from .helpers import until
+
 pytestmark = pytest.mark.anyio
 
 PARENT_SAYS = "The parent's own answer, which no fork wrote."
 SLEEP = "__import__('time').sleep(5) or 'slept'"
-
-
-async def _until(predicate: Any, timeout: float = 60) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
 
 
 def _brain() -> ScriptedBrain:
@@ -41,7 +34,7 @@ async def test_a_stopped_fork_without_text_reports_no_output(
     session = make_session(auto_respond=False)
     assert (await session.ask("HELLO")).text == PARENT_SAYS
     task = await session.fork("SILENT work")
-    await _until(lambda: task.current_tool == "Python")
+    await until(lambda: task.current_tool == "Python")
     stopped = await session.stop(task.id)
     assert stopped.status == "killed" and stopped.result == "(no output)"
     [note] = session.queue.drain("main")

@@ -14,11 +14,10 @@ from forkagent_jupyter.emulator import Emulator, Fault, WallClock
 from forkagent_jupyter.messages_api.ratelimits import RateLimit
 from forkagent_jupyter.messages_api.usage import Usage
 from forkagent_jupyter.runtime.pacer import RATE_WAIT, Pacer
-from forkagent_jupyter.runtime.permissions import AllowAll
 from forkagent_jupyter.runtime.session import Session
 from forkagent_jupyter.runtime.tasks import Task
 
-from .helpers import first_fork_requests
+from .helpers import first_fork_requests, paced_session
 
 pytestmark = pytest.mark.anyio
 
@@ -38,18 +37,7 @@ async def session_on(tmp_path: Path) -> AsyncIterator[Callable[[Emulator], Sessi
     made: list[Session] = []
 
     def make(emu: Emulator) -> Session:
-        session = Session(
-            MODEL,
-            backend="anthropic",
-            api_key="test-key",
-            base_url=emu.base_url,
-            workdir=tmp_path,
-            home=tmp_path / "home",
-            permission_policy=AllowAll(),
-            auto_respond=False,
-            max_tokens=400,
-        )
-        session.rate_limits.period = 60.0 / SCALE
+        session = paced_session(emu.base_url, tmp_path, MODEL, 60.0 / SCALE, max_tokens=400)
         made.append(session)
         return session
 
@@ -237,18 +225,7 @@ async def test_the_pacers_copy_matches_the_servers_buckets_request_after_request
     # twice, the headers read late) shows; -reset then carries the exact level
     tier = RateLimit(50, 30_000, 8_000)
     with Emulator(strict=True, seed=0, clock=WallClock(scale=2.0), rate_limits=tier) as emu:
-        session = Session(
-            MODEL,
-            backend="anthropic",
-            api_key="test-key",
-            base_url=emu.base_url,
-            workdir=tmp_path,
-            home=tmp_path / "home",
-            permission_policy=AllowAll(),
-            auto_respond=False,
-            max_tokens=400,
-        )
-        session.rate_limits.period = 60.0 / 2.0
+        session = paced_session(emu.base_url, tmp_path, MODEL, 60.0 / 2.0, max_tokens=400)
         pacer = session.rate_limits.pacer(MODEL)
         below: list[bool] = []
 

@@ -16,7 +16,7 @@ from forkagent_jupyter.emulator.faults import Fault
 from forkagent_jupyter.runtime.permissions import ScriptedPolicy
 from tests.reported import tool_outputs
 
-from .helpers import make_repo
+from .helpers import make_repo, until
 
 pytestmark = pytest.mark.anyio
 
@@ -38,14 +38,6 @@ def _delegating(reply: Reply) -> ScriptedBrain:
     brain = ScriptedBrain(when_empty=OfflineBrain())
     brain.when_last_user_contains("DELEGATE", reply, times=1)
     return brain
-
-
-async def _until(predicate: Any, timeout: float = 60) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
 
 
 def _agent_schema(body: dict[str, Any]) -> dict[str, Any]:
@@ -166,7 +158,7 @@ async def test_interrupting_the_turn_stops_its_synchronous_agent(
     emulator.brain = _delegating(_agent_call("checker", f"slowly `py: {code}`"))
     session = make_session(auto_respond=False, forking=False)
     turn = asyncio.ensure_future(session.ask("DELEGATE please"))
-    await _until(started.exists)  # its code runs
+    await until(started.exists)  # its code runs
     [task] = session.tasks
     turn.cancel()
     with pytest.raises(asyncio.CancelledError):

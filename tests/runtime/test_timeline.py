@@ -12,11 +12,13 @@ import pytest
 from forkagent_jupyter.emulator import Emulator, WallClock
 from forkagent_jupyter.emulator.faults import Fault
 from forkagent_jupyter.messages_api.ratelimits import RateLimit
-from forkagent_jupyter.runtime.permissions import Allow, AllowAll, Deny, PermissionRequest
+from forkagent_jupyter.runtime.permissions import Allow, Deny, PermissionRequest
 from forkagent_jupyter.runtime.session import Session
 from forkagent_jupyter.runtime.tasks import Task
 from forkagent_jupyter.runtime.timeline import aload_timeline, describe
 from forkagent_jupyter.runtime.timeline_figure import draw, png
+
+from .helpers import paced_session
 
 pytestmark = pytest.mark.anyio
 
@@ -193,17 +195,7 @@ async def test_rate_limit_waits_and_a_429_are_rows_before_their_requests(
     # 2 requests per rate-limit minute, which lasts 5 real seconds here: the forks wait
     with Emulator(strict=True, seed=0, clock=WallClock(scale=12.0)) as emu:
         emu.rate_limits.configure({"claude-sonnet-5-5": RateLimit(2, 100_000, 100_000)})
-        session = Session(
-            "claude-sonnet-5-5",
-            backend="anthropic",
-            api_key="test-key",
-            base_url=emu.base_url,
-            workdir=tmp_path,
-            home=tmp_path / "home",
-            permission_policy=AllowAll(),
-            auto_respond=False,
-        )
-        session.rate_limits.period = 5.0
+        session = paced_session(emu.base_url, tmp_path, "claude-sonnet-5-5", 5.0)
         try:
             await session.ask("Some context to fork from. " * 50)
             emu.faults.next(Fault.rate_limited(retry_after=0.2), times=3)  # past the SDK's 2

@@ -13,17 +13,11 @@ import pytest
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
 from forkagent_jupyter.runtime.tools.agents import TaskOutputTool, TaskStopTool
 
+from .helpers import until
+
 pytestmark = pytest.mark.anyio
 
 SLEEP = "`py: __import__('time').sleep({s}) or 'slept'`"
-
-
-async def _until(predicate: Any, timeout: float = 60) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
 
 
 async def test_send_message_to_every_running_agent_with_a_summary(
@@ -36,7 +30,7 @@ async def test_send_message_to_every_running_agent_with_a_summary(
     session = make_session(auto_respond=False)
     a = await session.fork("First " + SLEEP.format(s=2), name="first")
     b = await session.fork("Second " + SLEEP.format(s=2), name="second")
-    await _until(lambda: a.current_tool == "Python" and b.current_tool == "Python")
+    await until(lambda: a.current_tool == "Python" and b.current_tool == "Python")
     turn = await session.ask("BROADCAST it")
     [sent] = turn.tool_calls
     assert not sent.is_error, sent.result
@@ -62,7 +56,7 @@ async def test_a_background_shell_is_read_with_task_output_and_stopped_with_task
     [shell] = session.shells.shells.values()
     ctx = session.main.config.ctx
     reader, stopper = TaskOutputTool(), TaskStopTool()
-    await _until(lambda: "started" in shell.output())
+    await until(lambda: "started" in shell.output())
     out = await reader.run(reader.parse({"task_id": shell.id, "block": False}), ctx)
     assert "<retrieval_status>not_ready</retrieval_status>" in out
     assert "<status>running</status>" in out and "started" in out
