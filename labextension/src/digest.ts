@@ -3,7 +3,7 @@
  * the task's notification, its result clipped by the kernel), the first `DIGEST_PAGE` rows
  * drawn and the rest on demand, so a thousand notifications keep the page small.
  */
-import { renderNotification, INotification, parseNotification, usageLine } from './notification';
+import { el, renderNotification, INotification, parseNotification, usageLine } from './notification';
 import { isObject } from './protocol';
 
 export const DIGEST_PAGE = 50;
@@ -29,15 +29,6 @@ export function statusCounts(tasks: readonly INotification[]): string {
     (a, b) => (order.indexOf(a) + 1 || 99) - (order.indexOf(b) + 1 || 99) || a.localeCompare(b)
   );
   return keys.map(k => `${counts.get(k)} ${k}`).join(' · ');
-}
-
-function el(doc: Document, tag: string, cls: string, text?: string): HTMLElement {
-  const node = doc.createElement(tag);
-  node.className = cls;
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
 }
 
 /** One row: name, status, summary and usage; opening it draws the whole notification. */

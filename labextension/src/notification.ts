@@ -53,7 +53,8 @@ export function usageLine(note: INotification): string {
   ].join(' · ');
 }
 
-function el(doc: Document, tag: string, cls: string, text?: string): HTMLElement {
+/** An element of class `cls`, its text (if any) set as textContent. */
+export function el(doc: Document, tag: string, cls: string, text?: string): HTMLElement {
   const node = doc.createElement(tag);
   node.className = cls;
   if (text !== undefined) {
