@@ -101,6 +101,9 @@ class TerminalAsk:
         self.cell: _Cell | None = None
         self.queue: list[ApprovalPrompt] = []
         self.asking: _Question | None = None
+        self.orphan: _Question | None = None
+        """A question decided elsewhere whose prompt the console still shows: the next reply
+        that names no parent is its answer, not the next question's."""
         self._ended_at = 0.0
         self._poller: asyncio.Task[None] | None = None
 
@@ -114,6 +117,8 @@ class TerminalAsk:
             self._read()  # an answer sent before this cell started belongs to the old question
             if self.asking is not None:
                 self.asking = None  # its cell ended unanswered: asked again here
+        if self.orphan is not None and self.orphan.cell is not self.cell:
+            self.orphan = None  # the console dropped its prompt when its cell ended
         self._next()
 
     def cell_ended(self) -> None:
@@ -153,7 +158,9 @@ class TerminalAsk:
         if prompt in self.queue:
             self.queue.remove(prompt)
         if self.asking is not None and self.asking.prompt is prompt:
-            self.asking = None  # answered here, elsewhere, or timed out: the next question
+            # decided elsewhere or timed out (an answer here cleared `asking` first): the
+            # console still shows its prompt, so the next question waits for that reply
+            self.orphan, self.asking = self.asking, None
         self._next()
 
     def _next(self) -> None:
@@ -164,6 +171,10 @@ class TerminalAsk:
             return
         prompt, cell = waiting[0], self.cell
         kernel = self.kernel
+        if self.orphan is not None:
+            self._read()
+            if self.orphan is not None:
+                return  # asked when the console's open prompt was answered
         for stream in (sys.stdout, sys.stderr):  # what the cell printed comes first
             if stream is not None:
                 stream.flush()
@@ -207,10 +218,12 @@ class TerminalAsk:
 
     async def _poll(self) -> None:
         """Read the stdin socket while a question is open (and shortly after its cell ended)."""
-        while self.asking is not None:
+        while self.asking is not None or self.orphan is not None:
             if self.cell is None and time.monotonic() - self._ended_at > GRACE:
                 return  # read again when the next cell starts
             self._read()
+            if self.orphan is None:
+                self._next()
             await asyncio.sleep(POLL_INTERVAL)
 
     def _read(self) -> None:
@@ -230,11 +243,17 @@ class TerminalAsk:
             self._reply(msg)
 
     def _reply(self, msg: dict[str, Any]) -> None:
-        question = self.asking
-        if question is None or msg.get("msg_type") != "input_reply":
+        if msg.get("msg_type") != "input_reply":
             return
         # a console's reply names no parent; one that names another request is not ours
         answered = (msg.get("parent_header") or {}).get("msg_id")
+        orphan = self.orphan
+        if orphan is not None and (not answered or answered == orphan.msg_id):
+            self.orphan = None  # the answer to a question already decided: dropped
+            return
+        question = self.asking
+        if question is None:
+            return
         if answered and answered != question.msg_id:
             return
         content = msg.get("content")

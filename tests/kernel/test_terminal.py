@@ -381,3 +381,63 @@ async def test_a_long_line_is_clipped_and_no_rule_offers_no_always() -> None:
     assert f"  echo {'y' * 295}... (705 more characters)\n" in question
     assert question.startswith("forkagent: the parent asks to run Bash: echo yyy…\n")
     assert question.endswith("Allow Bash? [y]es / [n]o: ") and "[a]lways" not in question
+
+
+@pytest.mark.anyio
+async def test_a_reply_to_a_question_decided_elsewhere_does_not_answer_the_next() -> None:
+    """A console sends its reply with no parent, and keeps showing a question that was decided
+    elsewhere: the "y" typed there must not approve the next question, which it never showed.
+    A real Session over a real zmq ROUTER/DEALER pair stands for the kernel's stdin channel."""
+    import asyncio
+    from types import SimpleNamespace
+
+    import zmq
+    from jupyter_client.session import Session
+
+    context = zmq.Context()
+    router, dealer = context.socket(zmq.ROUTER), context.socket(zmq.DEALER)
+    dealer.setsockopt(zmq.IDENTITY, b"console")
+    router.bind("inproc://stdin-test")
+    dealer.connect("inproc://stdin-test")
+    session = Session(key=b"k")
+    parent = session.msg("execute_request", {"code": "%tasks --wait"})
+    kernel = SimpleNamespace(
+        _allow_stdin=True,
+        stdin_socket=router,
+        session=session,
+        get_parent=lambda _channel: parent,
+        _parent_ident={"shell": [b"console"]},
+    )
+
+    def prompt(tool: str) -> ApprovalPrompt:
+        request = PermissionRequest(
+            tool_name=tool, input={}, agent_id="a", task_id="t1", summary=tool, preview=""
+        )
+        return ApprovalPrompt(request)
+
+    def asked(timeout: float = 30) -> str:
+        assert dealer.poll(int(timeout * 1000)), "nothing was asked"
+        _idents, msg = session.recv(dealer)
+        assert msg is not None and msg["msg_type"] == "input_request"
+        return str(msg["content"]["prompt"])
+
+    try:
+        ask = TerminalAsk(kernel, connected=lambda: False)
+        ask.cell_started()
+        first, second = prompt("Write"), prompt("Bash")
+        ask.add(first)
+        ask.add(second)
+        assert "Allow Write?" in asked()
+        first.answer("deny", "answered on the card")  # decided elsewhere
+        await asyncio.sleep(0.3)
+        session.send(dealer, "input_reply", {"value": "y"})  # typed at the Write prompt
+        shown = await asyncio.to_thread(asked)
+        assert "Allow Bash?" in shown
+        assert not second.future.done()  # the "y" answered nothing
+        session.send(dealer, "input_reply", {"value": "n"})
+        decision = await asyncio.wait_for(second.future, 30)
+        assert type(decision).__name__ == "Deny"
+    finally:
+        dealer.close(0)
+        router.close(0)
+        context.term()
