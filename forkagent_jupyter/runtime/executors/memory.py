@@ -213,10 +213,10 @@ def parse_held(raw: Any) -> tuple[tuple[Held, ...], int]:
             and len(entry) == 3
             and type(entry[0]) is str
             and type(entry[1]) is str
-            and (entry[2] is None or (type(entry[2]) is int and entry[2] >= 0))
+            and (entry[2] is None or (type(entry[2]) is int and 0 <= entry[2] < 2**63))
         ):
             held.append(Held(entry[0][:100], entry[1][:60], entry[2]))
-    count = total if type(total) is int and total >= len(held) else len(held)
+    count = total if type(total) is int and len(held) <= total < 2**63 else len(held)
     return tuple(held), count
 
 

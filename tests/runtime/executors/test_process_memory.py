@@ -115,3 +115,12 @@ def test_malformed_entries_of_a_report_are_dropped() -> None:
     assert held == (Held("ok", "int", 28), Held(("huge-name" * 50)[:100], "str", None))
     assert count == 2  # a count below what is listed is not believed
     assert parse_held(([("a", "int", 1)], 10**6)) == ((Held("a", "int", 1),), 10**6)
+
+
+def test_a_report_with_numbers_too_large_to_show_is_not_believed() -> None:
+    """A worker's code can send any integer: one past 2**63 (which %tasks --memory could not
+    format: a float overflow, or past Python's digits limit for str) counts as no size, and a
+    count that large as the entries listed."""
+    held, count = parse_held(([("big", "int", 10**5000), ("ok", "int", 3)], 10**5000))
+    assert held == (Held("ok", "int", 3),)
+    assert count == 1
