@@ -30,31 +30,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from benchmarks.lab_server import CHROMIUM, CHROMIUM_ARGS, serve
+from benchmarks.lab_server import missing as chromium_missing
 from benchmarks.output import finish, options
 
-ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = os.environ.get("FORKAGENT_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-dev-shm-usage",
-]
 SIZES = {"full": [10, 100, 300, 1000], "quick": [10, 40]}
 SLEEP_S = 2.0
 MAX_WORKERS = 16
@@ -129,22 +115,6 @@ WATCH = """
 """.replace("COMPLETED", COMPLETED.strip())
 
 
-def _missing() -> str | None:
-    if not Path(CHROMIUM).exists():
-        return f"no Chromium at {CHROMIUM}"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed"
-    return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def notebook(n: int) -> dict[str, Any]:
     directives = (
         f"[f'worker {{i}} `py: import time; time.sleep({SLEEP_S}); print({{i}})`'"
@@ -202,55 +172,9 @@ def lab(base: Path, app: str = "jupyterlab") -> Iterator[tuple[str, str, Path]]:
     env = dict(os.environ)
     for key in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
         env.pop(key, None)
-    env.update(
-        HOME=str(home),
-        JUPYTERLAB_SETTINGS_DIR=str(settings),
-        JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"),
-        JUPYTER_RUNTIME_DIR=str(base / "runtime"),
-        FORKAGENT_BACKEND="offline",
-        PYTHONPATH=str(ROOT),
-    )
-    built = ROOT / "forkagent_jupyter" / "labextension"
-    if (built / "package.json").exists():  # this checkout's build before any installed copy
-        ext = base / "jupyter" / "labextensions"
-        ext.mkdir(parents=True)
-        (ext / "forkagent-jupyter").symlink_to(built)
-        env["JUPYTER_PATH"] = os.pathsep.join(
-            p for p in (str(base / "jupyter"), env.get("JUPYTER_PATH", "")) if p
-        )
-    token = "t" + os.urandom(8).hex()
-    port = _free_port()
-    log = base / "server.log"
-    cmd = [
-        sys.executable, "-m", app, "--no-browser", f"--port={port}",
-        f"--ServerApp.token={token}", "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0", "--allow-root",
-    ]  # fmt: skip
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            cmd, env=env, cwd=root, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"{app} did not start: {log.read_text()[-2000:]}") from None
-                time.sleep(0.2)
+    env["FORKAGENT_BACKEND"] = "offline"
+    with serve(app, base, env, base / "server.log", start_timeout=90) as (url, token, _):
         yield url, token, root
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
-        except ProcessLookupError:
-            pass
 
 
 def _run_cell(page: Any, index: int) -> None:
@@ -415,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         "--profile", type=Path, help="write the page's CPU profile of each run (N.cpuprofile)"
     )
     ns = parser.parse_args(argv)
-    missing = _missing()
+    missing = chromium_missing()
     if missing and os.environ.get("FORKAGENT_E2E") != "require":
         result: dict[str, Any] = {"benchmark": "browser_fanout", "skipped": missing}
         return finish("browser_fanout", result, ns.out, ns.check)

@@ -10,12 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,35 +18,15 @@ from typing import Any
 
 import pytest
 
+from benchmarks.lab_server import CHROMIUM, CHROMIUM_ARGS, missing, serve
 from forkagent_jupyter.emulator import Emulator
 
-CHROMIUM = os.environ.get("FORKAGENT_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-dev-shm-usage",
-]
-
-
-def _missing() -> str | None:
-    if not Path(CHROMIUM).exists():
-        return f"no Chromium at {CHROMIUM}"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed"
-    return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    reason = _missing()
+    reason = missing()
     for item in items:
         if not _is_browser(item):
             continue
@@ -83,12 +58,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     ordered = sorted((session.items[i] for i in slots), key=step)
     for i, item in zip(slots, ordered, strict=True):
         session.items[i] = item
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -138,59 +107,16 @@ def lab(
     (apputils / "notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False})
     )
-    token = "t" + os.urandom(8).hex()
-    port = _free_port()
     env = dict(os.environ)
     env.update(
-        HOME=str(home),
-        JUPYTERLAB_SETTINGS_DIR=str(settings),
-        JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"),
-        JUPYTER_RUNTIME_DIR=str(base / "runtime"),
         ANTHROPIC_API_KEY="sk-" + "ant-" + "browser-test",
         ANTHROPIC_BASE_URL=browser_emulator.base_url,
         FORKAGENT_BACKEND="anthropic",
-        PYTHONPATH=str(ROOT),
     )
-    built = ROOT / "forkagent_jupyter" / "labextension"
-    if (built / "package.json").exists():  # this checkout's build before any installed copy
-        ext = base / "jupyter" / "labextensions"
-        ext.mkdir(parents=True)
-        (ext / "forkagent-jupyter").symlink_to(built)
-        env["JUPYTER_PATH"] = os.pathsep.join(
-            p for p in (str(base / "jupyter"), env.get("JUPYTER_PATH", "")) if p
-        )
     ARTIFACTS.mkdir(exist_ok=True)
     log = ARTIFACTS / f"{app}.log"
-    cmd = [
-        sys.executable, "-m", app, "--no-browser", f"--port={port}",
-        f"--ServerApp.token={token}", "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0", "--allow-root",
-    ]  # fmt: skip
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            cmd, env=env, cwd=root, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"{app} did not start; see {log}") from None
-                time.sleep(0.2)  # polling the server's port, not a wait for a UI state
+    with serve(app, base, env, log, start_timeout=60) as (url, token, proc):
         yield Lab(url, token, root, proc, log, app)
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
-        except ProcessLookupError:
-            pass
 
 
 @pytest.fixture(scope="module")
