@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks.lab_server import CHROMIUM, CHROMIUM_ARGS, serve
+from benchmarks.lab_server import CHROMIUM, CHROMIUM_ARGS, notebook_json, serve
 from benchmarks.lab_server import missing as chromium_missing
 from benchmarks.output import finish, options
 
@@ -134,25 +134,7 @@ def notebook(n: int) -> dict[str, Any]:
         "        json.dump({'ended': ended, 'completed': statuses.count('completed')}, f)\n"
         "_recorder = asyncio.ensure_future(_record())",
     ]
-    cells = [
-        {
-            "cell_type": "code",
-            "id": f"cell-{i}",
-            "metadata": {},
-            "source": src,
-            "outputs": [],
-            "execution_count": None,
-        }
-        for i, src in enumerate(sources)
-    ]
-    return {
-        "cells": cells,
-        "metadata": {
-            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
+    return notebook_json(sources)
 
 
 @contextlib.contextmanager

@@ -1,6 +1,6 @@
 """A Jupyter server (JupyterLab or Notebook 7) serving this checkout's package and extension,
-and the Chromium that drives it: shared by the browser tests (`tests/browser/conftest.py`) and
-the browser fan-out benchmark (`benchmarks/browser_fanout.py`)."""
+the Chromium that drives it, and a notebook of code cells: shared by the browser tests
+(`tests/browser/conftest.py`) and the browser fan-out benchmark (`benchmarks/browser_fanout.py`)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("FORKAGENT_CHROMIUM", "/usr/bin/chromium")
@@ -104,3 +105,26 @@ def serve(
             proc.wait(5)
         except ProcessLookupError:
             pass
+
+
+def notebook_json(sources: list[str]) -> dict[str, Any]:
+    """An nbformat-4 notebook of code cells with these sources (ids `cell-0`, `cell-1`...)."""
+    cells = [
+        {
+            "cell_type": "code",
+            "id": f"cell-{i}",
+            "metadata": {},
+            "source": src,
+            "outputs": [],
+            "execution_count": None,
+        }
+        for i, src in enumerate(sources)
+    ]
+    return {
+        "cells": cells,
+        "metadata": {
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }

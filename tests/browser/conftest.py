@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from benchmarks.lab_server import CHROMIUM, CHROMIUM_ARGS, missing, serve
+from benchmarks.lab_server import notebook_json as notebook_json
 from forkagent_jupyter.emulator import Emulator
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
@@ -152,29 +153,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Iterator[None]:
             shot(item.funcargs["page"], f"FAILED-{item.name}")
         except Exception:
             pass
-
-
-def notebook_json(sources: list[str]) -> dict[str, Any]:
-    """An nbformat-4 notebook of code cells with these sources (ids `cell-0`, `cell-1`...)."""
-    cells = [
-        {
-            "cell_type": "code",
-            "id": f"cell-{i}",
-            "metadata": {},
-            "source": src,
-            "outputs": [],
-            "execution_count": None,
-        }
-        for i, src in enumerate(sources)
-    ]
-    return {
-        "cells": cells,
-        "metadata": {
-            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
 
 
 def cells(page: Any) -> Any:
