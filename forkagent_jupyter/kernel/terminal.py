@@ -17,9 +17,10 @@ the loop (a short poll while a question is open), so workers and other approvals
 question is dropped when the approval is decided elsewhere or times out (the console still
 shows it: its reply, which names no parent, is dropped and the next question is sent after
 it). Only "y"/"yes" and "a"/"always" (any case) approve, as the card's "Allow once" and
-"Allow for session" do; everything else denies. A console drops an answer typed after its cell ended: an approval whose
-cell ends unanswered is asked again in the next cell that allows stdin; one that arises when no
-cell runs waits for the next cell. Nothing is approved by default, and `approval_timeout` holds.
+"Allow for session" do; everything else denies. A console drops an answer typed after its
+cell ended: an approval whose cell ends unanswered is asked again in the next cell that allows
+stdin; one that arises when no cell runs waits for the next cell. Nothing is approved by
+default, and `approval_timeout` holds.
 """
 
 from __future__ import annotations
