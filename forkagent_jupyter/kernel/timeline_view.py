@@ -87,9 +87,10 @@ def _show_figures_as_png() -> None:
     from matplotlib.figure import Figure
 
     shell = get_ipython()
-    if shell is None:
+    display_formatter = shell.display_formatter if shell is not None else None
+    if display_formatter is None:
         return
-    formatter = shell.display_formatter.formatters["image/png"]
+    formatter = display_formatter.formatters["image/png"]
     try:
         formatter.lookup_by_type(Figure)
     except KeyError:
