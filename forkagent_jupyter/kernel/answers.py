@@ -28,7 +28,7 @@ from .parents import in_latest_request
 from .protocol import InsertCellMessage
 
 if TYPE_CHECKING:
-    from .ui import KernelUI
+    from .host import ViewHost
 
 __all__ = ["DIGEST_AT", "DIGEST_INTERVAL", "AnswerDelivery"]
 
@@ -55,7 +55,7 @@ class _Digest:
 
 
 class AnswerDelivery:
-    def __init__(self, ui: KernelUI) -> None:
+    def __init__(self, ui: ViewHost) -> None:
         self.ui = ui
         self._notes: dict[str, list[str]] = {}  # display id -> what its area shows
         self._digests: dict[str, _Digest] = {}  # cell run (execute_request id) -> its digest

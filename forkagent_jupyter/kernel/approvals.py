@@ -21,7 +21,8 @@ from .parents import in_latest_request
 from .protocol import ApprovalDone, ApprovalMessage
 
 if TYPE_CHECKING:
-    from .ui import KernelUI
+    from .frontend import FrontendRows
+    from .host import ViewHost
 
 __all__ = ["WidgetPolicy", "headless_notice"]
 
@@ -41,8 +42,9 @@ class WidgetPolicy:
     """The notebook's PermissionPolicy: a prompt on the worker's card (or in the running
     cell for the parent's own calls), answered by buttons or by the JupyterLab extension."""
 
-    def __init__(self, ui: KernelUI) -> None:
+    def __init__(self, ui: ViewHost, rows: FrontendRows) -> None:
         self.ui = ui
+        self.rows = rows
 
     async def decide(self, request: PermissionRequest) -> Allow | Deny:
         ui = self.ui
@@ -55,7 +57,7 @@ class WidgetPolicy:
             card.add_prompt(prompt)
         else:  # in the running cell; its text is updated with the answer (a saved notebook)
             shown_here = display(prompt, display_id=True)
-        shown: ApprovalMessage = {"type": "approval", **ui.rows.approval_row(prompt)}
+        shown: ApprovalMessage = {"type": "approval", **self.rows.approval_row(prompt)}
         ui.agent.bridge.broadcast(dict(shown))
         ui.agent.terminal.add(prompt)  # a console: asked on stdin in the running cell
         ui.tasks_changed()

@@ -17,7 +17,7 @@ from .cards import ApprovalPrompt
 from .protocol import Approval, Budget, TaskRow, TasksMessage, TokenUsage
 
 if TYPE_CHECKING:
-    from .ui import KernelUI
+    from .host import ViewHost
 
 __all__ = ["TASKS_INTERVAL", "FrontendRows", "token_usage"]
 
@@ -39,7 +39,7 @@ def token_usage(task: Task) -> TokenUsage:
 class FrontendRows:
     """Typed rows for the Tasks panel and the approvals list, and their coalesced sending."""
 
-    def __init__(self, ui: KernelUI) -> None:
+    def __init__(self, ui: ViewHost) -> None:
         self.ui = ui
         self._flush: asyncio.TimerHandle | None = None
         self._sent_at = 0.0

@@ -4,14 +4,14 @@
 `approvals.py`), shows a card per worker in the cell that launched it (once, from the
 session's task event), and wires the other views: a parent turn streamed into its cell
 (`turns.py`), the JupyterLab extension's rows (`frontend.py`), notifications and the parent's
-answers (`answers.py`), the `%tasks` table.
+answers (`answers.py`), the `%tasks` table. It hands itself to the views it builds as their
+`ViewHost` (`host.py`): they depend on that, not on this module.
 """
 
 from __future__ import annotations
 
 import html
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ from .cards import (
     card_text,
 )
 from .frontend import FrontendRows
+from .host import Launch
 from .protocol import Approve, Stop
 from .task_line import context_text, cost_text, memory_text, process_text
 from .turns import run_turn
@@ -64,15 +65,6 @@ def budget_line(budget: CostBudget) -> str:
     return f"session cost ${budget.spent:.4f} of max_cost_usd ${budget.limit:.4f}{state}"
 
 
-@dataclass
-class Launch:
-    """Where a worker came from: the cell that started it, for its notification."""
-
-    cell_id: str | None
-    display_id: str
-    run: str = ""  # the execute_request that displayed the card (its cell's output then)
-
-
 class KernelUI:
     def __init__(self, agent: KernelAgent) -> None:
         self.agent = agent
@@ -99,7 +91,7 @@ class KernelUI:
             s.model or None,
             backend=s.backend or None,
             permission_mode=s.permission_mode,
-            permission_policy=WidgetPolicy(self),
+            permission_policy=WidgetPolicy(self, self.rows),
             workdir=self.workdir,
             auto_respond=s.auto_respond,
             forking=s.forking,

@@ -1,0 +1,89 @@
+"""What the notebook's views (`approvals.py`, `answers.py`, `frontend.py`) use of the kernel.
+
+`ui.KernelUI` builds the views and hands itself to each as their `ViewHost`; the agent behind
+it (`extension.KernelAgent`) is their `AgentHost`. The views depend on these small types, not
+on the modules that build them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from ..runtime.session import Session
+    from .bridge import Bridge
+    from .cards import ApprovalPrompt, CardHub, PendingStrip
+    from .terminal import TerminalAsk
+
+__all__ = ["AgentHost", "ApprovalClock", "Launch", "ViewHost"]
+
+
+@dataclass
+class Launch:
+    """Where a worker came from: the cell that started it, for its notification."""
+
+    cell_id: str | None
+    display_id: str
+    run: str = ""  # the execute_request that displayed the card (its cell's output then)
+
+
+class ApprovalClock(Protocol):
+    """The settings an approval's wait reads (`ForkAgent`'s, read at each request)."""
+
+    @property
+    def approval_timeout(self) -> float: ...
+
+    @property
+    def headless_approval_timeout(self) -> float: ...
+
+
+class AgentHost(Protocol):
+    """The kernel's agent as the views use it: its session, its comm, its console prompt."""
+
+    @property
+    def session(self) -> Session: ...
+
+    @property
+    def bridge(self) -> Bridge: ...
+
+    @property
+    def terminal(self) -> TerminalAsk: ...
+
+    @property
+    def settings(self) -> ApprovalClock: ...
+
+
+class ViewHost(Protocol):
+    """What the views share: where each worker was launched, the approvals pending, the
+    cards, and the few questions only the whole UI can answer."""
+
+    @property
+    def agent(self) -> AgentHost: ...
+
+    @property
+    def launches(self) -> dict[str, Launch]: ...
+
+    @property
+    def pending(self) -> dict[str, ApprovalPrompt]: ...  # by request id
+
+    @property
+    def headless_notices(self) -> dict[str, str]: ...  # pending approvals nobody can answer
+
+    @property
+    def hub(self) -> CardHub: ...
+
+    @property
+    def strip(self) -> PendingStrip: ...
+
+    def launched(self, run: str) -> int:
+        """How many workers the cell run `run` (an execute_request id) launched."""
+        ...
+
+    def headless(self) -> bool:
+        """No frontend can answer an approval."""
+        ...
+
+    def tasks_changed(self) -> None:
+        """The task table changed: tell the connected frontends (coalesced)."""
+        ...
