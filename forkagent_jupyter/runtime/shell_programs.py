@@ -61,9 +61,12 @@ class Programs:
 # -- option skipping ----------------------------------------------------------------------
 
 
-def _skip(args: list[Word], with_value: frozenset[str], positional: int = 0) -> list[Word]:
+def _skip(
+    args: list[Word], with_value: frozenset[str], positional: int = 0, *, plus: bool = False
+) -> list[Word]:
     """The arguments after a program's options (`with_value`: the options that take the next
-    word as their value, short `-u` or long `--user`) and `positional` operands."""
+    word as their value, short `-u` or long `--user`) and `positional` operands; `plus`: the
+    program also takes `+o`-style options (shells)."""
     i = 0
     while i < len(args):
         a = args[i].text
@@ -73,10 +76,10 @@ def _skip(args: list[Word], with_value: frozenset[str], positional: int = 0) -> 
         if a.startswith("--"):
             i += 2 if ("=" not in a and a in with_value) else 1
             continue
-        if a.startswith("-") and len(a) > 1:
+        if (a.startswith("-") or (plus and a.startswith("+"))) and len(a) > 1:
             body = a[1:]
             for k, ch in enumerate(body):
-                if "-" + ch in with_value:
+                if a[0] + ch in with_value or "-" + ch in with_value:
                     if k == len(body) - 1:
                         i += 1  # the value is the next word
                     break
@@ -108,7 +111,8 @@ def _opts(*names: str) -> frozenset[str]:
     return frozenset(names)
 
 
-# What follows each runner: ("cmd", words) a command, ("code", text) shell code, ("unseen",
+# What follows each runner: ("cmd", words) a command, ("code", text) shell code, ("value",
+# text) an assignment's value (code that may run later), ("unseen",
 # reason), or ("none", None) when it runs nothing.
 _Step = tuple[str, "list[Word] | str | None"]
 
@@ -122,7 +126,6 @@ _SIMPLE_RUNNERS: dict[str, tuple[frozenset[str], int]] = {
     "stdbuf": (_opts("-i", "-o", "-e", "--input", "--output", "--error"), 0),
     "ionice": (_opts("-c", "-n", "-p", "-P", "-u", "--class", "--classdata"), 0),
     "chrt": (_opts("-T", "-P", "-D"), 1),
-    "taskset": (_opts("-c", "--cpu-list"), 0),
     "setsid": (_opts(), 0),
     "doas": (_opts("-u", "-C"), 0),
     "unbuffer": (_opts(), 0),
@@ -175,14 +178,50 @@ def _join(words: list[Word]) -> str:
 
 
 def _code_value(args: list[Word], names: tuple[str, ...]) -> str | None:
-    """The value of the first option in `names` (`-c STR`, `-cSTR`, `--command=STR`)."""
+    """The value of the first option in `names` (`-c STR`, `-cSTR`, `-qc STR`, `--command STR`,
+    `--command=STR`). Deny side only: a short option grouped after other letters is read as
+    this one (`-vS`), whatever those letters take."""
     for k, a in enumerate(args):
+        text = a.text
         for name in names:
-            if a.text == name and k + 1 < len(args):
+            if name.startswith("--"):
+                if text == name and k + 1 < len(args):
+                    return args[k + 1].text
+                if text.startswith(name + "="):
+                    return text[len(name) + 1 :]
+                continue
+            if not text.startswith("-") or text.startswith("--") or name[1] not in text[1:]:
+                continue
+            rest = text[text.index(name[1], 1) + 1 :]
+            if rest:
+                return rest
+            if k + 1 < len(args):
                 return args[k + 1].text
-            if name.startswith("--") and a.text.startswith(name + "="):
-                return a.text[len(name) + 1 :]
     return None
+
+
+_FILE_VARIABLES = frozenset({"BASH_ENV", "ENV"})
+"""Variables naming a file a starting shell runs."""
+_DECLARERS = frozenset({"export", "declare", "typeset", "local", "readonly"})
+
+
+def _assignment_steps(words: list[Word], *, any_name: bool = False) -> list[_Step]:
+    """What assignments (`NAME=value`; with `any_name`, env's `ANY=value`) can make run: a
+    value is read as code, as data (it may be run later: `PS4='$(...)'` under `set -x`,
+    `PROMPT_COMMAND`, a program's `GIT_EXTERNAL_DIFF`, an exported function
+    `BASH_FUNC_f%%=() {...}`), so a denied command in it is denied, and a computed name in
+    it is no reason to ask; a start-up file (`BASH_ENV`, `ENV`) cannot be followed."""
+    steps: list[_Step] = []
+    for w in words:
+        if not (_ASSIGNMENT.match(w.text) or (any_name and "=" in w.text[1:])):
+            continue
+        name, value = w.text.split("=", 1)
+        name = name.rstrip("+")
+        if name in _FILE_VARIABLES:
+            steps.append(("unseen", f"{name} names a file a shell runs"))
+        if value.strip():
+            steps.append(("value", value.removeprefix("()")))
+    return steps
 
 
 def _follow(name: str, args: list[Word]) -> list[_Step]:
@@ -199,6 +238,24 @@ def _follow(name: str, args: list[Word]) -> list[_Step]:
         if name in ("docker", "podman", "kubectl"):
             rest = rest[1:]  # the container
         return [("cmd", rest)]
+    if name == "taskset":
+        flags = _flags(args, _opts("-c", "--cpu-list"))
+        if {"p", "--pid"} & flags:
+            return [("none", None)]
+        positional = 0 if {"c", "--cpu-list"} & flags else 1  # `taskset MASK cmd`
+        return [("cmd", _skip(args, _opts("-c", "--cpu-list"), positional))]
+    if name == "trap":
+        rest = _skip(args, _opts())
+        return [("code", rest[0].text)] if rest else [("none", None)]
+    if name in ("mapfile", "readarray"):
+        code = _code_value(args, ("-C",))
+        return [("code", code)] if code is not None else [("none", None)]
+    if name == "alias":
+        return [("code", a.text.split("=", 1)[1]) for a in args if "=" in a.text[1:]]
+    if name in _DECLARERS:
+        return _assignment_steps(args)
+    if name == "fc":
+        return [("unseen", "fc runs commands from the history")]
     if name == "command":
         flags = _flags(args)
         if {"v", "V"} & flags:
@@ -209,7 +266,10 @@ def _follow(name: str, args: list[Word]) -> list[_Step]:
         rest = _skip(args, _opts("-u", "-C", "-S", "--unset", "--chdir", "--split-string"))
         if split is not None:
             return [("code", split + " " + _join(rest))]
-        return [("cmd", rest)]
+        k = 0
+        while k < len(rest) and "=" in rest[k].text[1:]:
+            k += 1  # env takes any `NAME=value` before the command, `BASH_FUNC_f%%=` too
+        return [*_assignment_steps(rest[:k], any_name=True), ("cmd", rest[k:])]
     if name in ("sudo",):
         with_value = _opts(
             "-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-T", "-U", "-R",
@@ -226,6 +286,8 @@ def _follow(name: str, args: list[Word]) -> list[_Step]:
         code = _code_value(args, ("-c", "--command", "--session-command"))
         return [("code", code)] if code is not None else [("unseen", "su starts a shell")]
     if name == "eval":
+        if args and args[0].text == "--":
+            args = args[1:]
         steps = [("code", _join(args))]
         if any(a.dynamic for a in args):
             steps.append(("unseen", "eval of text computed at run time"))
@@ -272,7 +334,7 @@ def _follow(name: str, args: list[Word]) -> list[_Step]:
     if name in SHELLS:
         flags = _flags(args, _opts("-o", "+o", "-O", "+O", "--rcfile", "--init-file"))
         if "c" in flags:
-            rest = _skip(args, _opts("-o", "+o", "-O", "+O", "--rcfile", "--init-file"))
+            rest = _skip(args, _opts("-o", "+o", "-O", "+O", "--rcfile", "--init-file"), plus=True)
             if rest:
                 return [("code", rest[0].text)]
             return [("unseen", f"{name} -c without a command")]
@@ -281,12 +343,23 @@ def _follow(name: str, args: list[Word]) -> list[_Step]:
 
 
 def _strip(words: list[Word]) -> list[Word]:
-    """Leading assignments (`FOO=1`) and reserved words (`if`, `then`, `!`, `{`) removed."""
+    """Leading assignments (`FOO=1`) and reserved words (`if`, `then`, `!`, `{`, `coproc`,
+    `function NAME`) removed."""
     k = 0
-    while k < len(words) and (
-        _ASSIGNMENT.match(words[k].text) or (words[k].text in RESERVED and not words[k].dynamic)
-    ):
-        k += 1
+    while k < len(words):
+        word = words[k]
+        if _ASSIGNMENT.match(word.text):
+            k += 1
+        elif word.dynamic:
+            break
+        elif word.text in RESERVED:
+            k += 1
+        elif word.text in ("function", "coproc") and k + 1 < len(words):
+            # `function f { ...`; `coproc NAME { ...` (a bare `coproc cmd` runs cmd)
+            named = word.text == "function" or (k + 2 < len(words) and words[k + 2].text == "{")
+            k += 2 if named else 1
+        else:
+            break
     return words[k:]
 
 
@@ -308,7 +381,19 @@ class _Walker:
             return
         self.script(parse_script(text), depth + 1)
 
+    def value(self, text: str, depth: int) -> None:
+        """An assignment's value, read as code that may run later: what it would run is
+        matched, but nothing in it makes the line computed or unseen."""
+        saved = (self.out.computed, len(self.out.unseen))
+        self.code(text, depth)
+        self.out.computed = saved[0]
+        del self.out.unseen[saved[1] :]
+
     def command(self, words: list[Word], depth: int) -> None:
+        k = 0
+        while k < len(words) and _ASSIGNMENT.match(words[k].text):
+            k += 1
+        self.steps(_assignment_steps(words[:k]), depth)
         words = _strip(words)
         if not words:
             return
@@ -322,15 +407,20 @@ class _Walker:
             self.out.unseen.append(f"the program name {head.text!r} is computed when it runs")
             return
         name = program_name(head.text)
-        for kind, value in _follow(name, words[1:]):
+        self.steps(_follow(name, words[1:]), depth)
+        if is_interpreter(name) and name not in SHELLS and len(words) > 1:
+            self.out.unseen.append(f"{name} runs code the rules cannot read")
+
+    def steps(self, steps: list[_Step], depth: int) -> None:
+        for kind, value in steps:
             if kind == "cmd" and isinstance(value, list):
                 self.command(value, depth + 1)
             elif kind == "code" and isinstance(value, str):
                 self.code(value, depth)
+            elif kind == "value" and isinstance(value, str):
+                self.value(value, depth)
             elif kind == "unseen" and isinstance(value, str):
                 self.out.unseen.append(value)
-        if is_interpreter(name) and name not in SHELLS and len(words) > 1:
-            self.out.unseen.append(f"{name} runs code the rules cannot read")
 
 
 @functools.lru_cache(maxsize=256)
@@ -347,7 +437,8 @@ RUNNERS: frozenset[str] = frozenset(
         *_SIMPLE_RUNNERS,
         *_SUBCOMMAND_RUNNERS,
         "command", "env", "sudo", "su", "eval", "watch", "flock", "script", "xargs",
-        "parallel", "find", "exec", "source", ".",
+        "parallel", "find", "exec", "source", ".", "taskset", "trap", "mapfile", "readarray",
+        "alias", "fc", *_DECLARERS,
     }
 )  # fmt: skip
 """Programs that run their arguments (or a part of them) as a command."""

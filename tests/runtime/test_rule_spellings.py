@@ -82,6 +82,27 @@ DELETING = [
     "busybox rm -rf victim",
     "git -c alias.x='!rm -rf victim' x",
     "$'\\x72m' -rf victim",
+    # bash's other ways to run a string or a later command, and options read loosely
+    "taskset 1 rm -rf victim",
+    "coproc rm -rf victim; wait",
+    "coproc X { rm -rf victim; }; wait",
+    "function f { rm -rf victim; }; f",
+    "trap 'rm -rf victim' EXIT",
+    "trap -- 'rm -rf victim' EXIT; true",
+    "PS4='$(rm -rf victim)'; set -x; :",
+    "export PS4='`rm -rf victim`'; set -x; :",
+    "mapfile -C 'rm -rf victim' -c 1 <<< x",
+    "readarray -tC 'rm -rf victim' -c1 <<< x",
+    "shopt -s expand_aliases\nalias x='rm -rf victim'\nx",
+    "history -s 'rm -rf victim'; fc -s rm",
+    "env -S'rm -rf' victim",
+    "env -iS 'rm -rf' victim",
+    "env 'BASH_FUNC_echo%%=() { rm -rf victim; }' bash -c 'echo hi'",
+    "BASH_ENV=<(echo rm -rf victim) bash -c :",
+    "env BASH_ENV=/dev/stdin bash -c : <<< 'rm -rf victim'",
+    "bash +O extglob -c 'rm -rf victim'",
+    "script -qc 'rm -rf victim' /dev/null",
+    "eval -- rm -rf victim",
 ]
 
 # Must still run: `rm` only as data, or no `rm` at all.
@@ -96,6 +117,10 @@ HARMLESS = [
     "python3 -c 'print(1 + 1)'",
     "bash -c 'echo hi'",
     "echo 'do not rm it'",
+    "trap - EXIT",
+    "alias ll='ls -l'",
+    "export PATH=$PATH:$HOME/bin; ls victim",
+    "FOO=$(date) env ls -lS victim",
 ]
 
 
