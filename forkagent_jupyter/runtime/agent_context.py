@@ -22,16 +22,34 @@ next agent on.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .agents import AgentDefinition
-
-__all__ = ["MEMORY_LINES", "memory_folder", "system_text", "with_context"]
+__all__ = ["MEMORY_LINES", "AgentFields", "context_fields", "memory_folder", "system_text"]
 
 MEMORY_LINES = 200
 MEMORY_CHARS = 25_000
 SKILL_BYTES = 200_000
+
+
+class AgentFields(Protocol):
+    """What this module reads of an agent definition (`agents.AgentDefinition`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def path(self) -> Path | None: ...
+    @property
+    def prompt(self) -> str: ...
+    @property
+    def skills(self) -> list[str]: ...
+    @property
+    def memory(self) -> str | None: ...
+    @property
+    def loaded_skills(self) -> tuple[tuple[str, str], ...]: ...
+    @property
+    def memory_dir(self) -> Path | None: ...
+    @property
+    def memory_text(self) -> str: ...
 
 
 def memory_folder(scope: str, agent: str, workdir: Path, home: Path | None) -> Path:
@@ -58,12 +76,14 @@ def _read(path: Path, limit: int) -> str:
         return f.read(limit).decode("utf-8", errors="replace")
 
 
-def with_context(
-    definition: AgentDefinition, workdir: Path, home: Path | None, notes: list[str]
-) -> AgentDefinition:
-    """`definition` with its skills' and memory's texts read (blocking: on a thread)."""
+def context_fields(
+    definition: AgentFields, workdir: Path, home: Path | None, notes: list[str]
+) -> dict[str, object]:
+    """The definition's fields that its skills' and memory's texts fill (`loaded_skills`,
+    `memory_dir`, `memory_text`; none without skills or memory), read (blocking: on a
+    thread)."""
     if not definition.skills and definition.memory is None:
-        return definition
+        return {}
     where = str(definition.path or definition.name)
     loaded: list[tuple[str, str]] = []
     for name in definition.skills:
@@ -90,10 +110,10 @@ def with_context(
         except OSError as exc:
             notes.append(f"{where}: memory {folder / 'MEMORY.md'} cannot be read ({exc})")
         update.update(memory_dir=folder, memory_text=text)
-    return definition.model_copy(update=update)
+    return update
 
 
-def system_text(definition: AgentDefinition, fallback: str) -> str:
+def system_text(definition: AgentFields, fallback: str) -> str:
     """The agent's system prompt: its file's body, then its skills, then its memory."""
     parts = [definition.prompt or fallback]
     for name, text in definition.loaded_skills:

@@ -74,7 +74,7 @@ from pydantic import (
     field_validator,
 )
 
-from .agent_context import with_context
+from .agent_context import context_fields
 from .agent_files import FileProblemError, agent_files, parse_front_matter, read_agent_text
 from .errors import ConfigError
 from .hooks import parse_hooks
@@ -504,7 +504,9 @@ def scan_agents(workdir: Path, home: Path | None = None) -> AgentScan:
                 )
                 continue
             seen[name] = file
-            definition = with_context(definition, Path(workdir), home, notes)
+            context = context_fields(definition, Path(workdir), home, notes)
+            if context:
+                definition = definition.model_copy(update=context)
             earlier = agents.get(name)
             if earlier is not None:
                 notes.append(_replaced(name, definition, earlier))
