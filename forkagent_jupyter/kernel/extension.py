@@ -686,9 +686,12 @@ class KernelAgent:
         return await timeline_view(self.session, ids)
 
     async def show_timeline(self, ids: list[str]) -> None:
-        """`%tasks --timeline [IDS]`: the figure as a PNG (any frontend shows it)."""
+        """`%tasks --timeline [IDS]`: the figure as a PNG (any frontend shows it), or as an
+        interactive canvas where widgets render (timeline_canvas.py)."""
+        from .timeline_view import shown
+
         view = await self.timeline(ids)
-        display(view.bundle(), raw=True)
+        display(await shown(view, self.bridge.connected), raw=True)
 
     def start_timeline(self, ids: list[str]) -> Any:
         return self._start(self.show_timeline(ids))

@@ -3,7 +3,8 @@
 The rows come from the transcripts (runtime/timeline.py) and the figure from
 runtime/timeline_figure.py; reading, drawing and rendering run on threads, never on the
 kernel's event loop. The PNG is what every frontend shows (JupyterLab, Notebook 7, VS Code,
-nbclient, an HTML export).
+nbclient, an HTML export); where widgets render and ipympl is there, `%tasks --timeline`
+shows an interactive canvas instead, the PNG kept in its bundle (timeline_canvas.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from ..runtime.session import Session
     from ..runtime.timeline import Timeline
 
-__all__ = ["TimelineView", "timeline_view"]
+__all__ = ["TimelineView", "shown", "timeline_view"]
 
 RENDERED = "_forkagent_png"
 
@@ -78,6 +79,18 @@ async def timeline_view(session: Session, ids: list[str]) -> TimelineView:
     figure, rows, image = await asyncio.to_thread(_drawn, timeline)
     _show_figures_as_png()
     return TimelineView(figure, rows, timeline, image)
+
+
+async def shown(view: TimelineView, frontend_connected: bool) -> dict[str, Any]:
+    """What `%tasks --timeline` displays: an ipympl canvas where one can be shown (see
+    `timeline_canvas.interactive`), made on a thread; else the PNG."""
+    from .timeline_canvas import canvas_bundle, interactive
+
+    if not interactive(frontend_connected):
+        return view.bundle()
+    from ..runtime.timeline import describe
+
+    return await asyncio.to_thread(canvas_bundle, view.figure, describe(view.timeline))
 
 
 def _show_figures_as_png() -> None:

@@ -12,6 +12,11 @@ goes from each worker's report to the moment it reached the parent.
 Every artist of a row carries a `gid` ("request:<agent>:<message id>", "tool:<agent>:<n>",
 ...), so the figure can be checked against the rows it was drawn from. The figure is built
 with `matplotlib.figure.Figure` (no pyplot state): `png()` renders it with Agg.
+
+On an interactive canvas (ipympl, Qt...) the bar under the pointer is described where the
+canvas shows the pointer's position (`row_at`, `details`: the request, its cache tokens read
+and written, what it waited for), and a click on a bar pins that description in a box over
+the plot (a click elsewhere removes it).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from .timeline import Timeline, TimelineRow
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["COLORS", "draw", "png"]
+__all__ = ["COLORS", "details", "draw", "png", "row_at"]
 
 COLORS = {
     "waiting": "#9ecae1",
@@ -45,6 +50,136 @@ def _k(tokens: int) -> str:
     return f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
 
 
+def _lane_y(timeline: Timeline) -> dict[str, float]:
+    """Each lane's centre on the y axis: the parent on top."""
+    lanes = timeline.lanes
+    return {lane.agent_id: float(len(lanes) - 1 - i) for i, lane in enumerate(lanes)}
+
+
+_BAND = {  # kind: (offset from the lane's centre, height) of its bar, as drawn
+    "request": UPPER,
+    "rate_wait": UPPER,
+    "held": UPPER,
+    "retry": UPPER,
+    "tool": LOWER,
+    "approval": (LOWER[0] + 0.05, LOWER[1] - 0.1),
+    "notification": (-0.25, 0.25),  # around the arrow's head, at the lane's centre - 0.1
+}
+_PRECEDENCE = ("approval", "request", "retry", "held", "rate_wait", "tool", "notification")
+
+
+def row_at(timeline: Timeline, x: float, y: float) -> TimelineRow | None:
+    """The row whose bar is drawn at (x, y) in data coordinates (None: no bar there). Where
+    bars overlap, the one drawn on top (an approval over its tool call)."""
+    y_of = _lane_y(timeline)
+    span = max(timeline.span, 1e-3)
+    least = span / 400
+    best: tuple[int, float, TimelineRow] | None = None
+    for row in timeline.rows:
+        offset, height = _BAND[row.kind]
+        low = y_of.get(row.agent_id, 0.0) + offset
+        if not low <= y <= low + height:
+            continue
+        if row.kind == "notification":  # its mark at the arrow's head
+            hit = abs(x - row.end) <= span / 100
+        else:
+            hit = row.start <= x <= row.start + max(row.end - row.start, least)
+        if hit:
+            key = (-_PRECEDENCE.index(row.kind), row.start, row)
+            if best is None or key[:2] > best[:2]:
+                best = key
+    return best[2] if best is not None else None
+
+
+def _waits(timeline: Timeline, request: TimelineRow) -> list[TimelineRow]:
+    """What held `request` back: the waits and broken attempts of its agent since the
+    agent's previous request ended."""
+    earlier = [
+        r.end
+        for r in timeline.rows
+        if r.kind == "request" and r.agent_id == request.agent_id and r.end <= request.start
+    ]
+    since = max(earlier, default=float("-inf"))
+    return [
+        r
+        for r in timeline.rows
+        if r.kind in ("rate_wait", "held", "retry")
+        and r.agent_id == request.agent_id
+        and r.start >= since
+        and r.end <= request.start + 1e-3
+    ]
+
+
+def details(timeline: Timeline, row: TimelineRow) -> str:
+    """One row in words: what a bar under the pointer or clicked shows."""
+    when = f"{row.start:.2f}-{row.end:.2f} s"
+    if row.kind == "request":
+        first = f", first token at {row.first_token:.2f} s" if row.first_token is not None else ""
+        waits = _waits(timeline, row)
+        waited = (
+            "waited " + ", ".join(f"{w.duration:.2f} s ({w.label})" for w in waits) + " before it"
+            if waits
+            else "no wait before it"
+        )
+        return (
+            f"{row.lane}: request {row.message_id or '?'} {when}{first}; "
+            f"cache read {row.cache_read:,}, written {row.cache_write:,} tokens; "
+            f"input {row.input_tokens:,}, output {row.output_tokens:,}; {waited}"
+        )
+    if row.kind == "approval":
+        return f"{row.lane}: approval {row.label}, waited {row.duration:.2f} s ({when})"
+    if row.kind == "notification":
+        return (
+            f"parent: {row.label}, queued at {row.start:.2f} s, reached the parent at "
+            f"{row.end:.2f} s (waited {row.duration:.2f} s)"
+        )
+    what = {"tool": "tool", "rate_wait": "rate-limit wait", "held": "held", "retry": "retried"}
+    return f"{row.lane}: {what[row.kind]} {row.label}, {row.duration:.2f} s ({when})"
+
+
+def _interactive(timeline: Timeline, fig: Figure, ax: Any) -> None:
+    """The pointer's position names the bar under it; a click pins its details (module doc)."""
+
+    def where(x: float, y: float) -> str:
+        row = row_at(timeline, x, y)
+        return details(timeline, row) if row is not None else f"t={x:.2f} s"
+
+    ax.format_coord = where
+    box = ax.annotate(
+        "",
+        xy=(0.0, 0.0),
+        xytext=(8, 8),
+        textcoords="offset points",
+        fontsize=7.5,
+        wrap=True,
+        bbox={"boxstyle": "round", "fc": "#ffffe0", "ec": "#888888", "alpha": 0.95},
+        visible=False,
+        zorder=10,
+        gid="details",
+    )
+    span = max(timeline.span, 1e-3)
+
+    def clicked(event: Any) -> None:
+        toolbar: Any = getattr(event.canvas, "toolbar", None)
+        if event.inaxes is not ax or (toolbar is not None and toolbar.mode):  # zooming, panning
+            return
+        row = row_at(timeline, event.xdata, event.ydata)
+        if row is None:
+            if not box.get_visible():
+                return
+            box.set_visible(False)
+        else:
+            box.set_text(details(timeline, row).replace("; ", "\n"))
+            box.xy = (event.xdata, event.ydata)
+            right = event.xdata > span / 2  # the box opens away from the nearer edge
+            box.set_horizontalalignment("right" if right else "left")
+            box.set_position((-8 if right else 8, 8))
+            box.set_visible(True)
+        event.canvas.draw_idle()
+
+    fig.canvas.mpl_connect("button_press_event", clicked)
+
+
 def draw(timeline: Timeline, *, width: float = 11.0) -> Figure:
     """The timeline as a matplotlib Figure (see the module doc)."""
     from matplotlib.figure import Figure
@@ -52,7 +187,7 @@ def draw(timeline: Timeline, *, width: float = 11.0) -> Figure:
     from matplotlib.patches import Patch, Rectangle
 
     lanes = timeline.lanes
-    y_of = {lane.agent_id: float(len(lanes) - 1 - i) for i, lane in enumerate(lanes)}
+    y_of = _lane_y(timeline)
     span = max(timeline.span, 1e-3)
     least = span / 400  # a bar never thinner than this, so a fast one still shows
     fig = Figure(figsize=(width, 1.6 + 0.62 * len(lanes)), layout="constrained")
@@ -103,14 +238,7 @@ def draw(timeline: Timeline, *, width: float = 11.0) -> Figure:
             bar(row, row.start, row.end, LOWER, color=COLORS["tool"], alpha=0.8, gid=name)
             ax.text(row.start, y + LOWER[0] + 0.04, row.label, fontsize=6, color="white", gid=name)
         elif row.kind == "approval":
-            bar(
-                row,
-                row.start,
-                row.end,
-                (LOWER[0] + 0.05, LOWER[1] - 0.1),
-                color=COLORS["approval"],
-                gid=name,
-            )
+            bar(row, row.start, row.end, _BAND["approval"], color=COLORS["approval"], gid=name)
         elif row.kind == "notification":
             task_y = y_of.get(row.task or "", y)
             ax.annotate(
@@ -182,6 +310,7 @@ def draw(timeline: Timeline, *, width: float = 11.0) -> Figure:
         Line2D([], [], color=COLORS["notification"], marker="v", label="report reaches parent"),
     ]
     fig.legend(handles=handles, loc="outside lower center", ncols=5, fontsize=7, frameon=False)
+    _interactive(timeline, fig, ax)
     return fig
 
 

@@ -16,7 +16,7 @@ from forkagent_jupyter.runtime.permissions import Allow, Deny, PermissionRequest
 from forkagent_jupyter.runtime.session import Session
 from forkagent_jupyter.runtime.tasks import Task
 from forkagent_jupyter.runtime.timeline import aload_timeline, describe
-from forkagent_jupyter.runtime.timeline_figure import draw, png
+from forkagent_jupyter.runtime.timeline_figure import details, draw, png, row_at
 
 from .helpers import paced_session
 
@@ -141,6 +141,28 @@ async def test_eight_forks_one_approval_one_retry_match_the_ledger(
     assert gids.count(f"approval:{tasks[7].id}:1") == 1
     assert sum(g.startswith("tool:") for g in gids) == 8
     assert sum(g.startswith("streaming:") for g in gids) == len(answered)
+    # what an interactive canvas names under the pointer: the row of the bar drawn there
+    by_message = {e.message_id: e.usage for e in entries}
+    for patch in ax.patches:
+        gid = str(patch.get_gid())
+        if not gid.startswith(("request:", "approval:", "retry:")):
+            continue
+        centre = (patch.get_x() + patch.get_width() / 2, patch.get_y() + patch.get_height() / 2)
+        hit = row_at(timeline, *centre)
+        assert hit is not None and hit.kind == gid.split(":")[0], gid
+        assert ax.format_coord(*centre) == details(timeline, hit)
+        if hit.kind == "request":
+            assert gid == f"request:{hit.agent_id}:{hit.message_id}"
+            usage = by_message[hit.message_id]
+            assert (
+                f"cache read {usage['cache_read_input_tokens']:,}, "
+                f"written {usage['cache_creation_input_tokens']:,} tokens"
+            ) in details(timeline, hit)
+    [resent] = [r for r in again if r.start == min(a.start for a in again)]
+    assert "s (stream dropped)" in details(timeline, resent)
+    assert details(timeline, approval).startswith("w7: approval Python: allow, waited ")
+    assert row_at(timeline, timeline.span * 1.01, 0.2) is None
+    assert ax.format_coord(timeline.span * 1.01, 0.2).startswith("t=")
     image = await asyncio.to_thread(png, fig)  # rendering reads fonts: off the event loop
     assert image[:8] == b"\x89PNG\r\n\x1a\n"
     frame = timeline.to_dataframe()
