@@ -33,9 +33,8 @@ most recent turns that fit. A failed summary request leaves the history as it wa
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Literal
 
 from ..messages_api.catalog import DEFAULT_CATALOG, catalog_name
 from ..messages_api.tokens import ByteTokenizer, count_input_tokens
@@ -44,11 +43,9 @@ from .errors import ModelError, StreamInterruptedError, UsageError
 from .events import Compacted, LoopEvent, ModelResponse, UsageReport
 from .fork import FORK_TAG
 from .history import blocks_of
+from .loop_config import AgentConfig, CompactPolicy, LoopState
 from .model import ModelRequest, build_request
 from .secrets import redact
-
-if TYPE_CHECKING:
-    from .loop import AgentConfig, LoopState
 
 __all__ = [
     "COMPACT_REQUEST_TAG",
@@ -68,9 +65,6 @@ __all__ = [
 
 DEFAULT_WINDOW = 200_000
 """The window assumed for a model the catalog does not list."""
-DEFAULT_COMPACT_AT = 0.8
-DEFAULT_KEEP_TURNS = 2
-SUMMARY_MAX_TOKENS = 4096
 COMPACT_REQUEST_TAG = "compaction-request"
 SUMMARY_TAG = "conversation-summary"
 
@@ -88,21 +82,6 @@ Plain text under short headings; complete but brief (at most {{words}} words).
 </{COMPACT_REQUEST_TAG}>"""
 
 _TOKENIZER = ByteTokenizer()
-
-
-@dataclass
-class CompactPolicy:
-    """When and how conversations compact; one object shared by all agents of a session, so
-    a change applies to every agent from its next request on."""
-
-    compact_at: float | None = DEFAULT_COMPACT_AT
-    """Fraction of the window (input + max_tokens) at which to compact; None: never."""
-    keep_turns: int = DEFAULT_KEEP_TURNS
-    window: int | None = None
-    """The context window in tokens (None: the catalog's figure for the model)."""
-    summary_max_tokens: int = SUMMARY_MAX_TOKENS
-    task_lines: Callable[[str], list[str]] | None = None
-    """Lines naming the tasks of an agent (by agent id), appended to its summary."""
 
 
 def check_compact_at(value: float | None) -> float | None:

@@ -21,9 +21,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -42,88 +42,24 @@ from .events import (
     ToolUse,
     UsageReport,
 )
-from .history import append_message, valid_text
-from .hooks import Hooks
-from .model import CacheTTL, ModelClient, ModelRequest
-from .permissions import Allow, PermissionGate
-from .retry import StreamRetry
+from .history import valid_text
+from .loop_config import AgentConfig, LoopState
+from .model import ModelRequest
+from .permissions import Allow
 from .secrets import redact
 from .timing import RequestClock
 from .tools.base import (
     CallInfo,
-    ToolContext,
     ToolOutcome,
-    ToolSet,
     format_validation_error,
     run_parsed,
 )
-
-if TYPE_CHECKING:
-    from .compaction import CompactPolicy
 
 __all__ = ["AgentConfig", "LoopState", "run_turn"]
 
 INTERRUPTED = "The user interrupted this tool call before it finished; it did not complete."
 NOT_RUN_REFUSAL = "Not run: the reply that asked for this call ended in a refusal."
 NOT_RUN_TRUNCATED = "Not run: the reply was cut off by max_tokens before this call was complete."
-
-
-@dataclass
-class AgentConfig:
-    """What one agent's loop needs: its model, prompt, tools, permissions and limits."""
-
-    client: ModelClient
-    model: str
-    system: list[dict[str, Any]]
-    tools: ToolSet
-    gate: PermissionGate
-    ctx: ToolContext
-    max_turns: int = 50
-    max_tokens: int = 8192
-    cache_ttl: CacheTTL = "5m"
-    thinking: dict[str, Any] | None = None
-    """The API's `thinking` parameter (None: left out); a fork keeps its parent's exactly."""
-    effort: str | None = None
-    stream_retry: StreamRetry = field(default_factory=StreamRetry)
-    compaction: CompactPolicy | None = None
-    """When to compact the conversation before a request (see compaction.py); None: never."""
-    hooks: Hooks | None = None
-    """PreToolUse / PostToolUse hooks around each tool call (hooks.py); None: none."""
-
-
-@dataclass
-class LoopState:
-    """What carries over between requests of one conversation, and the hooks of its owner.
-
-    `previous_end` and `cache_points` drive cache placement. `before_first_request` is awaited
-    and `on_first_response_start` called once, around the next request (the fork scheduler
-    holds siblings with them; the hold returns whether it waited, which the request's clock
-    keeps). `on_message` sees every message appended to the history before
-    any event about it is yielded (transcripts). `inbox` returns texts to deliver at the next
-    loop boundary (messages and notifications for a running agent).
-    """
-
-    previous_end: int | None = None
-    cache_points: list[tuple[int, int]] = field(default_factory=list)
-    requests: int = 0
-    before_first_request: Callable[[], Awaitable[bool]] | None = None
-    on_first_response_start: Callable[[], None] | None = None
-    on_message: Callable[[dict[str, Any]], None] | None = None
-    inbox: Callable[[], list[str]] | None = None
-    context_tokens: int = 0
-    """The last request's prompt size (uncached + cache writes + cache reads)."""
-    last_estimate: int = 0
-    token_ratio: float = 1.0
-    """Measured / estimated prompt tokens of the last request (calibrates the estimate)."""
-    on_history_replaced: Callable[[list[dict[str, Any]], dict[str, Any]], None] | None = None
-    """Called with the new history (and what happened) when compaction replaces it."""
-    on_rate_wait: Callable[[float | None], None] | None = None
-    """Told the expected seconds while a request waits for rate-limit room (pacer.py)."""
-
-    def append(self, history: list[dict[str, Any]], message: dict[str, Any]) -> None:
-        append_message(history, message)
-        if self.on_message is not None:
-            self.on_message(message)
 
 
 def _tool_uses(content: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
