@@ -32,7 +32,8 @@ off the event loop (asyncio subprocesses). What a hook answers:
 
 A decision value that is not one of the contract's (`permissionDecision: "maybe"`) is read as
 a deny. A hook's `allow` never overrides the permission rules: the call still goes through
-the gate (a deny rule denies, an ask rule asks); a block or deny is never turned into an allow.
+the gate (a deny rule denies, an ask rule asks); its `ask` makes the gate ask as for an ask
+rule (`PermissionGate.check(hook_asks=True)`); a block or deny is never turned into an allow.
 """
 
 from __future__ import annotations
@@ -64,6 +65,10 @@ EVENTS = (
     "Stop",
     "Notification",
 )
+NOT_RUN = frozenset(
+    {"PreCompact", "SessionStart", "SessionEnd", "PermissionRequest", "PostToolUseFailure"}
+)
+"""Claude Code events that exist but are not run here (refused with that reason)."""
 MATCHED = frozenset({"PreToolUse", "PostToolUse", "SubagentStart", "SubagentStop"})
 DEFAULT_TIMEOUT = 60.0
 MAX_OUTPUT = 100_000
@@ -108,6 +113,9 @@ def parse_hooks(data: Any, source: str) -> tuple[list[HookEntry], list[str]]:
         return [], [f"hooks in {source}: is not an object of events"]
     for event, groups in data.items():
         where = f"hooks.{event} in {source}"
+        if event in NOT_RUN:
+            refused.append(f"{where}: a Claude Code event this runtime does not run")
+            continue
         if event not in EVENTS:
             refused.append(f"{where}: unknown event (known: {', '.join(EVENTS)})")
             continue
@@ -137,8 +145,13 @@ def parse_hooks(data: Any, source: str) -> tuple[list[HookEntry], list[str]]:
 def _entry(
     hook: Any, event: str, matcher: str, source: str, where: str, refused: list[str]
 ) -> HookEntry | None:
-    if not isinstance(hook, dict) or hook.get("type", "command") != "command":
-        refused.append(f"{where}: only hooks of type 'command' run here ({hook!r})")
+    if not isinstance(hook, dict):
+        refused.append(f"{where}: a hook is an object like {{'type': 'command', ...}}")
+        return None
+    kind = hook.get("type", "command")
+    if kind != "command":
+        shown = repr(kind) if len(repr(kind)) <= 40 else repr(kind)[:37] + "..."
+        refused.append(f"{where}: only hooks of type 'command' run here (this one is {shown})")
         return None
     command = hook.get("command")
     if not isinstance(command, str) or not command.strip():

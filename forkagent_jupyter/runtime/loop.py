@@ -111,12 +111,14 @@ async def _call_tool(
     ctx = replace(cfg.ctx, call=CallInfo(str(use.get("id")), history))
     hooks = cfg.hooks
     about = {"agent_id": ctx.agent_id, "tool_name": name, "tool_input": raw}
+    hook_asks = False
     if hooks is not None and hooks.has("PreToolUse"):
         said = await hooks.run("PreToolUse", about, name)
         if said.blocked:  # never an allow: the gate is not even asked
             return ToolOutcome(f"{name} call blocked by a PreToolUse hook: {said.reason}", True)
-        # a hook's allow or ask does not override the rules: the gate decides as always
-    decision = await cfg.gate.check(tool, args, ctx, raw)
+        # a hook's allow does not override the rules; its ask makes the call asked
+        hook_asks = said.decision == "ask"
+    decision = await cfg.gate.check(tool, args, ctx, raw, hook_asks=hook_asks)
     if not isinstance(decision, Allow):
         return ToolOutcome(decision.message, True)
     if decision.updated_input is not None:

@@ -72,7 +72,8 @@ KNOWN_TOOLS: frozenset[str] = frozenset(
         *EDITING_TOOLS,
         "Bash", "Python", "Agent", "Task", "SendMessage", "TaskStop", "TaskOutput",
         "TodoWrite", "WebFetch", "WebSearch", "KillShell", "BashOutput", "ExitPlanMode",
-        "SlashCommand", "Skill",
+        "SlashCommand", "Skill", "PowerShell", "AskUserQuestion", "EnterPlanMode",
+        "TodoRead", "KillBash", "ListMcpResourcesTool", "ReadMcpResourceTool", "LSP",
     }
 )  # fmt: skip
 """Tool names a rule may name: this project's and Claude Code's (a rule for a tool this

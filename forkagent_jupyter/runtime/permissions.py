@@ -356,15 +356,25 @@ class PermissionGate:
     # -- deciding ------------------------------------------------------------------------
 
     async def check(
-        self, tool: Tool[Any], args: BaseModel, ctx: ToolContext, raw_input: dict[str, Any]
+        self,
+        tool: Tool[Any],
+        args: BaseModel,
+        ctx: ToolContext,
+        raw_input: dict[str, Any],
+        *,
+        hook_asks: bool = False,
     ) -> Allow | Deny:
-        """The decision for one validated call (never raises, except cancellation)."""
+        """The decision for one validated call (never raises, except cancellation).
+        `hook_asks`: a PreToolUse hook answered "ask": the call is asked like an ask rule's
+        (deny rules and plan mode still win; `dontAsk` refuses it)."""
         waited: list[float] = []  # when the policy was asked and when it answered
         try:
             facts = self._facts(tool, args, ctx)
             if facts.paths and tool.name in READ_TOOLS:
                 ctx.services["read_guard"] = self._read_guard(ctx.workdir)
-            decision, by, rule = await self._decide(tool, args, ctx, raw_input, facts, waited)
+            decision, by, rule = await self._decide(
+                tool, args, ctx, raw_input, facts, waited, hook_asks
+            )
         except Exception as exc:  # a bad path (NUL byte...) or a bug: refuse, never crash
             log.warning("permission check of %s failed: %s", tool.name, redact(repr(exc)))
             decision = Deny(f"{tool.name} refused: its input could not be checked ({exc}).")
@@ -501,6 +511,7 @@ class PermissionGate:
         raw_input: dict[str, Any],
         facts: _Facts,
         waited: list[float],
+        hook_asks: bool = False,
     ) -> tuple[Allow | Deny, str, str | None]:
         name = tool.name
         denied = self._denied_by(facts)
@@ -524,6 +535,8 @@ class PermissionGate:
         must_ask = str(asked) if asked is not None else self._unfollowed(facts)
         if must_ask is None and name in EDIT_TOOLS and _settings_file(facts):
             must_ask = "settings file"
+        if must_ask is None and hook_asks:
+            must_ask = "hook"
         if must_ask is None:
             if mode == "bypassPermissions":
                 return Allow(), "mode", None
@@ -541,6 +554,8 @@ class PermissionGate:
             "hooks, which run commands) is always "
             "approved by the user"
             if must_ask == "settings file"
+            else "a PreToolUse hook asks for the user's approval"
+            if must_ask == "hook"
             else "the command's program is computed when it runs, so the deny rules cannot "
             "be checked against it"
         )

@@ -234,6 +234,20 @@ def test_hook_configuration_that_cannot_be_used_is_refused_with_where(tmp_path: 
     assert entries[0].matches("Write") and not entries[0].matches("WriteAll")
     assert len(refused) == 4 and all(".claude/settings.json" in r for r in refused)
     assert any("unknown event" in r for r in refused)
+    # a real settings file's shapes: Claude Code events not run here, a long prompt hook
+    _, refused = parse_hooks(
+        {
+            "SessionStart": on("*", "x"),
+            "SubagentStop": [{"hooks": [{"type": "prompt", "prompt": "Check it.\n" * 200}]}],
+        },
+        ".claude/settings.json",
+    )
+    assert refused == [
+        "hooks.SessionStart in .claude/settings.json: a Claude Code event this runtime does "
+        "not run",
+        "hooks.SubagentStop in .claude/settings.json: only hooks of type 'command' run here "
+        "(this one is 'prompt')",
+    ]
     bad = tmp_path / "bad.md"
     bad.write_text("---\ndescription: x\nhooks:\n  PreToolUse: 3\n---\nbody\n")
     with pytest.raises(AgentFileError, match=r"field 'hooks'.*not a list of matchers"):
@@ -304,3 +318,30 @@ async def test_a_hook_gets_no_credential(
     await session.ask("go")
     names = seen.read_text()
     assert "CLAUDE_PROJECT_DIR" in names and "ANTHROPIC_API_KEY" not in names
+
+
+@pytest.mark.parametrize("mode", ["default", "bypassPermissions"])
+async def test_a_hooks_ask_asks_the_person_even_where_a_rule_or_the_mode_allows(
+    emulator: Any, make_session: Any, tmp_path: Path, mode: str
+) -> None:
+    # the shape of a common user hook: "ask" for rm, "allow" for the rest
+    asker = script(
+        tmp_path,
+        "ask_rm.py",
+        "import json, sys\n"
+        "command = json.load(sys.stdin)['tool_input'].get('command', '')\n"
+        "answer = 'ask' if command.startswith('rm ') else 'allow'\n"
+        "print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PreToolUse',\n"
+        "                  'permissionDecision': answer}}))\n",
+    )
+    settings(tmp_path, {"PreToolUse": on("Bash", asker)}, allow=["Bash"])
+    (tmp_path / "data.csv").write_text("a\n1\n")
+    policy = ScriptedPolicy([], default=Deny("the person said no"))
+    session = make_session(permission_mode=mode, permission_policy=policy)
+    emulator.script(bash("rm -f data.csv"), bash("echo fine"), Reply.text("ok"))
+    turn = await session.ask("clean up")
+    asked, fine = turn.tool_calls
+    assert asked.is_error and "the person said no" in asked.result
+    assert [r.subject for r in policy.requests] == ["rm -f data.csv"]
+    assert (tmp_path / "data.csv").exists()
+    assert not fine.is_error and "fine" in fine.result

@@ -227,3 +227,35 @@ def test_settings_are_read_as_text_files_only(home: Path, project: Path) -> None
     read = read_settings(project, home)
     assert read.rules == [("allow", "Bash(ls)", ".claude/settings.json")]
     assert [what for what, _, _ in read.refused] == ["the file"]
+
+
+async def test_shapes_from_real_settings_files_load_and_decide(
+    make_session: Any, home: Path, project: Path
+) -> None:
+    # shapes seen in users' files: a `$schema` key, spaces around a `:*` spec, a rule for a
+    # Claude Code tool this runtime lacks (PowerShell, Windows), servers and unknown keys
+    write(
+        project / ".claude/settings.json",
+        {
+            "$schema": "https://json.schemastore.org/claude-code-settings.json",
+            "permissions": {
+                "allow": ["Bash(ls:*)", "PowerShell(Get-ChildItem *)", "AskUserQuestion"],
+                "deny": ["Bash(sudo :* )", "Bash(git push :* )", "Write(.env*)"],
+                "defaultIfNoMatch": "ask",
+            },
+            "mcpServers": {"db": {"command": "python", "args": ["server.py"]}},
+            "theme": "dark",
+        },
+    )
+    session = make_session(workdir=project, home=home, permission_policy=None)
+    summary = await session.load_settings()
+    assert summary["refused"] == []
+    assert [r["rule"] for r in summary["deny"]] == [
+        "Bash(sudo :*)",
+        "Bash(git push :*)",
+        "Write(.env*)",
+    ]
+    assert isinstance(await check(session, BASH, command="sudo -n ls"), Deny)
+    assert isinstance(await check(session, BASH, command="git push origin main"), Deny)
+    assert isinstance(await check(session, WRITE, file_path=".env.local", content="x"), Deny)
+    assert isinstance(await check(session, BASH, command="ls -la"), Allow)
