@@ -36,7 +36,9 @@ command (none for a line with an unquoted `*`, which a rule reads as a wildcard,
 lines), the exact file with glob characters escaped, the exact agent type; never a prefix,
 and a remembered rule that would widen a wrapper, shell or interpreter (`Bash(sh:*)`) is
 refused. A bare deny rule removes its tools from what the model is offered (`offered`).
-Every decision is logged (`gate.log`). Rule syntax and matching: `permission_rules`.
+Every decision is logged (`gate.log`). Rule syntax and matching: `permission_rules`; one call
+against the rules in force: `rule_matching`; the answers and policies: `permission_policies`;
+the modes: `permission_modes`.
 """
 
 from __future__ import annotations
@@ -44,21 +46,41 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal, Protocol, get_args, runtime_checkable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .permission_rules import EDITING_TOOLS, PATH_TOOLS, READING_TOOLS, Rule, escape_glob
+from .permission_modes import MODES, PermissionMode, worker_mode
+from .permission_policies import (
+    Allow,
+    AllowAll,
+    CallbackPolicy,
+    Decision,
+    Deny,
+    DenyAll,
+    PermissionPolicy,
+    PermissionRequest,
+    ScriptedPolicy,
+)
+from .permission_rules import EDITING_TOOLS, READING_TOOLS, Rule
+from .rule_matching import (
+    CallFacts,
+    allowed_by,
+    call_facts,
+    matching,
+    outside_denial,
+    read_guard,
+    suggest_rule,
+    touches_settings,
+    unfollowed,
+    widens_a_runner,
+)
 from .rulebook import RefusedRule, RuleBook, RuleKind
 from .secrets import redact
 from .settings import SettingsRead
-from .shell_programs import program_name, programs, runs_code
-from .shell_syntax import parse_script
 from .tools.base import Tool, ToolContext, ToolError, describe_call, format_validation_error
-from .tools.paths import is_inside, real, shown_path
 
 __all__ = [
     "Allow",
@@ -79,143 +101,21 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan", "dontAsk", "bubble"]
-MODES: tuple[str, ...] = get_args(PermissionMode)
 EDIT_TOOLS = EDITING_TOOLS
 READ_TOOLS = READING_TOOLS
 MAX_LOG = 10_000
 
-
-@dataclass(frozen=True)
-class Allow:
-    """Run the call - with `updated_input` instead of the model's input, if given.
-    `remember_rule` (e.g. "Bash(git status:*)") is added to the allow rules for the rest of
-    the session; `remember=True` adds the request's `suggested_rule` instead."""
-
-    updated_input: dict[str, Any] | None = None
-    remember_rule: str | None = None
-    remember: bool = False
-    behavior: Literal["allow"] = "allow"
+Verdict = tuple[Allow | Deny, str, str | None]
+"""A decision, what made it (rule/workdir/mode/no-approval/preview/policy/no-policy/input),
+and the rule that did (or the rule "allow for session" added)."""
 
 
 @dataclass(frozen=True)
-class Deny:
-    """Do not run the call; the model reads `message` as the tool's error result."""
+class _Ask:
+    """The rules and the mode leave the call to the policy; `why` it must be asked even
+    where an allow rule or the mode would let it through (None: nothing forces asking)."""
 
-    message: str
-    behavior: Literal["deny"] = "deny"
-
-
-Decision = Allow | Deny
-
-
-@dataclass(frozen=True)
-class PermissionRequest:
-    """What a policy is asked about. `summary` is the call's one line (`Tool.describe`) and
-    `preview` what a person approves (`Tool.preview`: the diff a file change would make);
-    `outside_paths` lists real paths outside the work directory (only present when a rule let
-    them through); `suggested_rule` is what "allow for session" would add."""
-
-    tool_name: str
-    input: dict[str, Any]
-    agent_id: str
-    task_id: str | None
-    summary: str
-    preview: str = ""
-    subject: str = ""
-    outside_paths: tuple[str, ...] = ()
-    suggested_rule: str | None = None
-
-
-@runtime_checkable
-class PermissionPolicy(Protocol):
-    """Answers the calls that modes and rules leave open (a notebook UI is one policy)."""
-
-    async def decide(self, request: PermissionRequest) -> Allow | Deny: ...
-
-
-@dataclass
-class AllowAll:
-    """Approve every call that reaches the policy (a user who trusts the model, or a test)."""
-
-    async def decide(self, request: PermissionRequest) -> Allow | Deny:
-        return Allow()
-
-
-@dataclass
-class DenyAll:
-    """Refuse every call that reaches the policy, with `message` for the model."""
-
-    message: str = "Denied: this session approves no tool that changes files or runs code."
-
-    async def decide(self, request: PermissionRequest) -> Allow | Deny:
-        return Deny(self.message)
-
-
-@dataclass
-class ScriptedPolicy:
-    """Answers from `answers` in order, then `default`; records every request (tests, demos,
-    and a model for UI policies)."""
-
-    answers: list[Allow | Deny] = field(default_factory=list)
-    default: Allow | Deny = field(default_factory=lambda: Deny("No more scripted answers."))
-    requests: list[PermissionRequest] = field(default_factory=list)
-
-    async def decide(self, request: PermissionRequest) -> Allow | Deny:
-        self.requests.append(request)
-        return self.answers.pop(0) if self.answers else self.default
-
-
-@dataclass
-class CallbackPolicy:
-    """Delegates to a function of the request, sync or async."""
-
-    fn: Callable[[PermissionRequest], Allow | Deny | Awaitable[Allow | Deny]]
-
-    async def decide(self, request: PermissionRequest) -> Allow | Deny:
-        answer = self.fn(request)
-        if isinstance(answer, (Allow, Deny)):
-            return answer
-        return await answer
-
-
-@dataclass(frozen=True)
-class _Facts:
-    """One call as the rules see it."""
-
-    tool: str
-    subject: str
-    paths: list[Path]
-    forms: list[list[str]]  # per path: the forms rules match against
-    outside: list[Path]
-    root: Path  # the work directory (real): where `/path` rules start
-
-
-def _worker_mode(
-    session: PermissionMode, asked: PermissionMode | None, unset: PermissionMode = "bubble"
-) -> PermissionMode:
-    """A worker's mode, from its session's and the one its definition (an agent file, which
-    the model may have written) asks for. A definition may narrow what the session allows and
-    may use `acceptEdits`; it never widens past the session:
-
-    - `plan` in either wins;
-    - `default` asks (`bubble`: the session's policy decides), whatever the session's mode
-      (but `dontAsk`: a session that asks nobody stays so);
-    - `acceptEdits` is honoured, and `dontAsk` (it only refuses);
-    - `bypassPermissions` holds only while the session itself bypasses; otherwise, as every
-      value not named here, the worker takes the session's mode (`unset` for `default`:
-      `bubble` for a fork, `acceptEdits` for a named agent whose definition names no mode).
-    """
-    if "plan" in (session, asked):
-        return "plan"
-    inherited: PermissionMode = unset if session == "default" else session
-    if session == "dontAsk" and asked in (None, "default", "bubble"):
-        return "dontAsk"  # nobody is asked in this session
-    if asked in ("default", "bubble"):
-        return "bubble"
-    if asked in ("acceptEdits", "dontAsk"):
-        return asked
-    return inherited
+    why: str | None
 
 
 class PermissionGate:
@@ -258,7 +158,7 @@ class PermissionGate:
         call, so a change there (`plan`, to stop all writing) reaches running workers."""
         if self._parent is None:
             return self._mode
-        return _worker_mode(self._parent.mode, self._asked_mode, self._unset_mode)
+        return worker_mode(self._parent.mode, self._asked_mode, self._unset_mode)
 
     @mode.setter
     def mode(self, value: PermissionMode) -> None:
@@ -340,10 +240,10 @@ class PermissionGate:
         self, task_id: str, mode: PermissionMode | None = None, unset: PermissionMode = "bubble"
     ) -> PermissionGate:
         """A worker's gate, sharing this gate's rules and log; its mode and approval timeout
-        follow this gate's as they change (see `_worker_mode`; `unset`: the mode of a worker
-        that asks for none while the session is in `default`)."""
+        follow this gate's as they change (see `permission_modes.worker_mode`; `unset`: the
+        mode of a worker that asks for none while the session is in `default`)."""
         gate = PermissionGate(
-            mode=_worker_mode(self.mode, mode, unset),
+            mode=worker_mode(self.mode, mode, unset),
             policy=self.policy,
             task_id=task_id,
             rules=self.rules,
@@ -371,7 +271,7 @@ class PermissionGate:
         try:
             facts = self._facts(tool, args, ctx)
             if facts.paths and tool.name in READ_TOOLS:
-                ctx.services["read_guard"] = self._read_guard(ctx.workdir)
+                ctx.services["read_guard"] = read_guard(self.rules, ctx.workdir)
             decision, by, rule = await self._decide(
                 tool, args, ctx, raw_input, facts, waited, hook_asks
             )
@@ -399,109 +299,8 @@ class PermissionGate:
             del self.rules.log[: MAX_LOG // 10]
         return decision
 
-    def _facts(self, tool: Tool[Any], args: BaseModel, ctx: ToolContext) -> _Facts:
-        root = real(ctx.workdir)
-        paths = [real(p) for p in tool.paths(args, ctx)]
-        forms: list[list[str]] = []
-        for p in paths:
-            shown = shown_path(root, p)
-            forms.append([shown, str(p)] if shown != str(p) else [str(p)])
-        outside = [p for p in paths if not self._inside(root, p)]
-        return _Facts(tool.name, tool.permission_subject(args), paths, forms, outside, root)
-
-    def _inside(self, root: Path, path: Path) -> bool:
-        return is_inside(root, path) or any(is_inside(d, path) for d in self.rules.directories)
-
-    def _read_guard(self, workdir: Path) -> Callable[[Path], bool]:
-        """For Glob and Grep: hide files that a deny or ask rule for any reading tool matches
-        (the same for every call, so parallel searches sharing `ctx.services` agree)."""
-        root = real(workdir)
-
-        def allowed(path: Path) -> bool:
-            shown = shown_path(root, path)
-            forms = [shown, str(path)] if shown != str(path) else [str(path)]
-            return not any(
-                r.spec is not None
-                and any(r.covers(t) for t in READ_TOOLS)
-                and r.matches_path(forms, root)
-                for r in (*self.rules.deny, *self.rules.ask)  # a search cannot ask per file
-            )
-
-        return allowed
-
-    def _matching(self, rules: list[Rule], facts: _Facts) -> Rule | None:
-        """The first of `rules` (deny or ask) that matches the call."""
-        for rule in rules:
-            if not rule.covers(facts.tool):
-                continue
-            if rule.spec is None:
-                return rule
-            if facts.tool in PATH_TOOLS or (facts.paths and facts.tool != "Bash"):
-                if any(rule.matches_path(forms, facts.root) for forms in facts.forms):
-                    return rule
-            elif facts.tool == "Bash":
-                if rule.denies_command(facts.subject):
-                    return rule
-            elif rule.matches_text(facts.subject):
-                return rule
-        return None
-
-    def _denied_by(self, facts: _Facts) -> Rule | None:
-        return self._matching(self.rules.deny, facts)
-
-    def _unfollowed(self, facts: _Facts) -> str | None:
-        """A Bash line whose program name is computed when it runs, while a Bash deny rule
-        with a spec is in force: the rules cannot tell what it runs."""
-        if facts.tool != "Bash":
-            return None
-        if not any(r.spec is not None and r.covers("Bash") for r in self.rules.deny):
-            return None
-        return "computed program" if programs(facts.subject).computed else None
-
-    def _allowed_by(self, facts: _Facts) -> Rule | None:
-        rules = [r for r in self.rules.allow if r.covers(facts.tool)]
-        for rule in rules:
-            if rule.spec is None:
-                return rule
-        specific = [r for r in rules if r.spec is not None]
-        if not specific:
-            return None
-        if facts.paths:
-            chosen: list[Rule] = []
-            for forms in facts.forms:
-                hit = next((r for r in specific if r.matches_path(forms, facts.root)), None)
-                if hit is None:
-                    return None
-                chosen.append(hit)
-            return chosen[0]
-        if facts.tool == "Bash":
-            script = parse_script(facts.subject)
-            if not script.judgeable:
-                return None
-            whole = next((r for r in specific if r.allows_command(script)), None)
-            if whole is not None:
-                return whole
-            parts = script.commands
-            if not parts:
-                return None
-            hits = [next((r for r in specific if r.allows_part(p.words)), None) for p in parts]
-            return hits[0] if all(h is not None for h in hits) else None
-        return next((r for r in specific if r.matches_text(facts.subject)), None)
-
-    def _outside_denial(self, facts: _Facts, workdir: Path) -> Deny | None:
-        for p in facts.outside:
-            if not any(
-                r.spec is not None and r.covers(facts.tool) and r.matches_path([str(p)], facts.root)
-                for r in self.rules.allow
-            ):
-                family = "Read" if facts.tool in READ_TOOLS else facts.tool
-                where = p if p.is_dir() else p.parent
-                return Deny(
-                    f"{facts.tool} refused: {p} is outside the work directory {real(workdir)}. "
-                    "Work inside it. Files elsewhere can be allowed only by the user, with a "
-                    f"rule such as {family}(/{escape_glob(str(where))}/**)."
-                )
-        return None
+    def _facts(self, tool: Tool[Any], args: BaseModel, ctx: ToolContext) -> CallFacts:
+        return call_facts(self.rules, tool, args, ctx)
 
     async def _decide(
         self,
@@ -509,15 +308,25 @@ class PermissionGate:
         args: BaseModel,
         ctx: ToolContext,
         raw_input: dict[str, Any],
-        facts: _Facts,
+        facts: CallFacts,
         waited: list[float],
         hook_asks: bool = False,
-    ) -> tuple[Allow | Deny, str, str | None]:
+    ) -> Verdict:
+        ruled = self._by_rules(tool, facts, ctx, hook_asks)
+        if isinstance(ruled, _Ask):
+            return await self._by_policy(tool, args, ctx, raw_input, facts, waited, ruled.why)
+        return ruled
+
+    def _by_rules(
+        self, tool: Tool[Any], facts: CallFacts, ctx: ToolContext, hook_asks: bool
+    ) -> Verdict | _Ask:
+        """Steps 1-9 of the module doc: what the rules and the mode decide, or that the
+        policy must be asked."""
         name = tool.name
-        denied = self._denied_by(facts)
+        denied = matching(self.rules.deny, facts)
         if denied is not None:
             return Deny(f"{name} call denied by the rule {denied}."), "rule", str(denied)
-        outside = self._outside_denial(facts, ctx.workdir)
+        outside = outside_denial(self.rules, facts, ctx.workdir)
         if outside is not None:
             return outside, "workdir", None
         mode = self.mode
@@ -531,9 +340,9 @@ class PermissionGate:
                 "mode",
                 None,
             )
-        asked = self._matching(self.rules.ask, facts)
-        must_ask = str(asked) if asked is not None else self._unfollowed(facts)
-        if must_ask is None and name in EDIT_TOOLS and _settings_file(facts):
+        asked = matching(self.rules.ask, facts)
+        must_ask = str(asked) if asked is not None else unfollowed(self.rules, facts)
+        if must_ask is None and name in EDIT_TOOLS and touches_settings(facts):
             must_ask = "settings file"
         if must_ask is None and hook_asks:
             must_ask = "hook"
@@ -542,7 +351,7 @@ class PermissionGate:
                 return Allow(), "mode", None
             if not tool.needs_approval:
                 return Allow(), "no-approval", None
-            allowed = self._allowed_by(facts)
+            allowed = allowed_by(self.rules, facts)
             if allowed is not None:
                 return Allow(), "rule", str(allowed)
             if mode == "acceptEdits" and name in EDIT_TOOLS:
@@ -570,8 +379,23 @@ class PermissionGate:
                 "mode",
                 None,
             )
-        suggestion = _suggest_rule(facts, ctx.workdir)
-        if self.policy is None and must_ask is not None:
+        return _Ask(why if must_ask is not None else None)
+
+    async def _by_policy(
+        self,
+        tool: Tool[Any],
+        args: BaseModel,
+        ctx: ToolContext,
+        raw_input: dict[str, Any],
+        facts: CallFacts,
+        waited: list[float],
+        why: str | None,
+    ) -> Verdict:
+        """Step 10: the policy decides, on the call as the tool presents it; what it allowed
+        must still hold when it answers."""
+        name = tool.name
+        suggestion = suggest_rule(facts, ctx.workdir)
+        if self.policy is None and why is not None:
             return Deny(f"{name} refused: {why}, and no one can answer."), "no-policy", None
         if self.policy is None:
             return (
@@ -615,17 +439,22 @@ class PermissionGate:
             changed = await self._changed_since(tool, args, ctx, preview)
             if changed is not None:
                 return changed, "preview", None
+        return decision, "policy", self._remember(decision, suggestion)
+
+    def _remember(self, decision: Allow, suggestion: str | None) -> str | None:
+        """Add the rule an approval asks to remember (none that widens a wrapper, shell or
+        interpreter); the rule added, or None."""
         remembered = decision.remember_rule or (suggestion if decision.remember else None)
         if remembered:
             try:
                 rule = Rule.parse(remembered, "allow for session")
-                if _widens_a_runner(rule):
+                if widens_a_runner(rule):
                     raise ValueError(f"{rule} would allow whatever a wrapper or shell runs")
                 self.add_rule(remembered, source="allow for session")
             except ValueError as exc:
                 log.warning("not remembered: %s", exc)
                 remembered = None
-        return decision, "policy", remembered
+        return remembered
 
     async def _ask(self, request: PermissionRequest) -> Allow | Deny:
         assert self.policy is not None
@@ -669,84 +498,7 @@ class PermissionGate:
         except ValidationError as exc:
             return Deny("The approved input is invalid. " + format_validation_error(tool.name, exc))
         facts = self._facts(tool, args, ctx)
-        denied = self._denied_by(facts)
+        denied = matching(self.rules.deny, facts)
         if denied is not None:
             return Deny(f"{tool.name} call denied by the rule {denied}.")
-        return self._outside_denial(facts, ctx.workdir)
-
-
-def _suggest_rule(facts: _Facts, workdir: Path) -> str | None:
-    """What "allow for session" adds: a rule exactly as wide as this call (the exact command,
-    the exact file, the exact agent type), or None when no rule can say exactly this call."""
-    if facts.tool == "Bash":
-        command = facts.subject
-        script = parse_script(command)
-        if "\n" in command or not script.judgeable or not script.commands:
-            return None
-        if any("\x02*" in w.key for c in script.commands for w in c.words):
-            return None  # an unquoted `*` would be read as a wildcard
-        text = f"Bash({command})"
-        try:
-            rule = Rule.parse(text)
-        except ValueError:
-            return None
-        return text if rule.allows_command(script) else None
-    if facts.paths:
-        if len(facts.paths) != 1:
-            return None
-        root = real(workdir)
-        shown = shown_path(root, facts.paths[0])
-        spec = "/" + (escape_glob(shown) if shown != "." else "")
-        if shown.startswith("/"):
-            spec = "/" + escape_glob(shown)
-        return f"{facts.tool}({spec.rstrip('/') or '/'})" if spec != "/" else None
-    if facts.subject:
-        if "\n" in facts.subject or facts.subject.endswith(":*"):
-            return None
-        text = f"{facts.tool}({facts.subject})"
-        try:
-            Rule.parse(text)
-        except ValueError:
-            return None
-        return text
-    return facts.tool
-
-
-_SETTINGS_FILES = frozenset(
-    [
-        *(
-            f"{folder}/{name}"
-            for folder in (".claude", ".forkagent")
-            for name in ("settings.json", "settings.local.json")
-        ),
-        ".mcp.json",  # its servers are commands the session runs
-    ]
-)
-
-
-_AGENT_FOLDERS = (".claude/agents/", ".forkagent/agents/")
-
-
-def _settings_file(facts: _Facts) -> bool:
-    """Whether the call touches one of the project's settings files or agent files (an
-    agent file's hooks run commands: writing one must not be a way around asking)."""
-    return any(
-        forms[0] in _SETTINGS_FILES or forms[0].startswith(_AGENT_FOLDERS) for forms in facts.forms
-    )
-
-
-def _widens_a_runner(rule: Rule) -> bool:
-    """A Bash rule with a wildcard or prefix whose program is a wrapper, shell or interpreter
-    (`Bash(sh:*)`, `Bash(env *)`): it would allow whatever they run."""
-    if rule.tool != "Bash" or rule.spec is None:
-        return False
-    if not (rule.prefix or "*" in rule.spec):
-        return False
-    script = parse_script(rule.spec[:-2] if rule.prefix else rule.spec)
-    return (
-        any(
-            c.words and (c.words[0].active or runs_code(program_name(c.words[0].text)))
-            for c in script.commands
-        )
-        or not script.commands
-    )
+        return outside_denial(self.rules, facts, ctx.workdir)
