@@ -6,6 +6,7 @@ from __future__ import annotations
 from .base import (
     MAX_IMAGE_BYTES,
     MAX_IMAGES,
+    CallFailedError,
     CodeRunner,
     Display,
     ExecResult,
@@ -16,7 +17,7 @@ from .base import (
     WorkerLostError,
 )
 from .plane import ComputePlane, WorkerNamespace
-from .process import CallFailedError, ProcessRunner, fork_supported
+from .process import ProcessRunner, fork_supported
 from .source import ExecutionInterrupted, execute_source
 from .thread import DEFAULT_EXECUTOR, ThreadExecutor, ThreadRunner
 

@@ -19,6 +19,7 @@ from ..history import valid_text
 __all__ = [
     "MAX_IMAGES",
     "MAX_IMAGE_BYTES",
+    "CallFailedError",
     "CodeRunner",
     "Display",
     "ExecResult",
@@ -81,6 +82,10 @@ class ExecResult:
 class WorkerLostError(RunEndedError):
     """The worker's process ended while it ran code (a crash, os._exit, killed from outside).
     This ends the agent's run: it fails with this message."""
+
+
+class CallFailedError(Exception):
+    """A function run in the worker raised; the message is its error."""
 
 
 class PullError(AgentError):

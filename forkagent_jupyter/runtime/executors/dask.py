@@ -30,8 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .base import ExecResult, OutputSink, PullError, StreamText, WorkerLostError
-from .process import CallFailedError
+from .base import (
+    CallFailedError,
+    ExecResult,
+    OutputSink,
+    PullError,
+    StreamText,
+    WorkerLostError,
+)
 from .pulled import decode_pulled
 from .shipping import ShipGroup, Shipment, referenced_names, shippable
 

@@ -21,9 +21,17 @@ import threading
 import warnings
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from .base import Display, ExecResult, OutputSink, PullError, StreamText, WorkerLostError
+from .base import (
+    CallFailedError,
+    Display,
+    ExecResult,
+    OutputSink,
+    PullError,
+    StreamText,
+    WorkerLostError,
+)
 from .child import become_snapshot, describe_status
 from .forksafety import settle, survey
 from .memory import Held, parse_held
@@ -31,10 +39,7 @@ from .pulled import decode_pulled
 from .tree import kill_tree
 from .wire import MessageError, encode, read_message
 
-if TYPE_CHECKING:
-    from .plane import ComputePlane
-
-__all__ = ["CallFailedError", "ProcessRunner", "Snapshot", "fork_supported"]
+__all__ = ["ProcessRunner", "RunnerPlane", "Snapshot", "fork_supported"]
 
 EXIT_REPORT_WAIT = 1.0  # seconds to wait for the snapshot to say how a worker ended
 _tokens = itertools.count(1)
@@ -43,10 +48,6 @@ _tokens = itertools.count(1)
 def fork_supported() -> bool:
     """Workers can start from a copy-on-write fork of this process (Linux)."""
     return hasattr(os, "fork") and os.uname().sysname == "Linux"
-
-
-class CallFailedError(Exception):
-    """A function run in the worker raised; the message is its error."""
 
 
 class Snapshot:
@@ -206,13 +207,27 @@ def _reap_soon(pid: int) -> None:
         threading.Thread(target=_reap, args=(pid,), name="forkagent-reap", daemon=True).start()
 
 
+class RunnerPlane(Protocol):
+    """What a process runner uses of the compute plane that made it (`plane.ComputePlane`):
+    room for its process, the snapshot to start from, the niceness to start with."""
+
+    @property
+    def nice(self) -> int: ...
+
+    async def acquire(self, runner: ProcessRunner) -> None: ...
+
+    def release(self, runner: ProcessRunner) -> None: ...
+
+    def snapshot(self) -> Snapshot: ...
+
+
 class ProcessRunner:
     """One agent's worker process (see the module doc). The process starts at the first
     call; until then the runner holds its place in the snapshot taken at the fork."""
 
     kind = "process"
 
-    def __init__(self, plane: ComputePlane, agent_id: str, snapshot: Snapshot, sink: OutputSink):
+    def __init__(self, plane: RunnerPlane, agent_id: str, snapshot: Snapshot, sink: OutputSink):
         # weak: a runner must not be kept alive by a cycle, so that dropping a session
         # without aclose() still ends its processes (in __del__) before their sockets go
         self._plane = weakref.ref(plane)
@@ -241,7 +256,7 @@ class ProcessRunner:
             self._sock.close()
 
     @property
-    def plane(self) -> ComputePlane:
+    def plane(self) -> RunnerPlane:
         plane = self._plane()
         if plane is None:
             raise WorkerLostError("the session of this worker was closed")
