@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .errors import UsageError
-from .transcripts import AgentMeta, TranscriptStore, _flush_all, _metas, _records
+from .transcript_reading import read_metas, read_records
+from .transcript_writer import flush_all
+from .transcripts import AgentMeta, TranscriptStore
 
 __all__ = [
     "Lane",
@@ -145,11 +147,11 @@ def _session_of(root: Path, here: Path | None, keys: Sequence[str]) -> tuple[Pat
 
 
 def _latest_with_agents(root: Path, here: Path | None) -> Path:
-    if here is not None and any(m.agent_id != "main" for m in _metas(here)):
+    if here is not None and any(m.agent_id != "main" for m in read_metas(here)):
         return here
     candidates = []
     for session in (p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []:
-        metas = [m for m in _metas(session) if m.agent_id != "main"]
+        metas = [m for m in read_metas(session) if m.agent_id != "main"]
         if metas:
             candidates.append((max(m.created_at for m in metas), session))
     if not candidates:
@@ -170,7 +172,7 @@ def load_timeline(
     `session_dir`: read that session. Otherwise the session that holds `ids` (`current`, the
     running session's folder, first); without ids, `current` if an agent ran there, else the
     newest session under `root` in which one did (a finished fan-out after a restart)."""
-    _flush_all()
+    flush_all()
     root = Path(root)
     here = Path(current) if current is not None else None
     if session_dir is not None:
@@ -180,7 +182,7 @@ def load_timeline(
         session, chosen = _session_of(root, here, ids)
     else:
         session, chosen = _latest_with_agents(root, here), []
-    metas = {m.agent_id: m for m in _metas(session)}
+    metas = {m.agent_id: m for m in read_metas(session)}
     if not chosen:
         chosen = [a for a in metas if a != "main"]
     if not chosen:
@@ -224,7 +226,7 @@ def _num(value: Any) -> float | None:
 def _events(session: Path, agent_id: str) -> list[tuple[float, str, dict[str, Any]]]:
     path = session / "agents" / f"{agent_id}.jsonl"
     out = []
-    for record in _records(path):
+    for record in read_records(path):
         data = record.get("data")
         if record.get("type") == "event" and isinstance(data, dict):
             out.append((float(record.get("t", 0.0)), str(record.get("kind")), data))
