@@ -14,18 +14,18 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 from IPython.display import display
 
 from ..runtime.session import AutoTurn
-from ..runtime.tasks import task_snapshot
+from ..runtime.snapshot import TaskSnapshot
 from ..runtime.transcripts import answered_notifications
 from .delivery import answer_bundle, digest_cell, notification_bundle, notification_cell
 from .markdown import SafeMarkdown, fenced
 from .parents import in_latest_request
-from .protocol import InsertCellMessage
+from .protocol import InsertCellMessage, jsonable
 
 if TYPE_CHECKING:
     from .host import ViewHost
@@ -47,7 +47,7 @@ class _Digest:
     key: str
     cell_id: str | None
     run: str
-    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> snapshot
+    tasks: dict[str, TaskSnapshot] = field(default_factory=dict)  # by task id
     answer: str = ""
     source: str = ""
     due: asyncio.TimerHandle | None = None
@@ -97,33 +97,26 @@ class AnswerDelivery:
             "type": "insert_cell",
             "key": digest.key,
             "after_cell_id": digest.cell_id,
-            "task_ids": [str(t.get("id")) for t in tasks],
+            "task_ids": [t.task_id for t in tasks],
             "cell": cell,
             "replace": True,
         }
-        self.ui.agent.bridge.broadcast(dict(message))
+        self.ui.agent.bridge.broadcast(message)
 
     def deliver(self, auto: AutoTurn) -> None:
         """The parent answered notifications: show them with the answer, grouped by the cell
         that launched each task."""
         ui = self.ui
-        session = ui.agent.session
         answer = auto.turn.text
-        by_cell: dict[str | None, list[tuple[str, str]]] = {}
-        for task_id, xml in zip(auto.task_ids, auto.notifications, strict=False):
-            launch = ui.launches.get(task_id)
-            by_cell.setdefault(launch.cell_id if launch else None, []).append((task_id, xml))
-        for cell_id, pairs in by_cell.items():
-            snapshots: list[dict[str, Any]] = []
-            for task_id, xml in pairs:
-                task = session.find_task(task_id)
-                snapshots.append(
-                    task_snapshot(task, xml) if task else {"id": task_id, "notification": xml}
-                )
-            digest = self._digest_for(pairs[0][0])
+        by_cell: dict[str | None, list[TaskSnapshot]] = {}
+        for snapshot in auto.snapshots:
+            launch = ui.launches.get(snapshot.task_id)
+            by_cell.setdefault(launch.cell_id if launch else None, []).append(snapshot)
+        for cell_id, snapshots in by_cell.items():
+            digest = self._digest_for(snapshots[0].task_id)
             if digest is not None:
                 for snapshot in snapshots:
-                    digest.tasks[str(snapshot.get("id"))] = snapshot
+                    digest.tasks[snapshot.task_id] = snapshot
                 if answer.strip():
                     digest.answer = answer
                 self._schedule(digest)
@@ -133,16 +126,17 @@ class AnswerDelivery:
                 "type": "insert_cell",
                 "key": cell["metadata"]["forkagent"]["key"],
                 "after_cell_id": cell_id,
-                "task_ids": [t for t, _ in pairs],
+                "task_ids": [s.task_id for s in snapshots],
                 "cell": cell,
+                "replace": False,
             }
-            if ui.agent.bridge.broadcast(dict(message)):
+            if ui.agent.bridge.broadcast(message):
                 continue
-            launch = ui.launches.get(pairs[0][0])
+            launch = ui.launches.get(snapshots[0].task_id)
             if launch is None:
                 continue
             shown = self._notes.setdefault(launch.display_id, [])
-            notes = "\n\n".join(fenced(xml, "xml") for _, xml in pairs)
+            notes = "\n\n".join(fenced(s.notification, "xml") for s in snapshots)
             shown.append(f"{notes}\n\n{answer}")
             body = SafeMarkdown("\n\n---\n\n".join(shown))
             in_latest_request(display, body, display_id=launch.display_id, update=True)
@@ -167,7 +161,7 @@ class AnswerDelivery:
                 f"%notifications: no recorded notification for {' '.join(keys)} "
                 "(notifications are recorded when the parent answers them)"
             )
-        for snapshot in record.get("tasks") or []:
-            display(notification_bundle(snapshot), raw=True)
-        if str(record.get("answer") or "").strip():
-            display(answer_bundle(str(record["answer"])), raw=True)
+        for snapshot in record.tasks:
+            display(jsonable(notification_bundle(snapshot)), raw=True)
+        if record.answer.strip():
+            display(answer_bundle(record.answer), raw=True)

@@ -58,7 +58,7 @@ class WidgetPolicy:
         else:  # in the running cell; its text is updated with the answer (a saved notebook)
             shown_here = display(prompt, display_id=True)
         shown: ApprovalMessage = {"type": "approval", **self.rows.approval_row(prompt)}
-        ui.agent.bridge.broadcast(dict(shown))
+        ui.agent.bridge.broadcast(shown)
         ui.agent.terminal.add(prompt)  # a console: asked on stdin in the running cell
         ui.tasks_changed()
         headless = ui.headless()
@@ -88,5 +88,5 @@ class WidgetPolicy:
             ui.pending.pop(prompt.request_id, None)
             ui.headless_notices.pop(prompt.request_id, None)
             done: ApprovalDone = {"type": "approval_done", "request_id": prompt.request_id}
-            ui.agent.bridge.broadcast(dict(done))
+            ui.agent.bridge.broadcast(done)
             ui.tasks_changed()

@@ -6,9 +6,10 @@ extension (approval answers, stop requests) go to the handlers registered here. 
 extension nothing is open, `connected` is False and callers use their display-id fallback.
 
 The messages and their keys are typed in `protocol.py` (mirroring the extension's
-`protocol.ts`). A message from the frontend reaches a handler only as its validated type;
-anything else (not an object, an unknown type, a missing or mistyped field) is dropped with one
-line in the kernel's log (the Jupyter server's terminal), never a traceback in a cell.
+`protocol.ts`): `broadcast` takes an `Outbound`, and a message from the frontend reaches its
+handler (`on_approve`, `on_stop`) only as its validated type; anything else (not an object, an
+unknown type, a missing or mistyped field) is dropped with one line in the kernel's log (the
+Jupyter server's terminal), never a traceback in a cell.
 """
 
 from __future__ import annotations
@@ -17,14 +18,24 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from .protocol import TARGET, VERSION, Hello, Inbound, parse_hello, parse_inbound
+from .protocol import (
+    TARGET,
+    VERSION,
+    Approve,
+    Hello,
+    Inbound,
+    Outbound,
+    State,
+    Stop,
+    Welcome,
+    jsonable,
+    parse_hello,
+    parse_inbound,
+)
 
 __all__ = ["TARGET", "VERSION", "Bridge"]
 
 log = logging.getLogger(__name__)
-
-Handler = Callable[[Any], None]
-"""Called with one validated message (`protocol.Inbound`) of the type it was registered for."""
 
 
 def _data(msg: object) -> object:
@@ -39,11 +50,12 @@ class Bridge:
     def __init__(self, kernel: Any) -> None:
         self.kernel = kernel
         self.comms: dict[str, Any] = {}
-        self.handlers: dict[str, Handler] = {}
+        self.on_approve: Callable[[Approve], None] | None = None
+        self.on_stop: Callable[[Stop], None] | None = None
         self.hello: Hello | None = None
         """The latest frontend's comm_open data (None: none, or not a valid `Hello`)."""
         self.loop: Any = None
-        self.snapshot: Callable[[], dict[str, Any]] | None = None
+        self.snapshot: Callable[[], State] | None = None
         """What a newly connected frontend is told at once (tasks, pending approvals)."""
 
     @property
@@ -80,9 +92,6 @@ class Bridge:
     def connected(self) -> bool:
         return bool(self.comms)
 
-    def on(self, kind: str, handler: Handler) -> None:
-        self.handlers[kind] = handler
-
     def _on_open(self, comm: Any, open_msg: dict[str, Any]) -> None:
         self.comms[comm.comm_id] = comm
         # Trust the frontend's subshell for replies on this comm, so an approval sent during
@@ -100,10 +109,19 @@ class Bridge:
         except ValueError as exc:
             self.hello = None
             self.log.warning("forkagent comm: the frontend's hello is not valid (%s)", exc)
-        state = self.snapshot() if self.snapshot is not None else {}
-        comm.send({"type": "welcome", "version": VERSION, **state})
-        if "connected" in self.handlers:
-            self.handlers["connected"]({"comm_id": comm.comm_id})
+        state: State = (
+            self.snapshot()
+            if self.snapshot is not None
+            else {"tasks": [], "approvals": [], "budget": None}
+        )
+        welcome: Welcome = {
+            "type": "welcome",
+            "version": VERSION,
+            "tasks": state["tasks"],
+            "approvals": state["approvals"],
+            "budget": state["budget"],
+        }
+        comm.send(jsonable(welcome))
 
     def _on_msg(self, msg: dict[str, Any]) -> None:
         try:
@@ -113,24 +131,24 @@ class Bridge:
                 "forkagent comm: dropped a malformed message from the frontend: %s", exc
             )
             return
-        handler = self.handlers.get(message["type"])
-        if handler is None:
-            self.log.debug("forkagent comm: no handler for %r", message["type"])
-            return
         # The message may be handled in a subshell thread: run the handler on the main loop.
         if self.loop is not None and self.loop.is_running():
-            self.loop.call_soon_threadsafe(self._call, handler, message)
+            self.loop.call_soon_threadsafe(self._dispatch, message)
         else:
-            self._call(handler, message)
+            self._dispatch(message)
 
-    def _call(self, handler: Handler, message: Inbound) -> None:
+    def _dispatch(self, message: Inbound) -> None:
         try:
-            handler(message)
+            if message["type"] == "approve" and self.on_approve is not None:
+                self.on_approve(message)
+            elif message["type"] == "stop" and self.on_stop is not None:
+                self.on_stop(message)
         except Exception:  # a bug on our side: to the kernel's log, not into a cell
             self.log.exception("forkagent comm handler for %r failed", message["type"])
 
-    def broadcast(self, data: dict[str, Any]) -> int:
-        """Send `data` on every open comm; returns how many received it."""
+    def broadcast(self, message: Outbound) -> int:
+        """Send `message` on every open comm; returns how many received it."""
+        data = jsonable(message)
         sent = 0
         for comm in list(self.comms.values()):
             try:

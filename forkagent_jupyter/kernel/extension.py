@@ -33,6 +33,7 @@ from .magics import (
     tasks_options,
     transform_cell,
 )
+from .protocol import State
 from .settings import CheckedSettings, SettingError
 from .terminal import TerminalAsk
 
@@ -301,12 +302,12 @@ class KernelAgent:
         finally:
             self.settings.observe(self._setting_changed)
 
-    def _snapshot(self) -> dict[str, Any]:
+    def _snapshot(self) -> State:
         """What a connecting frontend is told: the tasks and pending approvals (none before
         the first use; the session is not created for this)."""
         if self._ui is None:
-            return {"tasks": [], "approvals": []}
-        return dict(self._ui.snapshot())
+            return {"tasks": [], "approvals": [], "budget": None}
+        return self._ui.snapshot()
 
     # -- lifecycle ---------------------------------------------------------------------------
 

@@ -14,26 +14,15 @@ from ..messages_api.usage import usage_counts
 from ..runtime.pacer import rate_wait
 from ..runtime.tasks import Task
 from .cards import ApprovalPrompt
-from .protocol import Approval, Budget, TaskRow, TasksMessage, TokenUsage
+from .protocol import Approval, Budget, TaskRow, TasksMessage
 
 if TYPE_CHECKING:
     from .host import ViewHost
 
-__all__ = ["TASKS_INTERVAL", "FrontendRows", "token_usage"]
+__all__ = ["TASKS_INTERVAL", "FrontendRows"]
 
 TASKS_INTERVAL = 0.5
 PREVIEW_CHARS = 4000
-
-
-def token_usage(task: Task) -> TokenUsage:
-    counts = usage_counts(task.usage)
-    return {
-        "input_tokens": counts["input_tokens"],
-        "cache_creation_input_tokens": counts["cache_creation_input_tokens"],
-        "cache_read_input_tokens": counts["cache_read_input_tokens"],
-        "output_tokens": counts["output_tokens"],
-        "total_input_tokens": counts["total_input_tokens"],
-    }
 
 
 class FrontendRows:
@@ -53,7 +42,7 @@ class FrontendRows:
             "status": task.status,
             "description": task.description,
             "elapsed": round(task.elapsed, 3),
-            "usage": token_usage(task),
+            "usage": usage_counts(task.usage),
             "cost_usd": round(task.cost_usd, 6),
             "cell_id": launch.cell_id if launch else None,
             "current_tool": task.current_tool,
@@ -114,4 +103,4 @@ class FrontendRows:
             "tasks": self.tasks(),
             "budget": self.budget_row(),
         }
-        self.ui.agent.bridge.broadcast(dict(message))
+        self.ui.agent.bridge.broadcast(message)

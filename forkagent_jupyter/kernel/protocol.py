@@ -1,27 +1,35 @@
-"""The `forkagent` comm protocol (version 2) and the notification MIME payload, as types.
+"""The `forkagent` comm protocol (version 2) and the notification cell, as types.
 
-These mirror `labextension/src/protocol.ts` (and `INotification` in `notification.ts`) key for
-key; `tests/kernel/test_protocol.py` checks that both sides name the same keys. The kernel
-builds every payload it sends as one of these, so mypy checks the keys where they are made.
+These mirror `labextension/src/protocol.ts` key for key; `tests/kernel/test_protocol.py`
+checks that both sides name the same keys, and that the example of every message in
+`labextension/test/protocol-messages.json` is valid here (the extension's tests parse the same
+examples). The kernel builds every payload it sends as one of these, so mypy checks the keys
+where they are made; `Bridge.broadcast` takes only an `Outbound`.
 
-Frontend to kernel: comm_open `Hello`; `Approve`; `Stop`; `Inserted`. The frontend is not
-trusted to be well-formed: `parse_inbound` validates each of its messages strictly (no
-coercion: `"3"` is not a number, `0` is not a string) and says in one line why it refuses one.
-Only `decision: "allow"` or `"always"` approves a call.
 Kernel to frontend: `Welcome` on every open; `TasksMessage` (a full snapshot, at most twice a
-second, when something changed); `ApprovalMessage` and `ApprovalDone`; `InsertCellMessage`.
+second, when something changed); `ApprovalMessage` and `ApprovalDone`; `InsertCellMessage`
+(a notification cell: each ended task in it is a `TaskSnapshot`, the runtime's own type).
+Frontend to kernel: comm_open `Hello`; `Approve`; `Stop`. The frontend is not trusted to be
+well-formed: `parse_inbound` validates each of its messages strictly (no coercion: `"3"` is
+not a number, `0` is not a string) and says in one line why it refuses one. Only
+`decision: "allow"` or `"always"` approves a call.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypedDict, get_args
+from typing import Annotated, Final, Literal, get_args
 
 from pydantic import Field, TypeAdapter, ValidationError
-from typing_extensions import NotRequired
-from typing_extensions import TypedDict as CheckedDict  # pydantic validates it on 3.10/3.11
+from pydantic_core import to_jsonable_python
+from typing_extensions import NotRequired, TypedDict  # pydantic validates it on 3.10/3.11
+
+from ..messages_api.usage import UsageCounts
+from ..runtime.snapshot import TaskSnapshot
 
 __all__ = [
     "ANSWERS",
+    "DIGEST_MIME",
+    "MIME",
     "TARGET",
     "VERSION",
     "Approval",
@@ -30,34 +38,40 @@ __all__ = [
     "ApprovalMessage",
     "Approve",
     "Budget",
+    "CellMark",
+    "CellMetadata",
     "CellSpec",
+    "Digest",
+    "DigestBundle",
+    "DisplayData",
     "Hello",
     "Inbound",
     "InsertCell",
     "InsertCellMessage",
-    "Inserted",
-    "Notification",
+    "MarkdownBundle",
+    "NotificationBundle",
+    "Outbound",
+    "State",
     "Stop",
     "TaskRow",
+    "TaskSnapshot",
     "TasksMessage",
     "TokenUsage",
     "Welcome",
+    "jsonable",
     "parse_hello",
     "parse_inbound",
 ]
 
 TARGET = "forkagent"
 VERSION = 2
+MIME: Final = "application/vnd.forkagent.notification+json"
+"""The MIME type of one notification: its data is a `TaskSnapshot` (`ITaskSnapshot`)."""
+DIGEST_MIME: Final = "application/vnd.forkagent.digest+json"
+"""One output for many notifications: its data is a `Digest` (`IDigest`)."""
 
-
-class TokenUsage(TypedDict):
-    """Token counts in the Messages API's words (`messages_api.usage.usage_counts`)."""
-
-    input_tokens: int
-    cache_creation_input_tokens: int
-    cache_read_input_tokens: int
-    output_tokens: int
-    total_input_tokens: int
+TokenUsage = UsageCounts
+"""Token counts in the Messages API's words (`messages_api.usage.usage_counts`)."""
 
 
 class TaskRow(TypedDict):
@@ -106,13 +120,55 @@ class Budget(TypedDict):
     reached: bool
 
 
+class Digest(TypedDict):
+    """The data of `DIGEST_MIME` (`IDigest`): a row per task, each result clipped and
+    without the notification text (`delivery.digest_bundle`)."""
+
+    tasks: list[TaskSnapshot]
+
+
+NotificationBundle = TypedDict(
+    "NotificationBundle",
+    {"application/vnd.forkagent.notification+json": TaskSnapshot, "text/plain": str},
+)
+DigestBundle = TypedDict(
+    "DigestBundle", {"application/vnd.forkagent.digest+json": Digest, "text/plain": str}
+)
+MarkdownBundle = TypedDict(
+    "MarkdownBundle", {"text/html": str, "text/markdown": str, "text/plain": str}
+)
+"""The parent's answer (`markdown.markdown_bundle`)."""
+
+
+class DisplayData(TypedDict):
+    """An nbformat `display_data` output of a notification cell."""
+
+    output_type: Literal["display_data"]
+    data: NotificationBundle | DigestBundle | MarkdownBundle
+    metadata: dict[str, str]
+
+
+class CellMark(TypedDict):
+    """`metadata.forkagent` of a notification cell (`ICellMark`): what tells it apart."""
+
+    kind: Literal["notification"]
+    key: str
+    task_ids: list[str]
+    digest: NotRequired[bool]
+    """A fan-out's digest (one cell whose outputs are replaced as its tasks end)."""
+
+
+class CellMetadata(TypedDict):
+    forkagent: CellMark
+
+
 class CellSpec(TypedDict):
     """A complete nbformat code cell (`ICellSpec`)."""
 
     cell_type: Literal["code"]
     source: str
-    metadata: dict[str, Any]
-    outputs: list[dict[str, Any]]
+    metadata: CellMetadata
+    outputs: list[DisplayData]
 
 
 class InsertCell(TypedDict):
@@ -122,32 +178,21 @@ class InsertCell(TypedDict):
     after_cell_id: str | None
     task_ids: list[str]
     cell: CellSpec
-    replace: NotRequired[bool]
+    replace: bool
     """A cell with this key already there takes this one's source and outputs (a digest)."""
 
 
-class Notification(TypedDict):
-    """The payload of the notification MIME type (`INotification`)."""
+class State(TypedDict):
+    """What a connecting frontend is told at once."""
 
-    task_id: str
-    name: str | None
-    kind: str
-    status: str
-    description: str
-    summary: str
-    result: str
-    notification: str
-    usage: TokenUsage
-    cost_usd: float
-    elapsed: float
-
-
-class Welcome(TypedDict):
-    type: Literal["welcome"]
-    version: int
     tasks: list[TaskRow]
     approvals: list[Approval]
     budget: Budget | None
+
+
+class Welcome(State):
+    type: Literal["welcome"]
+    version: int
 
 
 class TasksMessage(TypedDict):
@@ -169,6 +214,15 @@ class InsertCellMessage(InsertCell):
     type: Literal["insert_cell"]
 
 
+Outbound = Welcome | TasksMessage | ApprovalMessage | ApprovalDone | InsertCellMessage
+"""What the kernel sends on the comm."""
+
+
+def jsonable(data: Outbound | NotificationBundle | DigestBundle) -> object:
+    """`data` as plain JSON data (its snapshots as objects), for a comm or a display."""
+    return to_jsonable_python(data)
+
+
 # -- frontend to kernel ---------------------------------------------------------------------
 
 ApprovalAnswer = Literal["allow", "always", "deny"]
@@ -177,7 +231,7 @@ approve. The runtime turns it into its `Decision` (`Allow` or `Deny`)."""
 ANSWERS: tuple[ApprovalAnswer, ...] = get_args(ApprovalAnswer)
 
 
-class Hello(CheckedDict):
+class Hello(TypedDict):
     """The data of the frontend's comm_open."""
 
     type: Literal["hello"]
@@ -185,7 +239,7 @@ class Hello(CheckedDict):
     version: NotRequired[int]
 
 
-class Approve(CheckedDict):
+class Approve(TypedDict):
     """An answer to the pending approval `request_id` (`reason` goes to the model)."""
 
     type: Literal["approve"]
@@ -194,14 +248,14 @@ class Approve(CheckedDict):
     reason: NotRequired[str | None]
 
 
-class Stop(CheckedDict):
+class Stop(TypedDict):
     """The Tasks panel's stop button."""
 
     type: Literal["stop"]
     task_id: str
 
 
-class Inserted(CheckedDict):
+class Inserted(TypedDict):
     """The frontend inserted the notification cell `key` as `cell_id`."""
 
     type: Literal["inserted"]

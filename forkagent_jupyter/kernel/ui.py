@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import ipywidgets as w
 from IPython.core.display import HTML
@@ -37,7 +37,7 @@ from .cards import (
 )
 from .frontend import FrontendRows
 from .host import Launch
-from .protocol import Approve, Stop
+from .protocol import Approve, State, Stop
 from .task_line import context_text, cost_text, memory_text, process_text
 from .turns import run_turn
 
@@ -81,9 +81,9 @@ class KernelUI:
         self.workdir = Path.cwd()
         self.rows = FrontendRows(self)
         self.answers = AnswerDelivery(self)
-        agent.bridge.on("approve", self._on_approve)
+        agent.bridge.on_approve = self._on_approve
         agent.terminal.who = self._who
-        agent.bridge.on("stop", self._on_stop)
+        agent.bridge.on_stop = self._on_stop
 
     def make_session(self) -> Session:
         s = self.agent.settings
@@ -169,7 +169,7 @@ class KernelUI:
         kernel = getattr(self.agent.shell, "kernel", None)
         return kernel is not None and not getattr(kernel, "_allow_stdin", True)
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> State:
         """What a connecting frontend is told at once (the `welcome` message's state)."""
         return {
             "tasks": self.rows.tasks(),

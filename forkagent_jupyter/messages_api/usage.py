@@ -11,10 +11,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypedDict  # pydantic validates it on 3.10/3.11
 
 from .catalog import BATCH_DISCOUNT, price_for
 
-__all__ = ["WEB_SEARCH_USD", "Usage", "cost_usd", "usage_counts"]
+__all__ = ["WEB_SEARCH_USD", "Usage", "UsageCounts", "cost_usd", "usage_counts"]
 
 WEB_SEARCH_USD = 0.01
 """The price of one web search (the server tool): $10 per 1,000 searches. Web fetches cost
@@ -92,7 +93,17 @@ class Usage(BaseModel):
         return self.cache_read_input_tokens / total if total else 0.0
 
 
-def usage_counts(usage: Usage) -> dict[str, int]:
+class UsageCounts(TypedDict):
+    """Token counts as JSON, in the Messages API's own words (see `usage_counts`)."""
+
+    input_tokens: int
+    cache_creation_input_tokens: int
+    cache_read_input_tokens: int
+    output_tokens: int
+    total_input_tokens: int
+
+
+def usage_counts(usage: Usage) -> UsageCounts:
     """The token counts as JSON, in the Messages API's own words: `input_tokens` is the
     uncached part of the prompt only, the cache counts come apart, and `total_input_tokens`
     is the whole prompt (uncached + cache writes + cache reads). Panels, notification

@@ -18,6 +18,7 @@ from typing import Literal
 from xml.sax.saxutils import escape
 
 from ..messages_api.usage import Usage
+from .snapshot import TaskSnapshot
 
 __all__ = [
     "Command",
@@ -38,6 +39,8 @@ class Command:
     task_id: str | None = None
     run: int | None = None
     """Which run of the task it reports (a resumed task has one report per run)."""
+    snapshot: TaskSnapshot | None = None
+    """The reported run as it ended (a task's notification; `text` is its `notification`)."""
 
 
 @dataclass
@@ -59,9 +62,10 @@ class CommandQueue:
         mode: CommandMode = "task-notification",
         task_id: str | None = None,
         run: int | None = None,
+        snapshot: TaskSnapshot | None = None,
     ) -> Command:
         with self._lock:
-            command = Command(text, owner, mode, task_id, run)
+            command = Command(text, owner, mode, task_id, run, snapshot)
             self._items.append(command)
         if self.on_enqueue is not None:
             self.on_enqueue(command)

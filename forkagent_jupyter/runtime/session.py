@@ -48,6 +48,7 @@ from .prompts import default_system_prompt
 from .retry import DEFAULT_STREAM_RETRIES, StreamRetry
 from .secrets import scrubbed_env
 from .settings import read_settings
+from .snapshot import AnsweredNotifications, TaskSnapshot
 from .tasks import Task, TaskRegistry, task_description, task_snapshot
 from .thinking import thinking_param, with_budget
 from .timing import record_timing
@@ -96,11 +97,20 @@ class Turn:
 
 @dataclass
 class AutoTurn:
-    """The parent's automatic answer to notifications: which tasks, their XML, the turn."""
+    """The parent's automatic answer to notifications: what it read (each reported run as it
+    ended, its notification included) and its turn."""
 
-    task_ids: list[str]
-    notifications: list[str]
+    snapshots: list[TaskSnapshot]
     turn: Turn
+
+    @property
+    def task_ids(self) -> list[str]:
+        return [s.task_id for s in self.snapshots]
+
+    @property
+    def notifications(self) -> list[str]:
+        """The `<task-notification>` texts the parent read, in order."""
+        return [s.notification for s in self.snapshots]
 
 
 class Session:
@@ -810,7 +820,7 @@ class Session:
         shown = [t for t in stopped if t.notification]
         if shown:
             turn = Turn(text=STOPPED_BY_USER)
-            auto = AutoTurn([t.id for t in shown], [t.notification or "" for t in shown], turn)
+            auto = AutoTurn([task_snapshot(t) for t in shown], turn)
             self.auto_turns.append(auto)
             self._record_answer(auto)
             if self.on_auto_turn is not None:
@@ -898,24 +908,23 @@ class Session:
     def _answered(self, commands: list[Command], turn: Turn) -> None:
         """The parent read these notifications in `turn`: record them with its answer and
         hand them to the host (the notebook shows them as cells)."""
-        auto = AutoTurn([c.task_id or "" for c in commands], [c.text for c in commands], turn)
+        snapshots = [
+            c.snapshot or TaskSnapshot(task_id=c.task_id or "", notification=c.text)
+            for c in commands
+        ]  # a notification that reports no task of the registry (a batch's digest): its text
+        auto = AutoTurn(snapshots, turn)
         self.auto_turns.append(auto)
         self._record_answer(auto)
         if self.on_auto_turn is not None:
             self.on_auto_turn(auto)
 
     def _record_answer(self, auto: AutoTurn) -> None:
-        """Keep the answered notifications in the parent's transcript, with what each task
-        looked like, so they can be shown again later (also after a restart)."""
+        """Keep the answered notifications in the parent's transcript, each reported run as it
+        ended, so they can be shown again later (also after a restart)."""
         if self.main.transcript is None:
             return
-        tasks = []
-        for task_id, xml in zip(auto.task_ids, auto.notifications, strict=False):
-            task = self.registry.find(task_id) if task_id else None
-            tasks.append(task_snapshot(task, xml) if task else {"id": task_id, "notification": xml})
-        self.main.transcript.append_event(
-            "notifications_answered", {"tasks": tasks, "answer": auto.turn.text}
-        )
+        record = AnsweredNotifications(tasks=auto.snapshots, answer=auto.turn.text)
+        self.main.transcript.append_event("notifications_answered", record.model_dump())
 
     def _emit(self, event: LoopEvent) -> None:
         for listener in list(self._listeners):

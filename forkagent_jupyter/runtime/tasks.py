@@ -23,11 +23,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from ..messages_api.usage import Usage, usage_counts
 from .errors import UsageError
 from .notifications import CommandQueue, format_task_notification
+from .snapshot import TaskSnapshot
 
 if TYPE_CHECKING:
     from .executors.memory import Rollup
@@ -170,28 +171,22 @@ class Task:
         return f"{label} was stopped" + (f": {self.error}" if self.error else "")
 
 
-def task_snapshot(task: Task, notification: str | None = None) -> dict[str, Any]:
-    """What a task looks like now, as JSON-ready data (for panels, transcripts, replays).
-    Its token counts are under `usage`, in the words of `usage_counts`."""
-    return {
-        "id": task.id,
-        "name": task.name,
-        "kind": task.kind,
-        "status": task.status,
-        "description": task.description,
-        "summary": task.summary() if task.done else "",
-        "result": task.result or task.error or "",
-        "elapsed": round(task.elapsed, 3),
-        "usage": usage_counts(task.usage),
-        "cost_usd": round(task.cost_usd, 6),
-        "context_tokens": task.context_tokens,
-        "context_window": task.context_window,
-        "current_tool": task.current_tool,
-        "current_input": task.current_input,
-        "activity": task.activity,
-        "foreground": task.foreground,
-        "notification": notification if notification is not None else task.notification,
-    }
+def task_snapshot(task: Task, notification: str | None = None) -> TaskSnapshot:
+    """What the task looks like now, with `notification` (default: its latest) as the text
+    the parent read. `TaskRegistry.settle` takes one as a run ends."""
+    return TaskSnapshot(
+        task_id=task.id,
+        name=task.name,
+        kind=task.kind,
+        status=task.status,
+        description=task.description,
+        summary=task.summary() if task.done else "",
+        result=task.result or task.error or "",
+        notification=(notification if notification is not None else task.notification) or "",
+        usage=usage_counts(task.usage),
+        cost_usd=round(task.cost_usd, 6),
+        elapsed=round(task.elapsed, 3),
+    )
 
 
 Listener = Callable[[Task], None]
@@ -355,6 +350,12 @@ class TaskRegistry:
             task._suppressed_run = task.run
         if task._suppressed_run < task.run:
             to = self.recipient(task.owner)
-            self.queue.enqueue(task.notification, owner=to, task_id=task.id, run=task.run)
+            self.queue.enqueue(
+                task.notification,
+                owner=to,
+                task_id=task.id,
+                run=task.run,
+                snapshot=task_snapshot(task),
+            )
         task._done.set()
         self.changed(task)

@@ -11,7 +11,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from .history import append_message, blocks_of
+from .snapshot import AnsweredNotifications
 from .transcript_files import (
     REPLACE_EVENTS,
     RESET_EVENT,
@@ -41,14 +44,13 @@ INTERRUPTED_RESULT = (
 )
 
 
-def answered_notifications(root: Path, task_ids: list[str]) -> dict[str, Any] | None:
+def answered_notifications(root: Path, task_ids: list[str]) -> AnsweredNotifications | None:
     """The newest recorded answer of the parent to notifications of exactly these tasks (or,
-    failing that, of any of them): {"tasks": [...], "answer": str}, from any session's
-    parent transcript under `root`."""
+    failing that, of any of them), from any session's parent transcript under `root`."""
     root = Path(root)
     flush_all()
     wanted = set(task_ids)
-    best: tuple[float, int, dict[str, Any]] | None = None
+    best: tuple[float, int, AnsweredNotifications] | None = None
     sessions = [p for p in root.iterdir() if p.is_dir()] if root.is_dir() else []
     for session in sessions:
         try:
@@ -57,13 +59,17 @@ def answered_notifications(root: Path, task_ids: list[str]) -> dict[str, Any] | 
             log.warning("skipping %s: %s", session, exc)
             continue
         for record in records:
-            data = record.get("data") or {}
-            if record.get("kind") != "notifications_answered" or not isinstance(data, dict):
+            if record.get("kind") != "notifications_answered":
                 continue
-            ids = {str(t.get("id")) for t in data.get("tasks") or [] if isinstance(t, dict)}
+            try:
+                answered = AnsweredNotifications.model_validate(record.get("data"))
+            except ValidationError as exc:
+                log.warning("skipping a notifications record in %s: %s", session, exc)
+                continue
+            ids = {t.task_id for t in answered.tasks}
             score = 2 if ids == wanted else 1 if ids & wanted else 0
             if score and (best is None or (score, record.get("t", 0)) > (best[1], best[0])):
-                best = (float(record.get("t", 0)), score, data)
+                best = (float(record.get("t", 0)), score, answered)
     return best[2] if best else None
 
 

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from forkagent_jupyter.kernel import protocol
+
+
+def keys(kind: Any) -> set[str]:
+    """The keys of a TypedDict, or the fields of a pydantic model."""
+    fields = getattr(kind, "model_fields", None)
+    return set(fields if fields is not None else kind.__annotations__)
+
 
 SRC = Path(__file__).resolve().parents[2] / "labextension" / "src"
 PAIRS = {
@@ -17,7 +25,7 @@ PAIRS = {
     "IBudget": protocol.Budget,
     "ICellSpec": protocol.CellSpec,
     "IInsertCell": protocol.InsertCell,
-    "INotification": protocol.Notification,
+    "INotification": protocol.TaskSnapshot,
     "IHello": protocol.Hello,
     "IApprove": protocol.Approve,
     "IStop": protocol.Stop,
@@ -45,7 +53,7 @@ def _interfaces() -> dict[str, set[str]]:
 def test_keys_agree(ts_name: str) -> None:
     interfaces = _interfaces()
     assert ts_name in interfaces, f"{ts_name} is gone from labextension/src"
-    assert set(PAIRS[ts_name].__annotations__) == interfaces[ts_name]
+    assert keys(PAIRS[ts_name]) == interfaces[ts_name]
 
 
 def test_constants_agree() -> None:

@@ -12,6 +12,7 @@ import pytest
 from forkagent_jupyter.kernel.delivery import MIME, notification_bundle
 from forkagent_jupyter.messages_api.usage import Usage
 from forkagent_jupyter.runtime.notifications import CommandQueue
+from forkagent_jupyter.runtime.snapshot import TaskSnapshot
 from forkagent_jupyter.runtime.tasks import (
     DESCRIPTION_LIMIT,
     Task,
@@ -69,7 +70,7 @@ def test_snapshot_counts_match_the_api_words() -> None:
     task.usage = Usage(
         input_tokens=84, cache_creation_input_tokens=200, cache_read_input_tokens=14_200
     ) + Usage(output_tokens=150)
-    usage = task_snapshot(task)["usage"]
+    usage = task_snapshot(task).usage
     assert usage == {
         "input_tokens": 84,
         "cache_creation_input_tokens": 200,
@@ -78,7 +79,7 @@ def test_snapshot_counts_match_the_api_words() -> None:
         "total_input_tokens": 14_484,
     }
     payload = notification_bundle(task_snapshot(task))
-    assert payload[MIME]["usage"] == usage
+    assert payload[MIME].usage == usage
     assert "tokens in 14,484 (cache read 14,200, write 200) / out 150" in payload["text/plain"]
 
 
@@ -93,7 +94,7 @@ def test_a_recorded_flat_snapshot_is_shown_with_the_same_words() -> None:
         "cache_read_tokens": 14_200,
         "cache_write_tokens": 200,
     }
-    assert notification_bundle(old)[MIME]["usage"] == {
+    assert notification_bundle(TaskSnapshot.model_validate(old))[MIME].usage == {
         "input_tokens": 84,
         "cache_creation_input_tokens": 200,
         "cache_read_input_tokens": 14_200,
@@ -115,7 +116,7 @@ async def test_a_fork_reports_its_ledger_and_its_name(emulator: Any, make_sessio
     def total(key: str) -> int:
         return sum(int(u.get(key) or 0) for u in spent)
 
-    usage = task_snapshot(done)["usage"]
+    usage = task_snapshot(done).usage
     assert usage["input_tokens"] == total("input_tokens")  # the uncached part only
     assert usage["cache_read_input_tokens"] == total("cache_read_input_tokens") > 0
     assert usage["cache_creation_input_tokens"] == total("cache_creation_input_tokens")
