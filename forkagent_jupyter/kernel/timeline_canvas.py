@@ -5,10 +5,10 @@ Shown by `%tasks --timeline` where the frontend renders widgets and ipympl is im
 this kernel. Elsewhere (nbclient, papermill, VS Code, a console) the PNG stays.
 
 Nothing of it runs on the kernel's event loop: the canvas is made and its first image
-rendered on a thread (`canvas_bundle`), and every message its frontend sends (resize,
-redraw, zoom, pan, the pointer) is handled on one worker thread shared by these canvases, in
-the order received, since each may render the figure (fonts, Agg). Its replies go out from
-that thread, as ipykernel allows.
+rendered (`canvas_bundle`), and every message its frontend sends (resize, redraw, zoom, pan,
+the pointer) is handled, on one worker thread shared by these canvases, in that order, since
+each may render the figure (fonts, Agg) - the frontend's first messages arrive while the
+first image is still being rendered. Replies go out from that thread, as ipykernel allows.
 """
 
 from __future__ import annotations
@@ -18,11 +18,18 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
-from typing import Any
+from concurrent.futures import Future
+from typing import Any, TypeVar
 
 __all__ = ["canvas_bundle", "interactive"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+CANVAS_WIDTH = 9.0
+"""Inches (at 100 dpi): a canvas keeps its pixel size, where a PNG shrinks to the output's
+width; this fits JupyterLab's output area beside a file browser."""
 
 WIDGET_BACKENDS = ("widget", "ipympl", "module://ipympl.backend_nbagg")
 
@@ -68,13 +75,35 @@ class _Worker:
     def put(self, job: Callable[[], None]) -> None:
         self.jobs.put(job)  # SimpleQueue: never waits
 
+    def call(self, function: Callable[[], T]) -> T:
+        """Blocking: `function()` run on the worker thread, after what was put before."""
+        self.ensure_started()
+        done: Future[T] = Future()
+
+        def job() -> None:
+            try:
+                done.set_result(function())
+            except BaseException as exc:
+                done.set_exception(exc)
+
+        self.put(job)
+        return done.result()
+
     def _run(self) -> None:
         while True:
             job = self.jobs.get()
             try:
                 job()
             except Exception:  # a canvas message that failed: to the kernel's log
-                log.exception("timeline canvas: handling a frontend message failed")
+                _log().exception("timeline canvas: handling a frontend message failed")
+
+
+def _log() -> logging.Logger:
+    """The kernel's own log (the process's stderr, not a cell's), else this module's."""
+    from IPython.core.getipython import get_ipython
+
+    found = getattr(getattr(get_ipython(), "kernel", None), "log", None)
+    return found if isinstance(found, logging.Logger) else log
 
 
 _worker = _Worker()
@@ -86,7 +115,7 @@ def _canvas_class() -> type:
 
     class TimelineCanvas(Canvas):  # type: ignore[misc]
         """ipympl's Canvas, its frontend's messages handled on the worker thread; the toolbar
-        (zoom, pan) always shown, no header (the title is in the figure)."""
+        (zoom, pan) always shown; no header (the title is in the figure)."""
 
         @default("toolbar_visible")
         def _toolbar_visible(self) -> str:
@@ -94,7 +123,7 @@ def _canvas_class() -> type:
 
         @default("toolbar_position")
         def _toolbar_position(self) -> str:
-            return "top"
+            return "top"  # over the plot's top right corner: the plot keeps its width
 
         @default("header_visible")
         def _header_visible(self) -> bool:
@@ -109,10 +138,16 @@ def _canvas_class() -> type:
 
 def canvas_bundle(figure: Any, text: str) -> dict[str, Any]:
     """Blocking (run it on a thread): an ipympl canvas for `figure` and the bundle that shows
-    it - the widget view, with the PNG and `text` for frontends without widgets."""
+    it - the widget view, with the PNG and `text` for frontends without widgets. Made on the
+    worker thread, before any message of its frontend is handled there."""
+    return _worker.call(lambda: _made(figure, text))
+
+
+def _made(figure: Any, text: str) -> dict[str, Any]:
     from ipympl.backend_nbagg import FigureManager  # type: ignore[import-untyped]
 
-    _worker.ensure_started()
+    width, height = figure.get_size_inches()
+    figure.set_size_inches(min(width, CANVAS_WIDTH), height)  # a canvas is not scaled to fit
     canvas = _canvas_class()(figure)
     FigureManager(canvas, 0)  # the manager ipympl's canvas answers its frontend through
     bundle = dict(canvas._repr_mimebundle_())

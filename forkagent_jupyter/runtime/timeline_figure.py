@@ -123,8 +123,7 @@ def details(timeline: Timeline, row: TimelineRow) -> str:
         )
         return (
             f"{row.lane}: request {row.message_id or '?'} {when}{first}; "
-            f"cache read {row.cache_read:,}, written {row.cache_write:,} tokens; "
-            f"input {row.input_tokens:,}, output {row.output_tokens:,}; {waited}"
+            f"cache read {row.cache_read:,}, written {row.cache_write:,} tokens; {waited}"
         )
     if row.kind == "approval":
         return f"{row.lane}: approval {row.label}, waited {row.duration:.2f} s ({when})"
@@ -295,7 +294,9 @@ def draw(timeline: Timeline, *, width: float = 11.0) -> Figure:
     ax.set_xlabel("seconds")
     ax.grid(axis="x", alpha=0.3)
     ax.set_title(
-        f"session {timeline.session_id}: {len(lanes) - 1} agent(s) and the parent", fontsize=10
+        f"session {timeline.session_id}: {len(lanes) - 1} agent(s) and the parent",
+        fontsize=10,
+        loc="left",  # clear of an interactive canvas's toolbar, at the top right
     )
     handles = [
         Patch(color=COLORS["waiting"], label="request: sent, waiting"),
