@@ -47,6 +47,9 @@ goes into one batch instead of a stream:
   batch again; its results then complete the forks as if nothing had happened.
 * Results as a table: `BatchRun.results()` / `session.batch_results(id)` -> `BatchResults`
   (a list of dict rows, `to_dataframe()`).
+
+Here: `BatchRun` (one batch's life), `fan_out`, `resume_batches`. The forks' model client and
+the SDK behind it: `batch_client`; the results table and the digest: `batch_results`.
 """
 
 from __future__ import annotations
@@ -56,17 +59,25 @@ import functools
 import json
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..messages_api.tokens import count_input_tokens
 from ..messages_api.usage import Usage, cost_usd
+from .batch_client import (
+    OFFLINE_POLL_INTERVAL,
+    BatchFirstModel,
+    batch_sdk,
+    sdk_client_of,
+    wire_order,
+)
+from .batch_results import DIGEST_LINES, BatchFork, BatchResults, results_table
+from .batch_results import digest as batch_digest
 from .errors import ConfigError, ModelError, UsageError
-from .events import ModelEvent, ModelResponse, TextDelta
-from .model import ModelClient, ModelRequest, build_request
-from .notifications import CommandQueue, format_task_notification
+from .model import ModelClient
+from .notifications import CommandQueue
 from .pacer import RateLimits
 from .secrets import redact
 from .tasks import Task, TaskRegistry
@@ -92,17 +103,10 @@ __all__ = [
     "wire_order",
 ]
 
-DIGEST_LINES = 20
 POLL_INTERVAL = 30.0
 REGISTER_TIMEOUT = 60.0
 MAX_POLL_FAILURES = 5
 Notify = Literal["digest", "each"]
-
-FAILED_REASONS = {
-    "expired": "the batch request expired: the Message Batches API did not process it within "
-    "the batch's 24 hours",
-    "canceled": "the batch request was canceled before it was processed",
-}
 
 
 class BatchHost(Protocol):
@@ -138,142 +142,6 @@ class BatchHost(Protocol):
     def add_parent_cost(self, cost_usd: float) -> None: ...
 
 
-def sdk_client_of(client: ModelClient) -> anthropic.AsyncAnthropic:
-    """The `anthropic.AsyncAnthropic` behind a session's model client, or a ConfigError."""
-    import anthropic
-
-    seen: ModelClient | Any = client
-    for _ in range(8):
-        sdk = getattr(seen, "_client", None)
-        if isinstance(sdk, anthropic.AsyncAnthropic):
-            return sdk
-        inner = getattr(seen, "inner", None)
-        if inner is None:
-            break
-        seen = inner
-    raise ConfigError(
-        "Batched fan-out needs the Anthropic backend (the Message Batches API); this session "
-        "uses another model client. Use batch=False, or a Session with backend='anthropic'."
-    )
-
-
-OFFLINE_POLL_INTERVAL = 0.5
-"""Seconds between polls of an offline batch (processed at once by the in-process emulator)."""
-
-
-async def batch_sdk(session: BatchHost) -> anthropic.AsyncAnthropic:
-    """The SDK client whose Message Batches API a batched fan-out uses: the session's own, or
-    for an offline session the in-process emulator's (`forkagent_jupyter.offline_batches`,
-    started on first use, stopped with the session)."""
-    try:
-        return sdk_client_of(session.client)
-    except ConfigError:
-        if session.backend != "offline":
-            raise
-    if session.offline_batches is None:
-        import importlib
-
-        service = importlib.import_module("forkagent_jupyter.offline_batches")
-        session.offline_batches = await service.start()
-    sdk, _stop = session.offline_batches
-    return cast("anthropic.AsyncAnthropic", sdk)
-
-
-def wire_order(body: dict[str, Any]) -> dict[str, Any]:
-    """`body` with its keys in the order the SDK's `messages.create` puts them on the wire
-    (the order of its parameter TypedDict), so a batch's `params` serialize to the same
-    bytes as the real-time request's body."""
-    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
-
-    order = [k for k in MessageCreateParamsNonStreaming.__annotations__ if k in body]
-    return {**{k: body[k] for k in order}, **body}
-
-
-def _message_response(message: dict[str, Any]) -> ModelResponse:
-    content = [dict(b) for b in message.get("content") or []]
-    return ModelResponse(
-        content=content,
-        stop_reason=str(message.get("stop_reason") or "end_turn"),
-        usage=Usage.from_api(message.get("usage") or {}),
-        model=str(message.get("model") or ""),
-        message_id=str(message.get("id") or ""),
-        service_tier="batch",
-    )
-
-
-def failure_reason(result: dict[str, Any]) -> str:
-    """The API's reason a batch request did not succeed, as one line."""
-    kind = str(result.get("type"))
-    if kind == "errored":
-        body = result.get("error") or {}
-        err = body.get("error") if isinstance(body, dict) else None
-        if isinstance(err, dict):
-            return redact(
-                f"the batch request errored ({err.get('type', 'error')}): {err.get('message', '')}"
-            )
-        return "the batch request errored"
-    return FAILED_REASONS.get(kind, f"the batch request ended as {kind!r}")
-
-
-class BatchFirstModel:
-    """A fork's model client: its first request goes into the batch, the rest to `inner`."""
-
-    def __init__(self, inner: ModelClient, run: BatchRun, custom_id: str) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self._run = run
-        self._custom_id = custom_id
-        self._used = False
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        if self._used:
-            async for event in self.inner.stream(request):
-                yield event
-            return
-        self._used = True
-        result = await self._run.submit(self._custom_id, wire_order(build_request(request)))
-        if result.get("type") != "succeeded":
-            raise ModelError(failure_reason(result))
-        if request.on_response_start is not None:
-            request.on_response_start()
-        response = _message_response(dict(result.get("message") or {}))
-        text = "".join(str(b.get("text", "")) for b in response.content if b.get("type") == "text")
-        if text:
-            yield TextDelta(text)
-        yield response
-
-    async def aclose(self) -> None:  # the session closes the shared client
-        return None
-
-
-class BatchResults(list[dict[str, Any]]):
-    """One row per fork of a batch (a plain list of dicts); `to_dataframe()` for pandas."""
-
-    COLUMNS = (
-        "custom_id",
-        "task_id",
-        "name",
-        "directive",
-        "item",
-        "result_type",
-        "status",
-        "text",
-        "error",
-        "input_tokens",
-        "output_tokens",
-        "cache_read_tokens",
-        "cache_write_tokens",
-        "cost_usd",
-    )
-
-    def to_dataframe(self) -> Any:
-        try:
-            import pandas as pd  # type: ignore[import-untyped]
-        except ImportError:  # pragma: no cover - pandas ships with the dev and examples extras
-            raise ConfigError("to_dataframe() needs pandas: pip install pandas") from None
-        return pd.DataFrame(list(self), columns=list(self.COLUMNS))
-
-
 @dataclass
 class FanOut:
     """What `fan_out` started: the forks' tasks and, batched, their `BatchRun`."""
@@ -287,22 +155,12 @@ class FanOut:
 
 
 @dataclass(eq=False)
-class _Fork:
-    task: Task
-    directive: str
-    item: Any = None
-    body: dict[str, Any] | None = None
-    result: dict[str, Any] | None = None
-    waiter: asyncio.Future[dict[str, Any]] | None = None
-
-
-@dataclass(eq=False)
 class BatchRun:
     """One batch of fork requests: submission, polling, results, cancel, digest."""
 
     session: BatchHost
     sdk: anthropic.AsyncAnthropic
-    forks: list[_Fork]
+    forks: list[BatchFork]
     poll_interval: float = POLL_INTERVAL
     notify: Notify = "digest"
     id: str = ""
@@ -331,7 +189,7 @@ class BatchRun:
         self._check_registered()
         return await fork.waiter
 
-    def _fork(self, custom_id: str) -> _Fork:
+    def _fork(self, custom_id: str) -> BatchFork:
         for fork in self.forks:
             if fork.task.id == custom_id:
                 return fork
@@ -562,66 +420,11 @@ class BatchRun:
     # -- results -------------------------------------------------------------------------
 
     def results(self) -> BatchResults:
-        rows = BatchResults()
-        for fork in self.forks:
-            task = fork.task
-            u = task.usage
-            rows.append(
-                {
-                    "custom_id": task.id,
-                    "task_id": task.id,
-                    "name": task.name,
-                    "directive": fork.directive,
-                    "item": fork.item,
-                    "result_type": (fork.result or {}).get("type"),
-                    "status": task.status,
-                    "text": task.result,
-                    "error": task.error,
-                    "input_tokens": u.total_input_tokens,
-                    "output_tokens": u.output_tokens,
-                    "cache_read_tokens": u.cache_read_input_tokens,
-                    "cache_write_tokens": u.cache_creation_input_tokens,
-                    "cost_usd": round(task.cost_usd, 6),
-                }
-            )
-        return rows
+        return results_table(self.forks)
 
     def digest(self) -> str:
         """One `<task-notification>` for the whole batch (see the module doc)."""
-        tasks = self.tasks
-        by_status = {
-            s: sum(t.status == s for t in tasks) for s in ("completed", "failed", "killed")
-        }
-        done = ", ".join(f"{n} {s}" for s, n in by_status.items() if n)
-        status = "completed" if by_status["completed"] else "failed"
-        if by_status["killed"] == len(tasks):
-            status = "killed"
-        lines = []
-        for task in tasks[:DIGEST_LINES]:
-            text = (task.result or task.error or "").strip().splitlines()
-            first = text[0] if text else ""
-            first = first if len(first) <= 160 else first[:159] + "…"
-            lines.append(f"- {task.name or task.id} [{task.status}]: {first}")
-        if len(tasks) > DIGEST_LINES:
-            lines.append(
-                f"... and {len(tasks) - DIGEST_LINES} more: "
-                f"session.batch_results({self.key!r}) has every row."
-            )
-        usage = Usage()
-        for task in tasks:
-            usage = usage + task.usage
-        return format_task_notification(
-            task_id=self.key,
-            status=status,
-            summary=(
-                f"Batch of {len(tasks)} forks ended: {done}; cost ${self.cost_usd:.4f} "
-                "at the batch price"
-            ),
-            output_file="",
-            result="\n".join(lines),
-            usage=usage,
-            tool_uses=sum(t.tool_uses for t in tasks),
-        )
+        return batch_digest(self.tasks, self.key, self.cost_usd)
 
 
 async def fan_out(
@@ -679,7 +482,7 @@ async def fan_out(
             agent.config = replace(
                 agent.config, client=BatchFirstModel(agent.config.client, run, task.id)
             )
-            run.forks.append(_Fork(task, directive, items[i] if items is not None else None))
+            run.forks.append(BatchFork(task, directive, items[i] if items is not None else None))
     finally:
         workers.stagger = stagger
     session.registry.subscribe(run.on_task_change)
@@ -744,7 +547,9 @@ async def resume_batches(session: BatchHost) -> list[BatchRun]:
                 loaded, client=functools.partial(BatchFirstModel, run=run, custom_id=agent_id)
             )
             assert agent.task is not None
-            run.forks.append(_Fork(agent.task, str(fork.get("directive") or ""), fork.get("item")))
+            run.forks.append(
+                BatchFork(agent.task, str(fork.get("directive") or ""), fork.get("item"))
+            )
         if not run.forks:
             continue
         # this session now owns the batch: its record moves here, the old one is closed
