@@ -189,10 +189,10 @@ def use_dask(client: Any) -> None:
 
     found = agent()
     try:
-        session().compute.use_dask(client=client)
+        session().use_dask(client)
     except ConfigError as exc:
         raise UsageError(f"use_dask: {exc}") from None
-    found._session_settings_revert("executor", "dask")
+    found.set_quietly("executor", "dask")
 
 
 async def fan_out(

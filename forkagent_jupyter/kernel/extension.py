@@ -19,9 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.display import display
-from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode, validate
 
-from ..runtime.executors.memory import default_worker_memory_mb
 from .bridge import Bridge
 from .interpolation import interpolate
 from .magics import (
@@ -34,147 +32,14 @@ from .magics import (
     transform_cell,
 )
 from .protocol import State
-from .settings import CheckedSettings, SettingError
+from .settings import BACKEND_CHOICES, ForkAgent, fixed_settings, forwarded
 from .terminal import TerminalAsk
 
 if TYPE_CHECKING:
     from ..runtime.session import Session
     from .ui import KernelUI
 
-__all__ = ["ForkAgent", "KernelAgent", "load", "unload"]
-
-BACKEND_CHOICES = ("", "anthropic", "bedrock", "vertex", "foundry", "offline")
-"""runtime.backends.BACKENDS and "" (unset), written out: importing the runtime here would
-make `%load_ext` slow (a test keeps the two the same)."""
-
-
-class ForkAgent(CheckedSettings):
-    """Settings of the forkagent extension, each checked when assigned (settings.py)."""
-
-    model = Unicode("", help="Model id (default: FORKAGENT_MODEL or the built-in default).").tag(
-        config=True
-    )
-    backend = Unicode(
-        "",
-        help="'anthropic', 'bedrock', 'vertex', 'foundry' or 'offline' (default: 'anthropic' "
-        "when the SDK finds credentials, else 'offline').",
-    ).tag(config=True, choices=BACKEND_CHOICES)
-    permission_mode = CaselessStrEnum(
-        ["default", "acceptEdits", "bypassPermissions", "plan", "dontAsk"],
-        default_value="default",
-        help="How tool calls that write or run code are approved (dontAsk: what no rule "
-        "allows is refused without asking).",
-    ).tag(config=True)
-    auto_respond = Bool(
-        True, help="Let the parent answer workers' notifications as they arrive."
-    ).tag(config=True)
-    forking = Bool(
-        True,
-        help="An Agent call without subagent_type forks the conversation, and every agent "
-        "the model starts runs in the background (its result comes as a notification). "
-        "False: such a call starts the general-purpose agent, and a named agent answers in "
-        "the call unless the call or its definition asks for the background.",
-    ).tag(config=True)
-    thinking = Int(
-        0,
-        help="Extended thinking for the parent conversation and its forks: a budget in tokens "
-        "(1024 or more; it is added to max_tokens), 0: off. Forks send the parent's exact "
-        "setting; named agents follow their definition. %%agent --think N: one cell.",
-    ).tag(config=True, minimum=0, allowed="0 (off) or a budget of 1024 tokens or more")
-    auto_background_after = Float(
-        120.0,
-        allow_none=True,
-        help="Seconds the model waits for a synchronous agent (forking = False) before the "
-        "agent moves to the background by itself (0 or None: no limit).",
-    ).tag(config=True, minimum=0)
-    approval_timeout = Float(
-        600.0, help="Seconds an approval waits for an answer before it counts as a denial."
-    ).tag(config=True, above=0)
-    headless_approval_timeout = Float(
-        20.0,
-        help="Seconds an approval waits when no frontend can answer it (a notebook run by "
-        "nbclient, papermill or nbconvert, without the JupyterLab extension) before it counts "
-        "as a denial; a line on stderr says at once how to allow the tool.",
-    ).tag(config=True, above=0)
-    max_workers = Int(
-        16,
-        help="Worker processes alive at once. A finished worker's process is kept for pulls "
-        "until a new worker needs its place; a new one waits only while every process "
-        "belongs to a running worker.",
-    ).tag(config=True, minimum=1)
-    worker_namespace = CaselessStrEnum(
-        ["isolated", "shared"],
-        default_value="isolated",
-        help="Where a worker's Python runs: 'isolated' - its own process started from a "
-        "snapshot of the kernel at the fork (parallel, stoppable at once, cannot rebind your "
-        "names; pull values back with %tasks --pull); 'shared' - a thread in your namespace, "
-        "one call at a time (what it assigns is yours at once; it cannot be stopped inside a "
-        "C call).",
-    ).tag(config=True)
-    worker_memory_mb = Int(
-        default_worker_memory_mb(),
-        help="MB that finished workers' processes (kept for pulls) may hold together, each "
-        "counted by what it alone holds; beyond it the least recently used is retired "
-        "(default: a quarter of the machine's memory).",
-    ).tag(config=True, minimum=1)
-    worker_nice = Int(
-        5,
-        help="Niceness added to worker processes, so the kernel answers first on a busy "
-        "machine (0 for none).",
-    ).tag(config=True, minimum=0, maximum=19)
-    max_cost_usd = Float(
-        None,
-        allow_none=True,
-        help="A cost budget for the session in USD (None: none). When the session's spend "
-        "reaches it, running workers stop (killed, the reason in their notification) and new "
-        "turns, forks and messages are refused until it is raised.",
-    ).tag(config=True, above=0, allowed="a positive number of dollars, or None for no budget")
-    cache_ttl = CaselessStrEnum(
-        ["5m", "1h"], default_value="5m", help="Prompt-cache lifetime to request."
-    ).tag(config=True)
-    executor = CaselessStrEnum(
-        ["local", "dask"],
-        default_value="local",
-        help="Where isolated workers' code runs: 'local' - processes forked from the kernel; "
-        "'dask' - a process per worker on the Dask cluster at dask_address (or the client "
-        'given to api.use_dask). Needs pip install "forkagent-jupyter[dask]".',
-    ).tag(config=True)
-    dask_address = Unicode(
-        "", help="The Dask scheduler's address for executor = 'dask' (tcp://host:8786)."
-    ).tag(config=True)
-    stream_retries = Int(
-        3,
-        min=0,
-        help="Times a reply whose stream breaks off mid-way (dropped connection, "
-        "overloaded_error or api_error event) is requested again, with backoff, before the "
-        "run fails (0: never).",
-    ).tag(config=True, minimum=0)
-    compact_at = Float(
-        0.8,
-        allow_none=True,
-        help="Compact a conversation (the parent's and each worker's) before a request whose "
-        "prompt plus max_tokens would reach this fraction of the model's context window: a "
-        "fork of it writes a summary (read from the prompt cache) that replaces all but the "
-        "last turns. None: never (a long session then ends in a context-window error). "
-        "%compact compacts the parent now.",
-    ).tag(
-        config=True,
-        above=0,
-        maximum=1,
-        allowed="a fraction of the context window above 0 and at most 1 (e.g. 0.8), or None "
-        "to never compact",
-    )
-
-    @validate("thinking")
-    def _thinking_budget(self, proposal: Any) -> Any:
-        value = proposal["value"]
-        if 0 < value < 1024:
-            raise SettingError(
-                f"ForkAgent.thinking = {value!r} refused: it takes 0 (off) or a budget of 1024 "
-                f"tokens or more (it stays {self.thinking!r})."
-            )
-        return value
-
+__all__ = ["BACKEND_CHOICES", "ForkAgent", "KernelAgent", "load", "unload"]
 
 WAKE_INTERVAL = 0.1
 
@@ -217,88 +82,26 @@ class KernelAgent:
         self.settings.observe(self._setting_changed)
 
     def _setting_changed(self, change: Any) -> None:
-        """`%config ForkAgent.X = ...` after the session started applies at once: the
-        permission mode, approval timeout and stream retries to every agent, running workers
-        included; the
-        model, prompt-cache lifetime and worker settings from the next turn or worker on."""
-        session = self._session
-        if session is None:
-            return  # read when the session is made
-        name, value = change["name"], change["new"]
-        if name == "permission_mode":  # (backend is frozen once the session exists)
-            session.gate.mode = value
-        elif name == "approval_timeout":
-            pass  # read by the approval card at each request (approvals.py)
-        elif name == "auto_respond":
-            session.auto_respond = value
-        elif name == "forking":
-            session.forking = value
-        elif name == "thinking":
-            session.thinking = value
-        elif name == "auto_background_after":
-            session.auto_background_after = value
-        elif name == "cache_ttl":
-            session.cache_ttl = value
-        elif name == "model":
-            session.model = value or session.model
-        elif name == "worker_namespace":
-            session.compute.worker_namespace = value
-        elif name == "max_workers":
-            session.compute.max_workers = max(1, int(value))
-            if session.compute.dask is not None:
-                session.compute.dask.max_workers = max(1, int(value))
-        elif name == "worker_memory_mb":
-            session.compute.worker_memory_mb = max(1, int(value))
-            session.compute.keep_within_memory()
-        elif name == "worker_nice":
-            session.compute.nice = int(value)
-            if session.compute.dask is not None:
-                session.compute.dask.nice = int(value)
-        elif name in ("executor", "dask_address"):
-            self._apply_executor(change)
-        elif name == "max_cost_usd":
-            from ..runtime.errors import UsageError as RuntimeUsageError
+        """`%config ForkAgent.X = ...` after the session started goes to
+        `Session.configure`, which applies it at once (runtime/options.py says where each
+        lands); a value the session refuses is said in one line and the old one stays."""
+        from ..runtime.errors import AgentError
 
-            try:
-                session.max_cost_usd = value
-            except RuntimeUsageError as exc:
-                print(f"ForkAgent.max_cost_usd: {exc}", file=sys.stderr)
-                self.settings.max_cost_usd = change["old"]
-            self.ui.tasks_changed()
-        elif name == "stream_retries":
-            session.stream_retries = int(value)
-        elif name == "compact_at":
-            from ..runtime.errors import UsageError as RuntimeUsageError
-
-            try:
-                session.compact_at = value
-            except RuntimeUsageError as exc:
-                print(f"ForkAgent.compact_at: {exc}", file=sys.stderr)
-                self._session_settings_revert(name, change["old"])
-
-    def _apply_executor(self, change: Any = None) -> None:
-        """Where isolated workers' code runs, from the settings (next worker on). A setting
-        that cannot be used is refused in one line and the previous value kept."""
-        from ..runtime.errors import ConfigError
-
-        compute = self.session.compute
-        address = self.settings.dask_address
+        name, session = change["name"], self._session
+        if session is None or not forwarded(self.settings, name):
+            return  # read when the session is made, or the kernel's own
         try:
-            if self.settings.executor == "local":
-                compute.use_local()
-            elif compute.dask is not None and address in ("", compute.dask.address):
-                compute.executor = "dask"  # the cluster already connected (or given)
-            else:
-                compute.use_dask(address or None)
-        except ConfigError as exc:
-            name = change["name"] if change is not None else "executor"
+            session.configure(**{name: change["new"]})
+        except AgentError as exc:
             print(f"ForkAgent.{name}: {exc}", file=sys.stderr)
-            self._session_settings_revert(name, change["old"] if change is not None else "local")
+            self.set_quietly(name, change["old"])
+        self.ui.tasks_changed()  # the Tasks panel shows the budget
 
-    def _session_settings_revert(self, name: str, old: Any) -> None:
+    def set_quietly(self, name: str, value: Any) -> None:
+        """Set a setting without passing it on to the session (it has it already)."""
         self.settings.unobserve(self._setting_changed)
         try:
-            self.settings.set_trait(name, old)
+            self.settings.set_trait(name, value)
         finally:
             self.settings.observe(self._setting_changed)
 
@@ -328,7 +131,7 @@ class KernelAgent:
             self._ui.hub.in_cell = True
             self._ui.repeat_headless_notices()
         if self._session is not None:  # the cell may change the namespace: new snapshots
-            self._session.compute.namespace_changed()
+            self._session.namespace_changed()
 
     def _after_cell(self, _result: Any) -> None:
         self.terminal.cell_ended()
@@ -374,14 +177,13 @@ class KernelAgent:
             except ConfigError as exc:  # no key, a platform's extra missing: one line
                 self._ui = None
                 raise UsageError(f"forkagent: {exc}") from None
-            self.settings.freeze(
-                "backend",
-                "the backend cannot change once the session has started; %unload_ext "
-                "forkagent_jupyter then %load_ext forkagent_jupyter (or restart the kernel) to "
-                "use another",
-            )
-            if self.settings.executor != "local":
-                self._apply_executor()
+            for name in fixed_settings(self.settings):
+                self.settings.freeze(
+                    name,
+                    f"the {name} cannot change once the session has started; %unload_ext "
+                    "forkagent_jupyter then %load_ext forkagent_jupyter (or restart the "
+                    "kernel) to use another",
+                )
             self._resume_batches(self._session)
         return self._session
 
@@ -545,7 +347,7 @@ class KernelAgent:
 
         if key is None:
             running = self.session.running()
-            freed = [t for t in self.session.tasks if self.session.compute.free(t.id)]
+            freed = [t for t in self.session.tasks if self.session.free_process(t.id)]
             if freed:
                 print(f"%stop --all: freed the processes of {len(freed)} finished worker(s).")
             if not running:
@@ -566,7 +368,7 @@ class KernelAgent:
         except RuntimeUsageError as exc:
             raise UsageError(f"%stop: {exc}") from None
         if task.done:
-            if self.session.compute.free(task.id):
+            if self.session.free_process(task.id):
                 held = f" ({task.memory_mb:,.0f} MB)" if task.memory_mb is not None else ""
                 print(f"%stop: {task.name or task.id} had finished; its process{held} was freed.")
                 return
@@ -656,7 +458,7 @@ class KernelAgent:
         if not await asyncio.to_thread(rollups_supported):
             print(NOT_AVAILABLE)
             return
-        kernel, processes = await session.compute.process_memory()
+        kernel, processes = await session.process_memory()
         wanted = {t.id for t in asked}
         rows = []
         for process in processes:
@@ -667,7 +469,7 @@ class KernelAgent:
             rows.append((label, task.status if task is not None else "?", process))
         shown = {p.agent_id for _, _, p in rows}
         missing = [
-            f"{t.name or t.id}: no live process ({session.compute.no_process(t.id)})"
+            f"{t.name or t.id}: no live process ({session.no_process(t.id)})"
             for t in asked
             if t.id not in shown
         ]

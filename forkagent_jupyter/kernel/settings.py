@@ -1,6 +1,7 @@
-"""Settings checked when they are assigned: one line naming the setting and what it accepts.
+"""The `ForkAgent` settings, checked when they are assigned: one line naming the setting and
+what it accepts.
 
-`ForkAgent` (extension.py) derives from `CheckedSettings`. Every assignment - `%config
+`ForkAgent` derives from `CheckedSettings`. Every assignment - `%config
 ForkAgent.X = ...`, `c.ForkAgent.X` in a config file, `__forkagent__.settings.X = ...` - is
 checked here first, before the session sees it and whether or not the session has started:
 a refused value raises `SettingError` (a TraitError, which `%config` shows as one line) and
@@ -15,6 +16,9 @@ never a bool, nan or an infinity; an enum one of its values) plus what its tags 
 - `allowed=`: the words the message uses for the allowed values (else derived from the above).
 
 A new setting plugs in by declaring its trait with these tags; nothing else to register.
+A trait named like a `SessionOptions` field (runtime/options.py) is that session setting: it
+is given to the Session when it is made and every later change goes to `Session.configure`
+(`session_settings`, `forwarded`); `session=False` in its tags keeps one with the kernel.
 """
 
 from __future__ import annotations
@@ -22,10 +26,32 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from traitlets import Bool, CaselessStrEnum, Enum, Float, Int, TraitError, TraitType, Unicode
+from traitlets import (
+    Bool,
+    CaselessStrEnum,
+    Enum,
+    Float,
+    Int,
+    TraitError,
+    TraitType,
+    Unicode,
+    validate,
+)
 from traitlets.config import Configurable
 
-__all__ = ["CheckedSettings", "SettingError", "allowed_values", "check_setting"]
+from ..runtime.executors.memory import default_worker_memory_mb
+
+__all__ = [
+    "BACKEND_CHOICES",
+    "CheckedSettings",
+    "ForkAgent",
+    "SettingError",
+    "allowed_values",
+    "check_setting",
+    "fixed_settings",
+    "forwarded",
+    "session_settings",
+]
 
 
 class SettingError(TraitError):  # type: ignore[misc]
@@ -131,3 +157,166 @@ class CheckedSettings(Configurable):  # type: ignore[misc]
             if why is not None and value != current:
                 raise SettingError(f"{label} = {value!r} refused: {why} (it stays {current!r}).")
         super().__setattr__(name, value)
+
+
+BACKEND_CHOICES = ("", "anthropic", "bedrock", "vertex", "foundry", "offline")
+"""runtime.backends.BACKENDS and "" (unset), written out: importing the runtime here would
+make `%load_ext` slow (a test keeps the two the same)."""
+
+
+class ForkAgent(CheckedSettings):
+    """Settings of the forkagent extension, each checked when assigned (settings.py)."""
+
+    model = Unicode("", help="Model id (default: FORKAGENT_MODEL or the built-in default).").tag(
+        config=True
+    )
+    backend = Unicode(
+        "",
+        help="'anthropic', 'bedrock', 'vertex', 'foundry' or 'offline' (default: 'anthropic' "
+        "when the SDK finds credentials, else 'offline').",
+    ).tag(config=True, choices=BACKEND_CHOICES)
+    permission_mode = CaselessStrEnum(
+        ["default", "acceptEdits", "bypassPermissions", "plan", "dontAsk"],
+        default_value="default",
+        help="How tool calls that write or run code are approved (dontAsk: what no rule "
+        "allows is refused without asking).",
+    ).tag(config=True)
+    auto_respond = Bool(
+        True, help="Let the parent answer workers' notifications as they arrive."
+    ).tag(config=True)
+    forking = Bool(
+        True,
+        help="An Agent call without subagent_type forks the conversation, and every agent "
+        "the model starts runs in the background (its result comes as a notification). "
+        "False: such a call starts the general-purpose agent, and a named agent answers in "
+        "the call unless the call or its definition asks for the background.",
+    ).tag(config=True)
+    thinking = Int(
+        0,
+        help="Extended thinking for the parent conversation and its forks: a budget in tokens "
+        "(1024 or more; it is added to max_tokens), 0: off. Forks send the parent's exact "
+        "setting; named agents follow their definition. %%agent --think N: one cell.",
+    ).tag(config=True, minimum=0, allowed="0 (off) or a budget of 1024 tokens or more")
+    auto_background_after = Float(
+        120.0,
+        allow_none=True,
+        help="Seconds the model waits for a synchronous agent (forking = False) before the "
+        "agent moves to the background by itself (0 or None: no limit).",
+    ).tag(config=True, minimum=0)
+    approval_timeout = Float(
+        600.0, help="Seconds an approval waits for an answer before it counts as a denial."
+    ).tag(config=True, above=0, session=False)  # the approval card's clock (approvals.py)
+    headless_approval_timeout = Float(
+        20.0,
+        help="Seconds an approval waits when no frontend can answer it (a notebook run by "
+        "nbclient, papermill or nbconvert, without the JupyterLab extension) before it counts "
+        "as a denial; a line on stderr says at once how to allow the tool.",
+    ).tag(config=True, above=0)
+    max_workers = Int(
+        16,
+        help="Worker processes alive at once. A finished worker's process is kept for pulls "
+        "until a new worker needs its place; a new one waits only while every process "
+        "belongs to a running worker.",
+    ).tag(config=True, minimum=1)
+    worker_namespace = CaselessStrEnum(
+        ["isolated", "shared"],
+        default_value="isolated",
+        help="Where a worker's Python runs: 'isolated' - its own process started from a "
+        "snapshot of the kernel at the fork (parallel, stoppable at once, cannot rebind your "
+        "names; pull values back with %tasks --pull); 'shared' - a thread in your namespace, "
+        "one call at a time (what it assigns is yours at once; it cannot be stopped inside a "
+        "C call).",
+    ).tag(config=True)
+    worker_memory_mb = Int(
+        default_worker_memory_mb(),
+        help="MB that finished workers' processes (kept for pulls) may hold together, each "
+        "counted by what it alone holds; beyond it the least recently used is retired "
+        "(default: a quarter of the machine's memory).",
+    ).tag(config=True, minimum=1)
+    worker_nice = Int(
+        5,
+        help="Niceness added to worker processes, so the kernel answers first on a busy "
+        "machine (0 for none).",
+    ).tag(config=True, minimum=0, maximum=19)
+    max_cost_usd = Float(
+        None,
+        allow_none=True,
+        help="A cost budget for the session in USD (None: none). When the session's spend "
+        "reaches it, running workers stop (killed, the reason in their notification) and new "
+        "turns, forks and messages are refused until it is raised.",
+    ).tag(config=True, above=0, allowed="a positive number of dollars, or None for no budget")
+    cache_ttl = CaselessStrEnum(
+        ["5m", "1h"], default_value="5m", help="Prompt-cache lifetime to request."
+    ).tag(config=True)
+    executor = CaselessStrEnum(
+        ["local", "dask"],
+        default_value="local",
+        help="Where isolated workers' code runs: 'local' - processes forked from the kernel; "
+        "'dask' - a process per worker on the Dask cluster at dask_address (or the client "
+        'given to api.use_dask). Needs pip install "forkagent-jupyter[dask]".',
+    ).tag(config=True)
+    dask_address = Unicode(
+        "", help="The Dask scheduler's address for executor = 'dask' (tcp://host:8786)."
+    ).tag(config=True)
+    stream_retries = Int(
+        3,
+        min=0,
+        help="Times a reply whose stream breaks off mid-way (dropped connection, "
+        "overloaded_error or api_error event) is requested again, with backoff, before the "
+        "run fails (0: never).",
+    ).tag(config=True, minimum=0)
+    compact_at = Float(
+        0.8,
+        allow_none=True,
+        help="Compact a conversation (the parent's and each worker's) before a request whose "
+        "prompt plus max_tokens would reach this fraction of the model's context window: a "
+        "fork of it writes a summary (read from the prompt cache) that replaces all but the "
+        "last turns. None: never (a long session then ends in a context-window error). "
+        "%compact compacts the parent now.",
+    ).tag(
+        config=True,
+        above=0,
+        maximum=1,
+        allowed="a fraction of the context window above 0 and at most 1 (e.g. 0.8), or None "
+        "to never compact",
+    )
+
+    @validate("thinking")
+    def _thinking_budget(self, proposal: Any) -> Any:
+        value = proposal["value"]
+        if 0 < value < 1024:
+            raise SettingError(
+                f"ForkAgent.thinking = {value!r} refused: it takes 0 (off) or a budget of 1024 "
+                f"tokens or more (it stays {self.thinking!r})."
+            )
+        return value
+
+
+def forwarded(settings: CheckedSettings, name: str) -> bool:
+    """Whether the setting `name` is the session's (a `SessionOptions` field of that name,
+    not tagged `session=False`)."""
+    from ..runtime.options import SessionOptions
+
+    trait = settings.traits(config=True).get(name)
+    return (
+        trait is not None
+        and name in SessionOptions.model_fields
+        and trait.metadata.get("session", True)
+    )
+
+
+def fixed_settings(settings: CheckedSettings) -> list[str]:
+    """The session's settings that are fixed once it has started (frozen fields)."""
+    from ..runtime.options import SessionOptions
+
+    fields = SessionOptions.model_fields
+    return [n for n in settings.traits(config=True) if forwarded(settings, n) and fields[n].frozen]
+
+
+def session_settings(settings: CheckedSettings) -> dict[str, Any]:
+    """The settings the session takes, by name: what `Session(**...)` is given."""
+    return {
+        name: getattr(settings, name)
+        for name in settings.traits(config=True)
+        if forwarded(settings, name)
+    }

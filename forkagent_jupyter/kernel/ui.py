@@ -38,6 +38,7 @@ from .cards import (
 from .frontend import FrontendRows
 from .host import Launch
 from .protocol import Approve, State, Stop
+from .settings import session_settings
 from .task_line import context_text, cost_text, memory_text, process_text
 from .turns import run_turn
 
@@ -86,32 +87,17 @@ class KernelUI:
         agent.bridge.on_stop = self._on_stop
 
     def make_session(self) -> Session:
-        s = self.agent.settings
         session = Session(
-            s.model or None,
-            backend=s.backend or None,
-            permission_mode=s.permission_mode,
+            **session_settings(self.agent.settings),
             permission_policy=WidgetPolicy(self, self.rows),
             workdir=self.workdir,
-            auto_respond=s.auto_respond,
-            forking=s.forking,
-            thinking=s.thinking,
-            auto_background_after=s.auto_background_after,
             approval_timeout=None,  # one clock: the approval card's (approvals.py)
             namespace=self.agent.shell.user_ns,
-            cache_ttl=s.cache_ttl,
-            worker_namespace=s.worker_namespace,
-            max_workers=s.max_workers,
-            max_cost_usd=s.max_cost_usd,
-            stream_retries=s.stream_retries,
-            compact_at=s.compact_at,
+            # the forks of one cell share one snapshot of the namespace (the kernel says
+            # when a cell may have changed it)
+            reuse_snapshots=True,
         )
-        # the forks of one cell share one snapshot of the namespace (the kernel says when a
-        # cell may have changed it); workers' output goes to their cards
-        session.compute.reuse_snapshots = True
-        session.compute.nice = s.worker_nice
-        session.compute.worker_memory_mb = s.worker_memory_mb
-        session.compute.on_output = self._on_output
+        session.on_worker_output(self._on_output)  # workers' output goes to their cards
         session.on_task(self._on_task)
         self.hub.history_of = session.history
         session.on_auto_turn = self._on_auto_turn

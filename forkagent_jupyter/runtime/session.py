@@ -8,12 +8,11 @@ turn's events for a UI. One turn runs at a time; a second `ask()` waits for the 
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar, overload
 
 from ..messages_api.usage import Usage
 from .agent_context import system_text
@@ -21,7 +20,7 @@ from .agents import AgentDefinition, AgentScan, agent_listing, resolve_model, sc
 from .backends import Backend, select_backend
 from .batch import BatchResults, BatchRun, FanOut, Notify, fan_out
 from .budget import BudgetedModel, CostBudget
-from .compaction import CompactPolicy, check_compact_at, compact, window_for
+from .compaction import CompactPolicy, compact, window_for
 from .errors import ConfigError, UsageError
 from .events import (
     Compacted,
@@ -36,16 +35,18 @@ from .events import (
     UsageReport,
 )
 from .executors import ComputePlane, WorkerNamespace
-from .executors.memory import Rollup
+from .executors.base import Output
+from .executors.memory import Rollup, WorkerProcess
 from .hooks import Hooks, parse_hooks
 from .loop import AgentConfig, LoopState, run_turn
-from .mcp_servers import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, McpServers, covers
-from .model import CacheTTL, ModelClient, default_model_name
+from .mcp_servers import McpServers, covers
+from .model import CacheTTL, ModelClient
 from .notifications import Command, CommandQueue
+from .options import SessionOptions
 from .pacer import PacedModel, RateLimits
-from .permissions import PermissionGate, PermissionMode, PermissionPolicy, RuleBook
+from .permissions import PermissionGate, RuleBook
 from .prompts import default_system_prompt
-from .retry import DEFAULT_STREAM_RETRIES, StreamRetry
+from .retry import StreamRetry
 from .secrets import scrubbed_env
 from .settings import read_settings
 from .snapshot import AnsweredNotifications, TaskSnapshot
@@ -54,16 +55,62 @@ from .thinking import thinking_param, with_budget
 from .timing import record_timing
 from .tools import builtin_tools, claude_code_tools
 from .tools.agents import AgentTool, agent_tool, agent_tools
-from .tools.base import Tool, ToolContext, ToolSet
+from .tools.base import ToolContext, ToolSet
 from .tools.mcp import McpTool
 from .tools.shells import ShellRegistry
 from .tools.web import WebAccess
 from .transcripts import AgentMeta, TranscriptStore
-from .workers import AUTO_BACKGROUND_AFTER, AgentRun, Workers
+from .workers import AgentRun, Workers
 
-__all__ = ["STOPPED_BY_USER", "AutoTurn", "Backend", "Session", "ToolCall", "Turn"]
+__all__ = [
+    "STOPPED_BY_USER",
+    "AutoTurn",
+    "Backend",
+    "Session",
+    "SessionOptions",
+    "Setting",
+    "ToolCall",
+    "Turn",
+]
 
 STOPPED_BY_USER = "*Stopped at your request: not sent to the agent.*"
+
+
+_COMPUTE = frozenset(
+    {
+        "worker_namespace",
+        "max_workers",
+        "worker_memory_mb",
+        "worker_nice",
+        "reuse_snapshots",
+        "executor",
+        "dask_address",
+    }
+)
+"""The settings that the compute plane holds (`Session._apply_compute`)."""
+
+T = TypeVar("T")
+
+
+class Setting(Generic[T]):
+    """A Session attribute that is one of its `options`: read from them, and assigned
+    through `Session.configure` (checked, then applied at once)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> Setting[T]: ...
+    @overload
+    def __get__(self, obj: Session, owner: type) -> T: ...
+    def __get__(self, obj: Session | None, owner: type) -> Setting[T] | T:
+        if obj is None:
+            return self
+        value: T = getattr(obj.options, self.name)
+        return value
+
+    def __set__(self, obj: Session, value: Any) -> None:
+        obj.configure(**{self.name: value})
 
 
 @dataclass(frozen=True)
@@ -125,133 +172,106 @@ class Session:
         self,
         model: str | None = None,
         *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        backend: str | None = None,
-        permission_mode: PermissionMode = "default",
-        permission_policy: PermissionPolicy | None = None,
-        workdir: str | os.PathLike[str] | None = None,
-        system_prompt: str | None = None,
-        auto_respond: bool = True,
-        namespace: dict[str, Any] | None = None,
-        tools: Iterable[Tool[Any]] | None = None,
-        allow: Sequence[str] = (),
-        deny: Sequence[str] = (),
-        ask: Sequence[str] = (),
-        max_turns: int = 50,
-        max_tokens: int = 8192,
-        thinking: Any = None,
-        cache_ttl: CacheTTL = "5m",
-        forking: bool = True,
-        auto_background_after: float | None = AUTO_BACKGROUND_AFTER,
-        stagger_forks: bool = True,
-        client: ModelClient | None = None,
-        home: str | os.PathLike[str] | None = None,
-        transcripts: bool | str | os.PathLike[str] = True,
-        services: dict[str, Any] | None = None,
-        approval_timeout: float | None = 600.0,
-        worker_namespace: WorkerNamespace = "isolated",
-        max_workers: int = 16,
-        max_cost_usd: float | None = None,
-        stream_retries: int = DEFAULT_STREAM_RETRIES,
-        stream_retry_delay: float = 0.5,
-        compact_at: float | None = 0.8,
-        compact_keep_turns: int = 2,
-        context_window: int | None = None,
-        mcp_startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
-        mcp_call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        options: SessionOptions | None = None,
+        **settings: Any,
     ) -> None:
+        """`settings` are `SessionOptions` fields by name (`api_key`, `backend`,
+        `permission_mode`, `workdir`, `system_prompt`, `auto_respond`, `max_cost_usd`...);
+        given with `options`, they override its values."""
+        if model is not None:
+            settings["model"] = model
+        self.options = o = SessionOptions.of(options, settings)
         self.compaction = CompactPolicy(
-            compact_at=check_compact_at(compact_at),
-            keep_turns=max(1, compact_keep_turns),
-            window=context_window,
+            compact_at=o.compact_at,
+            keep_turns=o.compact_keep_turns,
+            window=o.context_window,
             task_lines=self._task_lines,
         )
-        self.stream_retry = StreamRetry(retries=stream_retries, base_delay=stream_retry_delay)
+        self.stream_retry = StreamRetry(retries=o.stream_retries, base_delay=o.stream_retry_delay)
         self.rate_limits = RateLimits()  # one pacer per model for every request (pacer.py)
-        self.services: dict[str, Any] = dict(services or {})
+        self.services: dict[str, Any] = dict(o.services or {})
         self.shells = self.services.setdefault("shells", ShellRegistry())  # Bash in background
-        self.model = model or default_model_name()
-        self.backend: Backend | Literal["custom"]
-        if client is not None:
-            self.backend = "custom"
-            self.client: ModelClient = client
+        self.backend: Backend | Literal["custom"] = "custom"
+        self.client: ModelClient
+        if o.client is not None:
+            self.client = o.client
         else:
-            selection = select_backend(
-                backend, model=self.model, api_key=api_key, base_url=base_url
+            chosen = select_backend(
+                o.backend, model=o.model, api_key=o.api_key, base_url=o.base_url
             )
-            self.backend, self.client = selection.backend, selection.client
-        self.workdir = Path(workdir or Path.cwd()).resolve()
+            self.backend, self.client = chosen.backend, chosen.client
+        self.workdir = Path(o.workdir or Path.cwd()).resolve()
         if not self.workdir.is_dir():
             raise ConfigError(f"workdir {str(self.workdir)!r} is not a directory.")
-        self.home = Path(home).resolve() if home is not None else Path.home()
+        self.home = Path(o.home).resolve() if o.home is not None else Path.home()
         self.mcp = McpServers(
             self.workdir,
             self.home,
-            startup_timeout=mcp_startup_timeout,
-            call_timeout=mcp_call_timeout,
+            startup_timeout=o.mcp_startup_timeout,
+            call_timeout=o.mcp_call_timeout,
         )
         """The MCP servers (`mcp_servers.py`): started at the first turn, closed with the
         session."""
         self.mcp.on_note = self._mcp_note
-        self.auto_respond = auto_respond
-        self.namespace: dict[str, Any] = namespace if namespace is not None else {}
-        self.compute = ComputePlane(
-            self.namespace, worker_namespace=worker_namespace, max_workers=max_workers
-        )
+        self.namespace: dict[str, Any] = o.namespace if o.namespace is not None else {}
+        self.compute = ComputePlane(self.namespace)
         self.compute.on_memory = self._on_worker_memory
         self.compute.on_process_memory = self._on_process_memory
-        self.tools = ToolSet([*builtin_tools(), *agent_tools(forking)] if tools is None else tools)
-        self.named_tools = ToolSet(
-            [t for t in claude_code_tools() if self.tools.get(t.name) is None]
-            if tools is None
-            else []
-        )
-        """Tools only a named agent whose file names them gets (Claude Code's MultiEdit,
-        NotebookEdit, LS, TodoWrite): not in the parent's requests."""
-        self.gate = PermissionGate(
-            mode=permission_mode,
-            policy=permission_policy,
-            rules=RuleBook(tools=frozenset(self.tools.names() + self.named_tools.names())),
-            allow=list(allow),
-            deny=list(deny),
-            ask=list(ask),
-            approval_timeout=approval_timeout,
-        )
-        self.system_prompt = system_prompt or default_system_prompt(self.workdir)
-        self.max_turns = max_turns
-        self.max_tokens = max_tokens
-        self.thinking = thinking
-        self.cache_ttl: CacheTTL = cache_ttl
+        self._make_tools(o)
+        self._default_prompt = default_system_prompt(self.workdir)
         self.session_id = uuid.uuid4().hex[:12]
         self.hooks = Hooks([], workdir=self.workdir, session_id=self.session_id)
         """The settings files' hooks (hooks.py), read again at each parent turn."""
         self._hook_jobs: set[asyncio.Task[Any]] = set()
-        self.store: TranscriptStore | None = None
         self.offline_batches: tuple[Any, Callable[[], Awaitable[None]]] | None = None
         """An offline session's Message Batches service (batch.batch_sdk), once used."""
-        if transcripts:
-            root = (
-                Path(transcripts)
-                if not isinstance(transcripts, bool)
-                else self.workdir / ".forkagent" / "sessions"
-            )
+        self.store: TranscriptStore | None = None
+        if o.transcripts:
+            root = o.transcripts if not isinstance(o.transcripts, bool) else None
+            root = Path(root or self.workdir / ".forkagent" / "sessions")
             self.store = TranscriptStore(root, self.session_id)
         self.queue = CommandQueue(on_enqueue=self._on_command)
         self.registry = TaskRegistry(self.queue, base=self.workdir)
-        self.budget = CostBudget(lambda: self.cost_usd, max_cost_usd)
+        self.budget = CostBudget(lambda: self.cost_usd, o.max_cost_usd)
         self.workers = Workers(
             registry=self.registry,
             queue=self.queue,
             definitions=self.agent_scan,
             named_config=self._named_config,
             fork_config=self._fork_config,
-            stagger=stagger_forks,
-            forking=forking,
+            stagger=o.stagger_forks,
+            forking=o.forking,
             store=self.store,
-            auto_background_after=auto_background_after,
+            auto_background_after=o.auto_background_after,
         )
-        self.forking = forking  # the Agent tool that matches
+        self._start_main()
+        self._apply_compute()
+
+    def _make_tools(self, o: SessionOptions) -> None:
+        """The parent's tools (`tools`, or the built-in ones and the Agent tool that matches
+        `forking`) and the permission gate over them."""
+        self.tools = ToolSet(
+            [*builtin_tools(), *agent_tools(o.forking)] if o.tools is None else o.tools
+        )
+        self.named_tools = ToolSet(
+            [t for t in claude_code_tools() if self.tools.get(t.name) is None]
+            if o.tools is None
+            else []
+        )
+        """Tools only a named agent whose file names them gets (Claude Code's MultiEdit,
+        NotebookEdit, LS, TodoWrite): not in the parent's requests."""
+        self.gate = PermissionGate(
+            mode=o.permission_mode,
+            policy=o.permission_policy,
+            rules=RuleBook(tools=frozenset(self.tools.names() + self.named_tools.names())),
+            allow=list(o.allow),
+            deny=list(o.deny),
+            ask=list(o.ask),
+            approval_timeout=o.approval_timeout,
+        )
+
+    def _start_main(self) -> None:
+        """The parent's own run, its transcript, and the session's bookkeeping."""
         self.main = AgentRun("main", self._config(), [], LoopState())
         self.main.config.ctx.services["agent_run"] = self.main
         self.workers.main = self.main
@@ -277,6 +297,110 @@ class Session:
         self.registry.subscribe(self._compute_follows)
         self.registry.subscribe(lambda _task: self._enforce_budget())
         self.registry.subscribe(self._mcp_follows)
+
+    # -- settings ------------------------------------------------------------------------
+
+    model = Setting[str]()
+    auto_respond = Setting[bool]()
+    max_turns = Setting[int]()
+    max_tokens = Setting[int]()
+    cache_ttl = Setting[CacheTTL]()
+    forking = Setting[bool]()
+    """Whether an Agent call without subagent_type forks the caller (on: every agent the
+    model starts runs in the background and the Agent tool does not offer
+    run_in_background) or starts the general-purpose agent (off: a named agent answers in
+    the call unless asked or defined to run in the background). From the next request on;
+    the changed tool definition is a new prompt-cache prefix."""
+    thinking = Setting[dict[str, Any] | None]()
+    """The API's `thinking` parameter of the parent's requests (None: no extended thinking).
+    Set it to a budget in tokens (1024 or more, added to max_tokens), "adaptive",
+    None/0/"off", or the API's dict; from the next turn on. Forks send the parent's exact
+    parameter; named agents follow their definition's `thinking`."""
+    auto_background_after = Setting[float | None]()
+    """Seconds the model waits for a synchronous agent (forking off) before the agent moves
+    to the background by itself (None or 0: no limit); live."""
+    stream_retries = Setting[int]()
+    """How many times a response that broke off mid-stream is sent again before the run
+    fails (every agent of the session, running workers too, from their next retry)."""
+    compact_at = Setting[float | None]()
+    """The fraction of the context window (prompt + max_tokens) at which a conversation is
+    compacted before its next request (None: never); every agent, from its next request."""
+    max_cost_usd = Setting[float | None]()
+    """The session's cost budget in USD (None: none); see `budget.py`. Raising it lets work
+    go on: notifications that waited are read with the next turn."""
+
+    @property
+    def system_prompt(self) -> str:
+        return self.options.system_prompt or self._default_prompt
+
+    def configure(self, options: SessionOptions | None = None, /, **changes: Any) -> None:
+        """Change settings while the session runs: by name (`configure(model="...",
+        max_workers=4)`) or as a whole (`configure(options)`: the fields that differ). Each
+        applies at once to what holds it (running workers included, see `_apply`); a value
+        refused - unknown name, fixed at the start, out of range, a Dask cluster that cannot
+        be reached - raises one UsageError (or ConfigError) and that setting and the ones
+        after it keep their values."""
+        if options is not None:
+            given = {n: v for n, v in options if v != getattr(self.options, n)}
+            changes = {**given, **changes}
+        for name, value in changes.items():
+            before = self.options
+            self.options = before.changed(**{name: value})
+            if getattr(self.options, name) == getattr(before, name):
+                continue
+            try:
+                self._apply(name)
+            except Exception:
+                self.options = before
+                raise
+
+    def _apply(self, name: str) -> None:
+        """A changed setting, pushed to the part of the session that holds it (the ones
+        read where they are used need nothing here)."""
+        o = self.options
+        if name == "permission_mode":
+            self.gate.mode = o.permission_mode
+        elif name == "approval_timeout":
+            self.gate.approval_timeout = o.approval_timeout
+        elif name == "forking":
+            self.workers.forking = o.forking
+            current = self.tools.get("Agent")
+            if isinstance(current, AgentTool) and current.forking != o.forking:
+                self.tools.replace(agent_tool(o.forking))
+        elif name == "auto_background_after":
+            self.workers.auto_background_after = o.auto_background_after
+        elif name == "stream_retries":
+            self.stream_retry.set_retries(o.stream_retries)
+        elif name == "stream_retry_delay":
+            self.stream_retry.base_delay = o.stream_retry_delay
+        elif name in ("compact_at", "compact_keep_turns", "context_window"):
+            self.compaction.compact_at = o.compact_at
+            self.compaction.keep_turns = o.compact_keep_turns
+            self.compaction.window = o.context_window
+        elif name == "max_cost_usd":
+            self._budget_changed()
+        elif name in _COMPUTE:
+            self._apply_compute(name)
+
+    def _apply_compute(self, name: str | None = None) -> None:
+        """The worker settings, to the compute plane (all of them at the start)."""
+        o, compute = self.options, self.compute
+        compute.worker_namespace = o.worker_namespace
+        compute.max_workers = o.max_workers
+        compute.nice = o.worker_nice
+        compute.reuse_snapshots = o.reuse_snapshots
+        if compute.dask is not None:
+            compute.dask.max_workers, compute.dask.nice = o.max_workers, o.worker_nice
+        if o.worker_memory_mb is not None and o.worker_memory_mb != compute.worker_memory_mb:
+            compute.worker_memory_mb = o.worker_memory_mb
+            compute.keep_within_memory()
+        if name in (None, "executor", "dask_address") and (name or o.executor != "local"):
+            if o.executor == "local":
+                compute.use_local()
+            elif compute.dask is not None and o.dask_address in ("", compute.dask.address):
+                compute.executor = "dask"  # the cluster already connected (or given)
+            else:
+                compute.use_dask(o.dask_address or None)
 
     # -- configuration -------------------------------------------------------------------
 
@@ -385,67 +509,6 @@ class Session:
         if hasattr(self, "main"):
             ctx.services["agent_run"] = self.main
         return config
-
-    @property
-    def thinking(self) -> dict[str, Any] | None:
-        """The API's `thinking` parameter of the parent's requests (None: no extended
-        thinking). Set it to a budget in tokens (1024 or more, added to max_tokens),
-        "adaptive", None/0/"off", or the API's dict; from the next turn on. Forks send the
-        parent's exact parameter; named agents follow their definition's `thinking`."""
-        return self._thinking
-
-    @thinking.setter
-    def thinking(self, value: Any) -> None:
-        self._thinking = thinking_param(value)
-
-    @property
-    def forking(self) -> bool:
-        """Whether an Agent call without subagent_type forks the caller (on: every agent the
-        model starts runs in the background and the Agent tool does not offer
-        run_in_background) or starts the general-purpose agent (off: a named agent answers
-        in the call unless asked or defined to run in the background). From the next request
-        on; the changed tool definition is a new prompt-cache prefix."""
-        return bool(self.workers.forking)
-
-    @forking.setter
-    def forking(self, value: bool) -> None:
-        self.workers.forking = bool(value)
-        current = self.tools.get("Agent")
-        if isinstance(current, AgentTool) and current.forking != bool(value):
-            self.tools.replace(agent_tool(bool(value)))
-
-    @property
-    def auto_background_after(self) -> float | None:
-        """Seconds the model waits for a synchronous agent (forking off) before the agent
-        moves to the background by itself (None or 0: no limit); live."""
-        return self.workers.auto_background_after
-
-    @auto_background_after.setter
-    def auto_background_after(self, value: float | None) -> None:
-        if value is not None and (isinstance(value, bool) or value < 0):
-            raise UsageError(f"auto_background_after must be 0 or more seconds; got {value!r}.")
-        self.workers.auto_background_after = value
-
-    @property
-    def stream_retries(self) -> int:
-        """How many times a response that broke off mid-stream is sent again before the
-        run fails (every agent of the session, running workers too, from their next retry)."""
-        return self.stream_retry.retries
-
-    @stream_retries.setter
-    def stream_retries(self, value: int) -> None:
-        self.stream_retry.set_retries(value)
-
-    @property
-    def compact_at(self) -> float | None:
-        """The fraction of the context window (prompt + max_tokens) at which a conversation
-        is compacted before its next request (None: never); every agent, from its next
-        request on."""
-        return self.compaction.compact_at
-
-    @compact_at.setter
-    def compact_at(self, value: float | None) -> None:
-        self.compaction.compact_at = check_compact_at(value)
 
     @property
     def context_tokens(self) -> int:
@@ -770,6 +833,35 @@ class Session:
         task = self.registry.get(task_id)
         return await self.compute.pull(task.id, names, trust)
 
+    # -- worker processes (the compute plane, for hosts) --------------------------------
+
+    def namespace_changed(self) -> None:
+        """The host's code may have changed the namespace: the next fork takes a new
+        snapshot (with `reuse_snapshots`, forks until then share one)."""
+        self.compute.namespace_changed()
+
+    def on_worker_output(self, listener: Callable[[str, Output], None]) -> None:
+        """Call `listener(agent_id, output)` with what a worker's code prints or displays."""
+        self.compute.on_output = listener
+
+    def use_dask(self, client: Any) -> None:
+        """Isolated workers' code runs on the Dask cluster of this `distributed.Client`
+        from the next worker on (a ConfigError when it cannot be used)."""
+        self.compute.use_dask(client=client)
+        self.options = self.options.model_copy(update={"executor": "dask", "dask_address": ""})
+
+    def free_process(self, task_id: str) -> bool:
+        """End the process a finished worker keeps for pulls (False: it has none)."""
+        return self.compute.free(task_id)
+
+    async def process_memory(self) -> tuple[Rollup | None, list[WorkerProcess]]:
+        """The kernel's memory and each live worker process's (`executors/memory.py`)."""
+        return await self.compute.process_memory()
+
+    def no_process(self, task_id: str) -> str:
+        """Why this task has no live worker process, in a few words."""
+        return self.compute.no_process(task_id)
+
     async def send(self, to: str, message: str) -> str:
         """Message a running worker (queued) or a finished one (resumed; one of an earlier
         session from its transcript, read on a thread)."""
@@ -948,15 +1040,10 @@ class Session:
 
     # -- totals and budget ---------------------------------------------------------------
 
-    @property
-    def max_cost_usd(self) -> float | None:
-        """The session's cost budget in USD (None: none); see `budget.py`. Raising it lets
-        work go on: notifications that waited are read with the next turn."""
-        return self.budget.limit
-
-    @max_cost_usd.setter
-    def max_cost_usd(self, value: float | None) -> None:
-        self.budget.limit = value
+    def _budget_changed(self) -> None:
+        """A new budget: workers stop if it is reached; if it was raised, notifications that
+        waited are answered."""
+        self.budget.limit = self.options.max_cost_usd
         self._enforce_budget()
         if self.budget.reached() or not self.queue.pending("main"):
             return
@@ -999,7 +1086,7 @@ class Session:
     async def aclose(self) -> None:
         """Stop the workers (no automatic answer to their last notifications) and close the
         model client once nothing uses it."""
-        self.auto_respond = False
+        self.options = self.options.changed(auto_respond=False)
         for run in {id(r): r for r in self.batches.values()}.values():
             await run.close()
         if self.offline_batches is not None:

@@ -1,0 +1,136 @@
+"""`SessionOptions` and `Session.configure`: one place per setting, live changes, one-line
+refusals. Sessions run on the emulator through the real SDK."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forkagent_jupyter.runtime.errors import ConfigError, UsageError
+from forkagent_jupyter.runtime.options import SessionOptions
+from forkagent_jupyter.runtime.session import Session
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_keyword_arguments_are_folded_into_the_options(make_session: Any) -> None:
+    session = make_session(
+        permission_mode="plan", max_workers=3, worker_nice=7, compact_at=0.5, stream_retries=4
+    )
+    options = session.options
+    assert (options.permission_mode, options.max_workers, options.worker_nice) == ("plan", 3, 7)
+    # and each reached the part of the session that holds it
+    assert session.gate.mode == "plan"
+    assert (session.compute.max_workers, session.compute.nice) == (3, 7)
+    assert session.compaction.compact_at == 0.5
+    assert session.stream_retry.retries == 4
+    assert session.main.config.stream_retry.retries == 4
+
+
+async def test_options_given_whole_and_keywords_over_them(make_session: Any, emulator: Any) -> None:
+    base = SessionOptions(model="claude-haiku-4-5", max_turns=7, cache_ttl="1h")
+    session = make_session(options=base, max_turns=3, auto_respond=False)
+    assert session.options.max_turns == 3 and session.options.cache_ttl == "1h"
+    assert base.max_turns == 7  # the options given are not changed
+    await session.ask("Hello.")
+    body = emulator.api_requests()[-1].body
+    assert body["model"] == "claude-haiku-4-5"
+
+
+async def test_an_unknown_keyword_is_a_type_error(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="unexpected keyword argument 'max_worker'"):
+        Session(backend="offline", workdir=tmp_path, transcripts=False, max_worker=3)
+
+
+async def test_a_refused_value_at_the_start_is_one_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"^max_workers = 0 refused: input should be greater"):
+        Session(backend="offline", workdir=tmp_path, transcripts=False, max_workers=0)
+    with pytest.raises(UsageError, match="compact_at must be a fraction"):
+        Session(backend="offline", workdir=tmp_path, transcripts=False, compact_at=2)
+    with pytest.raises(UsageError, match="at least 1024 tokens"):
+        Session(backend="offline", workdir=tmp_path, transcripts=False, thinking=10)
+
+
+async def test_configure_applies_at_once_and_the_next_turn_uses_it(
+    make_session: Any, emulator: Any
+) -> None:
+    session = make_session(auto_respond=False)
+    await session.ask("Hello.")
+    session.configure(
+        model="claude-haiku-4-5",
+        cache_ttl="1h",
+        permission_mode="acceptEdits",
+        max_workers=2,
+        worker_memory_mb=64,
+        compact_at=0.6,
+        stream_retries=1,
+        forking=False,
+    )
+    assert session.gate.mode == "acceptEdits"
+    assert (session.compute.max_workers, session.compute.worker_memory_mb) == (2, 64)
+    assert session.compaction.compact_at == 0.6
+    assert session.main.config.stream_retry.retries == 1  # the running parent's too
+    assert session.workers.forking is False
+    await session.ask("Again.")
+    body = emulator.api_requests()[-1].body
+    assert body["model"] == "claude-haiku-4-5"
+    ttls = {
+        block["cache_control"].get("ttl")
+        for message in body["messages"]
+        for block in message["content"]
+        if isinstance(block, dict) and "cache_control" in block
+    }
+    assert ttls == {"1h"}
+    agent_tool = next(t for t in body["tools"] if t["name"] == "Agent")
+    assert "run_in_background" in str(agent_tool["input_schema"])  # the non-forking tool
+
+
+async def test_configure_with_options_changes_what_differs(make_session: Any) -> None:
+    session = make_session()
+    wanted = session.options.changed(max_workers=5, permission_mode="dontAsk")
+    session.configure(wanted)
+    assert session.compute.max_workers == 5 and session.gate.mode == "dontAsk"
+
+
+async def test_attributes_are_the_options(make_session: Any) -> None:
+    session = make_session()
+    session.max_cost_usd = 3.0
+    session.thinking = 2048
+    assert session.options.max_cost_usd == 3.0 and session.budget.limit == 3.0
+    assert session.options.thinking == {"type": "enabled", "budget_tokens": 2048}
+    assert session.thinking == session.options.thinking
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"backend": "offline"}, "backend is fixed when the session starts"),
+        ({"workdir": "/"}, "workdir is fixed when the session starts"),
+        ({"max_workers": 0}, "max_workers = 0 refused"),
+        ({"max_workers": True}, "a whole number is needed, not True"),
+        ({"worker_nice": 20}, "worker_nice = 20 refused"),
+        ({"permission_mode": "yolo"}, "permission_mode = 'yolo' refused"),
+        ({"max_cost_usd": -1}, "max_cost_usd must be a positive number"),
+        ({"no_such": 1}, "no setting 'no_such'"),
+    ],
+)
+async def test_a_refused_change_is_one_line_and_nothing_changes(
+    make_session: Any, changes: dict[str, Any], message: str
+) -> None:
+    session = make_session(max_workers=4)
+    before = session.options
+    with pytest.raises(UsageError, match=message) as caught:
+        session.configure(**changes)
+    assert "\n" not in str(caught.value)
+    assert session.options == before
+    assert session.compute.max_workers == 4 and session.gate.mode == "default"
+
+
+async def test_an_executor_that_cannot_be_used_keeps_the_old_one(make_session: Any) -> None:
+    session = make_session()
+    with pytest.raises(ConfigError, match="Dask"):
+        session.configure(executor="dask")  # no scheduler given, none found
+    assert session.options.executor == "local"
+    assert session.compute.executor == "local"
