@@ -31,6 +31,7 @@ from ..runtime.permissions import Allow, Deny, PermissionRequest
 from ..runtime.tasks import Task
 from .markdown import markdown_html
 from .parents import in_latest_request
+from .safe_output import safe_bundle
 from .task_line import process_text, task_figures
 
 __all__ = ["ApprovalPrompt", "CardHub", "PendingStrip", "TaskCard"]
@@ -56,12 +57,13 @@ def _clip(text: str, limit: int) -> str:
 
 
 def notebook_output(output: Output) -> dict[str, Any]:
-    """An output as nbformat writes it (what an Output widget holds)."""
+    """An output as nbformat writes it (what an Output widget holds); a display is cut down
+    to what cannot run script in the page (`safe_output.py`)."""
     if isinstance(output, StreamText):
         return {"output_type": "stream", "name": output.name, "text": output.text}
     data = {
         mime: base64.b64encode(value).decode("ascii") if isinstance(value, bytes) else value
-        for mime, value in output.data.items()
+        for mime, value in safe_bundle(dict(output.data)).items()
     }
     return {"output_type": "display_data", "data": data, "metadata": dict(output.metadata)}
 

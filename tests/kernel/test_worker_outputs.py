@@ -106,3 +106,32 @@ def test_many_figures_are_capped_and_the_rest_counted(kernel: Kernel) -> None:
     assert status(kernel, "many") == "completed"
     assert len(_pngs(kernel)) == 20
     assert "[40 more figure(s) left out: at most 20 per call are shown]" in _card_text(kernel)
+
+
+HOSTILE = (
+    "from IPython.display import display, HTML, Javascript; "
+    "display(HTML('<b>kept</b><img src=x onerror=\"window.pwned=1\"><script>window.pwned=2'"
+    "'</script><a href=\"javascript:pwn()\">link</a><style>@import url(x.css)</style>'"
+    '\'<table class="dataframe"><tr><td style="position:fixed">cell-42</td></tr></table>\')); '
+    "display(Javascript('window.pwned = 3')); "
+    "display(dict([('text/plain', 'plain-fallback'), ('application/vnd.custom+json', 1)]), "
+    "raw=True)"
+)
+
+
+def test_what_a_worker_displays_cannot_run_script_in_the_page(kernel: Kernel) -> None:
+    # (no braces in the code: a line magic would expand them)
+    # a card's output area renders as trusted: the worker's HTML and JavaScript (the model's
+    # code, or data it printed) would run in the page, with the server's token at hand
+    setup(kernel)
+    kernel.execute(f"%fork --name show html `py: {HOSTILE}`")
+    kernel.run_approving("%tasks --wait show", timeout=60)
+    assert status(kernel, "show") == "completed"
+    kernel.drain()
+    bundles = [o["data"] for o in _card_outputs(kernel) if o["output_type"] == "display_data"]
+    html = "".join(b.get("text/html", "") for b in bundles)
+    assert "<b>kept</b>" in html and "cell-42</td>" in html and "<table" in html
+    for bad in ("onerror", "<script", "window.pwned", "javascript:", "<style", "position:"):
+        assert bad not in html.lower(), (bad, html)
+    assert not [b for b in bundles if set(b) - {"text/plain", "text/html"}], bundles
+    assert any(b.get("text/plain") == "plain-fallback" for b in bundles)
