@@ -115,6 +115,17 @@ def test_with_the_widget_backend_the_timeline_is_an_ipympl_canvas(kernel: Kernel
     assert image.startswith(b"\x89PNG")
     assert "timeline of session" in drawn.texts() and "3 lanes" in drawn.texts()
 
+    # junk from the frontend (no type, no coordinates, not a dict): dropped, nothing in a cell
+    before = len(kernel.iopub)
+    kernel.comm_msg(model_id, {"method": "custom", "content": {"x": "left"}})
+    kernel.comm_msg(model_id, {"method": "custom", "content": {"type": "motion_notify"}})
+    kernel.comm_msg(model_id, {"method": "custom", "content": ["not", "a", "dict"]})
+    later = kernel.execute("print('still here')")
+    assert later.texts().strip() == "still here"
+    kernel.drain()
+    streamed = [m["content"]["text"] for m in kernel.iopub[before:] if m["msg_type"] == "stream"]
+    assert "Traceback" not in "".join(streamed)
+
     # the pointer over w0's first request: its details in the canvas's footer
     xy, row = _bar_pixel(kernel, model_id, kernel.value("api.agent().session.task('w0').id"))
     _mouse(kernel, model_id, "motion_notify", (xy[0], xy[1]))
