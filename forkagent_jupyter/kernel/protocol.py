@@ -255,16 +255,8 @@ class Stop(TypedDict):
     task_id: str
 
 
-class Inserted(TypedDict):
-    """The frontend inserted the notification cell `key` as `cell_id`."""
-
-    type: Literal["inserted"]
-    key: str
-    cell_id: str
-
-
-Inbound = Approve | Stop | Inserted
-"""What a frontend may send on an open comm."""
+Inbound = Approve | Stop
+"""What a frontend may send on an open comm (each has its handler on `Bridge`)."""
 
 _INBOUND: TypeAdapter[Inbound] = TypeAdapter(Annotated[Inbound, Field(discriminator="type")])
 _HELLO: TypeAdapter[Hello] = TypeAdapter(Hello)

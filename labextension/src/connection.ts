@@ -12,17 +12,12 @@ import {
   COMM_TARGET,
   ApprovalAnswer,
   FrontendMessage,
-  IApproval,
   IBudget,
-  IHello,
   ITaskRow,
-  PROTOCOL_VERSION,
-  isObject,
-  parseApproval,
-  parseApprovals,
-  parseBudget,
-  parseInsertCell,
-  parseTasks
+  approveMessage,
+  helloMessage,
+  parseKernelMessage,
+  stopMessage
 } from './protocol';
 
 export class NotebookConnection {
@@ -126,8 +121,7 @@ export class NotebookConnection {
         delete this.panel.node.dataset.forkagentConnected;
       }
     };
-    const hello: IHello = { type: 'hello', client: 'jupyterlab', version: PROTOCOL_VERSION };
-    comm.open({ ...hello });
+    comm.open({ ...helloMessage() });
     this.panel.node.dataset.forkagentKernel = kernel.id;
   }
 
@@ -160,56 +154,44 @@ export class NotebookConnection {
 
   approve(requestId: string, decision: ApprovalAnswer): boolean {
     // the entry goes when the kernel confirms with `approval_done`
-    return this.send({ type: 'approve', request_id: requestId, decision });
+    return this.send(approveMessage(requestId, decision));
   }
 
   stop(taskId: string): boolean {
-    return this.send({ type: 'stop', task_id: taskId });
+    return this.send(stopMessage(taskId));
   }
 
   private onMessage(data: unknown): void {
-    if (!isObject(data)) {
+    const message = parseKernelMessage(data);
+    if (message === null) {
       return;
     }
-    switch (data.type) {
+    switch (message.type) {
       case 'welcome':
-        this.tasks = parseTasks(data.tasks);
-        this.budget = parseBudget(data.budget);
-        this.approvals.reset(parseApprovals(data.approvals));
-        this.panel.node.dataset.forkagentConnected = String(data.version ?? 1);
+        this.tasks = message.tasks;
+        this.budget = message.budget;
+        this.approvals.reset(message.approvals);
+        this.panel.node.dataset.forkagentConnected = String(message.version);
         this.welcomes += 1;
         this.panel.node.dataset.forkagentWelcomes = String(this.welcomes);
         this.changedSignal.emit();
         break;
       case 'tasks':
-        this.tasks = parseTasks(data.tasks);
-        this.budget = parseBudget(data.budget);
+        this.tasks = message.tasks;
+        this.budget = message.budget;
         this.changedSignal.emit();
         break;
-      case 'approval': {
-        const approval: IApproval | null = parseApproval(data);
-        if (approval) {
-          this.approvals.add(approval);
-          this.changedSignal.emit();
-        }
+      case 'approval':
+        this.approvals.add(message);
+        this.changedSignal.emit();
         break;
-      }
       case 'approval_done':
-        if (this.approvals.remove(String(data.request_id ?? ''))) {
+        if (this.approvals.remove(message.request_id)) {
           this.changedSignal.emit();
         }
         break;
-      case 'insert_cell': {
-        const insert = parseInsertCell(data);
-        if (insert) {
-          const cellId = insertNotificationCell(this.panel, insert);
-          if (cellId) {
-            this.send({ type: 'inserted', key: insert.key, cell_id: cellId });
-          }
-        }
-        break;
-      }
-      default:
+      case 'insert_cell':
+        insertNotificationCell(this.panel, message);
         break;
     }
   }

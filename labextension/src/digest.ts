@@ -3,23 +3,13 @@
  * the task's notification, its result clipped by the kernel), the first `DIGEST_PAGE` rows
  * drawn and the rest on demand, so a thousand notifications keep the page small.
  */
-import { el, renderNotification, INotification, parseNotification, usageLine } from './notification';
-import { isObject } from './protocol';
+import { el, renderNotification, usageLine } from './notification';
+import { IDigest, ITaskSnapshot } from './protocol';
 
 export const DIGEST_PAGE = 50;
 
-export interface IDigest {
-  tasks: INotification[];
-}
-
-export function parseDigest(value: unknown): IDigest {
-  const v = isObject(value) ? value : {};
-  const tasks = Array.isArray(v.tasks) ? v.tasks.map(parseNotification) : [];
-  return { tasks };
-}
-
 /** Tasks by status, in a fixed order: "3 completed · 1 failed". */
-export function statusCounts(tasks: readonly INotification[]): string {
+export function statusCounts(tasks: readonly ITaskSnapshot[]): string {
   const counts = new Map<string, number>();
   for (const t of tasks) {
     counts.set(t.status, (counts.get(t.status) ?? 0) + 1);
@@ -32,7 +22,7 @@ export function statusCounts(tasks: readonly INotification[]): string {
 }
 
 /** One row: name, status, summary and usage; opening it draws the whole notification. */
-export function renderDigestRow(doc: Document, note: INotification): HTMLElement {
+export function renderDigestRow(doc: Document, note: ITaskSnapshot): HTMLElement {
   const row = el(doc, 'details', 'jp-forkagent-digest-row');
   row.dataset.status = note.status;
   row.dataset.taskId = note.task_id;

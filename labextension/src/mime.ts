@@ -2,9 +2,9 @@
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
-import { parseDigest, renderDigest } from './digest';
-import { parseNotification, renderNotification } from './notification';
-import { DIGEST_MIME, NOTIFICATION_MIME } from './protocol';
+import { renderDigest } from './digest';
+import { renderNotification } from './notification';
+import { DIGEST_MIME, NOTIFICATION_MIME, parseDigest, parseTaskSnapshot } from './protocol';
 
 export class NotificationRenderer extends Widget implements IRenderMime.IRenderer {
   constructor(private readonly mimeType: string) {
@@ -13,7 +13,7 @@ export class NotificationRenderer extends Widget implements IRenderMime.IRendere
   }
 
   renderModel(model: IRenderMime.IMimeModel): Promise<void> {
-    const note = parseNotification(model.data[this.mimeType]);
+    const note = parseTaskSnapshot(model.data[this.mimeType]);
     this.node.replaceChildren(renderNotification(this.node.ownerDocument, note));
     return Promise.resolve();
   }

@@ -1,49 +1,10 @@
-/** The notification payload of the MIME type, parsed and turned into DOM (textContent only). */
+/** The notification payload of the MIME type (an `ITaskSnapshot`, parsed in protocol.ts) as DOM
+ * (textContent only). */
 import { cacheHitRatio, formatCost, formatElapsed, formatRatio, formatTokens, tokensTitle } from './format';
-import { ITokenUsage, isObject, parseUsage } from './protocol';
-
-export interface INotification {
-  task_id: string;
-  name: string | null;
-  kind: string;
-  status: string;
-  description: string;
-  summary: string;
-  result: string;
-  /** The `<task-notification>` text the parent model read. */
-  notification: string;
-  usage: ITokenUsage;
-  cost_usd: number;
-  elapsed: number;
-}
-
-function n(value: unknown): number {
-  return typeof value === 'number' && Number.isFinite(value) ? value : 0;
-}
-
-function s(value: unknown): string {
-  return typeof value === 'string' ? value : '';
-}
-
-export function parseNotification(value: unknown): INotification {
-  const v = isObject(value) ? value : {};
-  return {
-    task_id: s(v.task_id),
-    name: s(v.name) || null,
-    kind: s(v.kind) || 'fork',
-    status: s(v.status) || 'completed',
-    description: s(v.description),
-    summary: s(v.summary),
-    result: s(v.result),
-    notification: s(v.notification),
-    usage: parseUsage(v.usage),
-    cost_usd: n(v.cost_usd),
-    elapsed: n(v.elapsed)
-  };
-}
+import { ITaskSnapshot } from './protocol';
 
 /** One line of usage: tokens in/out, cache hit ratio, cost, elapsed. */
-export function usageLine(note: INotification): string {
+export function usageLine(note: ITaskSnapshot): string {
   const u = note.usage;
   return [
     `${formatTokens(u.total_input_tokens)} in / ${formatTokens(u.output_tokens)} out`,
@@ -64,7 +25,7 @@ export function el(doc: Document, tag: string, cls: string, text?: string): HTML
 }
 
 /** The DOM of a notification: header (name, kind, status), summary, result, usage. */
-export function renderNotification(doc: Document, note: INotification): HTMLElement {
+export function renderNotification(doc: Document, note: ITaskSnapshot): HTMLElement {
   const root = el(doc, 'div', 'jp-forkagent-notification');
   root.dataset.status = note.status;
   root.dataset.taskId = note.task_id;

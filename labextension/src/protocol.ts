@@ -1,12 +1,17 @@
 /**
  * Shapes of the `forkagent` comm protocol (version 2), and tolerant parsers: a field the
  * kernel does not send (older kernels) gets a neutral default instead of breaking the UI.
+ *
+ * Each interface mirrors a type of `forkagent_jupyter/kernel/protocol.py` key for key
+ * (`tests/kernel/test_protocol.py` compares them), and `test/protocol-messages.json` holds an
+ * example of every message in both directions: the kernel's tests validate them against its
+ * types, `test/protocol-messages.test.ts` parses them here and gets them back unchanged.
  */
 
 export const COMM_TARGET = 'forkagent';
 export const PROTOCOL_VERSION = 2;
 export const NOTIFICATION_MIME = 'application/vnd.forkagent.notification+json';
-/** One output for the notifications of a large fan-out: `{tasks: INotification[]}`. */
+/** One output for the notifications of a large fan-out: an `IDigest`. */
 export const DIGEST_MIME = 'application/vnd.forkagent.digest+json';
 
 export type JSONValue = null | boolean | number | string | JSONValue[] | { [key: string]: JSONValue };
@@ -70,6 +75,15 @@ export interface ICellSpec {
   outputs: JSONObject[];
 }
 
+/** `metadata.forkagent` of a notification cell: what tells it apart. */
+export interface ICellMark {
+  kind: string;
+  key: string;
+  task_ids: string[];
+  /** A fan-out's digest (one cell whose outputs are replaced as its tasks end). */
+  digest?: boolean;
+}
+
 export interface IInsertCell {
   key: string;
   after_cell_id: string | null;
@@ -77,7 +91,32 @@ export interface IInsertCell {
   cell: ICellSpec;
   /** A cell with this key already there takes this cell's source and outputs (a digest
    * that grows as its fan-out's tasks end); otherwise it is left as it is. */
-  replace?: boolean;
+  replace: boolean;
+}
+
+/**
+ * An ended task as a notification shows it (the payload of `NOTIFICATION_MIME`, and a row of
+ * a digest): the kernel's `TaskSnapshot`, the one shape of an ended task on its way out.
+ */
+export interface ITaskSnapshot {
+  task_id: string;
+  name: string | null;
+  kind: string;
+  status: string;
+  description: string;
+  summary: string;
+  /** Its result, or the error it failed with. */
+  result: string;
+  /** The `<task-notification>` text the parent model read ('' in a digest row). */
+  notification: string;
+  usage: ITokenUsage;
+  cost_usd: number;
+  elapsed: number;
+}
+
+/** The payload of `DIGEST_MIME`: a row per task, each result clipped by the kernel. */
+export interface IDigest {
+  tasks: ITaskSnapshot[];
 }
 
 /** What a person answers to an approval (`ApprovalAnswer` in protocol.py); the kernel
@@ -105,15 +144,65 @@ export interface IStop {
   task_id: string;
 }
 
-/** Frontend to kernel: the notification cell `key` was inserted as `cell_id`. */
-export interface IInserted {
-  type: 'inserted';
-  key: string;
-  cell_id: string;
+/** What the kernel accepts on the comm (anything else it drops, with a line in its log). */
+export type FrontendMessage = IApprove | IStop;
+
+export function helloMessage(): IHello {
+  return { type: 'hello', client: 'jupyterlab', version: PROTOCOL_VERSION };
 }
 
-/** What the kernel accepts on the comm (anything else it drops, with a line in its log). */
-export type FrontendMessage = IApprove | IStop | IInserted;
+export function approveMessage(requestId: string, decision: ApprovalAnswer): IApprove {
+  return { type: 'approve', request_id: requestId, decision };
+}
+
+export function stopMessage(taskId: string): IStop {
+  return { type: 'stop', task_id: taskId };
+}
+
+/** What a connecting frontend is told at once. */
+export interface IState {
+  tasks: ITaskRow[];
+  approvals: IApproval[];
+  budget: IBudget | null;
+}
+
+/** Kernel to frontend, on every open of the comm. */
+export interface IWelcome extends IState {
+  type: 'welcome';
+  version: number;
+}
+
+/** Kernel to frontend: the whole task table (at most twice a second, when it changed). */
+export interface ITasksMessage {
+  type: 'tasks';
+  tasks: ITaskRow[];
+  budget: IBudget | null;
+}
+
+/** Kernel to frontend: a call waits for approval. */
+export interface IApprovalMessage extends IApproval {
+  type: 'approval';
+}
+
+/** Kernel to frontend: the approval `request_id` was answered (here or elsewhere). */
+export interface IApprovalDone {
+  type: 'approval_done';
+  request_id: string;
+}
+
+/** Kernel to frontend: a notification cell to insert (or, a digest, to replace). */
+export interface IInsertCellMessage extends IInsertCell {
+  type: 'insert_cell';
+}
+
+export type KernelMessage = IWelcome | ITasksMessage | IApprovalMessage | IApprovalDone | IInsertCellMessage;
+export const KERNEL_MESSAGE_TYPES: readonly KernelMessage['type'][] = [
+  'welcome',
+  'tasks',
+  'approval',
+  'approval_done',
+  'insert_cell'
+];
 
 export function isObject(value: unknown): value is JSONObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -226,6 +315,62 @@ export function parseApprovals(value: unknown): IApproval[] {
   return parseList(value, parseApproval);
 }
 
+export function parseTaskSnapshot(value: unknown): ITaskSnapshot {
+  const v = isObject(value) ? value : {};
+  return {
+    task_id: str(v.task_id),
+    name: strOrNull(v.name),
+    kind: str(v.kind) || 'fork',
+    status: str(v.status) || 'completed',
+    description: str(v.description),
+    summary: str(v.summary),
+    result: str(v.result),
+    notification: str(v.notification),
+    usage: parseUsage(v.usage),
+    cost_usd: num(v.cost_usd),
+    elapsed: num(v.elapsed)
+  };
+}
+
+export function parseDigest(value: unknown): IDigest {
+  const v = isObject(value) ? value : {};
+  return { tasks: Array.isArray(v.tasks) ? v.tasks.map(parseTaskSnapshot) : [] };
+}
+
+/** A message from the kernel as its type; null for anything else (dropped). */
+export function parseKernelMessage(data: unknown): KernelMessage | null {
+  if (!isObject(data)) {
+    return null;
+  }
+  switch (data.type) {
+    case 'welcome':
+      return {
+        type: 'welcome',
+        version: typeof data.version === 'number' ? data.version : 1,
+        tasks: parseTasks(data.tasks),
+        approvals: parseApprovals(data.approvals),
+        budget: parseBudget(data.budget)
+      };
+    case 'tasks':
+      return { type: 'tasks', tasks: parseTasks(data.tasks), budget: parseBudget(data.budget) };
+    case 'approval': {
+      const approval = parseApproval(data);
+      return approval ? { type: 'approval', ...approval } : null;
+    }
+    case 'approval_done': {
+      const id = data.request_id;
+      const requestId = typeof id === 'number' ? String(id) : str(id);
+      return requestId ? { type: 'approval_done', request_id: requestId } : null;
+    }
+    case 'insert_cell': {
+      const insert = parseInsertCell(data);
+      return insert ? { type: 'insert_cell', ...insert } : null;
+    }
+    default:
+      return null;
+  }
+}
+
 /** The idempotence key of an insert: given by the kernel, else derived from the task ids. */
 export function insertKey(taskIds: string[], given: unknown): string {
   const key = str(given);
@@ -278,17 +423,22 @@ export function parseInsertCell(value: unknown): IInsertCell | null {
       source: `%notifications ${taskIds.join(' ')}`.trim(),
       metadata: { forkagent: { kind: 'notification', key, task_ids: taskIds } },
       outputs
-    }
+    },
+    replace: false
   };
 }
 
 /** The `forkagent` mark of a cell's metadata, if any. */
-export function cellMark(metadata: unknown): JSONObject | null {
-  if (!isObject(metadata)) {
+export function cellMark(metadata: unknown): ICellMark | null {
+  const mark = isObject(metadata) ? metadata.forkagent : null;
+  if (!isObject(mark)) {
     return null;
   }
-  const mark = metadata.forkagent;
-  return isObject(mark) ? mark : null;
+  const parsed: ICellMark = { kind: str(mark.kind), key: str(mark.key), task_ids: strings(mark.task_ids) };
+  if (mark.digest === true) {
+    parsed.digest = true;
+  }
+  return parsed;
 }
 
 export function isNotificationCell(metadata: unknown): boolean {
@@ -296,6 +446,5 @@ export function isNotificationCell(metadata: unknown): boolean {
 }
 
 export function notificationKey(metadata: unknown): string | null {
-  const key = cellMark(metadata)?.key;
-  return typeof key === 'string' ? key : null;
+  return cellMark(metadata)?.key || null;
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
-import { parseDigest, statusCounts } from '../src/digest';
-import { parseInsertCell } from '../src/protocol';
+import { statusCounts } from '../src/digest';
+import { parseDigest, parseInsertCell } from '../src/protocol';
 
 describe('digest payload', () => {
   it('parses every task and counts them by status, completed first', () => {

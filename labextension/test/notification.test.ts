@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 
-import { parseNotification, usageLine } from '../src/notification';
+import { usageLine } from '../src/notification';
+import { parseTaskSnapshot } from '../src/protocol';
 
 describe('notification payload', () => {
   it('parses with defaults and summarises usage', () => {
-    const note = parseNotification({
+    const note = parseTaskSnapshot({
       task_id: 't1',
       status: 'completed',
       usage: {
@@ -23,7 +24,7 @@ describe('notification payload', () => {
   });
 
   it('counts the prompt once and the hit ratio over it (14,484 tokens, 98% from cache)', () => {
-    const note = parseNotification({
+    const note = parseTaskSnapshot({
       task_id: 't2',
       usage: {
         input_tokens: 84,
@@ -39,6 +40,6 @@ describe('notification payload', () => {
   });
 
   it('survives garbage', () => {
-    expect(parseNotification(null)).toMatchObject({ task_id: '', status: 'completed', cost_usd: 0 });
+    expect(parseTaskSnapshot(null)).toMatchObject({ task_id: '', status: 'completed', cost_usd: 0 });
   });
 });
