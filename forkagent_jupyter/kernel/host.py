@@ -1,22 +1,24 @@
-"""What the notebook's views (`approvals.py`, `answers.py`, `frontend.py`) use of the kernel.
+"""What the notebook's views (`ui.py` and the `approvals.py`, `answers.py`, `frontend.py` it
+builds) use of the kernel.
 
-`ui.KernelUI` builds the views and hands itself to each as their `ViewHost`; the agent behind
-it (`extension.KernelAgent`) is their `AgentHost`. The views depend on these small types, not
-on the modules that build them.
+`extension.KernelAgent` builds `ui.KernelUI` and hands itself to it as its `AgentHost`;
+`KernelUI` builds the other views and hands itself to each as their `ViewHost`. The views
+depend on these small types, not on the modules that build them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..runtime.session import Session
     from .bridge import Bridge
     from .cards import ApprovalPrompt, CardHub, PendingStrip
+    from .settings import ForkAgent
     from .terminal import TerminalAsk
 
-__all__ = ["AgentHost", "ApprovalClock", "Launch", "ViewHost"]
+__all__ = ["AgentHost", "Launch", "ViewHost"]
 
 
 @dataclass
@@ -28,18 +30,15 @@ class Launch:
     run: str = ""  # the execute_request that displayed the card (its cell's output then)
 
 
-class ApprovalClock(Protocol):
-    """The settings an approval's wait reads (`ForkAgent`'s, read at each request)."""
-
-    @property
-    def approval_timeout(self) -> float: ...
-
-    @property
-    def headless_approval_timeout(self) -> float: ...
-
-
 class AgentHost(Protocol):
-    """The kernel's agent as the views use it: its session, its comm, its console prompt."""
+    """The kernel's agent as the views use it: its shell and settings, its session, its comm,
+    its console prompt, and stopping a task."""
+
+    @property
+    def shell(self) -> Any: ...  # IPython's InteractiveShell (its kernel, when there is one)
+
+    @property
+    def settings(self) -> ForkAgent: ...
 
     @property
     def session(self) -> Session: ...
@@ -50,8 +49,9 @@ class AgentHost(Protocol):
     @property
     def terminal(self) -> TerminalAsk: ...
 
-    @property
-    def settings(self) -> ApprovalClock: ...
+    def stop(self, key: str) -> None:
+        """Stop the task `key`, as `%stop` does."""
+        ...
 
 
 class ViewHost(Protocol):

@@ -4,8 +4,9 @@
 `approvals.py`), shows a card per worker in the cell that launched it (once, from the
 session's task event), and wires the other views: a parent turn streamed into its cell
 (`turns.py`), the JupyterLab extension's rows (`frontend.py`), notifications and the parent's
-answers (`answers.py`), the `%tasks` table. It hands itself to the views it builds as their
-`ViewHost` (`host.py`): they depend on that, not on this module.
+answers (`answers.py`), the `%tasks` table. It knows the agent that builds it
+(`extension.KernelAgent`) as an `AgentHost`, and hands itself to the views it builds as their
+`ViewHost` (`host.py`): each depends on those small types, not on the module that builds it.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from .task_line import context_text, cost_text, memory_text, process_text
 from .turns import run_turn
 
 if TYPE_CHECKING:
-    from .extension import KernelAgent
+    from .host import AgentHost
 
 __all__ = ["KernelUI", "Launch", "WidgetPolicy", "budget_line", "headless_notice"]
 
@@ -67,7 +68,7 @@ def budget_line(budget: CostBudget) -> str:
 
 
 class KernelUI:
-    def __init__(self, agent: KernelAgent) -> None:
+    def __init__(self, agent: AgentHost) -> None:
         self.agent = agent
         self.hub = CardHub()
         self.hub.headless = self.headless
