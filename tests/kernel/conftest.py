@@ -9,13 +9,20 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from jupyter_client.manager import KernelManager
+from pydantic import ConfigDict, Field, TypeAdapter
 
 from forkagent_jupyter.emulator import Emulator
+from forkagent_jupyter.kernel.protocol import Outbound
 from tests.loop_guard import LoopGuard
+
+OUTBOUND: TypeAdapter[Outbound] = TypeAdapter(
+    Annotated[Outbound, Field(discriminator="type")], config=ConfigDict(extra="forbid")
+)
+"""A kernel-to-frontend message, checked strictly: a key its type does not name is an error."""
 
 
 @dataclass
@@ -161,6 +168,16 @@ class Kernel:
             if welcome:
                 return welcome[0]
         raise TimeoutError("no welcome on the forkagent comm")
+
+    def comm_typed(self, comm_id: str) -> list[str]:
+        """The types of every message the kernel sent on `comm_id`, each checked to be exactly
+        its `protocol.Outbound` type (no key missing, none extra, no value of another type)."""
+        sent = [
+            m["content"]["data"]
+            for m in self.iopub
+            if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == comm_id
+        ]
+        return [OUTBOUND.validate_python(data, strict=True)["type"] for data in sent]
 
     def comm_data(self, comm_id: str, kind: str) -> list[dict[str, Any]]:
         """The data of the kernel's comm messages of type `kind` on `comm_id`, in order."""

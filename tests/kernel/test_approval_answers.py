@@ -117,6 +117,7 @@ def test_only_allow_or_always_approves_and_junk_prints_nothing(
     assert not [m for m in busy_out if m["msg_type"] in ("stream", "error", "display_data")]
     # the call still waits: nothing of that approved it, nothing denied it
     assert kernel.value("list(__forkagent__.ui.pending)") == [request_id]
+    assert set(kernel.comm_typed("ext")) >= {"welcome", "approval"}  # each exactly its type
     assert kernel.value("__forkagent__.session.registry.get('w0').status") == "running"
     assert not (tmp_path / "w0.txt").exists()
 

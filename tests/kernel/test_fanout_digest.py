@@ -31,6 +31,7 @@ def test_a_large_fan_out_gets_one_digest_cell_and_collapsed_cards(kernel: Kernel
     )
     assert {x["key"] for x in inserts} == {inserts[0]["key"]}
     assert all(x["replace"] is True for x in inserts)
+    assert "insert_cell" in kernel.comm_typed(comm_id)  # each message exactly its type
     cell = inserts[-1]["cell"]
     # re-running it shows every task's notification again; its source changes only then
     assert cell["source"].startswith("%notifications ")

@@ -296,6 +296,7 @@ def test_approvals_and_stop_through_the_comm(kernel: Kernel) -> None:
     kernel.comm_msg("ext", {"type": "stop", "task_id": long_id})
     kernel.execute("%tasks --wait long", timeout=60)
     assert kernel.value("__forkagent__.session.registry.get('long').status") == "killed"
+    assert {"approval", "approval_done"} <= set(kernel.comm_typed("ext"))  # each its type
 
 
 def test_unanswered_approval_times_out_as_a_denial(kernel: Kernel) -> None:
@@ -411,6 +412,8 @@ def test_notifications_reach_an_open_forkagent_comm(kernel: Kernel) -> None:
     assert fallback == []
     # a second frontend connecting later is told the current table at once
     assert kernel.open_comm("frontend-comm-2")["tasks"][0]["status"] == "completed"
+    # every message the kernel sent is exactly its protocol type
+    assert {"welcome", "tasks", "insert_cell"} <= set(kernel.comm_typed(comm_id))
 
 
 def test_replay_and_resume_after_a_kernel_restart(kernel: Kernel, emulator: Any) -> None:

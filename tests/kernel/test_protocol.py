@@ -9,13 +9,14 @@ import json
 import logging
 import re
 from pathlib import Path
-from typing import Annotated, Any, get_args, get_type_hints
+from typing import Any, get_args, get_type_hints
 
 import pytest
-from pydantic import ConfigDict, Field, TypeAdapter
 
 from forkagent_jupyter.kernel import protocol
 from forkagent_jupyter.kernel.bridge import Bridge
+
+from .conftest import OUTBOUND
 
 ROOT = Path(__file__).resolve().parents[2] / "labextension"
 SRC = ROOT / "src"
@@ -40,11 +41,6 @@ PAIRS: dict[str, Any] = {
     "IApprove": protocol.Approve,
     "IStop": protocol.Stop,
 }
-# kernel to frontend, checked strictly: a key the types do not name is an error too
-OUTBOUND: TypeAdapter[protocol.Outbound] = TypeAdapter(
-    Annotated[protocol.Outbound, Field(discriminator="type")],
-    config=ConfigDict(extra="forbid"),
-)
 
 
 def keys(kind: Any) -> set[str]:
