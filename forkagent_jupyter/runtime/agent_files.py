@@ -39,6 +39,7 @@ __all__ = [
 MAX_AGENT_FILE_BYTES = 1_000_000
 """A larger file is not read (it is no agent definition)."""
 MAX_DEPTH = 8  # subfolder levels searched below an agents folder
+MAX_NODES = 100_000  # values a front matter key may hold, YAML aliases expanded
 DOC_NAMES = frozenset({"readme.md"})
 
 
@@ -203,4 +204,30 @@ def parse_front_matter(text: str) -> FrontMatter:
         data = {}
     if not isinstance(data, dict):
         raise FileProblemError("front matter must be 'key: value' lines", line=2)
+    for key, value in data.items():
+        if _expanded_size(value, MAX_NODES) > MAX_NODES:
+            raise FileProblemError(
+                f"front matter is too large once its YAML aliases are expanded (more than "
+                f"{MAX_NODES:,} values)",
+                line=lines.get(str(key)),
+                key=str(key),
+            )
     return FrontMatter({str(k): v for k, v in data.items()}, lines, body, relaxed)
+
+
+def _expanded_size(value: Any, budget: int) -> int:
+    """How many values `value` holds with every YAML alias expanded (a list or mapping
+    reached twice counts twice), counting no further than just past `budget`: nine
+    lines of `&a [*b, *b, ...]` expand to a billion values, which reading them (a
+    message quoting the value) would never finish."""
+    count = 0
+    stack = [value]
+    while stack and count <= budget:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple, set)):
+            stack.extend(item)
+    return count

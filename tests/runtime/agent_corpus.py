@@ -125,6 +125,14 @@ BAD: dict[str, Bad] = {
         "maxTurns",
         "Input should be greater than 0",
     ),
+    "alias-bomb.md": Bad(  # nine such lines expand to a billion values
+        "---\ndescription: x\na: &a [l, l, l, l, l, l, l, l, l, l]\n"
+        + "".join(f"{k}: &{k} [{', '.join(['*' + p] * 10)}]\n" for p, k in ("ab", "bc", "cd", "de"))
+        + "skills: *e\n---\nbody\n",
+        7,
+        "e",
+        "too large once its YAML aliases are expanded",
+    ),
     "unclosed.md": Bad("---\ndescription: x\nbody\n", 1, None, "no closing '---' line"),
     "empty.md": Bad("", 1, None, "has no front matter"),
     "a-list.md": Bad("---\n- Read\n- Grep\n---\n", 2, None, "must be 'key: value' lines"),
