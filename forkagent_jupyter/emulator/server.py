@@ -25,17 +25,20 @@ Clock: by default a `WallClock` (follows real time from 0, and can be advanced o
 Pass `clock=VirtualClock()` for a clock that moves only when told to, or
 `clock=WallClock(scale=20)` for one that runs twenty times faster than real time (cache TTLs
 and rate-limit refills alike).
+
+The key and version checks: `checks.py`; sending a reply's body or stream: `replies.py`.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from ..messages_api.cache import PromptCache, VirtualClock, WallClock
+from ..messages_api.cache import CachePlan, PromptCache, VirtualClock, WallClock
 from ..messages_api.catalog import DEFAULT_CATALOG, ModelInfo
 from ..messages_api.errors import STATUS_TYPES, ApiError, error_body
 from ..messages_api.ratelimits import RateLimit
@@ -43,30 +46,18 @@ from ..messages_api.tokens import ByteTokenizer, Tokenizer, count_input_tokens
 from ..messages_api.validation import THINKING_SECRET, sign_thinking, validate_request
 from .batches import BatchStore
 from .brains import Brain, OfflineBrain, Reply, ScriptedBrain
-from .eventstream import CONTENT_TYPE, chunk_frame, exception_frame
+from .checks import API_VERSIONS, TRANSPORT_MESSAGES, authorize
 from .faults import Fault, FaultPlan, error_headers
 from .ids import IdFactory
 from .ledger import Ledger, RequestRecord, Violation, make_entry, summarize_request
 from .platforms import platform_route
 from .ratelimits import Admission, RateLimiter, Refusal, Throttle
-from .sse import SseEvent, StreamOptions, finish_reply, message_dict, message_events
+from .replies import send_body, send_stream
+from .sse import Outcome, StreamOptions, finish_reply, message_dict
 from .transport import ClientGoneError, EmulatorHTTPServer, Handler
-from .web import WebCorpus
+from .web import WebCorpus, WebUse
 
 __all__ = ["API_VERSIONS", "TRANSPORT_MESSAGES", "Emulator", "IdFactory", "WallClock"]
-
-API_VERSIONS = ("2023-06-01", "2026-10-21")
-
-TRANSPORT_MESSAGES: dict[str, str] = {
-    "bad_json": "There was an error parsing the body of your request: {detail}",
-    "no_key": "x-api-key header is required",
-    "bad_key": "invalid x-api-key",
-    "no_version": "anthropic-version: header is required",
-    "bad_version": "anthropic-version: unsupported version '{version}'",
-    "not_found": "Not Found",
-    "method": "Method Not Allowed",
-    "brain": "Internal server error (emulator brain failed: {detail})",
-}
 
 _NOT_USAGE = ("service_tier", "inference_geo")
 _STATUS_OF_TYPE = {v: k for k, v in STATUS_TYPES.items() if k != 408}
@@ -410,21 +401,8 @@ class Emulator:
         self._messages(h, rec, body, info, workspace, start, eventstream=eventstream)
 
     def authorize(self, rec: RequestRecord, body_version: str | None = None) -> tuple[str, str]:
-        key = rec.headers.get("x-api-key")
-        auth = rec.headers.get("authorization", "")
-        if not key and auth[:7].lower() == "bearer ":
-            key = auth[7:].strip()
-        if not key:
-            raise ApiError(401, "authentication_error", TRANSPORT_MESSAGES["no_key"])
-        if self.api_keys is not None and key not in self.api_keys:
-            raise ApiError(401, "authentication_error", TRANSPORT_MESSAGES["bad_key"])
-        version = body_version or rec.headers.get("anthropic-version")
-        if not version:
-            raise ApiError(400, "invalid_request_error", TRANSPORT_MESSAGES["no_version"])
-        if version not in API_VERSIONS:
-            msg = TRANSPORT_MESSAGES["bad_version"].format(version=version)
-            raise ApiError(400, "invalid_request_error", msg)
-        return rec.headers.get("anthropic-workspace-id") or key, version
+        """(workspace, API version) of `rec`, or the ApiError that answers it."""
+        return authorize(rec.headers, self.api_keys, body_version)
 
     def _apply_early_fault(
         self, h: Handler, rec: RequestRecord, fault: Fault, *, streaming: bool
@@ -515,16 +493,7 @@ class Emulator:
                 self.rate_limits.settle(admission, 0)
             return
         try:
-            warm_up = int(body.get("max_tokens") or 0) == 0  # no brain for a cache pre-warm
-            reply = Reply(()) if warm_up else self._brain.reply(body)
-            reply, web = self.web.serve(reply, body, lambda: "srv" + self.ids.tool_id())
-            outcome = finish_reply(
-                reply,
-                body,
-                tokenizer=self.tokenizer,
-                new_tool_id=self.ids.tool_id,
-                sign=lambda text: sign_thinking(text, self.thinking_secret),
-            )
+            outcome, web = self._reply(body)
         except Exception as exc:
             err = ApiError(500, "api_error", TRANSPORT_MESSAGES["brain"].format(detail=exc))
             err.headers["x-should-retry"] = "false"
@@ -555,10 +524,33 @@ class Emulator:
             usage=usage,
         )
         rec.status = 200
+        bill = self._biller(
+            rec, message, plan, outcome, admission, start, info.name, workspace, streaming
+        )
+        headers = self.response_headers(rec)
+        send = functools.partial(send_stream, eventstream=eventstream) if streaming else send_body
+        try:
+            send(h, headers, message, fault, latency, bill, self._wait, self.stream_options)
+        finally:
+            bill(False)  # cut short (client gone, emulator stopping): the cache write stands
+
+    def _biller(
+        self,
+        rec: RequestRecord,
+        message: Mapping[str, Any],
+        plan: CachePlan,
+        outcome: Outcome,
+        admission: Admission | None,
+        start: float,
+        model: str,
+        workspace: str,
+        streaming: bool,
+    ) -> Callable[[bool], None]:
+        """What adds the response's ledger entry (once), before its last byte leaves, and
+        settles its rate-limit admission: `bill(complete)`."""
         billed: list[bool] = []
 
         def bill(complete: bool) -> None:
-            """Add the ledger entry (once), before the response's last byte leaves."""
             if billed:
                 return
             billed.append(complete)
@@ -570,9 +562,9 @@ class Emulator:
             self._ledger.add(
                 make_entry(
                     request_id=rec.request_id,
-                    message_id=message_id,
+                    message_id=str(message["id"]),
                     time=start,
-                    model=info.name,
+                    model=model,
                     workspace=workspace,
                     streamed=streaming,
                     status=200,
@@ -584,93 +576,19 @@ class Emulator:
                 )
             )
 
-        try:
-            if streaming:
-                self._stream(h, rec, message, fault, latency, bill, eventstream=eventstream)
-            else:
-                events = sum(1 for e in message_events(message, self.stream_options) if e.delta)
-                self._wait(latency * events)
-                data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
-                partial = fault is not None and fault.drop in ("mid", "end")
-                headers = {**self.response_headers(rec), "Content-Type": "application/json"}
-                bill(not partial)
-                h.send_bytes(200, headers, data, partial=partial)
-        finally:
-            bill(False)  # cut short (client gone, emulator stopping): the cache write stands
+        return bill
 
-    def _stream(
-        self,
-        h: Handler,
-        rec: RequestRecord,
-        message: Mapping[str, Any],
-        fault: Fault | None,
-        latency: float,
-        bill: Callable[[bool], None],
-        *,
-        eventstream: bool = False,
-    ) -> None:
-        """Send the stream (a fault may cut it); `bill` runs before the last write. SSE, or
-        with `eventstream` AWS event-stream frames (Bedrock)."""
-        headers = {
-            **self.response_headers(rec),
-            "Content-Type": CONTENT_TYPE if eventstream else "text/event-stream; charset=utf-8",
-            "Cache-Control": "no-cache",
-        }
-
-        def encode(event: SseEvent) -> bytes:
-            return chunk_frame(event.data) if eventstream else event.encode()
-
-        h.start_chunked(200, headers)
-        error_after = fault.stream_error_after if fault is not None else None
-        drop_after = (
-            fault.drop_after if fault is not None and fault.drop in ("mid", "end") else None
+    def _reply(self, body: Mapping[str, Any]) -> tuple[Outcome, WebUse]:
+        """The brain's reply to `body` (none for a cache pre-warm), the server tools it used
+        run, finished into what the response carries."""
+        warm_up = int(body.get("max_tokens") or 0) == 0  # no brain for a cache pre-warm
+        reply = Reply(()) if warm_up else self._brain.reply(body)
+        reply, web = self.web.serve(reply, body, lambda: "srv" + self.ids.tool_id())
+        outcome = finish_reply(
+            reply,
+            body,
+            tokenizer=self.tokenizer,
+            new_tool_id=self.ids.tool_id,
+            sign=lambda text: sign_thinking(text, self.thinking_secret),
         )
-        pending: list[bytes] = []
-        sent_content = 0
-
-        def flush() -> None:
-            if pending:
-                h.write_chunk(b"".join(pending))
-                pending.clear()
-
-        def cut(event: SseEvent | None) -> bool:
-            """Apply a fault due before `event` (None: before message_delta)."""
-            due = event is None or event.content
-            if not due:
-                return False
-            if error_after is not None and sent_content >= error_after:
-                assert fault is not None
-                err = {"type": fault.stream_error_type, "message": fault.stream_error_message}
-                if eventstream:
-                    kind, text = fault.stream_error_type, fault.stream_error_message
-                    pending.append(exception_frame(kind, text))
-                else:
-                    pending.append(SseEvent("error", {"type": "error", "error": err}).encode())
-                bill(False)
-                flush()
-                h.end_chunked()
-                return True
-            if drop_after is not None and sent_content >= drop_after:
-                bill(False)
-                flush()
-                if fault is not None and fault.drop == "end":
-                    h.end_chunked()  # a clean end, with the message unfinished
-                else:
-                    h.drop()
-                return True
-            return False
-
-        for event in message_events(message, self.stream_options):
-            if event.name == "message_delta" and cut(None):
-                return
-            if event.content and cut(event):
-                return
-            if event.delta and latency > 0:
-                flush()
-                self._wait(latency)
-            pending.append(encode(event))
-            if event.content:
-                sent_content += 1
-        bill(True)
-        flush()
-        h.end_chunked()
+        return outcome, web
