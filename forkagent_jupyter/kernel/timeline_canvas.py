@@ -51,7 +51,11 @@ def _widget_backend() -> bool:
         return False
     import matplotlib
 
-    backend = dict.__getitem__(matplotlib.rcParams, "backend")
+    params: Any = matplotlib.rcParams
+    try:  # matplotlib >= 3.8 names this; older ones keep it in the mapping itself
+        backend = params._get_backend_or_none()
+    except AttributeError:
+        backend = dict.get(params, "backend")
     return isinstance(backend, str) and backend.lower() in WIDGET_BACKENDS
 
 
