@@ -80,6 +80,7 @@ from .model import ModelClient
 from .notifications import CommandQueue
 from .pacer import RateLimits
 from .secrets import redact
+from .snapshot import TaskSnapshot
 from .tasks import Task, TaskRegistry
 from .transcripts import TranscriptStore
 from .workers import AgentRun, Workers, new_agent_id
@@ -372,7 +373,10 @@ class BatchRun:
                 self._cancel_in_background()
             if self.notify == "digest" and not self._digest_sent:
                 self._digest_sent = True
-                self.session.queue.enqueue(self.digest(), owner="main", task_id=self.key)
+                report = self.digest()
+                self.session.queue.enqueue(
+                    report.notification, owner="main", task_id=self.key, snapshot=report
+                )
         self._changed()
 
     def _cancel_in_background(self) -> None:
@@ -422,8 +426,9 @@ class BatchRun:
     def results(self) -> BatchResults:
         return results_table(self.forks)
 
-    def digest(self) -> str:
-        """One `<task-notification>` for the whole batch (see the module doc)."""
+    def digest(self) -> TaskSnapshot:
+        """The whole batch as one ended task, with its one `<task-notification>` (see the
+        module doc)."""
         return batch_digest(self.tasks, self.key, self.cost_usd)
 
 

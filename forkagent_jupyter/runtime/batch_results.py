@@ -9,9 +9,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..messages_api.usage import Usage
+from ..messages_api.usage import Usage, usage_counts
 from .errors import ConfigError
 from .notifications import format_task_notification
+from .snapshot import TaskSnapshot
 from .tasks import Task
 
 __all__ = ["DIGEST_LINES", "BatchFork", "BatchResults", "digest", "results_table"]
@@ -86,8 +87,9 @@ def results_table(forks: Sequence[BatchFork]) -> BatchResults:
     return rows
 
 
-def digest(tasks: list[Task], key: str, cost: float) -> str:
-    """One `<task-notification>` for the whole batch `key` (see batch.py's module doc)."""
+def digest(tasks: list[Task], key: str, cost: float) -> TaskSnapshot:
+    """The whole batch `key` as one ended task: its `notification` is the one
+    `<task-notification>` the parent reads for it (see batch.py's module doc)."""
     by_status = {s: sum(t.status == s for t in tasks) for s in ("completed", "failed", "killed")}
     done = ", ".join(f"{n} {s}" for s, n in by_status.items() if n)
     status = "completed" if by_status["completed"] else "failed"
@@ -107,12 +109,28 @@ def digest(tasks: list[Task], key: str, cost: float) -> str:
     usage = Usage()
     for task in tasks:
         usage = usage + task.usage
-    return format_task_notification(
+    summary = f"Batch of {len(tasks)} forks ended: {done}; cost ${cost:.4f} at the batch price"
+    result = "\n".join(lines)
+    notification = format_task_notification(
         task_id=key,
         status=status,
-        summary=(f"Batch of {len(tasks)} forks ended: {done}; cost ${cost:.4f} at the batch price"),
+        summary=summary,
         output_file="",
-        result="\n".join(lines),
+        result=result,
         usage=usage,
         tool_uses=sum(t.tool_uses for t in tasks),
+    )
+    started = min((t.started_at for t in tasks), default=0.0)
+    ended = max((t.ended_at or t.started_at for t in tasks), default=started)
+    return TaskSnapshot(
+        task_id=key,
+        kind="batch",
+        status=status,
+        description=f"{len(tasks)} forks through the Message Batches API",
+        summary=summary,
+        result=result,
+        notification=notification,
+        usage=usage_counts(usage),
+        cost_usd=round(cost, 6),
+        elapsed=round(ended - started, 3),
     )

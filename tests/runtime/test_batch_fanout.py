@@ -109,6 +109,13 @@ async def test_forks_complete_at_half_price_with_one_digest(
     digest = pending[0].text
     assert "Batch of 3 forks ended: 3 completed" in digest
     assert all(f"- {name} [completed]" in digest for name in ("p0", "p1", "p2"))
+    # the notebook shows the batch as one ended task, with the report the parent reads
+    report = pending[0].snapshot
+    assert report is not None and report.notification == digest
+    assert (report.task_id, report.kind, report.status) == (fan.batch.key, "batch", "completed")
+    assert report.summary.startswith("Batch of 3 forks ended: 3 completed")
+    assert report.cost_usd == pytest.approx(fan.batch.cost_usd, abs=1e-6)
+    assert report.usage["output_tokens"] == sum(t.usage.output_tokens for t in tasks) > 0
 
 
 async def test_without_prewarm_the_first_batch_request_writes_the_prefix(
