@@ -259,18 +259,7 @@ async def compact(
     max_tokens = cfg.max_tokens if cfg.thinking else min(cfg.max_tokens, policy.summary_max_tokens)
     words = max(100, max_tokens // 2)
     source, previous_end = _fitting(cfg, state, history, before, max_tokens, window, words)
-    request = ModelRequest(
-        model=cfg.model,
-        system=cfg.system,
-        tools=cfg.tools.specs(),
-        messages=summary_request_messages(source, words=words),
-        max_tokens=max_tokens,
-        thinking=cfg.thinking,
-        effort=cfg.effort,
-        cache_ttl=cfg.cache_ttl,
-        previous_end=previous_end,
-        on_rate_wait=state.on_rate_wait,
-    )
+    request = _summary_request(cfg, state, source, words, max_tokens, previous_end)
     response: ModelResponse | None = None
     try:
         async for event in cfg.client.stream(request):
@@ -312,6 +301,30 @@ async def compact(
     if state.on_history_replaced is not None:
         state.on_history_replaced(list(history), _record(done))
     yield done
+
+
+def _summary_request(
+    cfg: AgentConfig,
+    state: LoopState,
+    source: list[dict[str, Any]],
+    words: int,
+    max_tokens: int,
+    previous_end: int | None,
+) -> ModelRequest:
+    """The request that asks for a summary of `source` in about `words` words: the agent's
+    own system and tools, so that it reads the conversation's cached prefix."""
+    return ModelRequest(
+        model=cfg.model,
+        system=cfg.system,
+        tools=cfg.tools.specs(),
+        messages=summary_request_messages(source, words=words),
+        max_tokens=max_tokens,
+        thinking=cfg.thinking,
+        effort=cfg.effort,
+        cache_ttl=cfg.cache_ttl,
+        previous_end=previous_end,
+        on_rate_wait=state.on_rate_wait,
+    )
 
 
 def _fitting(

@@ -181,64 +181,19 @@ async def run_turn(
         if cfg.compaction is not None:
             async for compacted in compact_if_needed(cfg, history, state):
                 yield compacted
-        start_hook = state.on_first_response_start
-        request = ModelRequest(
-            model=cfg.model,
-            system=cfg.system,
-            tools=cfg.gate.offered(cfg.tools.specs()),
-            messages=history,
-            max_tokens=cfg.max_tokens,
-            thinking=cfg.thinking,
-            effort=cfg.effort,
-            cache_ttl=cfg.cache_ttl,
-            cache_points=state.cache_points,
-            previous_end=state.previous_end,
-            on_response_start=_once(start_hook) if start_hook is not None else None,
-            on_rate_wait=state.on_rate_wait,
-            clock=clock,
-        )
-        state.on_first_response_start = None
+        request = _request(cfg, history, state, clock)
         yield RequestSent(index=requests, model=cfg.model, message_count=len(history))
         response: ModelResponse | None = None
-        retries = 0
-        while response is None:
-            streamed = 0
-            try:
-                async for event in cfg.client.stream(request):
-                    if isinstance(event, TextDelta):
-                        streamed += len(event.text)
-                        yield event
-                    else:
-                        response = event
-            except StreamInterruptedError as exc:
-                policy = cfg.stream_retry
-                if retries >= policy.retries:
-                    yield Stop("error", _gave_up(exc, retries), turns=requests)
-                    return
-                retries += 1
-                delay = policy.delay(retries)
-                yield Retrying(retries, policy.retries, delay, exc.reason, streamed)
-                await asyncio.sleep(delay)
+        async for got in _receive(cfg, request, requests):
+            if isinstance(got, ModelResponse):
+                response = got
                 continue
-            except ModelError as exc:
-                yield Stop("error", redact(str(exc)), turns=requests)
+            yield got
+            if isinstance(got, Stop):
                 return
-            if response is None:
-                yield Stop("error", "the model stream ended without a message", turns=requests)
-                return
+        assert response is not None
         requests += 1
-        state.requests += 1
-        state.previous_end = len(history) - 1
-        state.cache_points = []  # a fork's shared prefix matters for its first request only
-        note_usage(state, response.usage)
-        cost = cost_usd(response.usage, response.model, response.service_tier)
-        yield UsageReport(
-            response.usage,
-            response.model,
-            cost,
-            message_id=response.message_id,
-            timing=clock.summary() if clock.attempts else None,
-        )
+        yield _account(state, history, response, clock)
 
         content = _clean(response.content)
         uses = _tool_uses(content)
@@ -246,20 +201,9 @@ async def run_turn(
             state.append(history, {"role": "assistant", "content": content})
             yield AssistantMessage(content, response.stop_reason)
 
-        if response.stop_reason in ("refusal", "max_tokens") and uses:
-            note = NOT_RUN_REFUSAL if response.stop_reason == "refusal" else NOT_RUN_TRUNCATED
-            state.append(
-                history,
-                {
-                    "role": "user",
-                    "content": [_result_block(u["id"], ToolOutcome(note, True)) for u in uses],
-                },
-            )
-        if response.stop_reason == "refusal":
-            yield Stop("refusal", turns=requests)
-            return
-        if response.stop_reason == "max_tokens":
-            yield Stop("max_tokens", turns=requests)
+        cut = _cut_short(response.stop_reason, uses, history, state, requests)
+        if cut is not None:
+            yield cut
             return
         if not uses:
             if response.stop_reason == "pause_turn" and content:
@@ -297,6 +241,110 @@ async def run_turn(
         if requests >= cfg.max_turns:
             yield Stop("max_turns", f"stopped after {requests} model requests", turns=requests)
             return
+
+
+def _request(
+    cfg: AgentConfig, history: list[dict[str, Any]], state: LoopState, clock: RequestClock
+) -> ModelRequest:
+    """The next model request of the loop (the first response's start hook goes with the
+    first request only)."""
+    start_hook = state.on_first_response_start
+    request = ModelRequest(
+        model=cfg.model,
+        system=cfg.system,
+        tools=cfg.gate.offered(cfg.tools.specs()),
+        messages=history,
+        max_tokens=cfg.max_tokens,
+        thinking=cfg.thinking,
+        effort=cfg.effort,
+        cache_ttl=cfg.cache_ttl,
+        cache_points=state.cache_points,
+        previous_end=state.previous_end,
+        on_response_start=_once(start_hook) if start_hook is not None else None,
+        on_rate_wait=state.on_rate_wait,
+        clock=clock,
+    )
+    state.on_first_response_start = None
+    return request
+
+
+async def _receive(
+    cfg: AgentConfig, request: ModelRequest, requests: int
+) -> AsyncIterator[TextDelta | Retrying | Stop | ModelResponse]:
+    """The model's response to `request` (last), its text streamed as it comes; a stream cut
+    short is retried as `cfg.stream_retry` says. A `Stop` instead when no response came."""
+    response: ModelResponse | None = None
+    retries = 0
+    while response is None:
+        streamed = 0
+        try:
+            async for event in cfg.client.stream(request):
+                if isinstance(event, TextDelta):
+                    streamed += len(event.text)
+                    yield event
+                else:
+                    response = event
+        except StreamInterruptedError as exc:
+            policy = cfg.stream_retry
+            if retries >= policy.retries:
+                yield Stop("error", _gave_up(exc, retries), turns=requests)
+                return
+            retries += 1
+            delay = policy.delay(retries)
+            yield Retrying(retries, policy.retries, delay, exc.reason, streamed)
+            await asyncio.sleep(delay)
+            continue
+        except ModelError as exc:
+            yield Stop("error", redact(str(exc)), turns=requests)
+            return
+        if response is None:
+            yield Stop("error", "the model stream ended without a message", turns=requests)
+            return
+    yield response
+
+
+def _account(
+    state: LoopState,
+    history: list[dict[str, Any]],
+    response: ModelResponse,
+    clock: RequestClock,
+) -> UsageReport:
+    """Note a response's usage on the loop state; its report."""
+    state.requests += 1
+    state.previous_end = len(history) - 1
+    state.cache_points = []  # a fork's shared prefix matters for its first request only
+    note_usage(state, response.usage)
+    cost = cost_usd(response.usage, response.model, response.service_tier)
+    return UsageReport(
+        response.usage,
+        response.model,
+        cost,
+        message_id=response.message_id,
+        timing=clock.summary() if clock.attempts else None,
+    )
+
+
+def _cut_short(
+    stop_reason: str,
+    uses: list[dict[str, Any]],
+    history: list[dict[str, Any]],
+    state: LoopState,
+    requests: int,
+) -> Stop | None:
+    """The Stop of a refused or truncated response, whose tool calls are answered as not
+    run (never run a refused or cut-off call); None for any other response."""
+    if stop_reason not in ("refusal", "max_tokens"):
+        return None
+    if uses:
+        note = NOT_RUN_REFUSAL if stop_reason == "refusal" else NOT_RUN_TRUNCATED
+        state.append(
+            history,
+            {
+                "role": "user",
+                "content": [_result_block(u["id"], ToolOutcome(note, True)) for u in uses],
+            },
+        )
+    return Stop("refusal" if stop_reason == "refusal" else "max_tokens", turns=requests)
 
 
 def _once(hook: Callable[[], None]) -> Callable[[], None]:
