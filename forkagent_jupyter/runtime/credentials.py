@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import ConfigError
-from .secrets import redact, register_holder, register_secret
+from .secrets import hide_environment_block, redact, register_holder, register_secret
 
 __all__ = ["HELD_ATTRIBUTES", "anthropic_client"]
 
@@ -47,4 +47,5 @@ def anthropic_client(
     register_secret(client.api_key)
     register_secret(client.auth_token)
     register_holder(client, *HELD_ATTRIBUTES)
+    hide_environment_block()
     return client

@@ -17,6 +17,7 @@ from typing import Any
 __all__ = [
     "SECRET_ENV_VARS",
     "forget_secrets",
+    "hide_environment_block",
     "known_secrets",
     "redact",
     "register_holder",
@@ -101,6 +102,19 @@ def forget_secrets() -> None:
                 setattr(obj, attribute, None)
             except Exception:
                 continue
+
+
+def hide_environment_block() -> None:
+    """Overwrite the credential values in the environment block this process started with
+    (`/proc/<pid>/environ` shows it to every process of the user: a tool's `cat` or `tr`
+    could read the kernel's key there), keeping the variables: `os.environ` holds them, and
+    the C environment gets a fresh copy that the process's own children inherit."""
+    values = {name: os.environ[name] for name in SECRET_ENV_VARS if os.environ.get(name)}
+    if not values:
+        return
+    _wipe_environment_block()
+    for name, value in values.items():
+        os.putenv(name, value)  # setenv: a new copy, outside the block /proc shows
 
 
 def _wipe_environment_block() -> None:
