@@ -30,7 +30,9 @@ off the event loop (asyncio subprocesses). What a hook answers:
   contract: one line (`Hooks.lines`, and the log); the session goes on as if the hook said
   nothing.
 
-A decision value that is not one of the contract's (`permissionDecision: "maybe"`) is read as
+A `PreToolUse` hook of another type (`prompt`, `agent`) is not run; the calls it matches are
+asked (as for an `ask` answer), never let through unchecked. A decision value that is not one
+of the contract's (`permissionDecision: "maybe"`) is read as
 a deny. A hook's `allow` never overrides the permission rules: the call still goes through
 the gate (a deny rule denies, an ask rule asks); its `ask` makes the gate ask as for an ask
 rule (`PermissionGate.check(hook_asks=True)`); a block or deny is never turned into an allow.
@@ -84,6 +86,7 @@ class HookEntry:
     command: str
     timeout: float
     source: str
+    runnable: bool = True  # False: a PreToolUse check of a type not run here (asks instead)
 
     def matches(self, subject: str | None) -> bool:
         if self.event not in MATCHED or self.matcher in ("", "*"):
@@ -151,7 +154,11 @@ def _entry(
     kind = hook.get("type", "command")
     if kind != "command":
         shown = repr(kind) if len(repr(kind)) <= 40 else repr(kind)[:37] + "..."
-        refused.append(f"{where}: only hooks of type 'command' run here (this one is {shown})")
+        line = f"{where}: only hooks of type 'command' run here (this one is {shown})"
+        if event == "PreToolUse":  # a check that cannot run: what it guards is asked instead
+            refused.append(line + "; the calls it matches are asked instead")
+            return HookEntry(event, matcher, "", DEFAULT_TIMEOUT, source, runnable=False)
+        refused.append(line)
         return None
     command = hook.get("command")
     if not isinstance(command, str) or not command.strip():
@@ -187,7 +194,7 @@ class Hooks:
         """These hooks plus an agent file's (its `Stop` hooks run when it ends:
         `SubagentStop`)."""
         own = [
-            HookEntry("SubagentStop", e.matcher, e.command, e.timeout, e.source)
+            HookEntry("SubagentStop", e.matcher, e.command, e.timeout, e.source, e.runnable)
             if e.event == "Stop"
             else e
             for e in extra
@@ -215,6 +222,9 @@ class Hooks:
         """Run the hooks of `event` that match `subject` (tool name or agent type)."""
         chosen = [e for e in self.entries if e.event == event and e.matches(subject)]
         outcome = HookOutcome()
+        if any(not e.runnable for e in chosen):
+            outcome.decision = "ask"  # raised to a deny below if a hook that ran denies
+            chosen = [e for e in chosen if e.runnable]
         if not chosen:
             return outcome
         data = {

@@ -230,8 +230,12 @@ def test_hook_configuration_that_cannot_be_used_is_refused_with_where(tmp_path: 
         },
         ".claude/settings.json",
     )
-    assert [(e.event, e.command, e.timeout) for e in entries] == [("PreToolUse", "fine", 60.0)]
-    assert entries[0].matches("Write") and not entries[0].matches("WriteAll")
+    runnable = [(e.event, e.command, e.timeout) for e in entries if e.runnable]
+    assert runnable == [("PreToolUse", "fine", 60.0)]
+    assert [(e.matcher, e.runnable) for e in entries if not e.runnable] == [("Bash", False)]
+    assert any("the calls it matches are asked instead" in r for r in refused)
+    fine = next(e for e in entries if e.runnable)
+    assert fine.matches("Write") and not fine.matches("WriteAll")
     assert len(refused) == 4 and all(".claude/settings.json" in r for r in refused)
     assert any("unknown event" in r for r in refused)
     # a real settings file's shapes: Claude Code events not run here, a long prompt hook
@@ -345,3 +349,30 @@ async def test_a_hooks_ask_asks_the_person_even_where_a_rule_or_the_mode_allows(
     assert [r.subject for r in policy.requests] == ["rm -f data.csv"]
     assert (tmp_path / "data.csv").exists()
     assert not fine.is_error and "fine" in fine.result
+
+
+async def test_a_pre_tool_use_check_of_a_type_not_run_here_asks_instead(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    # a real settings file's guard: an LLM-judged ("prompt") check before every Bash call
+    settings(
+        tmp_path,
+        {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "prompt", "prompt": "Safe?"}]}]},
+        allow=["Bash", "Write"],
+    )
+    policy = ScriptedPolicy([], default=Deny("the person said no"))
+    session = make_session(permission_mode="bypassPermissions", permission_policy=policy)
+    write = {"file_path": "x.txt", "content": "x"}
+    emulator.script(
+        bash("echo unchecked > y.txt"),
+        Reply(({"type": "tool_use", "name": "Write", "input": write},)),
+        Reply.text("ok"),
+    )
+    turn = await session.ask("go")
+    guarded, other = turn.tool_calls
+    assert guarded.is_error and "the person said no" in guarded.result
+    assert [r.tool_name for r in policy.requests] == ["Bash"]
+    assert not (tmp_path / "y.txt").exists()
+    assert not other.is_error and (tmp_path / "x.txt").read_text() == "x"
+    refused = (await session.load_settings())["refused"]
+    assert any("asked instead" in r["reason"] for r in refused), refused
