@@ -27,6 +27,7 @@ from IPython.core.getipython import get_ipython
 
 from ..runtime.report import CostReport, cost_report
 from .protocol import ANSWERS
+from .said import said_as
 
 if TYPE_CHECKING:
     from ..runtime.session import Session
@@ -136,14 +137,9 @@ async def pull(task: str, *names: str, trust: bool = False) -> dict[str, Any]:
     other objects only with `trust=True` (unpickling runs code the worker chose). A value
     that cannot come back, an unknown name or a worker whose process has ended is a
     UsageError naming it."""
-    from ..runtime.errors import UsageError as RuntimeUsageError
-    from ..runtime.executors import PullError
-
-    try:
+    with said_as("pull"):
         found = session().task(task)
         return dict(await session().pull(found.id, *names, trust=trust))
-    except (RuntimeUsageError, PullError) as exc:
-        raise UsageError(f"pull: {exc}") from None
 
 
 def background(task: str) -> None:
@@ -185,13 +181,9 @@ def notifications() -> Any:
 def use_dask(client: Any) -> None:
     """Run isolated workers' code on the cluster of this `distributed.Client` from the next
     worker on (`%config ForkAgent.executor = "local"` goes back to local processes)."""
-    from ..runtime.errors import ConfigError
-
     found = agent()
-    try:
+    with said_as("use_dask"):
         session().use_dask(client)
-    except ConfigError as exc:
-        raise UsageError(f"use_dask: {exc}") from None
     found.set_quietly("executor", "dask")
 
 
@@ -206,10 +198,9 @@ async def fan_out(
 ) -> Any:
     """One fork per directive (`Session.fan_out`); `batch=True` sends their first requests as
     one Message Batch and shows one card for it. Returns the `FanOut` (`.tasks`, `.id`)."""
-    from ..runtime.errors import UsageError as RuntimeUsageError
     from .batch_view import BatchCard
 
-    try:
+    with said_as("fan_out"):
         fan = await session().fan_out(
             directives,
             batch=batch,
@@ -218,8 +209,6 @@ async def fan_out(
             poll_interval=poll_interval,
             notify=notify,  # type: ignore[arg-type]
         )
-    except RuntimeUsageError as exc:
-        raise UsageError(f"fan_out: {exc}") from None
     if fan.batch is not None:
         BatchCard(len(fan.tasks), f"{len(fan.tasks)} directives").attach(fan.batch)
     return fan  # real-time forks: each card is shown by its task event
@@ -228,9 +217,5 @@ async def fan_out(
 def batch_results(batch_id: str) -> Any:
     """One row per fork of a batched fan-out (`BatchResults`: a list of dicts;
     `.to_dataframe()` for pandas)."""
-    from ..runtime.errors import UsageError as RuntimeUsageError
-
-    try:
+    with said_as("batch_results"):
         return session().batch_results(batch_id)
-    except RuntimeUsageError as exc:
-        raise UsageError(f"batch_results: {exc}") from None

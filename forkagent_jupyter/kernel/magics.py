@@ -17,17 +17,15 @@ import functools
 import re
 from argparse import Namespace
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 
-if TYPE_CHECKING:
-    from .extension import KernelAgent
-
 __all__ = [
     "AgentMagics",
+    "MagicsHost",
     "agent_options",
     "compact_options",
     "mcp_options",
@@ -182,11 +180,32 @@ def transform_cell(lines: list[str]) -> list[str]:
     return out
 
 
+class MagicsHost(Protocol):
+    """What the magics call (`extension.KernelAgent`): each returns at once; awaitable work
+    is started in the background (`start_*`) and its handle returned."""
+
+    def start_cell(self, opts: Namespace, body: str) -> Any: ...
+    def fork(self, directive: str, name: str | None, shared: bool, turns: int | None) -> Any: ...
+    def fork_batch(self, template: str, opts: dict[str, Any]) -> Any: ...
+    def send(self, to: str, message: str) -> Any: ...
+    def stop(self, key: str | None) -> Any: ...
+    def background(self, key: str) -> Any: ...
+    def tasks_table(self, ids: list[str]) -> Any: ...
+    def start_wait(self, ids: list[str]) -> Any: ...
+    def start_pull(self, args: list[str], trust: bool = False) -> Any: ...
+    def start_memory(self, ids: list[str]) -> Any: ...
+    def start_timeline(self, ids: list[str]) -> Any: ...
+    def start_compact(self, args: str) -> Any: ...
+    def start_replay(self, keys: list[str]) -> Any: ...
+    def start_permissions(self) -> Any: ...
+    def start_mcp(self) -> Any: ...
+
+
 @magics_class
 class AgentMagics(Magics):  # type: ignore[misc]
     """%%agent, %fork, %send, %tasks, %stop, %compact, %notifications."""
 
-    def __init__(self, shell: Any, agent: KernelAgent) -> None:
+    def __init__(self, shell: Any, agent: MagicsHost) -> None:
         super().__init__(shell)
         self.host = agent
 

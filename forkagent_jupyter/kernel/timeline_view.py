@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from IPython.core.error import UsageError
 
+from .said import said_as
+
 if TYPE_CHECKING:
     from ..runtime.session import Session
     from ..runtime.timeline import Timeline
@@ -58,7 +60,6 @@ def _drawn(timeline: Timeline) -> tuple[Any, Any, bytes]:
 
 async def timeline_view(session: Session, ids: list[str]) -> TimelineView:
     """The timeline of `ids` in `session`'s transcripts folder (see `load_timeline`)."""
-    from ..runtime.errors import UsageError as RuntimeUsageError
     from ..runtime.timeline import aload_timeline
 
     store = session.store
@@ -72,10 +73,8 @@ async def timeline_view(session: Session, ids: list[str]) -> TimelineView:
             f"timeline: it needs {' and '.join(missing)}: pip install 'forkagent-jupyter[timeline]'"
         )
     await store.aflush()
-    try:
+    with said_as("timeline"):
         timeline = await aload_timeline(store.root, ids, current=store.dir)
-    except RuntimeUsageError as exc:
-        raise UsageError(f"timeline: {exc}") from None
     figure, rows, image = await asyncio.to_thread(_drawn, timeline)
     _show_figures_as_png()
     return TimelineView(figure, rows, timeline, image)

@@ -1,0 +1,162 @@
+"""`AgentCore`: what every action of the kernel's agent stands on.
+
+One Session per kernel, made on first use with its `KernelUI` (ui.py) on the kernel's own
+event loop; the settings (`ForkAgent`), the comm (`Bridge`) and the console prompt
+(`TerminalAsk`); background work started where no await is possible. The magics' actions
+build on it (turn_actions.py, worker_actions.py, task_views.py) and `extension.KernelAgent`
+puts them together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import AsyncIterator, Coroutine
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+
+from .bridge import Bridge
+from .said import said_as
+from .settings import ForkAgent, fixed_settings
+from .terminal import TerminalAsk
+
+if TYPE_CHECKING:
+    from ..runtime.session import Session
+    from .ui import KernelUI
+
+__all__ = ["AgentCore", "interruptible"]
+
+WAKE_INTERVAL = 0.1
+
+
+@contextlib.asynccontextmanager
+async def interruptible() -> AsyncIterator[None]:
+    """Keep the event loop waking up while a cell awaits, so an interrupt ends it at once.
+
+    ipykernel turns SIGINT during an async cell into a callback that cancels the cell, but
+    queues it without waking the loop: with nothing else to do (a slow first token, workers
+    waiting for approval) the cell would only end at the loop's next event."""
+
+    loop = asyncio.get_running_loop()
+    timer: asyncio.TimerHandle | None = None
+
+    def wake() -> None:
+        nonlocal timer
+        timer = loop.call_later(WAKE_INTERVAL, wake)
+
+    wake()
+    try:
+        yield
+    finally:
+        if timer is not None:
+            timer.cancel()
+
+
+class AgentCore:
+    """The kernel's agent: its session and UI (made on first use), settings, comm, console."""
+
+    def __init__(self, shell: Any) -> None:
+        self.shell = shell
+        self.settings = ForkAgent(parent=shell)
+        self.bridge = Bridge(getattr(shell, "kernel", None))
+        self.terminal = TerminalAsk(getattr(shell, "kernel", None), lambda: self.bridge.connected)
+        self._session: Session | None = None
+        self._ui: KernelUI | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            from .ui import KernelUI
+
+            self._ui = KernelUI(self)
+            try:
+                with said_as("forkagent"):  # no key, a platform's extra missing: one line
+                    self._session = self._ui.make_session()
+            except UsageError:
+                self._ui = None
+                raise
+            for name in fixed_settings(self.settings):
+                self.settings.freeze(
+                    name,
+                    f"the {name} cannot change once the session has started; %unload_ext "
+                    "forkagent_jupyter then %load_ext forkagent_jupyter (or restart the "
+                    "kernel) to use another",
+                )
+            self._resume_batches(self._session)
+        return self._session
+
+    def _resume_batches(self, session: Session) -> None:
+        """Batches submitted before a restart are polled again (runtime/batch.py)."""
+        from ..runtime.batch import resume_batches
+
+        try:
+            self._spawn(resume_batches(session))
+        except RuntimeError:  # no event loop (a terminal IPython): nothing to resume into
+            pass
+
+    @property
+    def ui(self) -> KernelUI:
+        _ = self.session
+        assert self._ui is not None
+        return self._ui
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        task = asyncio.get_event_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    def _start(self, work: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """A magic's awaitable work, where no await is possible: started in the background
+        (its output goes to this cell); a UsageError it meets is printed there."""
+
+        async def run() -> None:
+            try:
+                await work
+            except UsageError as exc:
+                print(f"UsageError: {exc}", file=sys.stderr)
+
+        return self._spawn(run())
+
+    def _within_budget(self, magic: str, what: str) -> None:
+        with said_as(magic):
+            self.session.budget.check(what)
+
+    def stop(self, key: str | None) -> None:
+        """`%stop ID`, `%stop --all` and the cards' Stop button: a running task is stopped at
+        once; a finished worker's process kept for pulls is freed."""
+        if key is None:
+            self._stop_all()
+            return
+        batch = self.session.batches.get(key)
+        if batch is not None:  # a batched fan-out: cancel the batch, stop its forks
+            self._spawn(batch.stop())
+            return
+        with said_as("%stop"):
+            task = self.session.task(key)
+        if task.done:
+            if self.session.free_process(task.id):
+                held = f" ({task.memory_mb:,.0f} MB)" if task.memory_mb is not None else ""
+                print(f"%stop: {task.name or task.id} had finished; its process{held} was freed.")
+                return
+            raise UsageError(f"%stop: {task.name or task.id} is not running ({task.status}).")
+        # at once, here: nothing is left to fail unseen in a background task
+        self.session.stop_now(task.id)
+        print(f"%stop: stopping {task.name or task.id}.")
+
+    def _stop_all(self) -> None:
+        running = self.session.running()
+        freed = [t for t in self.session.tasks if self.session.free_process(t.id)]
+        if freed:
+            print(f"%stop --all: freed the processes of {len(freed)} finished worker(s).")
+        if not running:
+            print("%stop --all: no task is running.")
+            return
+        print(
+            f"%stop --all: stopping {len(running)} task(s); their notifications are shown "
+            "here, not sent to the agent."
+        )
+        self._spawn(self.session.stop_all())

@@ -1,0 +1,157 @@
+"""The magics that show tasks and what the session holds: `%tasks` (the table, `--wait`,
+`--pull`, `--memory`, `--timeline`), `%notifications`, `%permissions`, `%mcp` (on
+`AgentCore`)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.display import display
+
+from .core import AgentCore, interruptible
+from .magics import mcp_options, notifications_options, permissions_options, tasks_options
+from .said import said_as
+
+__all__ = ["TaskViews"]
+
+
+class TaskViews(AgentCore):
+    """`%tasks` and its options, `%notifications`, `%permissions`, `%mcp`: each awaited, or
+    started in the background where no await is possible (`start_*`)."""
+
+    async def run_tasks(self, line: str) -> None:
+        """An awaited `%tasks --wait [IDS]` or `%tasks --pull ID NAME...` line."""
+        args = tasks_options(line)
+        if args.timeline:
+            await self.show_timeline(args.ids)
+            return
+        if args.memory:
+            await self.show_memory(args.ids)
+            return
+        await (self.pull(args.ids, args.trust) if args.pull else self.wait_tasks(args.ids))
+
+    async def wait_tasks(self, ids: list[str]) -> None:
+        try:
+            async with interruptible():
+                with said_as("%tasks"):
+                    await self.session.wait(*ids)
+                await self.session.idle() if not ids else None
+                await self.ui.hub.drained()  # the cards' final states belong to this cell
+        except asyncio.CancelledError:
+            print("%tasks --wait: interrupted; the tasks keep running.")
+            return
+        display(self.ui.tasks_bundle(ids), raw=True)
+
+    async def pull(self, args: list[str], trust: bool = False) -> None:
+        """`%tasks --pull [--trust] ID NAME...`: copies of a worker's values, bound to the
+        same names in the notebook's namespace."""
+        from ..runtime.executors.child import value_summary
+
+        key, *names = args or [""]
+        if not names:
+            raise UsageError("%tasks --pull: usage: %tasks --pull <task id or name> NAME...")
+        with said_as("%tasks --pull"):
+            task = self.session.task(key)
+            values = await self.session.pull(task.id, *names, trust=trust)
+        self.shell.user_ns.update(values)
+        shown = ", ".join(f"{name} ({value_summary(values[name])})" for name in names)
+        print(f"pulled from {task.name or task.id}: {shown}")
+
+    def start_pull(self, args: list[str], trust: bool = False) -> Any:
+        return self._start(self.pull(args, trust))
+
+    async def show_memory(self, ids: list[str]) -> None:
+        """`%tasks --memory [IDS]`: each live worker process's memory and what it holds."""
+        from ..runtime.executors.memory import rollups_supported
+        from .memory_view import NOT_AVAILABLE, memory_bundle
+
+        session = self.session
+        with said_as("%tasks --memory"):
+            asked = [session.task(key) for key in ids]
+        if not await asyncio.to_thread(rollups_supported):
+            print(NOT_AVAILABLE)
+            return
+        kernel, processes = await session.process_memory()
+        wanted = {t.id for t in asked}
+        rows = []
+        for process in processes:
+            if wanted and process.agent_id not in wanted:
+                continue
+            task = session.registry.find(process.agent_id)
+            label = (task.name or task.id) if task is not None else process.agent_id
+            rows.append((label, task.status if task is not None else "?", process))
+        shown = {p.agent_id for _, _, p in rows}
+        missing = [
+            f"{t.name or t.id}: no live process ({session.no_process(t.id)})"
+            for t in asked
+            if t.id not in shown
+        ]
+        display(memory_bundle(kernel, rows, missing), raw=True)
+
+    def start_memory(self, ids: list[str]) -> Any:
+        return self._start(self.show_memory(ids))
+
+    def start_wait(self, ids: list[str]) -> Any:
+        return self._start(self.wait_tasks(ids))
+
+    async def timeline(self, ids: list[str]) -> Any:
+        """The fan-out of `ids` (default: this session's, else the last one run) read from
+        the transcripts and drawn, both on threads (timeline_view.py)."""
+        from .timeline_view import timeline_view
+
+        return await timeline_view(self.session, ids)
+
+    async def show_timeline(self, ids: list[str]) -> None:
+        """`%tasks --timeline [IDS]`: the figure as a PNG (any frontend shows it), or as an
+        interactive canvas where widgets render (timeline_canvas.py)."""
+        from .timeline_view import shown
+
+        view = await self.timeline(ids)
+        display(await shown(view, self.bridge.connected), raw=True)
+
+    def start_timeline(self, ids: list[str]) -> Any:
+        return self._start(self.show_timeline(ids))
+
+    async def notifications_line(self, line: str) -> None:
+        """An awaited `%notifications` line."""
+        await self.replay(notifications_options(line).ids)
+
+    async def replay(self, keys: list[str]) -> None:
+        await self.ui.replay(keys)
+
+    def start_replay(self, keys: list[str]) -> Any:
+        return self._start(self.replay(keys))
+
+    async def permissions_line(self, line: str) -> None:
+        """An awaited `%permissions` line."""
+        permissions_options(line)
+        await self.show_permissions()
+
+    async def show_permissions(self) -> None:
+        from ..runtime.settings import describe
+
+        print(describe(await self.session.load_settings()))
+
+    def start_permissions(self) -> Any:
+        return self._start(self.show_permissions())
+
+    async def mcp_line(self, line: str) -> None:
+        """An awaited `%mcp` line."""
+        mcp_options(line)
+        await self.show_mcp()
+
+    async def show_mcp(self) -> None:
+        from ..runtime.mcp_servers import describe
+
+        await self.session.mcp.start()
+        print(describe(self.session.mcp))
+
+    def start_mcp(self) -> Any:
+        return self._start(self.show_mcp())
+
+    def tasks_table(self, ids: list[str]) -> None:
+        with said_as("%tasks"):
+            table = self.ui.tasks_bundle(ids)
+        display(table, raw=True)
