@@ -211,7 +211,7 @@ class ForkAgent(CheckedSettings):
         help="Seconds an approval waits when no frontend can answer it (a notebook run by "
         "nbclient, papermill or nbconvert, without the JupyterLab extension) before it counts "
         "as a denial; a line on stderr says at once how to allow the tool.",
-    ).tag(config=True, above=0)
+    ).tag(config=True, above=0, session=False)
     max_workers = Int(
         16,
         help="Worker processes alive at once. A finished worker's process is kept for pulls "
@@ -258,6 +258,12 @@ class ForkAgent(CheckedSettings):
     dask_address = Unicode(
         "", help="The Dask scheduler's address for executor = 'dask' (tcp://host:8786)."
     ).tag(config=True)
+    max_turns = Int(
+        50,
+        help="Model requests one turn may make (each round of tool calls is one) before it "
+        "stops with max_turns: the parent's turns and forks, and named agents whose file "
+        "sets no maxTurns; from the next turn on.",
+    ).tag(config=True, minimum=1)
     stream_retries = Int(
         3,
         min=0,

@@ -60,6 +60,20 @@ def test_settings_after_first_use_apply(kernel: Kernel, emulator: Any) -> None:
     assert kernel.value("__forkagent__.settings.backend") == ""  # refused, not half-applied
 
 
+def test_max_turns_bounds_the_next_turn(kernel: Kernel, emulator: Any) -> None:
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    kernel.execute(f"{SESSION}")
+    assert kernel.execute("%config ForkAgent.max_turns = 1").status == "ok"
+    assert kernel.value(f"{SESSION}.options.max_turns") == 1
+    before = len(emulator.api_requests())
+    shown = kernel.execute("%%agent\nAdd them. `py: 1 + 1`")
+    assert len(emulator.api_requests()) == before + 1  # the tool's result is not sent back
+    assert "max_turns" in shown.texts(), shown.texts()
+    refused = kernel.execute("%config ForkAgent.max_turns = 0")
+    assert "ForkAgent.max_turns = 0 refused: it takes a whole number >= 1" in refused.texts()
+    assert kernel.value(f"{SESSION}.options.max_turns") == 1
+
+
 def test_model_option_is_for_that_cell_only(kernel: Kernel, emulator: Any) -> None:
     kernel.execute("%%agent --model claude-haiku-4-5\nFirst.")
     assert emulator.api_requests()[-1].body["model"] == "claude-haiku-4-5"
@@ -192,6 +206,7 @@ BAD_SETTINGS = {
     "worker_memory_mb": ("0", "-5"),
     "worker_nice": ("10**30", "-1"),
     "stream_retries": ("-1",),
+    "max_turns": ("0", "True"),
     "backend": ("'nope'",),
     "permission_mode": ("'yolo'",),
     "auto_respond": ("1",),
@@ -223,6 +238,23 @@ def test_invalid_settings_are_refused_in_one_line_before_and_after_the_first_tur
     assert kernel.execute("%config ForkAgent.compact_at = 0.5").status == "ok"
     assert kernel.value(f"{SESSION}.compact_at") == 0.5
     assert kernel.execute("%tasks").status == "ok"
+
+
+def test_every_setting_is_a_session_option_or_tagged_the_kernels() -> None:
+    """A `ForkAgent` trait reaches the session by its name alone (settings.py): one whose
+    name is no `SessionOptions` field would be silently ignored, so it must say it is the
+    kernel's (`session=False`); and the defaults are values the session takes."""
+    from forkagent_jupyter.kernel.settings import ForkAgent, session_settings
+    from forkagent_jupyter.runtime.options import SessionOptions
+
+    settings = ForkAgent()
+    for name, trait in settings.traits(config=True).items():
+        if trait.metadata.get("session", True):
+            assert name in SessionOptions.model_fields, name
+    given = session_settings(settings)
+    assert "approval_timeout" not in given and "headless_approval_timeout" not in given
+    options = SessionOptions(**given)
+    assert options.max_turns == settings.max_turns and options.worker_nice == 5
 
 
 def test_backend_choices_match_the_runtime() -> None:
