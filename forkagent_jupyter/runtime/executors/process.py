@@ -168,7 +168,10 @@ class Snapshot:
         if not self.closed:
             with contextlib.suppress(Exception):
                 os.kill(self.pid, signal.SIGKILL)
-        self.control.close()
+        if getattr(self, "_reader", None) is None:
+            self.control.close()
+        # else the reader owns the socket (the loop may be registering it right now): it sees
+        # the process end and closes it
 
 
 async def _read_reports(snapshot: weakref.ref[Snapshot], control: socket.socket) -> None:

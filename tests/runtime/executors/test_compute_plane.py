@@ -111,6 +111,43 @@ def _until_exited(pid: int) -> None:
         time.sleep(0.01)
 
 
+async def test_a_snapshot_dropped_while_its_reader_starts_leaves_the_loop_clean(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A snapshot dropped (garbage-collected) between its report reader's first step and the
+    loop's registration of that reader's socket must not close the socket under the loop: the
+    reader owns it from its first step (before, the loop's callback failed with EBADF)."""
+    import gc
+
+    from forkagent_jupyter.runtime.executors import WorkerLostError, child
+    from forkagent_jupyter.runtime.executors.process import Snapshot
+
+    def fail() -> None:
+        raise RuntimeError("set-up fails")
+
+    monkeypatch.setattr(child, "forget_secrets", fail)
+    loop = asyncio.get_running_loop()
+    seen: list[dict[str, Any]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: seen.append(context))
+    try:
+        snapshot = Snapshot({})
+        assert await asyncio.to_thread(snapshot.control.recv, 1) == b""  # it has gone
+        await asyncio.to_thread(_until_exited, snapshot.pid)
+        with pytest.raises(WorkerLostError):
+            await snapshot.spawn()  # starts the reader task, which has not run yet
+        await asyncio.sleep(0)  # its first step: the transport is made, its reader scheduled
+        del snapshot
+        gc.collect()
+        for _ in range(20):
+            await asyncio.sleep(0.01)
+        gc.collect()
+        await asyncio.sleep(0.05)
+    finally:
+        loop.set_exception_handler(previous)
+    assert [context.get("exception") or context.get("message") for context in seen] == []
+
+
 async def test_a_snapshot_that_died_says_how(monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker that cannot start because its snapshot process is gone says how that process
     ended (here: its set-up in the fork raised)."""
