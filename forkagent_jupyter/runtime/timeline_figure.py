@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from .timeline import Timeline, TimelineRow
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 __all__ = ["COLORS", "details", "draw", "png", "row_at"]
@@ -182,15 +183,26 @@ def _interactive(timeline: Timeline, fig: Figure, ax: Any) -> None:
 def draw(timeline: Timeline, *, width: float = 11.0) -> Figure:
     """The timeline as a matplotlib Figure (see the module doc)."""
     from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch, Rectangle
 
     lanes = timeline.lanes
     y_of = _lane_y(timeline)
     span = max(timeline.span, 1e-3)
-    least = span / 400  # a bar never thinner than this, so a fast one still shows
     fig = Figure(figsize=(width, 1.6 + 0.62 * len(lanes)), layout="constrained")
     ax = fig.add_subplot()
+    _draw_rows(ax, timeline, y_of, span, width)
+    _draw_leads(ax, timeline, y_of)
+    _frame(fig, ax, timeline, y_of, span)
+    _interactive(timeline, fig, ax)
+    return fig
+
+
+def _draw_rows(
+    ax: Axes, timeline: Timeline, y_of: dict[str, float], span: float, width: float
+) -> None:
+    """Each row as its bar, tick, label or arrow, named (`gid`) for the interactive canvas."""
+    from matplotlib.patches import Rectangle
+
+    least = span / 400  # a bar never thinner than this, so a fast one still shows
     counts: dict[str, int] = {}
     label_end: dict[str, float] = {}  # where each lane's last token label ends (data units)
     per_char = span * 6.5 * 0.62 / 72 / max(width - 2.0, 1.0)  # a 6.5 pt character's width
@@ -249,6 +261,10 @@ def draw(timeline: Timeline, *, width: float = 11.0) -> Figure:
             )
             ax.plot([row.end], [y - 0.1], marker="v", color=COLORS["notification"], gid=name)
 
+
+def _draw_leads(ax: Axes, timeline: Timeline, y_of: dict[str, float]) -> None:
+    """When each lead's cache write became readable, and the siblings that read it."""
+    lanes = timeline.lanes
     for lead in timeline.leads:
         y = y_of.get(lead.agent_id, 0.0)
         ax.vlines(
@@ -282,6 +298,13 @@ def draw(timeline: Timeline, *, width: float = 11.0) -> Figure:
                 gid=f"read:{reader}",
             )
 
+
+def _frame(fig: Figure, ax: Axes, timeline: Timeline, y_of: dict[str, float], span: float) -> None:
+    """The lanes' names, the axes' limits, the title and the legend."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    lanes = timeline.lanes
     ax.set_yticks([y_of[lane.agent_id] for lane in lanes])
     ax.set_yticklabels(
         [
@@ -311,8 +334,6 @@ def draw(timeline: Timeline, *, width: float = 11.0) -> Figure:
         Line2D([], [], color=COLORS["notification"], marker="v", label="report reaches parent"),
     ]
     fig.legend(handles=handles, loc="outside lower center", ncols=5, fontsize=7, frameon=False)
-    _interactive(timeline, fig, ax)
-    return fig
 
 
 def png(fig: Figure, dpi: int = 100) -> bytes:
