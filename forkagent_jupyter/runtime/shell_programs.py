@@ -225,7 +225,22 @@ def _assignment_steps(words: list[Word], *, any_name: bool = False) -> list[_Ste
 
 
 def _follow(name: str, args: list[Word]) -> list[_Step]:
-    """What the runner `name` runs, given its arguments."""
+    """What the runner `name` runs, given its arguments (none: it runs nothing)."""
+    for family in (
+        _prefix_runner,
+        _code_in_builtin,
+        _changed_context,
+        _code_runner,
+        _script_runner,
+    ):
+        steps = family(name, args)
+        if steps is not None:
+            return steps
+    return []
+
+
+def _prefix_runner(name: str, args: list[Word]) -> list[_Step] | None:
+    """A runner of the command its arguments name (`nice`, `timeout`, `docker exec`, `taskset`)."""
     if name in _SIMPLE_RUNNERS:
         with_value, positional = _SIMPLE_RUNNERS[name]
         return [("cmd", _skip(args, with_value, positional))]
@@ -244,6 +259,12 @@ def _follow(name: str, args: list[Word]) -> list[_Step]:
             return [("none", None)]
         positional = 0 if {"c", "--cpu-list"} & flags else 1  # `taskset MASK cmd`
         return [("cmd", _skip(args, _opts("-c", "--cpu-list"), positional))]
+    return None
+
+
+def _code_in_builtin(name: str, args: list[Word]) -> list[_Step] | None:
+    """A shell builtin that holds code in a value (`trap`, `mapfile -C`, `alias`, a
+    declaration's assignments) or runs the history (`fc`)."""
     if name == "trap":
         rest = _skip(args, _opts())
         return [("code", rest[0].text)] if rest else [("none", None)]
@@ -256,6 +277,12 @@ def _follow(name: str, args: list[Word]) -> list[_Step]:
         return _assignment_steps(args)
     if name == "fc":
         return [("unseen", "fc runs commands from the history")]
+    return None
+
+
+def _changed_context(name: str, args: list[Word]) -> list[_Step] | None:
+    """A runner of a command in another environment or as another user (`command`, `env`,
+    `sudo`, `su`)."""
     if name == "command":
         flags = _flags(args)
         if {"v", "V"} & flags:
@@ -285,10 +312,16 @@ def _follow(name: str, args: list[Word]) -> list[_Step]:
     if name in ("su",):
         code = _code_value(args, ("-c", "--command", "--session-command"))
         return [("code", code)] if code is not None else [("unseen", "su starts a shell")]
+    return None
+
+
+def _code_runner(name: str, args: list[Word]) -> list[_Step] | None:
+    """A runner of code or of commands it builds (`eval`, `watch`, `flock`, `script`, `xargs`,
+    `parallel`, `find -exec`)."""
     if name == "eval":
         if args and args[0].text == "--":
             args = args[1:]
-        steps = [("code", _join(args))]
+        steps: list[_Step] = [("code", _join(args))]
         if any(a.dynamic for a in args):
             steps.append(("unseen", "eval of text computed at run time"))
         return steps
@@ -327,6 +360,11 @@ def _follow(name: str, args: list[Word]) -> list[_Step]:
                 k = end
             k += 1
         return steps or [("none", None)]
+    return None
+
+
+def _script_runner(name: str, args: list[Word]) -> list[_Step] | None:
+    """`git -c`, `source` and the shells: a script or a command string."""
     if name == "git" and any(a.text == "-c" or a.text.startswith("--config-env") for a in args):
         return [("unseen", "git -c can set a command for git to run")]
     if name in ("source", "."):
@@ -339,7 +377,7 @@ def _follow(name: str, args: list[Word]) -> list[_Step]:
                 return [("code", rest[0].text)]
             return [("unseen", f"{name} -c without a command")]
         return [("unseen", f"{name} runs a script or what it reads")]
-    return []
+    return None
 
 
 def _strip(words: list[Word]) -> list[Word]:
