@@ -52,9 +52,11 @@ class SessionOptions(BaseModel):
     tools: SkipValidation[Iterable[Tool[Any]] | None] = Field(default=None, frozen=True)
     services: SkipValidation[dict[str, Any] | None] = Field(default=None, frozen=True)
     permission_policy: SkipValidation[PermissionPolicy | None] = Field(default=None, frozen=True)
-    allow: Sequence[str] = Field(default=(), frozen=True)
-    deny: Sequence[str] = Field(default=(), frozen=True)
-    ask: Sequence[str] = Field(default=(), frozen=True)
+    # rules are read by the rulebook: one that is not a rule (`42`, `"Bash()"`) is listed as
+    # refused with why and never stops the others, so they are not validated here
+    allow: SkipValidation[Sequence[str]] = Field(default=(), frozen=True)
+    deny: SkipValidation[Sequence[str]] = Field(default=(), frozen=True)
+    ask: SkipValidation[Sequence[str]] = Field(default=(), frozen=True)
     transcripts: bool | str | os.PathLike[str] = Field(default=True, frozen=True)
     stagger_forks: bool = Field(default=True, frozen=True)
     mcp_startup_timeout: float = Field(default=DEFAULT_STARTUP_TIMEOUT, frozen=True, gt=0)
