@@ -22,7 +22,15 @@ from dataclasses import dataclass, field
 
 from .shell_syntax import ACTIVE, RESERVED, Script, Word, parse_script
 
-__all__ = ["RUNNERS", "Programs", "is_interpreter", "program_name", "programs", "runs_code"]
+__all__ = [
+    "OPTION_RUNNERS",
+    "RUNNERS",
+    "Programs",
+    "is_interpreter",
+    "program_name",
+    "programs",
+    "runs_code",
+]
 
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 _MAX_DEPTH = 10
@@ -36,6 +44,19 @@ _INTERPRETER = re.compile(
     r"awk|gawk|mawk|nawk|busybox|sed|gsed|jshell|scala|groovy|guile|racket|sbcl|ghci|runghc|"
     r"erl|elixir|iex|swift|kotlinc?|java|jexec)$"
 )
+
+
+OPTION_RUNNERS = frozenset(
+    {
+        "ssh", "scp", "sftp", "rsync", "tar", "gtar", "bsdtar", "sort", "gdb", "lldb", "vim",
+        "vi", "nvim", "ex", "view", "vimdiff", "emacs", "less", "more", "man", "make", "gmake",
+        "zip", "at", "batch", "crontab",
+    }
+)  # fmt: skip
+"""Programs that run a command given in an option, a file or their input (`ssh -o
+ProxyCommand=...`, `rsync -e`, `tar -I` / `--checkpoint-action=exec=`, `sort
+--compress-program`, `gdb -ex 'shell ...'`, `vim -c '!...'`, `make --eval`, `at`): not
+followed; a deny rule holds if its words appear in the line."""
 
 
 def is_interpreter(name: str) -> bool:
@@ -369,6 +390,8 @@ def _script_runner(name: str, args: list[Word]) -> list[_Step] | None:
         return [("unseen", "git -c can set a command for git to run")]
     if name in ("source", "."):
         return [("unseen", f"{name} runs a script file")]
+    if name in OPTION_RUNNERS:
+        return [("unseen", f"{name} can run a command given in its options or input")]
     if name in SHELLS:
         flags = _flags(args, _opts("-o", "+o", "-O", "+O", "--rcfile", "--init-file"))
         if "c" in flags:

@@ -103,6 +103,15 @@ DELETING = [
     "bash +O extglob -c 'rm -rf victim'",
     "script -qc 'rm -rf victim' /dev/null",
     "eval -- rm -rf victim",
+    # programs that run a command given in an option
+    "ssh -o ProxyCommand='rm -rf victim' localhost true",
+    "ssh -oProxyCommand='rm -rf victim' x",
+    "tar -cf a.tar empty --checkpoint=1 --checkpoint-action=exec='rm -rf victim'",
+    "tar -I 'sh -c \"rm -rf victim\"' -cf b.tar .",
+    "gdb -batch -ex 'shell rm -rf victim'",
+    "vim -es -c '!rm -rf victim' -c q",
+    "make --eval='x: ; rm -rf victim' x",
+    "echo 'rm -rf victim' | at now",
 ]
 
 # Must still run: `rm` only as data, or no `rm` at all.
@@ -121,6 +130,7 @@ HARMLESS = [
     "alias ll='ls -l'",
     "export PATH=$PATH:$HOME/bin; ls victim",
     "FOO=$(date) env ls -lS victim",
+    "tar -cf victim.tar victim && tar -tf victim.tar",
 ]
 
 
