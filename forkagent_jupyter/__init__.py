@@ -8,10 +8,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["Session", "Turn", "__version__", "load_ipython_extension", "unload_ipython_extension"]
+__all__ = [
+    "Session",
+    "SessionOptions",
+    "Turn",
+    "__version__",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+]
 
 if TYPE_CHECKING:
-    from .runtime.session import Session, Turn
+    from .runtime.session import Session, SessionOptions, Turn
 
     __version__: str
 
@@ -21,7 +28,7 @@ def __getattr__(name: str) -> Any:
         from ._version import package_version
 
         return package_version()
-    if name in ("Session", "Turn"):
+    if name in ("Session", "SessionOptions", "Turn"):
         from .runtime import session
 
         return getattr(session, name)

@@ -30,6 +30,9 @@ async def test_keyword_arguments_are_folded_into_the_options(make_session: Any) 
 
 
 async def test_options_given_whole_and_keywords_over_them(make_session: Any, emulator: Any) -> None:
+    from forkagent_jupyter import SessionOptions as Exported
+
+    assert Exported is SessionOptions
     base = SessionOptions(model="claude-haiku-4-5", max_turns=7, cache_ttl="1h")
     session = make_session(options=base, max_turns=3, auto_respond=False)
     assert session.options.max_turns == 3 and session.options.cache_ttl == "1h"
