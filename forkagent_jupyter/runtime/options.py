@@ -63,7 +63,7 @@ class SessionOptions(BaseModel):
     mcp_call_timeout: float = Field(default=DEFAULT_CALL_TIMEOUT, frozen=True, gt=0)
 
     # -- live: read where used ------------------------------------------------------------
-    model: str = ""
+    model: str = Field(default="", validate_default=True)
     """The model id ("" or None: FORKAGENT_MODEL or the built-in default); next turn on."""
     system_prompt: str | None = None
     auto_respond: bool = True

@@ -189,6 +189,11 @@ class Session:
         )
         self.stream_retry = StreamRetry(retries=o.stream_retries, base_delay=o.stream_retry_delay)
         self.rate_limits = RateLimits()  # one pacer per model for every request (pacer.py)
+        self.namespace: dict[str, Any] = o.namespace if o.namespace is not None else {}
+        self.compute = ComputePlane(self.namespace)
+        self.compute.on_memory = self._on_worker_memory
+        self.compute.on_process_memory = self._on_process_memory
+        self._apply_compute()  # first: a Dask cluster that cannot be used fails before I/O
         self.services: dict[str, Any] = dict(o.services or {})
         self.shells = self.services.setdefault("shells", ShellRegistry())  # Bash in background
         self.backend: Backend | Literal["custom"] = "custom"
@@ -213,10 +218,6 @@ class Session:
         """The MCP servers (`mcp_servers.py`): started at the first turn, closed with the
         session."""
         self.mcp.on_note = self._mcp_note
-        self.namespace: dict[str, Any] = o.namespace if o.namespace is not None else {}
-        self.compute = ComputePlane(self.namespace)
-        self.compute.on_memory = self._on_worker_memory
-        self.compute.on_process_memory = self._on_process_memory
         self._make_tools(o)
         self._default_prompt = default_system_prompt(self.workdir)
         self.session_id = uuid.uuid4().hex[:12]
@@ -245,7 +246,6 @@ class Session:
             auto_background_after=o.auto_background_after,
         )
         self._start_main()
-        self._apply_compute()
 
     def _make_tools(self, o: SessionOptions) -> None:
         """The parent's tools (`tools`, or the built-in ones and the Agent tool that matches

@@ -42,6 +42,14 @@ async def test_options_given_whole_and_keywords_over_them(make_session: Any, emu
     assert body["model"] == "claude-haiku-4-5"
 
 
+async def test_no_model_is_the_default_model(make_session: Any) -> None:
+    from forkagent_jupyter.runtime.model import default_model_name
+
+    assert SessionOptions().model == default_model_name()
+    assert make_session().model == default_model_name() != ""
+    assert make_session(model="").model == default_model_name()
+
+
 async def test_an_unknown_keyword_is_a_type_error(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="unexpected keyword argument 'max_worker'"):
         Session(backend="offline", workdir=tmp_path, transcripts=False, max_worker=3)
@@ -137,3 +145,10 @@ async def test_an_executor_that_cannot_be_used_keeps_the_old_one(make_session: A
         session.configure(executor="dask")  # no scheduler given, none found
     assert session.options.executor == "local"
     assert session.compute.executor == "local"
+
+
+async def test_a_session_on_a_dask_cluster_that_cannot_be_used_does_not_start(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(ConfigError, match="Dask"):
+        Session(backend="offline", workdir=tmp_path, transcripts=False, executor="dask")
