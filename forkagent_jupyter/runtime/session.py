@@ -346,8 +346,8 @@ class Session:
         for name, value in changes.items():
             before = self.options
             self.options = before.changed(**{name: value})
-            if getattr(self.options, name) == getattr(before, name):
-                continue
+            if getattr(self.options, name) == getattr(before, name) and name != "permission_mode":
+                continue  # the mode in force may be the settings files' (`defaultMode`)
             try:
                 self._apply(name)
             except Exception:

@@ -153,6 +153,20 @@ async def test_a_mode_given_to_the_session_wins_over_the_files(
     assert default.gate.mode == "default"
 
 
+async def test_configure_sets_the_mode_the_files_chose_back_to_the_one_asked(
+    make_session: Any, home: Path, project: Path
+) -> None:
+    write(project / ".claude/settings.json", perms(defaultMode="acceptEdits"))
+    session = make_session(workdir=project, home=home, permission_policy=None)
+    await session.load_settings()
+    assert session.gate.mode == "acceptEdits"
+    session.configure(permission_mode="default")  # the options already said "default"
+    assert session.gate.mode == "default"
+    assert isinstance(await check(session, WriteTool(), file_path="a.txt", content="x"), Deny)
+    await session.load_settings()  # set by hand: the files no longer decide
+    assert session.gate.mode == "default"
+
+
 async def test_additional_directories_widen_where_tools_may_go(
     make_session: Any, home: Path, project: Path, tmp_path: Path
 ) -> None:
