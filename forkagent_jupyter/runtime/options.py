@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation, ValidationError, field_validator
 
@@ -29,7 +29,7 @@ from .thinking import thinking_param
 from .tools.base import Tool
 from .workers import AUTO_BACKGROUND_AFTER
 
-__all__ = ["SessionOptions", "option_error"]
+__all__ = ["Configurable", "SessionOptions", "Setting", "option_error"]
 
 
 class SessionOptions(BaseModel):
@@ -176,3 +176,35 @@ def option_error(exc: ValidationError) -> UsageError:
     if error["type"] == "frozen_field":
         return UsageError(f"{name} is fixed when the session starts; it cannot change now.")
     return UsageError(f"{name} = {error['input']!r} refused: {error['msg'].lower()}.")
+
+
+class Configurable(Protocol):
+    """What has `SessionOptions` and changes them through `configure` (a Session)."""
+
+    options: SessionOptions
+
+    def configure(self, **changes: Any) -> None: ...
+
+
+T = TypeVar("T")
+
+
+class Setting(Generic[T]):
+    """An attribute of a Session (any `Configurable`) that is one of its `options`: read
+    from them, and assigned through `configure` (checked, then applied at once)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> Setting[T]: ...
+    @overload
+    def __get__(self, obj: Configurable, owner: type) -> T: ...
+    def __get__(self, obj: Configurable | None, owner: type) -> Setting[T] | T:
+        if obj is None:
+            return self
+        value: T = getattr(obj.options, self.name)
+        return value
+
+    def __set__(self, obj: Configurable, value: Any) -> None:
+        obj.configure(**{self.name: value})

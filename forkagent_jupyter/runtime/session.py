@@ -12,7 +12,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar, overload
+from typing import Any, Literal
 
 from ..messages_api.usage import Usage
 from .agent_context import system_text
@@ -42,7 +42,7 @@ from .loop import AgentConfig, LoopState, run_turn
 from .mcp_servers import McpServers, covers
 from .model import CacheTTL, ModelClient
 from .notifications import Command, CommandQueue
-from .options import SessionOptions
+from .options import SessionOptions, Setting
 from .pacer import PacedModel, RateLimits
 from .permissions import PermissionGate, RuleBook
 from .prompts import default_system_prompt
@@ -88,29 +88,6 @@ _COMPUTE = frozenset(
     }
 )
 """The settings that the compute plane holds (`Session._apply_compute`)."""
-
-T = TypeVar("T")
-
-
-class Setting(Generic[T]):
-    """A Session attribute that is one of its `options`: read from them, and assigned
-    through `Session.configure` (checked, then applied at once)."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    @overload
-    def __get__(self, obj: None, owner: type) -> Setting[T]: ...
-    @overload
-    def __get__(self, obj: Session, owner: type) -> T: ...
-    def __get__(self, obj: Session | None, owner: type) -> Setting[T] | T:
-        if obj is None:
-            return self
-        value: T = getattr(obj.options, self.name)
-        return value
-
-    def __set__(self, obj: Session, value: Any) -> None:
-        obj.configure(**{self.name: value})
 
 
 @dataclass(frozen=True)
