@@ -72,12 +72,17 @@ class AgentCore:
             from .ui import KernelUI
 
             self._ui = KernelUI(self)
+            # a Dask cluster is joined once the session exists, as a later change would be:
+            # one that cannot be used is said in one line and local processes are used
+            executor, self.settings.executor = self.settings.executor, "local"
             try:
                 with said_as("forkagent"):  # no key, a platform's extra missing: one line
                     self._session = self._ui.make_session()
             except UsageError:
                 self._ui = None
+                self.settings.executor = executor
                 raise
+            self.settings.executor = executor  # to the session (extension._setting_changed)
             for name in fixed_settings(self.settings):
                 self.settings.freeze(
                     name,

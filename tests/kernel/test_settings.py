@@ -257,6 +257,19 @@ def test_every_setting_is_a_session_option_or_tagged_the_kernels() -> None:
     assert options.max_turns == settings.max_turns and options.worker_nice == 5
 
 
+def test_an_executor_that_cannot_be_used_at_the_start_is_one_line_then_local(
+    kernel: Kernel,
+) -> None:
+    kernel.execute("%config ForkAgent.executor = 'dask'")  # no scheduler given or running
+    shown = kernel.execute(f"{SESSION}.options.executor")
+    text = shown.texts()
+    assert shown.status == "ok" and "ForkAgent.executor: " in text and "Dask" in text, text
+    assert "Traceback" not in text
+    assert kernel.value("__forkagent__.settings.executor") == "local"
+    assert kernel.value(f"{SESSION}.options.executor") == "local"
+    assert kernel.execute("%%agent\nHello.").status == "ok"
+
+
 def test_backend_choices_match_the_runtime() -> None:
     from forkagent_jupyter.kernel.extension import BACKEND_CHOICES
     from forkagent_jupyter.runtime.backends import BACKENDS
