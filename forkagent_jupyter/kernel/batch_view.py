@@ -20,6 +20,7 @@ from IPython.core.error import UsageError
 from IPython.display import display
 
 from .interpolation import interpolate
+from .task_line import no_math
 
 if TYPE_CHECKING:
     from ..runtime.batch import BatchRun
@@ -104,7 +105,7 @@ class BatchCard:
         ]
         if run.error:
             lines.append(f"error: {html.escape(run.error)}")
-        return "<div class='forkagent-batch'>" + "<br>".join(lines) + "</div>"
+        return no_math("<div class='forkagent-batch'>" + "<br>".join(lines) + "</div>", "div")
 
 
 def start_batch(

@@ -16,7 +16,7 @@ from ..runtime.tasks import Task
 from .approval_prompt import ApprovalPrompt
 from .markdown import markdown_html
 from .safe_output import safe_bundle
-from .task_line import process_text, task_figures
+from .task_line import no_math, process_text, task_figures
 from .widget_parts import STATUS_COLOURS, WholeText, button_layout, esc, shared_style
 
 __all__ = ["CARD_OUTPUT_CHARS", "TaskCard", "card_text", "notebook_output"]
@@ -179,7 +179,7 @@ class TaskCard(WholeText, w.VBox):  # type: ignore[misc]
         line = (
             f"<b>{label}</b> <small>{esc(t.kind)} · {esc(t.description)}</small> "
             f"<span style='color:{colour};font-weight:600'>{esc(t.status)}</span> "
-            f"<small>{t.elapsed:.0f}s · {esc(task_figures(t, writes=True))}</small>"
+            f"<small>{no_math(f'{t.elapsed:.0f}s · {esc(task_figures(t, writes=True))}')}</small>"
         )
         for note in t.notes:  # tools its file names that it did not get
             line += f"<div class='forkagent-note'><small>{esc(note)}</small></div>"

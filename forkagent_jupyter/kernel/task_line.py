@@ -4,6 +4,12 @@ The card (text and HTML), the `%tasks` table and a notification's plain text bui
 lines from these. The Tasks panel of the JupyterLab extension formats the same figures in
 `labextension/src/format.ts`; the context percent follows one rule on both sides, checked
 against one table of cases (`labextension/test/context-percent.json`).
+
+Figures reach HTML only through `no_math`: JupyterLab typesets `$...$` in HTML outputs and in
+ipywidgets' HTML with MathJax, so two amounts on a line ("$0.0165 of ... $100.0000") would
+show as italic math. MathJax 3.2+ (JupyterLab 4, Notebook 7, ipywidgets 8 through the page's
+typesetter) skips elements of class `mathjax_ignore`; MathJax 2 (classic Notebook, HTML
+exports) skips `tex2jax_ignore`. Model text (rendered Markdown) keeps being typeset.
 """
 
 from __future__ import annotations
@@ -12,10 +18,12 @@ from ..messages_api.usage import Usage
 from ..runtime.tasks import Task
 
 __all__ = [
+    "NO_MATH",
     "context_percent",
     "context_text",
     "cost_text",
     "memory_text",
+    "no_math",
     "process_text",
     "task_figures",
     "tokens_detail",
@@ -45,6 +53,15 @@ def context_text(tokens: int, window: int, compactions: int = 0) -> str:
 
 def cost_text(usd: float) -> str:
     return f"${usd:.4f}"
+
+
+NO_MATH = "tex2jax_ignore mathjax_ignore"
+
+
+def no_math(html_text: str, tag: str = "span") -> str:
+    """`html_text` (our HTML, already escaped) in a `tag` that math typesetting skips, so the
+    dollar amounts in it show as written."""
+    return f"<{tag} class='{NO_MATH}'>{html_text}</{tag}>"
 
 
 def memory_text(task: Task) -> str:

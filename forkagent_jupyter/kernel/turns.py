@@ -23,7 +23,7 @@ from ..runtime.events import (
     ToolUse,
 )
 from .markdown import SafeMarkdown, code_span
-from .task_line import cost_text
+from .task_line import cost_text, no_math
 
 if TYPE_CHECKING:
     from ..runtime.session import Session
@@ -55,10 +55,11 @@ def event_markdown(event: LoopEvent) -> str | None:
 def usage_html(session: Session) -> str:
     """The session's tokens and cost so far, as the turn's footer."""
     u = session.usage
-    return (
+    return no_math(
         f"<p><small>tokens: {u.total_input_tokens:,} in ({u.cache_read_input_tokens:,} cache"
         f" read · {u.cache_creation_input_tokens:,} cache write) · {u.output_tokens:,} out · "
-        f"session {cost_text(session.cost_usd)}</small></p>"
+        f"session {cost_text(session.cost_usd)}</small></p>",
+        "div",
     )
 
 

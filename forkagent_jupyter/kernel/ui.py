@@ -40,7 +40,7 @@ from .frontend import FrontendRows
 from .host import Launch
 from .protocol import Approve, State, Stop
 from .settings import session_settings
-from .task_line import context_text, cost_text, memory_text, process_text
+from .task_line import context_text, cost_text, memory_text, no_math, process_text
 from .turns import run_turn
 
 if TYPE_CHECKING:
@@ -260,12 +260,13 @@ class KernelUI:
             f"{u.output_tokens:,} out, ${event.cost_usd:.4f}"
         )
         kept = f"kept: the summary + the last {event.kept_turns} turn(s)"
-        page = (
+        page = no_math(
             f"<div class='forkagent-compaction'><b>Compacted the conversation</b> "
             f"({event.window:,}-token window)<table><tr><th></th><th>before</th>"
             f"<th>after</th></tr>{table}</table><small>{_esc(kept)}<br>{_esc(cost)}</small>"
             f"<details><summary>summary</summary><pre style='white-space:pre-wrap'>"
-            f"{_esc(event.summary)}</pre></details></div>"
+            f"{_esc(event.summary)}</pre></details></div>",
+            "div",
         )
         text = f"{event.line()}\n{kept}\n{cost}\nsummary:\n{event.summary}"
         display({"text/html": page, "text/plain": text}, raw=True)
@@ -298,6 +299,11 @@ class KernelUI:
         ]
 
     def tasks_html(self, ids: list[str]) -> str:
+        """The task table, parent context, budget, rate limits and waiting approvals: all
+        ours, so none of it is typeset as math (`no_math`)."""
+        return no_math(self._tasks_html(ids), "div")
+
+    def _tasks_html(self, ids: list[str]) -> str:
         session = self.agent.session
         tasks = [session.task(i) for i in ids] if ids else session.tasks
         parent = f"<div class='forkagent-context'>parent: {_esc(self._parent_context())}</div>"
