@@ -16,7 +16,15 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 
-from pydantic import BaseModel, ConfigDict, Field, SkipValidation, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SkipValidation,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from .compaction import check_compact_at
 from .errors import UsageError
@@ -125,11 +133,35 @@ class SessionOptions(BaseModel):
             raise UsageError(f"max_cost_usd must be a positive number of dollars, not {value!r}.")
         return value
 
-    @field_validator("max_turns", "max_tokens", "max_workers", "stream_retries", mode="before")
+    @field_validator(
+        "max_turns",
+        "max_tokens",
+        "max_workers",
+        "stream_retries",
+        "compact_keep_turns",
+        "context_window",
+        "worker_memory_mb",
+        "worker_nice",
+        mode="before",
+    )
     @classmethod
-    def _whole(cls, value: Any) -> Any:
-        if isinstance(value, bool):
-            raise UsageError(f"a whole number is needed, not {value!r}.")
+    def _whole(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, bool | str):  # not read as 1/0 or parsed
+            raise UsageError(f"{info.field_name}: a whole number is needed, not {value!r}.")
+        return value
+
+    @field_validator(
+        "approval_timeout",
+        "auto_background_after",
+        "stream_retry_delay",
+        "mcp_startup_timeout",
+        "mcp_call_timeout",
+        mode="before",
+    )
+    @classmethod
+    def _seconds(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, bool | str):  # not read as 1/0 or parsed
+            raise UsageError(f"{info.field_name}: a number is needed, not {value!r}.")
         return value
 
     def changed(self, **changes: Any) -> SessionOptions:
