@@ -3,8 +3,14 @@
 Where servers come from, weakest first (a later one replaces an earlier one of the same name):
 the top-level `mcpServers` of `~/.claude.json` (user), the `mcpServers` of the project's entry
 in `~/.claude.json` (`projects.<workdir>.mcpServers`: local), and `.mcp.json` in the session's
-work directory (project). An agent file's `mcpServers` adds servers for that agent's run
-(`agent_servers`).
+work directory (project). A project server (a file that comes with the repository, not one the
+person wrote) is started only once the person approves it, as in Claude Code:
+`enableAllProjectMcpServers: true` or its name in `enabledMcpjsonServers` in their own settings
+(`~/.claude/settings.json`, `.claude/settings.local.json`; not the committed
+`.claude/settings.json`), and never when a settings file names it in `disabledMcpjsonServers`.
+An unapproved one does not replace a server of the same name from `~/.claude.json`
+(`read_config` returns it apart, with why). An agent file's `mcpServers` adds servers for that
+agent's run (`agent_servers`).
 
 A server is `{"command": ..., "args": [...], "env": {...}}` (stdio; `"type": "stdio"` may be
 said) or `{"type": "http", "url": ..., "headers": {...}}` (streamable HTTP). In `command`,
@@ -20,20 +26,25 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .settings import read_settings
+
 __all__ = [
+    "APPROVE_HINT",
     "HttpServer",
+    "McpConfig",
     "ServerSpec",
     "StdioServer",
     "agent_servers",
     "expand",
     "parse_servers",
+    "read_config",
     "read_servers",
     "tool_name",
 ]
@@ -172,34 +183,83 @@ def _read_json(path: Path, shown: str, problems: list[str]) -> Any:
         return None
 
 
+APPROVE_HINT = (
+    "to approve a project server, add its name to enabledMcpjsonServers (or set "
+    "enableAllProjectMcpServers: true) in .claude/settings.local.json or "
+    "~/.claude/settings.json; it starts at the next session"
+)
+
+
+@dataclass
+class McpConfig:
+    """The servers to start by name, the project's servers not approved (name -> (server,
+    why)), and one line per problem."""
+
+    servers: dict[str, ServerSpec]
+    unapproved: dict[str, tuple[ServerSpec, str]]
+    problems: list[str]
+
+
+def _approval(workdir: Path, home: Path, problems: list[str]) -> Callable[[str], str | None]:
+    """Why a project server may not start (None: approved), from the person's settings."""
+    read = read_settings(workdir, home)
+    keys = ("enableAllProjectMcpServers", "enabledMcpjsonServers", "disabledMcpjsonServers")
+    problems.extend(f"{src}: {what} {why}" for what, src, why in read.refused if what in keys)
+    disabled = dict(read.mcp_disabled)
+    enabled = {name for name, _ in read.mcp_enabled}
+    every = read.mcp_enable_all is not None and read.mcp_enable_all[0] is True
+
+    def why(name: str) -> str | None:
+        if name in disabled:
+            return f"disabled (disabledMcpjsonServers in {disabled[name]})"
+        if every or name in enabled:
+            return None
+        return "not approved"
+
+    return why
+
+
 def read_servers(
     workdir: Path, home: Path, env: Mapping[str, str] | None = None
 ) -> tuple[dict[str, ServerSpec], list[str]]:
-    """The configured servers by name (see the module doc), and one line per problem."""
+    """The servers to start by name (see the module doc), and one line per problem."""
+    config = read_config(workdir, home, env)
+    return config.servers, config.problems
+
+
+def read_config(workdir: Path, home: Path, env: Mapping[str, str] | None = None) -> McpConfig:
+    """The configured servers (see the module doc and `McpConfig`)."""
     env = os.environ if env is None else env
     problems: list[str] = []
     found: dict[str, ServerSpec] = {}
     user = _read_json(home / ".claude.json", "~/.claude.json", problems)
-    layers: list[tuple[Any, str]] = []
+    layers: list[tuple[Any, str, bool]] = []  # (mcpServers, source, the project's)
     if isinstance(user, dict):
         if "mcpServers" in user:
-            layers.append((user["mcpServers"], "~/.claude.json"))
+            layers.append((user["mcpServers"], "~/.claude.json", False))
         project = (user.get("projects") or {}) if isinstance(user.get("projects"), dict) else {}
         entry = project.get(str(workdir))
         if isinstance(entry, dict) and "mcpServers" in entry:
-            layers.append((entry["mcpServers"], f"~/.claude.json (project {workdir})"))
+            layers.append((entry["mcpServers"], f"~/.claude.json (project {workdir})", False))
     elif user is not None:
         problems.append("~/.claude.json: is not a JSON object")
     shared = _read_json(workdir / ".mcp.json", ".mcp.json", problems)
     if isinstance(shared, dict):
-        layers.append((shared.get("mcpServers", {}), ".mcp.json"))
+        layers.append((shared.get("mcpServers", {}), ".mcp.json", True))
     elif shared is not None:
         problems.append(".mcp.json: is not a JSON object")
-    for data, source in layers:
+    unapproved: dict[str, tuple[ServerSpec, str]] = {}
+    approval = _approval(workdir, home, problems) if shared is not None else None
+    for data, source, theirs in layers:
         specs, refused = parse_servers(data, source, env, workdir)
         problems.extend(refused)
-        found.update((s.name, s) for s in specs)
-    return found, problems
+        for spec in specs:
+            why = approval(spec.name) if approval is not None and theirs else None
+            if why is None:
+                found[spec.name] = spec
+            else:
+                unapproved[spec.name] = (spec, why)
+    return McpConfig(found, unapproved, problems)
 
 
 def agent_servers(

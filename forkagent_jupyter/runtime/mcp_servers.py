@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .mcp_client import McpConnection
-from .mcp_config import ServerSpec, agent_servers, read_servers
+from .mcp_config import APPROVE_HINT, ServerSpec, agent_servers, read_config
 from .permission_rules import Rule
 from .tools.base import Tool
 from .tools.mcp import McpTool
@@ -68,6 +68,8 @@ class McpServers:
         self.servers: dict[str, McpConnection] = {}
         self.agents: dict[str, dict[str, McpConnection]] = {}  # agent id -> its own servers
         self.problems: list[str] = []  # configuration problems, one line each
+        self.unapproved: dict[str, tuple[ServerSpec, str]] = {}
+        """The project's (`.mcp.json`) servers not started: not approved, or disabled."""
         self.lines: list[str] = []  # failures during the session, one line each
         self.on_note: Callable[[str, str], bool] | None = None
         """Puts a line on an agent's card; whether it had one."""
@@ -89,7 +91,9 @@ class McpServers:
 
     async def _start(self) -> None:
         try:
-            found, problems = await asyncio.to_thread(read_servers, self.workdir, self.home)
+            config = await asyncio.to_thread(read_config, self.workdir, self.home)
+            found, problems = config.servers, config.problems
+            self.unapproved = config.unapproved
         except Exception as exc:  # never a reason for a turn to fail
             found, problems = {}, [f"the MCP configuration could not be read: {exc}"]
         self.problems.extend(problems)
@@ -160,7 +164,7 @@ class McpServers:
             self.agents[agent_id] = mine
         for name in named:
             if name not in self.servers and name not in mine:
-                notes.append(f"MCP server '{name}' is not configured")
+                notes.append(f"MCP server '{name}' is {self._absent(name)}")
         await self._ready(mine.values())
         for conn in mine.values():
             if conn.state != "connected":
@@ -169,7 +173,7 @@ class McpServers:
         for name in required:
             found = mine.get(name) or self.servers.get(name)
             if found is None:
-                missing.append(f"'{name}' (not configured)")
+                missing.append(f"'{name}' ({self._absent(name)})")
             elif not await found.ready(self.startup_timeout):
                 missing.append(
                     f"'{name}' ({found.state}{': ' + found.reason if found.reason else ''})"
@@ -180,6 +184,13 @@ class McpServers:
                 "The agent needs MCP servers that are not available: " + ", ".join(missing)
             )
         return notes
+
+    def _absent(self, name: str) -> str:
+        """Why a server the session does not run is not there."""
+        if name in self.unapproved:
+            why = self.unapproved[name][1]
+            return f"{why}: {APPROVE_HINT}" if why == "not approved" else why
+        return "not configured"
 
     def agent_tools(self, agent_id: str, taken: Iterable[str] = ()) -> list[Tool[Any]]:
         """The tools of an agent's own servers, in name order (names in `taken` left out)."""
@@ -242,7 +253,7 @@ def describe(servers: McpServers) -> str:
     """The text `%mcp` shows: each server with its state (a failed one with why), where it was
     configured and its tools; then the configuration problems and the recent failures."""
     rows = servers.summary()
-    if not rows and not servers.problems:
+    if not rows and not servers.problems and not servers.unapproved:
         return (
             "No MCP servers configured (.mcp.json in the work directory, mcpServers in "
             "~/.claude.json, or an agent file's mcpServers)."
@@ -255,6 +266,12 @@ def describe(servers: McpServers) -> str:
         if row["tools"]:
             lines.append("    tools: " + ", ".join(row["tools"]))
         lines.extend(f"    not offered: {why}" for why in row["skipped"])
+    if servers.unapproved:
+        lines.append(f"not started ({len(servers.unapproved)}):")
+        for name, (spec, why) in sorted(servers.unapproved.items()):
+            lines.append(f"  {name}  {why}  ({spec.config.type}, {spec.source})")
+        if any(why == "not approved" for _, why in servers.unapproved.values()):
+            lines.append(f"  ({APPROVE_HINT})")
     if servers.problems:
         lines.append(f"refused ({len(servers.problems)}):")
         lines.extend(f"  {p}" for p in servers.problems)

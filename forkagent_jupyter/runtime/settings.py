@@ -9,6 +9,10 @@ directory. `permissions.allow`, `ask`, `deny` and `additionalDirectories` add up
 `permissions.defaultMode` is the strongest file's. A project file cannot turn on
 `bypassPermissions` (anyone, the model included, may have written it): that value is refused
 there and honoured only in the user's own file. `hooks` (see `hooks.py`) add up across files.
+The approval of the project's `.mcp.json` servers (`enableAllProjectMcpServers`: the strongest
+file's; `enabledMcpjsonServers`, `disabledMcpjsonServers`: add up) is read from the person's own
+files only (user and local): the committed project file cannot approve its own servers (its
+`disabledMcpjsonServers` still counts).
 
 What cannot be honoured (a file that is not JSON, a field of the wrong type, a rule that does
 not parse, an unknown mode, a folder that does not exist) is one refused entry naming the file
@@ -47,6 +51,9 @@ class SettingsRead:
     refused: list[tuple[str, str, str]] = field(default_factory=list)  # (what, source, why)
     files: list[str] = field(default_factory=list)  # the files found
     hooks: list[HookEntry] = field(default_factory=list)  # every file's, weakest first
+    mcp_enable_all: tuple[bool, str] | None = None  # enableAllProjectMcpServers, its file
+    mcp_enabled: list[tuple[str, str]] = field(default_factory=list)  # (server, source)
+    mcp_disabled: list[tuple[str, str]] = field(default_factory=list)  # (server, source)
 
 
 def settings_files(workdir: Path, home: Path) -> list[SettingsFile]:
@@ -92,6 +99,7 @@ def _read_one(file: SettingsFile, source: str, out: SettingsRead, workdir: Path)
     if not isinstance(data, dict):
         out.refused.append(("the file", source, "is not a JSON object"))
         return
+    _read_mcp_approval(data, file, source, out)
     if "hooks" in data:
         hooks, refused = parse_hooks(data["hooks"], source)
         out.hooks.extend(hooks)
@@ -138,6 +146,42 @@ def _read_one(file: SettingsFile, source: str, out: SettingsRead, workdir: Path)
             out.refused.append((f"additionalDirectories {entry!r}", source, "is not a folder"))
             continue
         out.directories.append((path, source))
+
+
+MCP_APPROVAL_KEYS = ("enableAllProjectMcpServers", "enabledMcpjsonServers")
+
+
+def _read_mcp_approval(
+    data: dict[str, Any], file: SettingsFile, source: str, out: SettingsRead
+) -> None:
+    """The `.mcp.json` approval keys of one file (see the module doc)."""
+    for key in MCP_APPROVAL_KEYS:
+        if key in data and file.scope == "project":
+            out.refused.append(
+                (
+                    key,
+                    source,
+                    "a project's committed file cannot approve its own MCP servers (set it in "
+                    ".claude/settings.local.json or ~/.claude/settings.json)",
+                )
+            )
+    value = data.get("enableAllProjectMcpServers")
+    if value is not None and file.scope != "project":
+        if isinstance(value, bool):
+            out.mcp_enable_all = (value, source)
+        else:
+            out.refused.append(("enableAllProjectMcpServers", source, "is not true or false"))
+    for key, into in (
+        ("enabledMcpjsonServers", out.mcp_enabled),
+        ("disabledMcpjsonServers", out.mcp_disabled),
+    ):
+        names = data.get(key)
+        if names is None or (key == "enabledMcpjsonServers" and file.scope == "project"):
+            continue
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            out.refused.append((key, source, "is not a list of server names"))
+            continue
+        into.extend((n, source) for n in names)
 
 
 def read_settings(workdir: Path, home: Path) -> SettingsRead:

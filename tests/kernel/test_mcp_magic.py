@@ -20,11 +20,16 @@ DEMO = Path(__file__).resolve().parents[1] / "runtime" / "mcp_fixtures" / "demo_
 
 def test_mcp_magic_lists_servers_states_and_tools(kernel: Kernel, tmp_path: Path) -> None:
     pids = tmp_path / "pids"
+    ran = tmp_path / "theirs-ran"  # written by the server `theirs` if it were started
     servers = {
         "demo": {"command": sys.executable, "args": [str(DEMO)], "env": {"PID_FILE": str(pids)}},
         "gone": {"command": str(tmp_path / "no-such-server")},
+        "theirs": {"command": sys.executable, "args": [str(DEMO)], "env": {"PID_FILE": str(ran)}},
     }
     (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    (tmp_path / ".claude").mkdir()
+    approved = {"enabledMcpjsonServers": ["demo", "gone"]}  # the person's approval
+    (tmp_path / ".claude" / "settings.local.json").write_text(json.dumps(approved))
     shown = kernel.execute("%mcp", timeout=120)
     assert shown.status == "ok", shown.texts()
     text = shown.texts()
@@ -32,6 +37,9 @@ def test_mcp_magic_lists_servers_states_and_tools(kernel: Kernel, tmp_path: Path
     assert "  demo  connected  (stdio, .mcp.json)" in text
     assert "    tools: mcp__demo__add, mcp__demo__crash, mcp__demo__hang, mcp__demo__shout" in text
     assert "  gone  failed: " in text and "no-such-server" in text
+    assert "  theirs  not approved  (stdio, .mcp.json)" in text  # not in the approval list
+    assert "add its name to enabledMcpjsonServers" in text
+    assert not ran.exists()
     assert "Traceback" not in text
     bad = kernel.execute("%mcp now")
     assert bad.status == "error" and "Traceback" not in bad.texts()

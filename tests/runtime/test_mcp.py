@@ -34,7 +34,17 @@ DEMO_TOOLS = ["mcp__demo__add", "mcp__demo__crash", "mcp__demo__hang", "mcp__dem
 
 
 def mcp_json(folder: Path, **servers: Any) -> None:
+    """A project's `.mcp.json`, its servers approved in the person's local settings (as the
+    person would: a project's servers start only once approved)."""
     (folder / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    approve(folder, enableAllProjectMcpServers=True)
+
+
+def approve(folder: Path, **keys: Any) -> None:
+    """`keys` written into `folder/.claude/settings.local.json`."""
+    local = folder / ".claude" / "settings.local.json"
+    local.parent.mkdir(parents=True, exist_ok=True)
+    local.write_text(json.dumps(keys))
 
 
 def stdio(script: str, **env: str) -> dict[str, Any]:

@@ -1,0 +1,170 @@
+"""A project's `.mcp.json` (it comes with the repository) starts a server only once the person
+approves it, as in Claude Code: `enableAllProjectMcpServers` or `enabledMcpjsonServers` in their
+own settings (`~/.claude/settings.json`, `.claude/settings.local.json`), never in the committed
+`.claude/settings.json`; `disabledMcpjsonServers` always wins. Real servers through the `mcp`
+SDK: a server that is started writes its process id to a marker file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forkagent_jupyter.runtime.mcp_servers import McpServers, describe
+
+from .test_mcp import DEMO, approve, stdio
+from .test_mcp_agents import agent_file, start
+
+pytestmark = pytest.mark.anyio
+
+
+def project(folder: Path, *names: str) -> dict[str, Path]:
+    """A `.mcp.json` with one demo server per name, nothing approved; each server's marker."""
+    marks = {n: folder / f"ran-{n}" for n in names}
+    servers = {n: stdio(DEMO, PID_FILE=str(marks[n])) for n in names}
+    (folder / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    return marks
+
+
+def settings(path: Path, **keys: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(keys))
+
+
+async def started(work: Path, home: Path) -> McpServers:
+    servers = McpServers(work, home, startup_timeout=30)
+    await servers.start()
+    return servers
+
+
+async def test_an_unapproved_project_server_does_not_run_and_says_how_to_approve(
+    tmp_path: Path,
+) -> None:
+    marks = project(tmp_path, "theirs")
+    servers = await started(tmp_path, tmp_path / "home")
+    try:
+        assert servers.servers == {}
+        assert not marks["theirs"].exists()  # its command never ran
+        text = describe(servers)
+        assert "  theirs  not approved  (stdio, .mcp.json)" in text
+        assert (
+            "  (to approve a project server, add its name to enabledMcpjsonServers (or set "
+            "enableAllProjectMcpServers: true) in .claude/settings.local.json or "
+            "~/.claude/settings.json; it starts at the next session)"
+        ) in text
+    finally:
+        await servers.aclose()
+
+
+@pytest.mark.parametrize(
+    ("where", "keys"),
+    [
+        ("home", {"enableAllProjectMcpServers": True}),
+        ("home", {"enabledMcpjsonServers": ["ok"]}),
+        ("local", {"enableAllProjectMcpServers": True}),
+        ("local", {"enabledMcpjsonServers": ["ok"]}),
+    ],
+)
+async def test_the_persons_settings_approve_a_project_server(
+    tmp_path: Path, where: str, keys: dict[str, Any]
+) -> None:
+    """The same project before the approval (nothing runs) and in the next session after it."""
+    home = tmp_path / "home"
+    marks = project(tmp_path, "ok", "other")
+    before = await started(tmp_path, home)
+    await before.aclose()
+    assert before.servers == {} and sorted(before.unapproved) == ["ok", "other"]
+    assert not marks["ok"].exists() and not marks["other"].exists()
+    base = home if where == "home" else tmp_path
+    name = "settings.json" if where == "home" else "settings.local.json"
+    settings(base / ".claude" / name, **keys)
+    servers = await started(tmp_path, home)
+    try:
+        assert servers.servers["ok"].state == "connected"
+        assert marks["ok"].read_text().split()  # its process ran
+        everything = keys.get("enableAllProjectMcpServers") is True
+        assert ("other" in servers.servers) is everything
+        assert marks["other"].exists() is everything
+    finally:
+        await servers.aclose()
+
+
+async def test_disabled_wins_wherever_it_is_written(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    marks = project(tmp_path, "a", "b", "c")
+    settings(home / ".claude" / "settings.json", enableAllProjectMcpServers=True)
+    approve(tmp_path, enabledMcpjsonServers=["a", "b", "c"], disabledMcpjsonServers=["a"])
+    settings(tmp_path / ".claude" / "settings.json", disabledMcpjsonServers=["b"])
+    servers = await started(tmp_path, home)
+    try:
+        assert sorted(servers.servers) == ["c"]
+        assert not marks["a"].exists() and not marks["b"].exists()
+        assert marks["c"].exists()
+        text = describe(servers)
+        assert "  a  disabled (disabledMcpjsonServers in .claude/settings.local.json)" in text
+        assert "  b  disabled (disabledMcpjsonServers in .claude/settings.json)" in text
+    finally:
+        await servers.aclose()
+
+
+async def test_the_committed_project_settings_cannot_approve_its_own_servers(
+    tmp_path: Path,
+) -> None:
+    marks = project(tmp_path, "theirs")
+    for folder in (".claude", ".forkagent"):
+        settings(
+            tmp_path / folder / "settings.json",
+            enableAllProjectMcpServers=True,
+            enabledMcpjsonServers=["theirs"],
+        )
+    servers = await started(tmp_path, tmp_path / "home")
+    try:
+        assert servers.servers == {}
+        assert not marks["theirs"].exists()
+        assert servers.unapproved["theirs"][1] == "not approved"
+        assert (
+            ".claude/settings.json: enableAllProjectMcpServers a project's committed file "
+            "cannot approve its own MCP servers (set it in .claude/settings.local.json or "
+            "~/.claude/settings.json)"
+        ) in servers.problems
+    finally:
+        await servers.aclose()
+
+
+async def test_an_unapproved_project_server_does_not_replace_the_persons_own(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    mine = tmp_path / "ran-mine"
+    (home / ".claude.json").write_text(
+        json.dumps({"mcpServers": {"db": stdio(DEMO, PID_FILE=str(mine))}})
+    )
+    marks = project(tmp_path, "db")
+    servers = await started(tmp_path, home)
+    try:
+        assert servers.servers["db"].spec.source == "~/.claude.json"
+        assert servers.servers["db"].state == "connected"
+        assert mine.exists() and not marks["db"].exists()
+    finally:
+        await servers.aclose()
+
+
+async def test_an_agent_requiring_an_unapproved_server_fails_with_that_reason(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    marks = project(tmp_path, "theirs")
+    agent_file(tmp_path, "needy", "requiredMcpServers: [theirs]\n")
+    emulator.brain = start("needy", "NEEDY")
+    session = make_session(auto_respond=False, forking=False, mcp_startup_timeout=20)
+    [needy] = (await session.ask("NEEDY")).tool_calls
+    assert needy.is_error and "\n" not in needy.result
+    assert needy.result.startswith(
+        "Agent 'needy' not started: The agent needs MCP servers that are not available: "
+        "'theirs' (not approved: to approve a project server, add its name to "
+        "enabledMcpjsonServers"
+    )
+    assert not marks["theirs"].exists()
+    assert session.tasks == []
