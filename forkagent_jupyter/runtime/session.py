@@ -308,7 +308,13 @@ class Session:
 
     @property
     def system_prompt(self) -> str:
+        """The parent's system prompt (None or "" assigned: the built-in one); from the next
+        turn on."""
         return self.options.system_prompt or self._default_prompt
+
+    @system_prompt.setter
+    def system_prompt(self, value: str | None) -> None:
+        self.configure(system_prompt=value)
 
     def configure(self, options: SessionOptions | None = None, /, **changes: Any) -> None:
         """Change settings while the session runs: by name (`configure(model="...",

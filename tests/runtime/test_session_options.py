@@ -156,3 +156,16 @@ async def test_a_session_on_a_dask_cluster_that_cannot_be_used_does_not_start(
 ) -> None:
     with pytest.raises(ConfigError, match="Dask"):
         Session(backend="offline", workdir=tmp_path, transcripts=False, executor="dask")
+
+
+async def test_the_system_prompt_is_assigned_like_the_other_settings(
+    make_session: Any, emulator: Any
+) -> None:
+    session = make_session(auto_respond=False)
+    session.system_prompt = "You answer in one word."
+    assert session.options.system_prompt == "You answer in one word."
+    await session.ask("Hello.")
+    system = emulator.api_requests()[-1].body["system"]
+    assert [block["text"] for block in system] == ["You answer in one word."]
+    session.system_prompt = None  # back to the built-in prompt
+    assert session.system_prompt != "You answer in one word." and session.system_prompt
