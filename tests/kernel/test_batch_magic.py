@@ -10,6 +10,7 @@ import pytest
 from tests.reported import tool_outputs
 
 from .conftest import Kernel
+from .test_no_math import exposed_dollars
 
 pytestmark = pytest.mark.kernel
 
@@ -47,6 +48,8 @@ def test_fork_batch_over_a_list_shows_one_card_and_loads_a_table(
         if updates and "completed 3" in updates[-1]:
             break
     assert "succeeded 3" in updates[-1] and batch_id in updates[-1]
+    assert "cost so far $0." in updates[-1]  # kept out of math typesetting
+    assert exposed_dollars(updates[-1]) == [], updates[-1]
     assert kernel.value("len(__forkagent__.ui.hub.cards)") == 0  # no card per fork
     table = kernel.execute(
         "from forkagent_jupyter.kernel import api\n"

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from .conftest import Kernel
+from .test_no_math import exposed_dollars
 
 pytestmark = pytest.mark.kernel
 
@@ -27,6 +28,7 @@ def test_compact_magic_shows_what_it_did(kernel: Kernel, emulator: Any) -> None:
     assert "Compacted the conversation" in text
     assert "summary request:" in text and "tokens read from cache" in text and "$" in text
     assert "<td>messages</td><td>8</td><td>2</td>" in text
+    assert exposed_dollars(text) == [], text  # the cost is kept out of math typesetting
     assert kernel.value(f"len({SESSION}.messages)") == 2
     first = kernel.value(f"{SESSION}.messages[0]['content'][0]['text']")
     assert first.startswith("<conversation-summary>")
