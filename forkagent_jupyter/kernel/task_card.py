@@ -195,10 +195,11 @@ class TaskCard(WholeText, w.VBox):  # type: ignore[misc]
             body = (
                 markdown_html(t.result)
                 if t.result
-                else f"<div style='white-space:pre-wrap'>{esc(t.error or '')}</div>"
+                else no_math(f"<div style='white-space:pre-wrap'>{esc(t.error or '')}</div>")
             )
             if t.result and t.error:  # why it stopped, above what it had written
-                line += f"<div class='forkagent-reason'><small>{esc(t.error)}</small></div>"
+                reason = no_math(f"<small>{esc(t.error)}</small>")
+                line += f"<div class='forkagent-reason'>{reason}</div>"
             line += (
                 "<div class='forkagent-result' style='border-left:3px solid "
                 f"{colour};padding-left:8px;overflow-x:auto'>{body}</div>"

@@ -11,6 +11,7 @@ import pytest
 from forkagent_jupyter.emulator.faults import Fault
 
 from .conftest import Kernel
+from .test_no_math import exposed_dollars
 
 pytestmark = pytest.mark.kernel
 
@@ -132,6 +133,10 @@ def test_a_cost_budget_stops_workers_and_refuses_new_turns(kernel: Kernel) -> No
         if m["msg_type"] == "update_display_data"
     ]
     assert any("slow1 (fork) killed" in t and "cost budget reached" in t for t in texts)
+    # the cards' HTML says why, its two amounts kept out of math typesetting
+    cards = kernel.value("[c.html_text() for c in __forkagent__.ui.hub.cards.values()]")
+    assert len(cards) == 2 and all("spent of max_cost_usd=$" in c for c in cards), cards
+    assert all(exposed_dollars(c) == [] for c in cards), cards
     panel = kernel.wait_comm(
         "budget-panel",
         "tasks",
