@@ -198,7 +198,7 @@ class MagicsHost(Protocol):
     def start_compact(self, args: str) -> Any: ...
     def start_replay(self, keys: list[str]) -> Any: ...
     def start_permissions(self) -> Any: ...
-    def start_mcp(self) -> Any: ...
+    def start_mcp(self, approve: str | None = None) -> Any: ...
 
 
 @magics_class
@@ -381,20 +381,25 @@ class AgentMagics(Magics):  # type: ignore[misc]
         return self.host.start_permissions()
 
     @magic_arguments()
+    @argument("approve", nargs="?", choices=["approve"], help="approve a project server")
+    @argument("name", nargs="?", help="the .mcp.json server to approve")
     @line_magic
     @_shows_help
     def mcp(self, line: str) -> Any:
         """List the MCP servers (.mcp.json, ~/.claude.json, agents' own): each one's state
-        (connected, or failed with why), where it was configured and its tools
+        (connected, failed with why, or not approved), where it was configured and its tools
         (mcp__server__tool), the servers refused and the recent failures. Starts the
-        configured servers if no turn has yet."""
-        mcp_options(line)
-        return self.host.start_mcp()
+        configured servers if no turn has yet. `%mcp approve NAME` adds a project server to
+        enabledMcpjsonServers in .claude/settings.local.json (it starts at the next session)."""
+        return self.host.start_mcp(mcp_options(line).name)
 
 
 def mcp_options(line: str) -> Namespace:
-    """The arguments of a `%mcp` line (none)."""
-    return parse_line(AgentMagics.mcp, line, "%mcp")
+    """The arguments of a `%mcp` line (none, or `approve NAME`)."""
+    args = parse_line(AgentMagics.mcp, line, "%mcp")
+    if (args.approve is None) != (args.name is None):
+        raise UsageError("%mcp: approve takes one server name (%mcp approve NAME)")
+    return args
 
 
 def permissions_options(line: str) -> Namespace:

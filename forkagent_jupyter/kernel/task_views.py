@@ -139,17 +139,22 @@ class TaskViews(AgentCore):
 
     async def mcp_line(self, line: str) -> None:
         """An awaited `%mcp` line."""
-        mcp_options(line)
-        await self.show_mcp()
+        await self.show_mcp(mcp_options(line).name)
 
-    async def show_mcp(self) -> None:
+    async def show_mcp(self, approve: str | None = None) -> None:
+        from ..runtime.mcp_config import approve_server
         from ..runtime.mcp_servers import describe
 
+        if approve is not None:
+            with said_as("%mcp"):
+                said = await asyncio.to_thread(approve_server, self.session.workdir, approve)
+            print(said)
+            return
         await self.session.mcp.start()
         print(describe(self.session.mcp))
 
-    def start_mcp(self) -> Any:
-        return self._start(self.show_mcp())
+    def start_mcp(self, approve: str | None = None) -> Any:
+        return self._start(self.show_mcp(approve))
 
     def tasks_table(self, ids: list[str]) -> None:
         with said_as("%tasks"):

@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .errors import ConfigError
 from .settings import read_settings
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "ServerSpec",
     "StdioServer",
     "agent_servers",
+    "approve_server",
     "expand",
     "parse_servers",
     "read_config",
@@ -217,6 +219,36 @@ def _approval(workdir: Path, home: Path, problems: list[str]) -> Callable[[str],
         return "not approved"
 
     return why
+
+
+def approve_server(workdir: Path, name: str) -> str:
+    """Add `name` to `enabledMcpjsonServers` in the project's `.claude/settings.local.json` (the
+    person's own file; the other keys kept) and say so in one line. ConfigError (one line, the
+    file untouched) when the name or the file cannot take it. Blocking: call it on a thread."""
+    if not _SERVER.fullmatch(name):
+        raise ConfigError(f"{name!r} is not a server name")
+    path = workdir / ".claude" / "settings.local.json"
+    shown = ".claude/settings.local.json"
+    problems: list[str] = []
+    data = _read_json(path, shown, problems)
+    if problems:
+        raise ConfigError(problems[0] + "; not changed")
+    data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise ConfigError(f"{shown}: is not a JSON object; not changed")
+    names = data.get("enabledMcpjsonServers", [])
+    if not isinstance(names, list):
+        raise ConfigError(f"{shown}: enabledMcpjsonServers is not a list; not changed")
+    if name not in names:
+        data["enabledMcpjsonServers"] = [*names, name]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        tmp.replace(path)
+    return (
+        f"MCP server '{name}' approved in {shown} (enabledMcpjsonServers); it starts at the next "
+        "session (unless a settings file lists it in disabledMcpjsonServers)"
+    )
 
 
 def read_servers(

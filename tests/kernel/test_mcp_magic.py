@@ -43,7 +43,26 @@ def test_mcp_magic_lists_servers_states_and_tools(kernel: Kernel, tmp_path: Path
     assert "Traceback" not in text
     bad = kernel.execute("%mcp now")
     assert bad.status == "error" and "Traceback" not in bad.texts()
-    assert "unrecognized arguments: now" in json.dumps(bad.reply["content"])
+    assert "invalid choice: 'now'" in json.dumps(bad.reply["content"])
+    local = tmp_path / ".claude" / "settings.local.json"
+    approved = kernel.execute("%mcp approve theirs", timeout=60)
+    assert approved.status == "ok" and "Traceback" not in approved.texts()
+    assert (
+        "MCP server 'theirs' approved in .claude/settings.local.json (enabledMcpjsonServers); "
+        "it starts at the next session"
+    ) in approved.texts()
+    assert json.loads(local.read_text())["enabledMcpjsonServers"] == ["demo", "gone", "theirs"]
+    assert not ran.exists()  # not started in this session
+    for line, said in (
+        ("%mcp approve", "%mcp: approve takes one server name (%mcp approve NAME)"),
+        ("%mcp approve a__b", "%mcp: 'a__b' is not a server name"),
+    ):
+        refused = kernel.execute(line, timeout=60)
+        shown_text = json.dumps(refused.reply["content"]) + json.dumps(
+            [m["content"] for m in refused.messages]
+        )
+        assert said in shown_text and "Traceback" not in refused.texts()
+    assert json.loads(local.read_text())["enabledMcpjsonServers"] == ["demo", "gone", "theirs"]
     [pid] = [int(p) for p in pids.read_text().split()]
     assert kernel.execute("%unload_ext forkagent_jupyter").status == "ok"
     deadline = time.monotonic() + 30

@@ -10,8 +10,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+from forkagent_jupyter.runtime.errors import ConfigError
+from forkagent_jupyter.runtime.mcp_config import approve_server
 from forkagent_jupyter.runtime.mcp_servers import McpServers, describe
 
 from .test_mcp import DEMO, approve, stdio
@@ -168,3 +171,49 @@ async def test_an_agent_requiring_an_unapproved_server_fails_with_that_reason(
     )
     assert not marks["theirs"].exists()
     assert session.tasks == []
+
+
+async def test_approve_server_writes_the_persons_local_file_for_the_next_session(
+    tmp_path: Path,
+) -> None:
+    marks = project(tmp_path, "theirs")
+    approve(tmp_path, permissions={"allow": ["Read"]}, enabledMcpjsonServers=["other"])
+    said = await anyio.to_thread.run_sync(approve_server, tmp_path, "theirs")
+    assert said.startswith("MCP server 'theirs' approved in .claude/settings.local.json")
+    again = await anyio.to_thread.run_sync(approve_server, tmp_path, "theirs")
+    assert again == said  # once in the list
+    local = tmp_path / ".claude" / "settings.local.json"
+    assert json.loads(local.read_text()) == {
+        "permissions": {"allow": ["Read"]},
+        "enabledMcpjsonServers": ["other", "theirs"],
+    }
+    servers = await started(tmp_path, tmp_path / "home")
+    try:
+        assert servers.servers["theirs"].state == "connected" and marks["theirs"].exists()
+    finally:
+        await servers.aclose()
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        ("{not json", ".claude/settings.local.json: is not JSON"),
+        ("[1]", ".claude/settings.local.json: is not a JSON object; not changed"),
+        (
+            '{"enabledMcpjsonServers": "x"}',
+            ".claude/settings.local.json: enabledMcpjsonServers is not a list; not changed",
+        ),
+    ],
+)
+def test_approve_server_leaves_a_file_it_cannot_read_as_it_was(
+    tmp_path: Path, content: str, said: str
+) -> None:
+    local = tmp_path / ".claude" / "settings.local.json"
+    local.parent.mkdir()
+    local.write_text(content)
+    with pytest.raises(ConfigError) as refused:
+        approve_server(tmp_path, "theirs")
+    assert str(refused.value).startswith(said) and "\n" not in str(refused.value)
+    assert local.read_text() == content
+    with pytest.raises(ConfigError, match="'a__b' is not a server name"):
+        approve_server(tmp_path, "a__b")
