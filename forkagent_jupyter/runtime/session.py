@@ -10,36 +10,37 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 from ..messages_api.usage import Usage
-from .agent_context import system_text
-from .agents import AgentDefinition, AgentScan, agent_listing, resolve_model, scan_agents
+from .agent_configs import fork_config, named_config, with_mcp_tools
+from .agents import AgentDefinition, AgentScan, agent_listing, scan_agents
 from .backends import Backend, select_backend
 from .batch import BatchResults, BatchRun, FanOut, Notify, fan_out
 from .budget import BudgetedModel, CostBudget
 from .compaction import CompactPolicy, compact, window_for
+from .compute_settings import (
+    COMPUTE_SETTINGS,
+    apply_compute,
+    compute_follows,
+    process_memory_sampled,
+    worker_memory_sampled,
+)
 from .errors import ConfigError, UsageError
 from .events import (
     Compacted,
     LoopEvent,
-    RequestSent,
-    Retrying,
     Stop,
-    StopReason,
-    StreamedText,
-    ToolResult,
-    ToolUse,
     UsageReport,
 )
 from .executors import ComputePlane, WorkerNamespace
 from .executors.base import Output
 from .executors.memory import Rollup, WorkerProcess
-from .hooks import Hooks, parse_hooks
+from .hooks import Hooks
 from .loop import AgentConfig, LoopState, run_turn
-from .mcp_servers import McpServers, covers
+from .mcp_servers import McpServers
 from .model import CacheTTL, ModelClient
 from .notifications import Command, CommandQueue
 from .options import SessionOptions, Setting
@@ -51,15 +52,15 @@ from .secrets import scrubbed_env
 from .settings import read_settings
 from .snapshot import AnsweredNotifications, TaskSnapshot
 from .tasks import Task, TaskRegistry, task_description, task_snapshot
-from .thinking import thinking_param, with_budget
+from .thinking import with_budget
 from .timing import record_timing
 from .tools import builtin_tools, claude_code_tools
 from .tools.agents import AgentTool, agent_tool, agent_tools
 from .tools.base import ToolContext, ToolSet
-from .tools.mcp import McpTool
 from .tools.shells import ShellRegistry
 from .tools.web import WebAccess
 from .transcripts import AgentMeta, TranscriptStore
+from .turn_result import STOPPED_BY_USER, AutoTurn, ToolCall, Turn, fold_turn, replay
 from .workers import AgentRun, Workers
 
 __all__ = [
@@ -71,70 +72,8 @@ __all__ = [
     "Setting",
     "ToolCall",
     "Turn",
+    "fold_turn",
 ]
-
-STOPPED_BY_USER = "*Stopped at your request: not sent to the agent.*"
-
-
-_COMPUTE = frozenset(
-    {
-        "worker_namespace",
-        "max_workers",
-        "worker_memory_mb",
-        "worker_nice",
-        "reuse_snapshots",
-        "executor",
-        "dask_address",
-    }
-)
-"""The settings that the compute plane holds (`Session._apply_compute`)."""
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One tool call of a turn and what came back."""
-
-    id: str
-    name: str
-    input: dict[str, Any]
-    result: str = ""
-    is_error: bool = False
-
-
-@dataclass
-class Turn:
-    """The outcome of one `ask()`: the assistant's text, why it stopped, what it cost."""
-
-    text: str = ""
-    stop_reason: StopReason = "end_turn"
-    error: str | None = None
-    usage: Usage = field(default_factory=Usage)
-    cost_usd: float = 0.0
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    requests: int = 0
-    retries: int = 0  # responses that broke off mid-stream and were sent again
-
-    @property
-    def ok(self) -> bool:
-        return self.stop_reason in ("end_turn", "max_turns", "max_tokens")
-
-
-@dataclass
-class AutoTurn:
-    """The parent's automatic answer to notifications: what it read (each reported run as it
-    ended, its notification included) and its turn."""
-
-    snapshots: list[TaskSnapshot]
-    turn: Turn
-
-    @property
-    def task_ids(self) -> list[str]:
-        return [s.task_id for s in self.snapshots]
-
-    @property
-    def notifications(self) -> list[str]:
-        """The `<task-notification>` texts the parent read, in order."""
-        return [s.notification for s in self.snapshots]
 
 
 class Session:
@@ -168,9 +107,9 @@ class Session:
         self.rate_limits = RateLimits()  # one pacer per model for every request (pacer.py)
         self.namespace: dict[str, Any] = o.namespace if o.namespace is not None else {}
         self.compute = ComputePlane(self.namespace)
-        self.compute.on_memory = self._on_worker_memory
-        self.compute.on_process_memory = self._on_process_memory
-        self._apply_compute()  # first: a Dask cluster that cannot be used fails before I/O
+        self.compute.on_memory = lambda a, mb: worker_memory_sampled(self.registry, a, mb)
+        self.compute.on_process_memory = lambda a, r: process_memory_sampled(self.registry, a, r)
+        apply_compute(o, self.compute)  # first: a Dask cluster that cannot be used fails before I/O
         self.services: dict[str, Any] = dict(o.services or {})
         self.shells = self.services.setdefault("shells", ShellRegistry())  # Bash in background
         self.backend: Backend | Literal["custom"] = "custom"
@@ -209,7 +148,7 @@ class Session:
             root = Path(root or self.workdir / ".forkagent" / "sessions")
             self.store = TranscriptStore(root, self.session_id)
         self.queue = CommandQueue(on_enqueue=self._on_command)
-        self.registry = TaskRegistry(self.queue, base=self.workdir)
+        self.registry: TaskRegistry = TaskRegistry(self.queue, base=self.workdir)
         self.budget = CostBudget(lambda: self.cost_usd, o.max_cost_usd)
         self.workers = Workers(
             registry=self.registry,
@@ -271,7 +210,7 @@ class Session:
         self._changed = asyncio.Event()
         self._listeners: list[Callable[[str, LoopEvent], None]] = []
         self.registry.subscribe(lambda _task: self._changed.set())
-        self.registry.subscribe(self._compute_follows)
+        self.registry.subscribe(partial(compute_follows, self.compute))
         self.registry.subscribe(lambda _task: self._enforce_budget())
         self.registry.subscribe(self._mcp_follows)
 
@@ -362,28 +301,8 @@ class Session:
             self.compaction.window = o.context_window
         elif name == "max_cost_usd":
             self._budget_changed()
-        elif name in _COMPUTE:
-            self._apply_compute(name)
-
-    def _apply_compute(self, name: str | None = None) -> None:
-        """The worker settings, to the compute plane (all of them at the start)."""
-        o, compute = self.options, self.compute
-        compute.worker_namespace = o.worker_namespace
-        compute.max_workers = o.max_workers
-        compute.nice = o.worker_nice
-        compute.reuse_snapshots = o.reuse_snapshots
-        if compute.dask is not None:
-            compute.dask.max_workers, compute.dask.nice = o.max_workers, o.worker_nice
-        if o.worker_memory_mb is not None and o.worker_memory_mb != compute.worker_memory_mb:
-            compute.worker_memory_mb = o.worker_memory_mb
-            compute.keep_within_memory()
-        if name in (None, "executor", "dask_address") and (name or o.executor != "local"):
-            if o.executor == "local":
-                compute.use_local()
-            elif compute.dask is not None and o.dask_address in ("", compute.dask.address):
-                compute.executor = "dask"  # the cluster already connected (or given)
-            else:
-                compute.use_dask(o.dask_address or None)
+        elif name in COMPUTE_SETTINGS:
+            apply_compute(o, self.compute, name)
 
     # -- configuration -------------------------------------------------------------------
 
@@ -434,13 +353,6 @@ class Session:
             self.registry.changed(task)
         self._enforce_budget()
 
-    def _compute_follows(self, task: Task) -> None:
-        """A worker's process follows its task: killed with it, kept for pulls otherwise."""
-        if task.done:
-            self.compute.finished(task.id, task.status)
-        else:
-            self.compute.resumed(task.id)
-
     def _mcp_note(self, agent_id: str, line: str) -> bool:
         """An MCP failure during an agent's call: a line on its card (False: it has none)."""
         task = self.registry.find(agent_id)
@@ -463,14 +375,10 @@ class Session:
             job.add_done_callback(self._hook_jobs.discard)
 
     def _sync_mcp_tools(self) -> None:
-        """The MCP tools connected now, after the session's own tools in name order; the
-        tool set is replaced only when they changed (a fork of an earlier turn keeps the set
-        it was forked with, so its prefix stays its parent's)."""
-        wanted = self.mcp.tools()
-        own = [t for t in self.tools if not isinstance(t, McpTool)]
-        if [t.name for t in self.tools] != [*(t.name for t in own), *(t.name for t in wanted)]:
-            names = {t.name for t in own}
-            self.tools = ToolSet([*own, *(t for t in wanted if t.name not in names)])
+        """The MCP tools connected now join the parent's tools (`with_mcp_tools`)."""
+        tools = with_mcp_tools(self.tools, self.mcp.tools())
+        if tools is not None:
+            self.tools = tools
 
     def _config(self) -> AgentConfig:
         ctx = self._context("main")
@@ -541,64 +449,27 @@ class Session:
     def _fork_config(
         self, parent: AgentRun, agent_id: str, namespace: str | None = None
     ) -> AgentConfig:
-        """A fork inherits the parent's exact prompt, tools, model and thinking settings; its
-        code runs in a snapshot of the namespace taken now (or, `shared`, in the namespace)."""
-        base = parent.config
-        return replace(
-            base,
-            gate=base.gate.for_worker(agent_id),
-            ctx=replace(
-                base.ctx, agent_id=agent_id, services=self._worker_services(agent_id, namespace)
-            ),
-        )
+        """A fork's config (`agent_configs.fork_config`): its code runs in a snapshot of the
+        namespace taken now (or, `shared`, in the namespace)."""
+        return fork_config(parent.config, agent_id, self._worker_services(agent_id, namespace))
 
     def _named_config(
         self, parent: AgentRun, definition: AgentDefinition, agent_id: str, model: str | None
     ) -> AgentConfig:
-        base = parent.config
-        own = self.mcp.agent_tools(agent_id, taken=self.tools.names())
-        available = [*self.tools, *self.named_tools, *own]
-        names = definition.tools if definition.tools is not None else self.tools.names()
-        wanted = {t.name for t in available if any(covers(n, t.name) for n in names)}
-        wanted |= {t.name for t in own}  # its own servers' tools: its file asked for them
-        wanted -= {
-            t.name for t in available if any(covers(n, t.name) for n in definition.disallowedTools)
-        }
-        if definition.tools is None:
-            wanted -= {"Agent", "SendMessage", "TaskStop", "TaskOutput"}
-        tools = ToolSet(t for t in available if t.name in wanted)
-        chosen = model or definition.model
-        thinking = thinking_param(definition.thinking)
-        return replace(
-            base,
-            model=resolve_model(chosen, base.model, definition.permissionMode) or base.model,
-            system=[{"type": "text", "text": system_text(definition, self.system_prompt)}],
-            tools=tools,
-            # no permissionMode: acceptEdits in a default session, as in the reference
-            gate=base.gate.for_worker(
-                agent_id, mode=definition.permissionMode, unset="acceptEdits"
-            ),
-            ctx=replace(
-                base.ctx,
-                agent_id=agent_id,
-                services=self._worker_services(agent_id, definition.namespace),
-            ),
-            max_turns=definition.maxTurns or self.max_turns,
-            # thinking only where the definition asks for it (the reference turns it off for
-            # agents that are not forks)
-            max_tokens=with_budget(self.max_tokens, thinking),
-            thinking=thinking,
-            effort=definition.effort,
-            hooks=self._agent_hooks(definition),
+        return named_config(
+            parent.config,
+            definition,
+            agent_id,
+            model,
+            tools=self.tools,
+            named_tools=self.named_tools,
+            own=self.mcp.agent_tools(agent_id, taken=self.tools.names()),
+            services=self._worker_services(agent_id, definition.namespace),
+            system_prompt=self.system_prompt,
+            max_turns=self.max_turns,
+            max_tokens=self.max_tokens,
+            hooks=self.hooks,
         )
-
-    def _agent_hooks(self, definition: AgentDefinition) -> Hooks:
-        """The settings files' hooks plus those of the agent's file, for its run only (an
-        agent it starts does not get them)."""
-        if definition.hooks is None:
-            return self.hooks
-        own, _refused = parse_hooks(definition.hooks, str(definition.path or definition.name))
-        return self.hooks.scoped(own)
 
     # -- listeners -----------------------------------------------------------------------
 
@@ -630,7 +501,7 @@ class Session:
                     yield event
             finally:
                 if commands:  # delivered like the parent's own answers to notifications
-                    self._answered(commands, await fold_turn(_replay(seen)))
+                    self._answered(commands, await fold_turn(replay(seen)))
 
     async def load_settings(self) -> dict[str, Any]:
         """Read the settings files again (on a thread) and apply their rules, default mode
@@ -865,23 +736,6 @@ class Session:
     async def stop(self, task_id: str) -> Task:
         return await self.workers.stop(task_id)
 
-    def _on_worker_memory(self, agent_id: str, mb: float) -> None:
-        task = self.registry.find(agent_id)
-        if task is not None:
-            task.memory_mb = mb
-            self.registry.changed(task)
-
-    def _on_process_memory(self, agent_id: str, rollup: Rollup | None) -> None:
-        """A running worker's process memory, sampled: its card changes when what it shows
-        (whole MB) does."""
-        task = self.registry.find(agent_id)
-        if task is None:
-            return
-        before = task.process.shown if task.process is not None else None
-        task.process = rollup
-        if (rollup.shown if rollup is not None else None) != before:
-            self.registry.changed(task)
-
     def stop_now(self, task_id: str) -> None:
         """`stop` for callers that cannot await (the notebook's `%stop`): the task is killed at
         once; its clean-up and notification follow on the loop."""
@@ -1092,44 +946,3 @@ class Session:
         if self.store is not None:
             await self.store.aclose()
         await self.client.aclose()
-
-
-async def _replay(events: list[LoopEvent]) -> AsyncIterator[LoopEvent]:
-    for event in events:
-        yield event
-
-
-async def fold_turn(
-    events: AsyncIterator[LoopEvent], on_event: Callable[[LoopEvent], None] | None = None
-) -> Turn:
-    """Fold a turn's events into a `Turn`."""
-    turn = Turn()
-    shown = StreamedText()
-    calls: dict[str, ToolCall] = {}
-    async for event in events:
-        if on_event is not None:
-            on_event(event)
-        shown.apply(event)
-        if isinstance(event, RequestSent):
-            text = shown.text
-            if text and not text.endswith("\n"):
-                shown.add("\n\n")
-        elif isinstance(event, Retrying):
-            turn.retries += 1
-        elif isinstance(event, UsageReport):
-            turn.usage = turn.usage + event.usage
-            turn.cost_usd += event.cost_usd
-            turn.requests += 1
-        elif isinstance(event, ToolUse):
-            calls[event.id] = ToolCall(event.id, event.name, event.input)
-        elif isinstance(event, ToolResult):
-            call = calls[event.tool_use_id]
-            calls[event.tool_use_id] = ToolCall(
-                call.id, call.name, call.input, event.content, event.is_error
-            )
-        elif isinstance(event, Stop):
-            turn.stop_reason = event.reason
-            turn.error = event.error
-    turn.text = shown.text
-    turn.tool_calls = list(calls.values())
-    return turn
