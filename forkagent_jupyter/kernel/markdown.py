@@ -48,21 +48,23 @@ def markdown_html(text: str) -> str:
     return str(_parser().render(text))
 
 
-def markdown_bundle(text: str, footer_html: str = "") -> dict[str, str]:
-    """A display bundle of model Markdown; `footer_html` is ours (trusted), appended as is."""
+def markdown_bundle(text: str, footer_html: str = "", footer_text: str = "") -> dict[str, str]:
+    """A display bundle of model Markdown; `footer_html` is ours (trusted), appended as is;
+    `footer_text` is what of it the plain text keeps."""
     return {
         "text/html": markdown_html(text) + footer_html,
         "text/markdown": text + (f"\n\n{footer_html}" if footer_html else ""),
-        "text/plain": text,
+        "text/plain": text + (f"\n\n{footer_text}" if footer_text else ""),
     }
 
 
 class SafeMarkdown:
     """Like IPython's `Markdown`, for text a model wrote (see the module doc)."""
 
-    def __init__(self, text: str, footer_html: str = "") -> None:
+    def __init__(self, text: str, footer_html: str = "", footer_text: str = "") -> None:
         self.text = text
         self.footer_html = footer_html
+        self.footer_text = footer_text
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return markdown_bundle(self.text, self.footer_html)
+        return markdown_bundle(self.text, self.footer_html, self.footer_text)

@@ -7,6 +7,7 @@ arrive; an interrupt ends the turn (history stays valid) and says that workers k
 from __future__ import annotations
 
 import asyncio
+import html
 import time
 from typing import TYPE_CHECKING
 
@@ -68,6 +69,7 @@ async def run_turn(session: Session, prompt: str) -> None:
     handle = display(SafeMarkdown("…"), display_id=True)
     shown = StreamedText()
     last = 0.0
+    stop_html = stop_text = ""  # why the turn stopped (ours, often with amounts: no math)
     try:
         async for event in session.stream(prompt):
             shown.apply(event)  # text; a retry takes back the broken attempt's text
@@ -75,13 +77,15 @@ async def run_turn(session: Session, prompt: str) -> None:
             if line is not None:
                 shown.add(line)
             if isinstance(event, Stop) and event.error:
-                shown.add(f"\n\n**{event.reason}:** {event.error}")
+                stop_text = f"{event.reason}: {event.error}"
+                why = html.escape(event.error, quote=False)
+                stop_html = no_math(f"<p><b>{event.reason}:</b> {why}</p>", "div")
             now = time.monotonic()
             if now - last >= STREAM_INTERVAL:
                 last = now
-                handle.update(SafeMarkdown(shown.text or "…"))
+                handle.update(SafeMarkdown(shown.text or "…", stop_html, stop_text))
     except asyncio.CancelledError:
         shown.add("\n\n*Interrupted. Background workers keep running.*")
-        handle.update(SafeMarkdown(shown.text))
+        handle.update(SafeMarkdown(shown.text, stop_html, stop_text))
         return
-    handle.update(SafeMarkdown(shown.text, footer_html=usage_html(session)))
+    handle.update(SafeMarkdown(shown.text, stop_html + usage_html(session), stop_text))

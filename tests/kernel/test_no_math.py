@@ -89,3 +89,21 @@ def test_tasks_card_and_footer_keep_amounts_out_of_math(kernel: Kernel) -> None:
     cards = kernel.value("[c.html_text() for c in __forkagent__.ui.hub.cards.values()]")
     assert len(cards) == 1 and " · $0." in cards[0], cards
     assert exposed_dollars(cards[0]) == [], cards[0]
+
+
+def test_a_turn_stopped_by_the_budget_keeps_its_amounts_out_of_math(kernel: Kernel) -> None:
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    assert kernel.execute("%%agent\nHello.").status == "ok"
+    spent = kernel.value("__forkagent__.session.cost_usd")
+    # room for one more request: the turn's second one (after its tool call) is refused
+    assert kernel.execute(f"%config ForkAgent.max_cost_usd = {spent * 1.0001!r}").status == "ok"
+    turn = kernel.execute("%%agent\nadd the numbers `py: 2 + 3` and report the sum")
+    final = _html(turn)[-1]
+    assert "cost budget reached: $0." in final and "spent of max_cost_usd=$0." in final, final
+    assert exposed_dollars(final) == [], final
+    plain = [
+        m["content"]["data"]["text/plain"]
+        for m in turn.messages
+        if m["msg_type"] == "update_display_data"
+    ][-1]
+    assert "cost budget reached: $0." in plain, plain  # the text keeps why it stopped
