@@ -10,7 +10,8 @@ person wrote) is started only once the person approves it, as in Claude Code:
 `.claude/settings.json`), and never when a settings file names it in `disabledMcpjsonServers`.
 An unapproved one does not replace a server of the same name from `~/.claude.json`
 (`read_config` returns it apart, with why). An agent file's `mcpServers` adds servers for that
-agent's run (`agent_servers`).
+agent's run (`agent_servers`); a server an agent file of the project defines inline is the
+project's too, and starts only once approved by the same keys (`approval`).
 
 A server is `{"command": ..., "args": [...], "env": {...}}` (stdio; `"type": "stdio"` may be
 said) or `{"type": "http", "url": ..., "headers": {...}}` (streamable HTTP). In `command`,
@@ -37,12 +38,14 @@ from .errors import ConfigError
 from .settings import read_settings
 
 __all__ = [
+    "AGENT_APPROVE_HINT",
     "APPROVE_HINT",
     "HttpServer",
     "McpConfig",
     "ServerSpec",
     "StdioServer",
     "agent_servers",
+    "approval",
     "approve_server",
     "expand",
     "parse_servers",
@@ -249,6 +252,20 @@ def approve_server(workdir: Path, name: str) -> str:
         f"MCP server '{name}' approved in {shown} (enabledMcpjsonServers); it starts at the next "
         "session (unless a settings file lists it in disabledMcpjsonServers)"
     )
+
+
+AGENT_APPROVE_HINT = (
+    "to approve it, add its name to enabledMcpjsonServers (or set "
+    "enableAllProjectMcpServers: true) in .claude/settings.local.json or "
+    "~/.claude/settings.json, or run %mcp approve NAME; it starts at the agent's next launch"
+)
+
+
+def approval(workdir: Path, home: Path) -> Callable[[str], str | None]:
+    """Why a server the project defines (in `.mcp.json` or inline in a project agent file)
+    may not start (None: approved), from the person's settings. Blocking: call it on a
+    thread."""
+    return _approval(workdir, home, [])
 
 
 def read_servers(

@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from .mcp_client import McpConnection
-from .mcp_config import APPROVE_HINT, ServerSpec, agent_servers, read_config
+from .mcp_config import (
+    AGENT_APPROVE_HINT,
+    APPROVE_HINT,
+    ServerSpec,
+    agent_servers,
+    approval,
+    read_config,
+)
 from .permission_rules import Rule
 from .tools.base import Tool
 from .tools.mcp import McpTool
@@ -151,14 +158,33 @@ class McpServers:
     # -- an agent's servers ------------------------------------------------------------------
 
     async def start_agent(
-        self, agent_id: str, entries: Any, required: Iterable[str], source: str
+        self,
+        agent_id: str,
+        entries: Any,
+        required: Iterable[str],
+        source: str,
+        *,
+        trusted: bool = False,
     ) -> list[str]:
         """Start an agent's own servers and wait (bounded) for them and for the servers it
         requires. Returns notes for its card; raises ValueError (one line) when a required
-        server is not up."""
+        server is not up. Unless the agent file is `trusted` (the person's own), a server it
+        defines inline starts only once approved, as a project's `.mcp.json` server."""
         await self.start()
         named, own, problems = agent_servers(entries, source, cwd=self.workdir)
         notes = list(problems)
+        refused: dict[str, str] = {}
+        if own and trusted is not True:
+            why_not = await asyncio.to_thread(approval, self.workdir, self.home)
+            for spec in own:
+                why = why_not(spec.name)
+                if why is not None:
+                    hint = f": {AGENT_APPROVE_HINT}" if why == "not approved" else ""
+                    refused[spec.name] = f"{why}{hint}"
+                    line = f"MCP server '{spec.name}' of {source} not started: {why}{hint}"
+                    notes.append(line)
+                    self.lines.append(line)
+            own = [spec for spec in own if spec.name not in refused]
         mine = {spec.name: self._connection(spec, agent_id) for spec in own}
         if mine:
             self.agents[agent_id] = mine
@@ -172,7 +198,9 @@ class McpServers:
         missing: list[str] = []
         for name in required:
             found = mine.get(name) or self.servers.get(name)
-            if found is None:
+            if found is None and name in refused:
+                missing.append(f"'{name}' ({refused[name]})")
+            elif found is None:
                 missing.append(f"'{name}' ({self._absent(name)})")
             elif not await found.ready(self.startup_timeout):
                 missing.append(

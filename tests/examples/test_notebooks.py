@@ -339,6 +339,13 @@ def test_your_own_agents(run_notebook: RunNotebook, tmp_path: Path) -> None:
     # the analyst's own MCP server (a real MCPServer over SQLite): started with it, its tool
     # called, stopped when it ended
     assert "analyst | tools: ['mcp__sales'] | required: ['sales']" in ran.text("import sqlite3")
+    # the analyst's file is the project's: its own server runs because the notebook approved it
+    assert "MCP server 'sales' approved in .claude/settings.local.json" in ran.text(
+        "# the analyst's own server"
+    )
+    assert json.loads((ran.workdir / "shop" / ".claude" / "settings.local.json").read_text()) == {
+        "enabledMcpjsonServers": ["sales"]
+    }
     asked = ran.text("%%agent\nAsk the analyst")
     assert "Started background agent" in asked
     answered = ran.text("%tasks --wait ana")

@@ -217,3 +217,78 @@ def test_approve_server_leaves_a_file_it_cannot_read_as_it_was(
     assert local.read_text() == content
     with pytest.raises(ConfigError, match="'a__b' is not a server name"):
         approve_server(tmp_path, "a__b")
+
+
+def marked_agent(folder: Path, mark: Path, required: bool = False) -> None:
+    """An agent file in `folder/.claude/agents` defining its own server `own` inline, whose
+    process writes its id to `mark`."""
+    server = json.dumps({"own": stdio(DEMO, PID_FILE=str(mark))})
+    needs = "requiredMcpServers: [own]\n" if required else ""
+    agent_file(folder, "inliner", f"tools: Read\nmcpServers:\n  - {server}\n{needs}")
+
+
+@pytest.mark.parametrize("approved", [False, True])
+async def test_a_project_agent_files_inline_server_starts_only_once_approved(
+    emulator: Any, make_session: Any, tmp_path: Path, approved: bool
+) -> None:
+    """The model decides when an agent starts: a project agent file's own server is the
+    project's, and runs only when the person approved it by name."""
+    mark = tmp_path / "ran-own"
+    marked_agent(tmp_path, mark)
+    if approved:
+        approve(tmp_path, enabledMcpjsonServers=["own"])
+    emulator.brain = start("inliner", "INLINE")
+    session = make_session(auto_respond=False, forking=False, mcp_startup_timeout=30)
+    [call] = (await session.ask("INLINE")).tool_calls
+    assert not call.is_error, call.result
+    [task] = session.tasks
+    await task.ended()
+    assert task.status == "completed"
+    said = [n for n in task.notes if "MCP server 'own'" in n]
+    if approved:
+        assert mark.read_text().split()  # its process ran
+        assert said == [] and session.mcp.lines == []
+    else:
+        assert not mark.exists()  # its command never ran
+        line = (
+            f"MCP server 'own' of {tmp_path / '.claude' / 'agents' / 'inliner.md'} not "
+            "started: not approved: to approve it, add its name to enabledMcpjsonServers (or "
+            "set enableAllProjectMcpServers: true) in .claude/settings.local.json or "
+            "~/.claude/settings.json, or run %mcp approve NAME; it starts at the agent's next "
+            "launch"
+        )
+        assert said == [line] and session.mcp.lines == [line]
+
+
+async def test_a_project_agent_requiring_its_unapproved_inline_server_fails_with_that_reason(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    mark = tmp_path / "ran-own"
+    marked_agent(tmp_path, mark, required=True)
+    settings(tmp_path / ".claude" / "settings.json", enableAllProjectMcpServers=True)
+    emulator.brain = start("inliner", "INLINE")
+    session = make_session(auto_respond=False, forking=False, mcp_startup_timeout=30)
+    [call] = (await session.ask("INLINE")).tool_calls
+    assert call.is_error and "\n" not in call.result
+    assert call.result.startswith(
+        "Agent 'inliner' not started: The agent needs MCP servers that are not available: "
+        "'own' (not approved: to approve it, add its name to enabledMcpjsonServers"
+    )
+    assert not mark.exists() and session.tasks == []
+
+
+async def test_the_persons_own_agent_files_inline_server_runs_unapproved(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    mark = tmp_path / "ran-own"
+    home = tmp_path / "home"
+    marked_agent(home, mark, required=True)
+    emulator.brain = start("inliner", "INLINE")
+    session = make_session(auto_respond=False, forking=False, mcp_startup_timeout=30, home=home)
+    [call] = (await session.ask("INLINE")).tool_calls
+    assert not call.is_error, call.result
+    [task] = session.tasks
+    await task.ended()
+    assert task.status == "completed"
+    assert mark.read_text().split()  # its process ran, nothing approved
+    assert session.mcp.lines == []

@@ -252,7 +252,11 @@ async def _start_servers(ctx: ToolContext, agent_id: str, definition: Any) -> li
     source = str(definition.path or definition.name)
     try:
         notes: list[str] = await servers.start_agent(
-            agent_id, definition.mcpServers, definition.requiredMcpServers, source
+            agent_id,
+            definition.mcpServers,
+            definition.requiredMcpServers,
+            source,
+            trusted=definition.source in ("user", "built-in"),  # a project's file: approve first
         )
     except ValueError as exc:
         raise ToolError(f"Agent '{definition.name}' not started: {exc}") from None
