@@ -205,6 +205,10 @@ async def test_the_batch_prewarm_goes_through_the_pacer(
     assert 429 not in statuses(fast_emulator)
 
 
+SKEW = 0.1
+"""Seconds of refill the pacer's copy and the server's bucket may stand apart (see below)."""
+
+
 def _levels(pacer: Pacer) -> dict[str, float]:
     now = pacer.now()
     return {
@@ -230,7 +234,11 @@ async def test_the_pacers_copy_matches_the_servers_buckets_request_after_request
         below: list[bool] = []
 
         def compare(step: str) -> None:
-            # the server's level between two reads of the copy (both refill meanwhile)
+            # the server's level between two reads of the copy (both refill meanwhile); the
+            # copy is set from a wall-clock -reset and kept on the monotonic clock, the server
+            # keeps its own: on a loaded machine the two readings of "now" may stand tens of
+            # milliseconds apart, so the copy may differ by SKEW seconds of refill, no more (the
+            # faults this looks for are hundreds or thousands of tokens)
             before = _levels(pacer)
             server = _server_levels(emu)
             after = _levels(pacer)
@@ -238,7 +246,9 @@ async def test_the_pacers_copy_matches_the_servers_buckets_request_after_request
             gap = {}
             for kind, level in server.items():
                 low, high = min(before[kind], after[kind]), max(before[kind], after[kind])
-                gap[kind] = 0.0 if low - 1 <= level <= high + 1 else level - before[kind]
+                slack = 1 + pacer.buckets[kind].rate * SKEW
+                ok = low - slack <= level <= high + slack
+                gap[kind] = 0.0 if ok else level - before[kind]
             below.append(server["input-tokens"] < 30_000 and server["output-tokens"] < 8_000)
             assert all(g == 0.0 for g in gap.values()), (step, server, before, after)
 
