@@ -17,11 +17,12 @@ from .mcp_servers import covers
 from .thinking import thinking_param, with_budget
 from .tools.base import Tool, ToolSet
 from .tools.mcp import McpTool
+from .tools.services import ToolServices
 
 __all__ = ["agent_hooks", "fork_config", "named_config", "with_mcp_tools"]
 
 
-def fork_config(base: AgentConfig, agent_id: str, services: dict[str, Any]) -> AgentConfig:
+def fork_config(base: AgentConfig, agent_id: str, services: ToolServices) -> AgentConfig:
     """A fork inherits the parent's exact prompt, tools, model and thinking settings; only
     its permission gate, agent id and services (its Python runner) are its own."""
     return replace(
@@ -40,7 +41,7 @@ def named_config(
     tools: ToolSet,
     named_tools: ToolSet,
     own: Sequence[Tool[Any]],
-    services: dict[str, Any],
+    services: ToolServices,
     system_prompt: str,
     max_turns: int,
     max_tokens: int,

@@ -25,8 +25,6 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from pydantic import ValidationError
-
 from ..messages_api.usage import cost_usd
 from .compaction import compact_if_needed, note_usage
 from .errors import ModelError, StreamInterruptedError
@@ -51,7 +49,6 @@ from .timing import RequestClock
 from .tools.base import (
     CallInfo,
     ToolOutcome,
-    format_validation_error,
     run_parsed,
 )
 
@@ -100,14 +97,10 @@ async def _call_tool(
     name = str(use.get("name"))
     raw = use.get("input") if isinstance(use.get("input"), dict) else {}
     assert isinstance(raw, dict)
-    tool = cfg.tools.get(name)
-    if tool is None:
-        known = ", ".join(cfg.tools.names()) or "(none)"
-        return ToolOutcome(f"Unknown tool {name!r}. Available tools: {known}.", True)
-    try:
-        args = tool.parse(raw)
-    except ValidationError as exc:
-        return ToolOutcome(format_validation_error(name, exc), True)
+    parsed = cfg.tools.parse_call(name, raw)
+    if isinstance(parsed, ToolOutcome):
+        return parsed
+    tool, args = parsed
     ctx = replace(cfg.ctx, call=CallInfo(str(use.get("id")), history))
     hooks = cfg.hooks
     about = {"agent_id": ctx.agent_id, "tool_name": name, "tool_input": raw}
@@ -121,11 +114,11 @@ async def _call_tool(
     decision = await cfg.gate.check(tool, args, ctx, raw, hook_asks=hook_asks)
     if not isinstance(decision, Allow):
         return ToolOutcome(decision.message, True)
-    if decision.updated_input is not None:
-        try:
-            args = tool.parse(decision.updated_input)
-        except ValidationError as exc:
-            return ToolOutcome(format_validation_error(name, exc), True)
+    if decision.updated_input is not None:  # what the person approved, edited
+        parsed = cfg.tools.parse_call(name, decision.updated_input)
+        if isinstance(parsed, ToolOutcome):
+            return parsed
+        tool, args = parsed
     outcome = await run_parsed(tool, args, ctx)
     if hooks is not None and hooks.has("PostToolUse"):
         response = {"content": outcome.content, "is_error": outcome.is_error}

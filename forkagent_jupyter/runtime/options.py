@@ -35,6 +35,7 @@ from .permissions import PermissionMode, PermissionPolicy
 from .retry import DEFAULT_STREAM_RETRIES
 from .thinking import thinking_param
 from .tools.base import Tool
+from .tools.services import ToolServices
 from .workers import AUTO_BACKGROUND_AFTER
 
 __all__ = ["Configurable", "SessionOptions", "Setting", "option_error"]
@@ -58,7 +59,7 @@ class SessionOptions(BaseModel):
     home: str | os.PathLike[str] | None = Field(default=None, frozen=True)
     namespace: SkipValidation[dict[str, Any] | None] = Field(default=None, frozen=True)
     tools: SkipValidation[Iterable[Tool[Any]] | None] = Field(default=None, frozen=True)
-    services: SkipValidation[dict[str, Any] | None] = Field(default=None, frozen=True)
+    services: SkipValidation[ToolServices | None] = Field(default=None, frozen=True)
     permission_policy: SkipValidation[PermissionPolicy | None] = Field(default=None, frozen=True)
     # rules are read by the rulebook: one that is not a rule (`42`, `"Bash()"`) is listed as
     # refused with why and never stops the others, so they are not validated here

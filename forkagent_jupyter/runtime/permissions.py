@@ -271,7 +271,7 @@ class PermissionGate:
         try:
             facts = self._facts(tool, args, ctx)
             if facts.paths and tool.name in READ_TOOLS:
-                ctx.services["read_guard"] = read_guard(self.rules, ctx.workdir)
+                ctx.services.read_guard = read_guard(self.rules, ctx.workdir)
             decision, by, rule = await self._decide(
                 tool, args, ctx, raw_input, facts, waited, hook_asks
             )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
@@ -36,7 +37,7 @@ from .events import (
     UsageReport,
 )
 from .executors import ComputePlane, WorkerNamespace
-from .executors.base import Output
+from .executors.base import CodeRunner, Output
 from .executors.memory import Rollup, WorkerProcess
 from .hooks import Hooks
 from .loop import AgentConfig, LoopState, run_turn
@@ -57,6 +58,7 @@ from .timing import record_timing
 from .tools import builtin_tools, claude_code_tools
 from .tools.agents import AgentTool, agent_tool, agent_tools
 from .tools.base import ToolContext, ToolSet
+from .tools.services import ToolServices
 from .tools.shells import ShellRegistry
 from .tools.web import WebAccess
 from .transcripts import AgentMeta, TranscriptStore
@@ -110,8 +112,10 @@ class Session:
         self.compute.on_memory = lambda a, mb: worker_memory_sampled(self.registry, a, mb)
         self.compute.on_process_memory = lambda a, r: process_memory_sampled(self.registry, a, r)
         apply_compute(o, self.compute)  # first: a Dask cluster that cannot be used fails before I/O
-        self.services: dict[str, Any] = dict(o.services or {})
-        self.shells = self.services.setdefault("shells", ShellRegistry())  # Bash in background
+        self.services = replace(o.services) if o.services is not None else ToolServices()
+        if self.services.shells is None:
+            self.services.shells = ShellRegistry()  # Bash in the background
+        self.shells = self.services.shells
         self.backend: Backend | Literal["custom"] = "custom"
         self.client: ModelClient
         if o.client is not None:
@@ -189,7 +193,7 @@ class Session:
     def _start_main(self) -> None:
         """The parent's own run, its transcript, and the session's bookkeeping."""
         self.main = AgentRun("main", self._config(), [], LoopState())
-        self.main.config.ctx.services["agent_run"] = self.main
+        self.main.config.ctx.services.agent_run = self.main
         self.workers.main = self.main
         if self.store is not None:
             self.main.transcript = self.store.open(
@@ -317,24 +321,21 @@ class Session:
             namespace=self.namespace,
             agent_id=agent_id,
             env=scrubbed_env(),
-            services={
-                **self.services,
-                "workers": self.workers,
-                "python_runner": self.compute.main,
-                "web": self._web_access(),
-                "mcp": self.mcp,
-            },
+            services=self._services(self.compute.main),
         )
 
-    def _worker_services(self, agent_id: str, namespace: str | None) -> dict[str, Any]:
-        runner = self.compute.runner_for(agent_id, namespace)
-        return {
-            **self.services,
-            "workers": self.workers,
-            "python_runner": runner,
-            "web": self._web_access(),
-            "mcp": self.mcp,
-        }
+    def _worker_services(self, agent_id: str, namespace: str | None) -> ToolServices:
+        return self._services(self.compute.runner_for(agent_id, namespace))
+
+    def _services(self, runner: CodeRunner) -> ToolServices:
+        """One agent's own services: the session's, with `runner` for its Python code."""
+        return replace(
+            self.services,
+            workers=self.workers,
+            python_runner=runner,
+            web=self._web_access(),
+            mcp=self.mcp,
+        )
 
     def _web_access(self) -> WebAccess:
         """How WebSearch and WebFetch reach the model (their own requests, paced and
@@ -398,7 +399,7 @@ class Session:
             hooks=self.hooks,
         )
         if hasattr(self, "main"):
-            ctx.services["agent_run"] = self.main
+            ctx.services.agent_run = self.main
         return config
 
     @property

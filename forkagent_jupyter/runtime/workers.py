@@ -204,7 +204,7 @@ class Workers:
 
     def _start(self, run: AgentRun) -> Task:
         assert run.task is not None
-        run.config.ctx.services["agent_run"] = run
+        run.config.ctx.services.agent_run = run
         run.task.context_window = window_for(run.config.model, run.config.compaction)
         self.registry.register(run.task)
         self.runs[run.id] = run
@@ -215,7 +215,7 @@ class Workers:
 
     def _launch(self, run: AgentRun) -> None:
         """Run `run` as an asyncio task; whatever becomes of that task, the run ends once."""
-        run.config.ctx.services["shell_groups"] = run.shell_groups
+        run.config.ctx.services.shell_groups = run.shell_groups
         runner = asyncio.get_running_loop().create_task(self._run(run), name=run.id)
         runner.add_done_callback(functools.partial(self._runner_done, run))
         run.runner = runner

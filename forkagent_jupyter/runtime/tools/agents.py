@@ -1,6 +1,6 @@
 """The tools through which a model manages other agents: Agent, SendMessage, TaskStop,
-TaskOutput. They act on the session's `Workers` (ctx.services["workers"]) on behalf of the
-calling agent (ctx.services["agent_run"])."""
+TaskOutput. They act on the session's `Workers` (ctx.services.workers) on behalf of the
+calling agent (ctx.services.agent_run)."""
 
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ def new_agent_id() -> str:
 
 
 def _workers(ctx: ToolContext) -> tuple[Any, Any]:
-    workers = ctx.services.get("workers")
-    run = ctx.services.get("agent_run")
+    workers = ctx.services.workers
+    run = ctx.services.agent_run
     if workers is None or run is None:
         raise ToolError("Background agents are not available in this session.")
     return workers, run
@@ -220,8 +220,9 @@ class AgentTool(Tool[AgentInput]):
         except Exception as exc:
             if worktree is not None:  # no run owns it: remove it (it is unchanged)
                 await worktree.finish()
-            if notes is not None:  # no run owns its servers: stop them
-                await ctx.services["mcp"].stop_agent(agent_id)
+            servers = ctx.services.mcp
+            if notes is not None and servers is not None:  # no run owns its servers: stop them
+                await servers.stop_agent(agent_id)
             if isinstance(exc, (UsageError, ConfigError)):
                 raise ToolError(str(exc)) from None
             raise
@@ -244,7 +245,7 @@ async def _start_servers(ctx: ToolContext, agent_id: str, definition: Any) -> li
     in one line."""
     if definition is None or not (definition.mcpServers or definition.requiredMcpServers):
         return None
-    servers = ctx.services.get("mcp")
+    servers = ctx.services.mcp
     if servers is None:
         if definition.requiredMcpServers:
             raise ToolError("This session has no MCP servers; the agent requires some.")
@@ -408,7 +409,7 @@ class TaskStopTool(Tool[TaskStopInput]):
 
 
 def _shells(ctx: ToolContext) -> ShellRegistry:
-    shells = ctx.services.get("shells")
+    shells = ctx.services.shells
     return shells if isinstance(shells, ShellRegistry) else ShellRegistry()
 
 

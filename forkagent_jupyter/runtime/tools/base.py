@@ -31,6 +31,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import RunEndedError
 from ..secrets import redact
+from .services import ToolServices
 
 __all__ = [
     "CallInfo",
@@ -76,7 +77,7 @@ class ToolContext:
     namespace: dict[str, Any] = field(default_factory=dict)
     agent_id: str = "main"
     env: Mapping[str, str] | None = None
-    services: dict[str, Any] = field(default_factory=dict)
+    services: ToolServices = field(default_factory=ToolServices)
     call: CallInfo | None = None
 
 
@@ -237,17 +238,26 @@ class ToolSet:
     def __len__(self) -> int:
         return len(self._tools)
 
-    async def call(self, name: str, raw_input: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
-        """Run one call without permission checks (the caller does those)."""
+    def parse_call(
+        self, name: str, raw_input: Mapping[str, Any]
+    ) -> tuple[Tool[Any], BaseModel] | ToolOutcome:
+        """A call's tool and validated input, or the is_error result the model reads (an
+        unknown tool, an invalid input): the one way a call is read, checked or not."""
         tool = self._tools.get(name)
         if tool is None:
             known = ", ".join(self._tools) or "(none)"
             return ToolOutcome(f"Unknown tool {name!r}. Available tools: {known}.", True)
         try:
-            args = tool.parse(raw_input)
+            return tool, tool.parse(raw_input)
         except ValidationError as exc:
             return ToolOutcome(format_validation_error(name, exc), True)
-        return await run_parsed(tool, args, ctx)
+
+    async def call(self, name: str, raw_input: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
+        """Run one call without permission checks (the caller does those)."""
+        parsed = self.parse_call(name, raw_input)
+        if isinstance(parsed, ToolOutcome):
+            return parsed
+        return await run_parsed(*parsed, ctx)
 
 
 async def run_parsed(tool: Tool[Any], args: BaseModel, ctx: ToolContext) -> ToolOutcome:

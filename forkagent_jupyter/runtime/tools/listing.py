@@ -2,7 +2,7 @@
 
 Folders end in `/`; version-control folders, caches and virtual environments are left out
 (as Glob and Grep leave them), and so are entries that `ignore` globs match or that a deny
-rule for reading hides (`ctx.services["read_guard"]`). Reading, so it needs no approval and
+rule for reading hides (`ctx.services.read_guard`). Reading, so it needs no approval and
 may run in plan mode; its folder must be inside the work directory like every path.
 """
 
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .base import Tool, ToolContext, ToolError
 from .paths import NOISE_DIRS, glob_match, resolve_in
-from .search import ReadGuard, display_path, tidy
+from .search import display_path, tidy
 
 __all__ = ["LSTool"]
 
@@ -60,7 +60,7 @@ def _list(ctx: ToolContext, folder: Path, ignore: list[str]) -> str:
     shown = display_path(ctx, folder)
     if not folder.is_dir():
         raise ToolError(f"Not a folder: {shown}" if folder.exists() else f"Not found: {shown}")
-    guard: ReadGuard | None = ctx.services.get("read_guard")
+    guard = ctx.services.read_guard
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError as exc:

@@ -6,7 +6,7 @@ result holding the traceback from the code's own frames on. Figures the code dis
 leaves open) come back to the model as PNG image blocks: the first `MAX_IMAGES`, each at most
 `MAX_IMAGE_BYTES`.
 
-Where the code runs is the agent's `CodeRunner` (`ctx.services["python_runner"]`, see
+Where the code runs is the agent's `CodeRunner` (`ctx.services.python_runner`, see
 `executors/`): the parent's runs in the notebook's namespace on a thread; a forked worker's
 in its own process started from a snapshot of the kernel, unless it was forked `--shared`.
 Without a runner (a bare ToolContext) the code runs on a thread in `ctx.namespace`.
@@ -44,7 +44,7 @@ __all__ = [
 
 def runner_of(ctx: ToolContext) -> CodeRunner:
     """The calling agent's runner (a thread on `ctx.namespace` when the host gave none)."""
-    runner = ctx.services.get("python_runner")
+    runner = ctx.services.python_runner
     if isinstance(runner, CodeRunner):
         return runner
     return ThreadRunner(ctx.namespace)

@@ -2,7 +2,7 @@
 
 Both walk folders themselves: they skip VCS folders, caches and virtual environments unless
 the pattern names them, do not enter symlinked folders, and hide files that
-`ctx.services["read_guard"]` refuses (a `Callable[[Path], bool]` taking a real path; the
+`ctx.services.read_guard` refuses (a `Callable[[Path], bool]` taking a real path; the
 permission gate installs one for deny rules on reading tools). Grep never opens a file whose
 real path leaves both the work directory and the searched folder (a symlink pointing out);
 Glob lists such a symlink by name (Read of it is then up to the permission gate). Results are
@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .base import Tool, ToolContext, ToolError
 from .output import cap_output
 from .paths import NOISE_DIRS, expand_braces, glob_match, is_inside, literal_prefix, resolve_in
+from .services import ReadGuard
 
 __all__ = ["GlobTool", "GrepTool", "ReadGuard", "display_path", "tidy"]
 
@@ -30,8 +31,6 @@ MAX_ENTRIES = 250  # Glob files / Grep entries (files, counts or lines)
 MAX_GREP_BYTES = 20_000_000  # larger files are not searched
 GREP_LINE_CHARS = 500
 SNIFF = 8192
-
-ReadGuard = Callable[[Path], bool]
 
 
 def tidy(path: str) -> str:
@@ -95,7 +94,7 @@ def _readable(ctx: ToolContext, base: Path, path: Path, *, opening: bool = True)
     target = resolve_in(ctx.workdir, path)
     if opening and not (is_inside(ctx.workdir, target) or is_inside(base, target)):
         return False
-    guard: ReadGuard | None = ctx.services.get("read_guard")
+    guard = ctx.services.read_guard
     return guard is None or guard(target)
 
 

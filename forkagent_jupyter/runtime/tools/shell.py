@@ -149,7 +149,7 @@ async def _spawn(
         raise
     finally:
         os.close(write_fd)
-    groups = ctx.services.get("shell_groups")
+    groups = ctx.services.shell_groups
     if not isinstance(groups, set):
         return proc, read_fd, None
     groups.add(proc.pid)
@@ -158,7 +158,7 @@ async def _spawn(
 
 async def _start_background(args: BashInput, ctx: ToolContext) -> str:
     """Start `args.command` in the background (see shells.py); its shell id and how to use it."""
-    registry = ctx.services.get("shells")
+    registry = ctx.services.shells
     if not isinstance(registry, ShellRegistry):
         raise ToolError("Background commands are not available in this session.")
     proc, read_fd, _groups = await _spawn(args.command, ctx)

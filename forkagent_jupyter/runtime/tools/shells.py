@@ -5,7 +5,7 @@ stderr, in order) collected with a bounded head and tail. It gets an id (`b` + 1
 `TaskOutput` reads (status, exit code, output so far; optionally waiting for the end) and
 `TaskStop` stops (`shell_id`). Its process group is also in its agent's `shell_groups`, so it
 is killed when that agent ends; the parent's are killed when the session closes. The
-registry is one per session (`ctx.services["shells"]`).
+registry is one per session (`ctx.services.shells`).
 """
 
 from __future__ import annotations

@@ -60,11 +60,11 @@ class TodoWriteTool(Tool[TodoWriteInput]):
 
     async def run(self, args: TodoWriteInput, ctx: ToolContext) -> str:
         todos = [Todo(t.content, t.status, t.activeForm) for t in args.todos]
-        run: Any = ctx.services.get("agent_run")
+        run: Any = ctx.services.agent_run
         if run is not None:
             run.todos = todos
             task = getattr(run, "task", None)
-            workers: Any = ctx.services.get("workers")
+            workers: Any = ctx.services.workers
             if task is not None:
                 task.todos = todos
                 if workers is not None:

@@ -70,7 +70,7 @@ class WebAccess:
 
 
 def _access(ctx: ToolContext) -> WebAccess:
-    web = ctx.services.get("web")
+    web = ctx.services.web
     if not isinstance(web, WebAccess):
         raise ToolError("Web access is not available in this session.")
     return web

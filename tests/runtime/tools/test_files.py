@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from forkagent_jupyter.runtime.tools import builtin_tools
 from forkagent_jupyter.runtime.tools.files import EditTool, GlobTool, GrepTool, ReadTool, WriteTool
 from forkagent_jupyter.runtime.tools.paths import is_inside, resolve_in, shown_path
+from forkagent_jupyter.runtime.tools.services import ToolServices
 
 from .helpers import call, make_ctx
 
@@ -264,7 +265,7 @@ async def test_search_respects_read_guard(work: Path) -> None:
     def guard(path: Path) -> bool:
         return "secrets" not in path.parts
 
-    ctx = make_ctx(work, services={"read_guard": guard})
+    ctx = make_ctx(work, services=ToolServices(read_guard=guard))
     assert (await call(GrepTool(), ctx, pattern="content")).content == "src/a.txt"
     assert (await call(GlobTool(), ctx, pattern="**/*.txt")).content == "src/a.txt"
 

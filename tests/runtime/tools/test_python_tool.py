@@ -12,6 +12,7 @@ import pytest
 
 from forkagent_jupyter.runtime.executors import ThreadRunner
 from forkagent_jupyter.runtime.tools.python import ExecResult, PythonTool
+from forkagent_jupyter.runtime.tools.services import ToolServices
 
 from .helpers import call, make_ctx
 
@@ -165,7 +166,7 @@ async def test_host_supplied_runner(tmp_path: Path) -> None:
             return ExecResult(inner.stdout.upper(), "", inner.value_repr, inner.error)
 
     ns: dict[str, Any] = {}
-    out = await run("print('hi')\n1", {}, tmp_path, services={"python_runner": Upper(ns)})
+    out = await run("print('hi')\n1", {}, tmp_path, services=ToolServices(python_runner=Upper(ns)))
     assert out.content == "HI\n1"
 
 
