@@ -18,11 +18,20 @@ BIG = "`py: import numpy as np; big = np.ones(100 * 2**20 // 8); n = big.size`" 
 
 def _running(kernel: Kernel, pid: int) -> bool:
     """The process exists and is not a zombie (an ended child may wait to be reaped)."""
-    state = kernel.value(
-        f"(lambda p: p.exists() and p.read_text().rsplit(')', 1)[1].split()[0])"
-        f"(__import__('pathlib').Path('/proc/{pid}/stat'))"
-    )
-    return bool(state) and state not in ("Z", "X")
+    result = kernel.execute(_STATE.format(pid=pid))
+    assert result.status == "ok", result.texts()
+    state = result.texts().strip().splitlines()[-1]
+    return state not in ("gone", "Z", "X")
+
+
+# The process may end between any two reads of /proc: one open, no exists-then-read.
+_STATE = """
+try:
+    with open("/proc/{pid}/stat") as _stat:
+        print(_stat.read().rsplit(")", 1)[1].split()[0])
+except (FileNotFoundError, ProcessLookupError):
+    print("gone")
+"""
 
 
 def _ended(kernel: Kernel, pid: int) -> bool:

@@ -67,8 +67,11 @@ async def gone(pid: int) -> bool:
                 os.kill(pid, 0)
             except ProcessLookupError:
                 return True
-            stat = Path(f"/proc/{pid}/stat")
-            if stat.exists() and stat.read_text().split(") ")[-1].startswith("Z"):
+            try:  # the process may end between any two reads: no exists-then-read
+                state = Path(f"/proc/{pid}/stat").read_text().split(") ")[-1]
+            except FileNotFoundError:
+                return True
+            if state.startswith("Z"):
                 return True  # ended, not yet reaped
             await anyio.sleep(0.1)
     return False
