@@ -11,7 +11,8 @@ second, when something changed); `ApprovalMessage` and `ApprovalDone`; `InsertCe
 (a notification cell: each ended task in it is a `TaskSnapshot`, the runtime's own type).
 Frontend to kernel: comm_open `Hello`; `Approve`; `Stop`. The frontend is not trusted to be
 well-formed: `parse_inbound` validates each of its messages strictly (no coercion: `"3"` is
-not a number, `0` is not a string) and says in one line why it refuses one. Only
+not a number, `0` is not a string; no key the type does not name) and says in one line why it
+refuses one. Only
 `decision: "allow"` or `"always"` approves a call.
 """
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from typing import Annotated, Final, Literal, get_args
 
-from pydantic import Field, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
 from pydantic_core import to_jsonable_python
 from typing_extensions import NotRequired, TypedDict  # pydantic validates it on 3.10/3.11
 
@@ -232,13 +233,21 @@ ANSWERS: tuple[ApprovalAnswer, ...] = get_args(ApprovalAnswer)
 
 
 class Hello(TypedDict):
-    """The data of the frontend's comm_open."""
+    """The data of the frontend's comm_open. Unknown keys are ignored (not refused): a hello
+    grants nothing (the kernel only keeps it to know who connected), and a newer frontend may
+    announce more about itself without being refused by an older kernel."""
 
     type: Literal["hello"]
     client: NotRequired[str]
     version: NotRequired[int]
 
 
+_NO_EXTRA = ConfigDict(extra="forbid")
+"""A message that asks the kernel to act has exactly its keys: one with any other key (an
+`always_for` the kernel does not know) is refused whole, never half-read."""
+
+
+@with_config(_NO_EXTRA)
 class Approve(TypedDict):
     """An answer to the pending approval `request_id` (`reason` goes to the model)."""
 
@@ -248,6 +257,7 @@ class Approve(TypedDict):
     reason: NotRequired[str | None]
 
 
+@with_config(_NO_EXTRA)
 class Stop(TypedDict):
     """The Tasks panel's stop button."""
 

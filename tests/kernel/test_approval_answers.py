@@ -33,6 +33,13 @@ JUNK_DECISIONS: list[Any] = [
     1,
     {"decision": "allow"},
 ]
+# Well-formed answers with a key the protocol does not name (each approved the call before:
+# the extra key was ignored and the "allow" read)
+EXTRA_KEYS: list[dict[str, Any]] = [
+    {"always_for": "*"},
+    {"rule": "Write"},
+    {"reason": None, "remember": True},
+]
 # Messages that are not answers at all (each printed a traceback before)
 JUNK_MESSAGES: list[Any] = [
     ["approve"],
@@ -97,16 +104,22 @@ def test_only_allow_or_always_approves_and_junk_prints_nothing(
     time.sleep(0.3)
     for decision in JUNK_DECISIONS:
         kernel.comm_msg("ext", {"type": "approve", "request_id": request_id, "decision": decision})
+    for extra in EXTRA_KEYS:
+        answer = {"type": "approve", "request_id": request_id, "decision": "allow", **extra}
+        kernel.comm_msg("ext", answer)
+    kernel.comm_msg("ext", {"type": "stop", "task_id": "w0", "all": True})
     for junk in JUNK_MESSAGES:
         kernel.comm_msg("ext", junk)
     kernel.comm_msg("ext", {"type": "approve", "request_id": "0", "decision": "allow"})
-    expected = len(JUNK_DECISIONS) + len(JUNK_MESSAGES) + 1
+    refused = len(JUNK_DECISIONS) + len(EXTRA_KEYS) + 1 + len(JUNK_MESSAGES)
+    expected = refused + 1
     kernel.drain(until_idle_of=busy, timeout=60)
     lines = _log_lines(kernel, expected)
     assert len(lines) == expected, lines
     assert all("\n" not in line for line in lines)  # one line each, no traceback
     dropped = [line for line in lines if "dropped a malformed message" in line]
-    assert len(dropped) == len(JUNK_DECISIONS) + len(JUNK_MESSAGES)
+    assert len(dropped) == refused
+    assert sum("Extra inputs are not permitted" in line for line in dropped) == len(EXTRA_KEYS) + 1
     assert "'0', which is not pending, was ignored" in lines[-1]
     assert not [
         m

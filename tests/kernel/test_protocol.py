@@ -180,3 +180,13 @@ def test_what_the_kernel_does_not_take_is_dropped_with_a_log_line(
     [line] = [r.getMessage() for r in caplog.records]
     assert line.startswith("forkagent comm: dropped a malformed message from the frontend: ")
     assert "\n" not in line
+
+
+def test_a_message_that_acts_has_exactly_its_keys_but_a_hello_may_say_more() -> None:
+    """An approval or a stop with a key the protocol does not name is refused whole (the
+    kernel never acts on half of a message); a hello grants nothing, and a newer frontend may
+    say more about itself in it, so its unknown keys are ignored."""
+    [hello, allow, *_] = EXAMPLES["frontend_to_kernel"]
+    with pytest.raises(ValueError, match=r"always_for: Extra inputs are not permitted"):
+        protocol.parse_inbound({**allow, "always_for": "*"})
+    assert protocol.parse_hello({**hello, "features": ["digest"]}) == hello
