@@ -80,11 +80,12 @@ def named_config(
 
 def agent_hooks(hooks: Hooks, definition: AgentDefinition) -> Hooks:
     """The settings files' hooks plus those of the agent's file, for its run only (an
-    agent it starts does not get them)."""
+    agent it starts does not get them); a project agent file's only as far as approved."""
     if definition.hooks is None:
         return hooks
     own, _refused = parse_hooks(definition.hooks, str(definition.path or definition.name))
-    return hooks.scoped(own)
+    # a project's agent file is someone else's: its commands run once the person approved them
+    return hooks.scoped(own, trusted=definition.source in ("user", "built-in"))
 
 
 def with_mcp_tools(tools: ToolSet, wanted: Sequence[Tool[Any]]) -> ToolSet | None:

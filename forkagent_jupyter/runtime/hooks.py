@@ -30,6 +30,15 @@ off the event loop (asyncio subprocesses). What a hook answers:
   contract: one line (`Hooks.lines`, and the log); the session goes on as if the hook said
   nothing.
 
+Someone else's hooks run only once the person approved them: a command hook of the project's
+committed settings (`.claude/settings.json`, `.forkagent/settings.json`) or of a project agent
+file (`.claude/agents/`, `.forkagent/agents/` in the work dir) runs when the person's own
+settings (`~/.claude/settings.json`, `.claude/settings.local.json`, their `.forkagent` twins)
+say `enableAllProjectHooks: true` or list its exact command in `enabledProjectHooks`
+(`HookTrust`); otherwise it is said once, with how to approve it, in `Hooks.lines`. A changed
+command is a new command: it needs approving again. The person's own files and agent files in
+`~/.claude/agents` need no approval.
+
 A `PreToolUse` hook of another type (`prompt`, `agent`) is not run; the calls it matches are
 asked (as for an `ask` answer), never let through unchecked. A decision value that is not one
 of the contract's (`permissionDecision: "maybe"`) is read as
@@ -54,7 +63,15 @@ from typing import Any, Literal
 
 from .secrets import scrubbed_env
 
-__all__ = ["EVENTS", "HookEntry", "HookOutcome", "Hooks", "parse_hooks"]
+__all__ = [
+    "APPROVE_HINT",
+    "EVENTS",
+    "HookEntry",
+    "HookOutcome",
+    "HookTrust",
+    "Hooks",
+    "parse_hooks",
+]
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +112,25 @@ class HookEntry:
             return re.fullmatch(self.matcher, subject or "") is not None
         except re.error:
             return False
+
+
+APPROVE_HINT = (
+    "to run it, add its command to enabledProjectHooks (or set enableAllProjectHooks: true) in "
+    ".claude/settings.local.json or ~/.claude/settings.json; it runs from the next turn"
+)
+
+
+@dataclass(frozen=True)
+class HookTrust:
+    """The project's hooks the person approved in their own settings (see the module doc)."""
+
+    enable_all: bool = False
+    commands: frozenset[str] = frozenset()
+
+    def allows(self, entry: HookEntry) -> bool:
+        """Whether `entry`, from someone else's file, may be used. A check of a type not run
+        here executes nothing and only makes calls asked: it needs no approval."""
+        return not entry.runnable or self.enable_all is True or entry.command in self.commands
 
 
 @dataclass
@@ -182,6 +218,8 @@ class Hooks:
         session_id: str = "",
         env: Mapping[str, str] | None = None,
         lines: list[str] | None = None,
+        trust: HookTrust | None = None,
+        said: set[tuple[str, str, str]] | None = None,
     ) -> None:
         self.entries = list(entries)
         self.workdir = workdir
@@ -189,10 +227,32 @@ class Hooks:
         self.env = env
         self.lines: list[str] = lines if lines is not None else []
         """One line per hook that failed (shared by a session and its agents)."""
+        self.trust = trust if trust is not None else HookTrust()
+        """What the person approved of the project's hooks (from the last settings read)."""
+        self.said: set[tuple[str, str, str]] = said if said is not None else set()
+        """The hooks not approved already said (source, event, command): each said once."""
 
-    def scoped(self, extra: list[HookEntry]) -> Hooks:
+    def not_approved(self, entry: HookEntry) -> None:
+        """Say once that `entry` (someone else's) does not run, and how to approve it."""
+        key = (entry.source, entry.event, entry.command)
+        if key in self.said:
+            return
+        self.said.add(key)
+        shown = entry.command if len(entry.command) <= 200 else entry.command[:197] + "..."
+        self.note(
+            f"hook of {entry.source} not run: {entry.event} command {shown!r} is not approved "
+            f"(a project's file); {APPROVE_HINT}"
+        )
+
+    def scoped(self, extra: list[HookEntry], *, trusted: bool) -> Hooks:
         """These hooks plus an agent file's (its `Stop` hooks run when it ends:
-        `SubagentStop`)."""
+        `SubagentStop`). Unless the file is `trusted` (the person's own), only its hooks the
+        person approved are added; each other one is said once."""
+        if trusted is not True:
+            for entry in extra:
+                if not self.trust.allows(entry):
+                    self.not_approved(entry)
+            extra = [e for e in extra if self.trust.allows(e)]
         own = [
             HookEntry("SubagentStop", e.matcher, e.command, e.timeout, e.source, e.runnable)
             if e.event == "Stop"
@@ -205,6 +265,8 @@ class Hooks:
             session_id=self.session_id,
             env=self.env,
             lines=self.lines,
+            trust=self.trust,
+            said=self.said,
         )
 
     def has(self, event: str) -> bool:

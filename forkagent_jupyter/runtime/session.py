@@ -50,7 +50,7 @@ from .permissions import PermissionGate, RuleBook
 from .prompts import default_system_prompt
 from .retry import StreamRetry
 from .secrets import scrubbed_env
-from .settings import read_settings
+from .settings import hook_trust, read_settings
 from .snapshot import AnsweredNotifications, TaskSnapshot
 from .tasks import Task, TaskRegistry, task_description, task_snapshot
 from .thinking import with_budget
@@ -511,8 +511,15 @@ class Session:
         read = await asyncio.to_thread(read_settings, self.workdir, self.home)
         self.gate.apply_settings(read)
         self.hooks = Hooks(
-            read.hooks, workdir=self.workdir, session_id=self.session_id, lines=self.hooks.lines
+            read.hooks,
+            workdir=self.workdir,
+            session_id=self.session_id,
+            lines=self.hooks.lines,
+            trust=hook_trust(read),
+            said=self.hooks.said,
         )
+        for entry in read.unapproved_hooks:  # the project's, not approved: said once each
+            self.hooks.not_approved(entry)
         return self.gate.summary()
 
     async def _turn(self, texts: list[str], prompt: str | None = None) -> AsyncIterator[LoopEvent]:

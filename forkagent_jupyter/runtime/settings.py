@@ -8,7 +8,11 @@ Files, weakest first (a `.forkagent` file sits just above the `.claude` file of 
 directory. `permissions.allow`, `ask`, `deny` and `additionalDirectories` add up across files;
 `permissions.defaultMode` is the strongest file's. A project file cannot turn on
 `bypassPermissions` (anyone, the model included, may have written it): that value is refused
-there and honoured only in the user's own file. `hooks` (see `hooks.py`) add up across files.
+there and honoured only in the user's own file. `hooks` (see `hooks.py`) add up across files;
+a command hook of a project file (`.claude/settings.json`, `.forkagent/settings.json`: someone
+else's) is used only once the person approved it (`enableAllProjectHooks`: the strongest of
+their files; `enabledProjectHooks`, exact commands: add up; read from user and local files
+only), else it is in `unapproved_hooks`.
 The approval of the project's `.mcp.json` servers (`enableAllProjectMcpServers`: the strongest
 file's; `enabledMcpjsonServers`, `disabledMcpjsonServers`: add up) is read from the person's own
 files only (user and local): the committed project file cannot approve its own servers (its
@@ -26,9 +30,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .hooks import HookEntry, parse_hooks
+from .hooks import HookEntry, HookTrust, parse_hooks
 
-__all__ = ["SETTINGS_MODES", "SettingsFile", "SettingsRead", "read_settings", "settings_files"]
+__all__ = [
+    "SETTINGS_MODES",
+    "SettingsFile",
+    "SettingsRead",
+    "hook_trust",
+    "read_settings",
+    "settings_files",
+]
 
 Scope = Literal["user", "project", "local"]
 SETTINGS_MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
@@ -51,6 +62,10 @@ class SettingsRead:
     refused: list[tuple[str, str, str]] = field(default_factory=list)  # (what, source, why)
     files: list[str] = field(default_factory=list)  # the files found
     hooks: list[HookEntry] = field(default_factory=list)  # every file's, weakest first
+    project_hooks: list[HookEntry] = field(default_factory=list)  # those of project files
+    unapproved_hooks: list[HookEntry] = field(default_factory=list)  # not run (not approved)
+    hooks_enable_all: tuple[bool, str] | None = None  # enableAllProjectHooks, its file
+    hooks_enabled: list[tuple[str, str]] = field(default_factory=list)  # (command, source)
     mcp_enable_all: tuple[bool, str] | None = None  # enableAllProjectMcpServers, its file
     mcp_enabled: list[tuple[str, str]] = field(default_factory=list)  # (server, source)
     mcp_disabled: list[tuple[str, str]] = field(default_factory=list)  # (server, source)
@@ -100,9 +115,12 @@ def _read_one(file: SettingsFile, source: str, out: SettingsRead, workdir: Path)
         out.refused.append(("the file", source, "is not a JSON object"))
         return
     _read_mcp_approval(data, file, source, out)
+    _read_hook_approval(data, file, source, out)
     if "hooks" in data:
         hooks, refused = parse_hooks(data["hooks"], source)
         out.hooks.extend(hooks)
+        if file.scope == "project":
+            out.project_hooks.extend(hooks)
         out.refused.extend(("the hooks", source, why) for why in refused)
     perms = data.get("permissions", {})
     if not isinstance(perms, dict):
@@ -184,11 +202,54 @@ def _read_mcp_approval(
         into.extend((n, source) for n in names)
 
 
+HOOK_APPROVAL_KEYS = ("enableAllProjectHooks", "enabledProjectHooks")
+
+
+def _read_hook_approval(
+    data: dict[str, Any], file: SettingsFile, source: str, out: SettingsRead
+) -> None:
+    """The project-hook approval keys of one file: the person's files only (see the doc)."""
+    for key in HOOK_APPROVAL_KEYS:
+        if key in data and file.scope == "project":
+            out.refused.append(
+                (
+                    key,
+                    source,
+                    "a project's committed file cannot approve its own hooks (set it in "
+                    ".claude/settings.local.json or ~/.claude/settings.json)",
+                )
+            )
+    if file.scope == "project":
+        return
+    value = data.get("enableAllProjectHooks")
+    if value is not None:
+        if isinstance(value, bool):
+            out.hooks_enable_all = (value, source)
+        else:
+            out.refused.append(("enableAllProjectHooks", source, "is not true or false"))
+    commands = data.get("enabledProjectHooks")
+    if commands is not None:
+        if not isinstance(commands, list) or not all(isinstance(c, str) for c in commands):
+            out.refused.append(("enabledProjectHooks", source, "is not a list of commands"))
+        else:
+            out.hooks_enabled.extend((c, source) for c in commands)
+
+
+def hook_trust(read: SettingsRead) -> HookTrust:
+    """What the person approved of the project's hooks, from their own files."""
+    every = read.hooks_enable_all is not None and read.hooks_enable_all[0] is True
+    return HookTrust(every, frozenset(c for c, _ in read.hooks_enabled))
+
+
 def read_settings(workdir: Path, home: Path) -> SettingsRead:
     """Read every settings file of the project (blocking: call it on a thread)."""
     out = SettingsRead()
     for file in settings_files(workdir, home):
         _read_one(file, _shown(file.path, workdir, home), out, workdir)
+    trust = hook_trust(out)
+    theirs = {id(e) for e in out.project_hooks if not trust.allows(e)}
+    out.unapproved_hooks = [e for e in out.hooks if id(e) in theirs]
+    out.hooks = [e for e in out.hooks if id(e) not in theirs]
     return out
 
 

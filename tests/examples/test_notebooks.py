@@ -343,9 +343,10 @@ def test_your_own_agents(run_notebook: RunNotebook, tmp_path: Path) -> None:
     assert "MCP server 'sales' approved in .claude/settings.local.json" in ran.text(
         "# the analyst's own server"
     )
-    assert json.loads((ran.workdir / "shop" / ".claude" / "settings.local.json").read_text()) == {
-        "enabledMcpjsonServers": ["sales"]
-    }
+    own = json.loads((ran.workdir / "shop" / ".claude" / "settings.local.json").read_text())
+    assert own["enabledMcpjsonServers"] == ["sales"]  # the reviewer's hook approved there too
+    [approved] = own["enabledProjectHooks"]
+    assert approved.endswith(" .forkagent/hooks/log_review.py"), approved
     asked = ran.text("%%agent\nAsk the analyst")
     assert "Started background agent" in asked
     answered = ran.text("%tasks --wait ana")

@@ -50,13 +50,22 @@ def script(folder: Path, name: str, text: str) -> str:
     return f"{sys.executable} {path}"
 
 
-def settings(project: Path, hooks: dict[str, Any], **perms: Any) -> None:
+def settings(
+    project: Path,
+    hooks: dict[str, Any],
+    *,
+    name: str = "settings.local.json",
+    top: dict[str, Any] | None = None,
+    **perms: Any,
+) -> None:
+    """A settings file of the project: by default the person's own (`settings.local.json`,
+    whose hooks run unasked); `name="settings.json"` is the committed one (someone else's)."""
     folder = project / ".claude"
     folder.mkdir(parents=True, exist_ok=True)
-    data: dict[str, Any] = {"hooks": hooks}
+    data: dict[str, Any] = {"hooks": hooks, **(top or {})}
     if perms:
         data["permissions"] = perms
-    (folder / "settings.json").write_text(json.dumps(data))
+    (folder / name).write_text(json.dumps(data))
 
 
 def on(matcher: str, *commands: str, timeout: float | None = None) -> list[dict[str, Any]]:
@@ -181,7 +190,13 @@ async def test_an_agent_files_hooks_run_for_its_run_only_and_subagent_stop_sees_
 ) -> None:
     ended, started, tools = tmp_path / "ended.jsonl", tmp_path / "started.jsonl", tmp_path / "t"
     log = script(tmp_path, "log.py", LOG)
-    settings(tmp_path, {"SubagentStart": on("checker", f"{log} {started}")})
+    # the agent file is the project's: the person approved its two commands, exactly
+    approved = [f"{log} {ended}", f"{log} {tools}"]
+    settings(
+        tmp_path,
+        {"SubagentStart": on("checker", f"{log} {started}")},
+        top={"enabledProjectHooks": approved},
+    )
     folder = tmp_path / ".claude" / "agents"
     folder.mkdir(parents=True)
     (folder / "checker.md").write_text(

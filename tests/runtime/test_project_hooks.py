@@ -1,0 +1,146 @@
+"""Hooks someone else wrote run only once the person approved them: a command hook of the
+project's committed `.claude/settings.json` or of a project agent file (anyone who
+contributed to the repository may have written it) does not run until the person's own
+settings approve it (`enableAllProjectHooks`, or its exact command in `enabledProjectHooks`);
+it is said once, with how to approve it. The project file's permission rules keep working
+(they only narrow), and it cannot approve its own hooks. The model is the emulator's scripted
+one, asking for `rm`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
+from tests.reported import tool_outputs
+
+from .test_hooks import LOG, bash, on, read_log, script, settings
+
+pytestmark = pytest.mark.anyio
+
+
+def _own(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+async def test_a_projects_committed_hooks_run_only_once_the_person_approves_them(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "data.csv").write_text("a\n1\n")
+    log = script(tmp_path, "log.py", LOG)
+    pre, post, prompt, stop = (tmp_path / f"{n}.jsonl" for n in ("pre", "post", "prompt", "stop"))
+    commands = {n: f"{log} {p}" for n, p in (("pre", pre), ("post", post))}
+    settings(
+        tmp_path,
+        {
+            "PreToolUse": on("Bash", commands["pre"]),
+            "PostToolUse": on("*", commands["post"]),
+            "UserPromptSubmit": on("", f"{log} {prompt}"),
+            "Stop": on("", f"{log} {stop}"),
+        },
+        name="settings.json",  # the committed file: someone else's
+        top={"enableAllProjectHooks": True, "enabledProjectHooks": [commands["pre"]]},
+        deny=["Bash(rm:*)"],
+    )
+    session = make_session()
+    emulator.script(bash("echo hi"), bash("rm -f data.csv"), Reply.text("ok"))
+    turn = await session.ask("clean up")
+    ran, removed = turn.tool_calls
+    assert not ran.is_error and "hi" in ran.result
+    assert removed.is_error and (tmp_path / "data.csv").exists()  # the project's deny holds
+    for marker in (pre, post, prompt, stop):
+        assert not marker.exists(), marker  # none of the four commands ran
+    lines = list(session.hooks.lines)
+    assert len(lines) == 4, lines  # one line per hook, with how to approve it
+    assert all(
+        line.startswith("hook of .claude/settings.json not run: ")
+        and "is not approved" in line
+        and "enabledProjectHooks" in line
+        and "enableAllProjectHooks: true" in line
+        and "\n" not in line
+        for line in lines
+    ), lines
+    assert any(f"PreToolUse command {commands['pre']!r}" in line for line in lines)
+    refused = {r["rule"] for r in (await session.load_settings())["refused"]}
+    assert {"enableAllProjectHooks", "enabledProjectHooks"} <= refused  # it cannot approve itself
+
+    emulator.script(bash("echo again"), Reply.text("ok"))
+    await session.ask("once more")
+    assert session.hooks.lines == lines  # said once, not every turn
+    assert not post.exists()
+
+    # the person approves one command exactly: that one runs from the next turn, only it
+    _own(tmp_path / ".claude" / "settings.local.json", {"enabledProjectHooks": [commands["post"]]})
+    emulator.script(bash("echo approved"), Reply.text("ok"))
+    await session.ask("and now")
+    [entry] = read_log(post)
+    assert entry["hook_event_name"] == "PostToolUse"
+    assert entry["tool_input"] == {"command": "echo approved"}
+    assert not pre.exists() and not prompt.exists() and not stop.exists()
+
+    # approving them all in their own user settings: every one runs
+    _own(session.home / ".claude" / "settings.json", {"enableAllProjectHooks": True})
+    emulator.script(bash("echo all"), Reply.text("ok"))
+    await session.ask("all of them")
+    assert [e["hook_event_name"] for e in read_log(pre)] == ["PreToolUse"]
+    assert [e["hook_event_name"] for e in read_log(prompt)] == ["UserPromptSubmit"]
+    assert [e["hook_event_name"] for e in read_log(stop)] == ["Stop"]
+    assert session.hooks.lines == lines
+
+
+def _agent_file(folder: Path, log: str, marker: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "checker.md").write_text(
+        "---\nname: checker\ndescription: Checks numbers\nhooks:\n"
+        "  PostToolUse:\n    - matcher: Python\n      hooks:\n        - type: command\n"
+        f"          command: {log} {marker}\n"
+        "---\nYou check numbers.\n"
+    )
+
+
+def _checker(emulator: Any) -> None:
+    brain = ScriptedBrain(when_empty=OfflineBrain())
+    call = {"description": "check", "prompt": "check `py: 6 * 7`", "subagent_type": "checker"}
+    brain.when_last_user_contains(
+        "CHECK", Reply(({"type": "tool_use", "name": "Agent", "input": call},)), times=3
+    )
+    emulator.brain = brain
+
+
+async def test_a_project_agent_files_hooks_run_only_once_approved(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    log = script(tmp_path, "log.py", LOG)
+    marker = tmp_path / "agent.jsonl"
+    _agent_file(tmp_path / ".claude" / "agents", log, marker)
+    _checker(emulator)
+    session = make_session(auto_respond=False, forking=False)
+    turn = await session.ask("CHECK the numbers")
+    assert tool_outputs(turn.tool_calls[0].result) == ["42"], turn.tool_calls[0].result
+    assert not marker.exists()  # the agent ran, its file's hook did not
+    [line] = session.hooks.lines
+    assert "checker.md not run: PostToolUse command" in line and "enabledProjectHooks" in line
+    await session.ask("CHECK the numbers again")
+    assert len(session.hooks.lines) == 1  # said once
+    _own(tmp_path / ".claude" / "settings.local.json", {"enabledProjectHooks": [f"{log} {marker}"]})
+    await session.ask("CHECK the numbers")
+    assert [e["tool_name"] for e in read_log(marker)] == ["Python"]
+
+
+async def test_the_persons_own_agent_files_hooks_run_unasked(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    log = script(tmp_path, "log.py", LOG)
+    marker = tmp_path / "agent.jsonl"
+    _agent_file(tmp_path / "home" / ".claude" / "agents", log, marker)
+    _checker(emulator)
+    session = make_session(auto_respond=False, forking=False)
+    await session.ask("CHECK the numbers")
+    assert [e["tool_name"] for e in read_log(marker)] == ["Python"]
+    assert session.hooks.lines == []
+    assert sys.executable in log
