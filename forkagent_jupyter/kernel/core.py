@@ -83,6 +83,8 @@ class AgentCore:
                 self.settings.executor = executor
                 raise
             self.settings.executor = executor  # to the session (extension._setting_changed)
+            if "permission_mode" in self.settings.assigned:  # the person's, over the files'
+                self._session.configure(permission_mode=self.settings.permission_mode)
             for name in fixed_settings(self.settings):
                 self.settings.freeze(
                     name,

@@ -43,7 +43,9 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
     def _setting_changed(self, change: Any) -> None:
         """`%config ForkAgent.X = ...` after the session started goes to
         `Session.configure`, which applies it at once (runtime/options.py says where each
-        lands); a value the session refuses is said in one line and the old one stays."""
+        lands), also when the value is the one the setting had (the person's permission mode
+        wins over a settings file's); a value the session refuses is said in one line and the
+        old one stays."""
         from ..runtime.errors import AgentError
 
         name, session = change["name"], self._session
@@ -84,7 +86,14 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
         self.shell.events.register("pre_run_cell", self._before_cell)
         self.shell.events.register("post_run_cell", self._after_cell)
 
+    def _mode_in_force(self) -> None:
+        """`%config ForkAgent.permission_mode` shows the mode in force: a settings file's
+        `defaultMode` read at a turn included (a `%config` of the person's still wins)."""
+        if self._session is not None and self._session.gate.mode != self.settings.permission_mode:
+            self.set_quietly("permission_mode", self._session.gate.mode)
+
     def _before_cell(self, _info: Any) -> None:
+        self._mode_in_force()
         self.terminal.cell_started()  # approvals waiting are asked on stdin (a console)
         if self._ui is not None:
             self._ui.hub.in_cell = True
@@ -93,6 +102,7 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
             self._session.namespace_changed()
 
     def _after_cell(self, _result: Any) -> None:
+        self._mode_in_force()
         self.terminal.cell_ended()
         if self._ui is not None:
             self._ui.hub.settle()

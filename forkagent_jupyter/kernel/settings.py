@@ -38,6 +38,7 @@ from traitlets import (
     validate,
 )
 from traitlets.config import Configurable
+from traitlets.utils.bunch import Bunch
 
 from ..runtime.executors.memory import default_worker_memory_mb
 
@@ -138,9 +139,13 @@ class CheckedSettings(Configurable):  # type: ignore[misc]
     """A Configurable whose settings are checked at every assignment (see the module doc)."""
 
     _frozen: dict[str, str]
+    assigned: set[str]
+    """The settings the person assigned (`%config`, a config file, code), whatever the value:
+    theirs win over what a settings file would set (the permission mode)."""
 
     def __init__(self, **kwargs: Any) -> None:
         object.__setattr__(self, "_frozen", {})
+        object.__setattr__(self, "assigned", set())
         super().__init__(**kwargs)
 
     def freeze(self, name: str, why: str) -> None:
@@ -156,6 +161,13 @@ class CheckedSettings(Configurable):  # type: ignore[misc]
             why = self._frozen.get(name)
             if why is not None and value != current:
                 raise SettingError(f"{label} = {value!r} refused: {why} (it stays {current!r}).")
+            super().__setattr__(name, value)
+            self.assigned.add(name)
+            if getattr(self, name) == current:  # traitlets is silent: say it was set all the same
+                self.notify_change(
+                    Bunch(name=name, old=current, new=current, owner=self, type="change")
+                )
+            return
         super().__setattr__(name, value)
 
 

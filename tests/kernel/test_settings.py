@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import queue
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -330,3 +332,47 @@ def test_load_ext_says_which_model(kernel: Kernel) -> None:
     assert "forkagent: loaded; the offline model (deterministic, no network)" in offline.texts()
     assert offline.texts().count("\n") <= 1  # one line
     assert kernel.execute("%%agent\nHi.").status == "ok"
+
+
+def _default_mode(folder: Path, mode: str) -> None:
+    (folder / ".claude").mkdir(exist_ok=True)
+    settings = {"permissions": {"defaultMode": mode}}
+    (folder / ".claude" / "settings.json").write_text(json.dumps(settings))
+
+
+def test_config_permission_mode_wins_over_a_settings_files_mode_and_shows_it(
+    kernel: Kernel, tmp_path: Path
+) -> None:
+    _default_mode(tmp_path, "acceptEdits")
+    assert kernel.execute("%%agent\nHello.").status == "ok"
+    assert kernel.value(f"{SESSION}.gate.mode") == "acceptEdits"
+    shown = kernel.execute("%config ForkAgent.permission_mode")  # the mode in force
+    assert shown.texts().strip() == "'acceptEdits'", shown.texts()
+    assert kernel.execute("%config ForkAgent.permission_mode = 'default'").status == "ok"
+    assert kernel.value(f"{SESSION}.gate.mode") == "default"
+    assert kernel.execute("%%agent\nAgain.").status == "ok"  # the files are read again
+    assert kernel.value(f"{SESSION}.gate.mode") == "default"
+    assert kernel.execute("%config ForkAgent.permission_mode").texts().strip() == "'default'"
+
+
+def test_config_of_the_mode_a_file_already_set_still_wins_over_the_files(
+    kernel: Kernel, tmp_path: Path
+) -> None:
+    _default_mode(tmp_path, "acceptEdits")
+    assert kernel.execute("%%agent\nHello.").status == "ok"
+    # the same value as the one in force: the person's choice all the same
+    assert kernel.execute("%config ForkAgent.permission_mode = 'acceptEdits'").status == "ok"
+    _default_mode(tmp_path, "plan")
+    assert kernel.execute("%%agent\nAgain.").status == "ok"
+    assert kernel.value(f"{SESSION}.gate.mode") == "acceptEdits"
+
+
+def test_config_permission_mode_before_the_session_wins_over_the_files(
+    kernel: Kernel, tmp_path: Path
+) -> None:
+    _default_mode(tmp_path, "acceptEdits")
+    # the trait's value already: no change for traitlets, the person's choice all the same
+    assert kernel.execute("%config ForkAgent.permission_mode = 'default'").status == "ok"
+    assert kernel.execute("%%agent\nHello.").status == "ok"
+    assert kernel.value(f"{SESSION}.gate.mode") == "default"
+    assert kernel.execute("%config ForkAgent.permission_mode").texts().strip() == "'default'"
