@@ -58,3 +58,52 @@ def test_polars_used_by_the_kernel_is_said_on_the_card_and_does_not_hang(kernel:
     kernel.execute("%fork --shared --name pol2 group `py: m = frame.group_by('k').len().height`")
     kernel.run_approving("%tasks --wait pol2", timeout=120)
     assert status(kernel, "pol2") == "completed" and kernel.value("m") == 3
+
+
+POOLS = """
+import multiprocessing as mp
+from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.pool import ThreadPool
+def sq(v):
+    return v * v
+threads = ThreadPoolExecutor(2)
+processes = mp.Pool(2)
+thread_pool = ThreadPool(2)
+used = (list(threads.map(sq, range(3))), processes.map(sq, range(3)), thread_pool.map(sq, range(3)))
+"""
+
+
+def test_pools_the_kernel_made_are_restarted_or_refused_in_one_line(kernel: Kernel) -> None:
+    """A thread pool of the kernel works in a worker (it starts its own threads there); a
+    multiprocessing pool of the kernel, whose handler threads are the kernel's, refuses in
+    one line instead of waiting for ever; a pool made in the worker works; the kernel's pools
+    carry on in the kernel."""
+    setup(kernel)
+    assert kernel.execute(POOLS).status == "ok"
+    kernel.execute("%fork --name reuse threads `py: there = list(threads.map(sq, range(5)))`")
+    kernel.execute("%fork --name procs kernel's pool `py: processes.map(sq, range(5))`")
+    kernel.execute("%fork --name tpool kernel's thread pool `py: thread_pool.map(abs, [-1])`")
+    own = "`py: p = mp.Pool(2); mine = p.map(sq, range(4)); p.close(); p.join()`"
+    kernel.execute(f"%fork --name own its own pool {own}")
+    for name in ("reuse", "procs", "tpool", "own"):
+        kernel.run_approving(f"%tasks --wait {name}", timeout=60)
+    assert status(kernel, "reuse") == "completed"
+    kernel.execute("%tasks --pull reuse there\n%tasks --pull own mine")
+    assert kernel.value("(there, mine)") == ([0, 1, 4, 9, 16], [0, 1, 4, 9])
+    for name, kind, what in (
+        ("procs", "Pool", "threads and processes"),
+        ("tpool", "ThreadPool", "threads"),
+    ):
+        result = kernel.value(f"{SESSION}.registry.get({name!r}).result")
+        expected = (
+            f"InheritedPoolError: this {kind} was made in the kernel before the fork: its "
+            f"{what} are the kernel's, not this worker's, so it cannot run work here. Make "
+            "the pool in the worker's code, or use --shared."
+        )
+        assert expected in result, result
+    assert kernel.value("used") == kernel.value(
+        "(list(threads.map(sq, range(3))), processes.map(sq, range(3)), "
+        "thread_pool.map(sq, range(3)))"
+    )
+    kernel.execute("processes.terminate(); thread_pool.terminate(); threads.shutdown()")
+

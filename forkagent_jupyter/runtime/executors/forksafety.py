@@ -13,8 +13,12 @@ state says they are there. A call that hands work to such a pool waits for ever.
 * in the snapshot process, right after the fork, `settle()` makes safe what can be:
   OpenMP (libgomp: scikit-learn's estimators) and BLAS builds other than OpenBLAS on
   pthreads run one thread in a worker (their pools are not fork-safe; OpenBLAS's is),
-  joblib's reusable loky executor is forgotten (the worker starts its own), and a module
-  another thread was importing is dropped so that importing it starts afresh.
+  joblib's reusable loky executor is forgotten (the worker starts its own), the kernel's
+  `concurrent.futures` thread pools start their threads afresh on their next submit (work the
+  kernel had queued stays the kernel's), a `multiprocessing` pool of the kernel (its handler
+  threads and processes are the kernel's) refuses work in one line instead of waiting for
+  ever, and a module another thread was importing is dropped so that importing it starts
+  afresh.
 * in each worker, `watch()` starts a watchdog when the survey found a hazard: a worker whose
   code waits, without using any CPU, on a lock held at the fork gets an error naming it
   instead of waiting for ever; one stalled in a pool that cannot be rescued ends with
@@ -26,18 +30,20 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import queue
 import signal
 import sys
 import sysconfig
 import threading
 import time
 import types
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HAZARD_EXIT", "Hazard", "Survey", "settle", "survey", "watch"]
+__all__ = ["HAZARD_EXIT", "Hazard", "InheritedPoolError", "Survey", "settle", "survey", "watch"]
 
 HAZARD_EXIT = 71
 """A worker's exit code when it stalled on state it inherited from the kernel at the fork."""
@@ -245,6 +251,8 @@ def settle(found: Survey) -> None:
         lambda: _survey_pools(found),
         _limit_native_pools,
         _forget_loky,
+        _restart_thread_pools,
+        _refuse_kernel_process_pools,
         lambda: _drop_half_imported(found),
     ]
     for step in steps:
@@ -292,6 +300,70 @@ def _forget_loky() -> None:
         if module is not None:
             setattr(module, "_executor", None)  # noqa: B010
             setattr(module, "_executor_kwargs", None)  # noqa: B010
+
+
+def _restart_thread_pools() -> None:
+    """The kernel's `concurrent.futures.ThreadPoolExecutor`s (found through their threads):
+    those threads are not here, and a pool that believes it has them never starts others, so
+    a submit here would wait for ever. Each pool forgets them and gets its own empty queue;
+    its next submit starts threads in this process."""
+    module = sys.modules.get("concurrent.futures.thread")
+    if module is None:
+        return
+    threads: Any = getattr(module, "_threads_queues", {})
+    pools: dict[int, Any] = {}
+    for thread in list(threads):
+        args = getattr(thread, "_args", ())
+        ref = args[0] if args else None
+        pool = ref() if isinstance(ref, weakref.ref) else None
+        if isinstance(pool, module.ThreadPoolExecutor):
+            pools[id(pool)] = pool
+    threads.clear()
+    for pool in pools.values():
+        pool._threads = set()
+        pool._idle_semaphore = threading.Semaphore(0)
+        pool._shutdown_lock = threading.Lock()
+        pool._work_queue = queue.SimpleQueue()
+
+
+class InheritedPoolError(RuntimeError):
+    """A worker's code used a `multiprocessing` pool the kernel made before the fork."""
+
+
+_KERNEL_POOL = (
+    "this {kind} was made in the kernel before the fork: its threads{procs} are the kernel's, "
+    "not this worker's, so it cannot run work here. Make the pool in the worker's code, or "
+    "use --shared."
+)
+
+
+def _refuse_kernel_process_pools() -> None:
+    """A `multiprocessing` pool (or ThreadPool) of the kernel: its task and result handler
+    threads are not here (and its processes serve the kernel), so its map would wait for ever.
+    Pools made here are marked; any other refuses work with InheritedPoolError."""
+    module: Any = sys.modules.get("multiprocessing.pool")
+    if module is None:
+        return  # no pool was made in the kernel
+    pool_class = module.Pool
+    made = pool_class.__init__
+    check = pool_class._check_running
+
+    def init_marked(self: Any, *args: Any, **kwargs: Any) -> None:
+        self._forkagent_own = True
+        made(self, *args, **kwargs)
+
+    def check_running(self: Any) -> None:
+        check(self)
+        if not getattr(self, "_forkagent_own", False):
+            thread_pool = isinstance(self, module.ThreadPool)
+            raise InheritedPoolError(
+                _KERNEL_POOL.format(
+                    kind=type(self).__name__, procs="" if thread_pool else " and processes"
+                )
+            )
+
+    pool_class.__init__ = init_marked
+    pool_class._check_running = check_running
 
 
 def _drop_half_imported(found: Survey) -> None:
