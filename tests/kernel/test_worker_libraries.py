@@ -107,3 +107,20 @@ def test_pools_the_kernel_made_are_restarted_or_refused_in_one_line(kernel: Kern
     )
     kernel.execute("processes.terminate(); thread_pool.terminate(); threads.shutdown()")
 
+
+def test_a_logging_handler_the_kernel_set_up_writes_to_the_workers_card(kernel: Kernel) -> None:
+    setup(kernel)
+    kernel.execute(
+        "import logging\nlogging.basicConfig(level=logging.INFO, force=True)\n"
+        "log = logging.getLogger('mine')\nlog.info('in the kernel')"
+    )
+    kernel.execute("%fork --name logs log `py: log.info('from the worker'); print('done')`")
+    kernel.run_approving("%tasks --wait logs", timeout=60)
+    assert status(kernel, "logs") == "completed"
+    result = kernel.value(f"{SESSION}.registry.get('logs').result")
+    assert "done\n[stderr]\nINFO:mine:from the worker\n```" in result, result
+    kernel.drain()
+    card = "".join(o.get("text", "") for o in _card_outputs(kernel))
+    assert "INFO:mine:from the worker" in card
+    # the kernel's own handler is as it was
+    assert "INFO:mine:again" in kernel.execute("log.info('again')").texts()

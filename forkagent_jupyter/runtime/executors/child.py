@@ -84,10 +84,16 @@ def _detach_from_kernel() -> None:
         comm.create_comm = _refuse
 
 
+_kernel_streams: list[tuple[str, Any]] = []
+"""The kernel's sys.stdout/stderr at the fork: code keeps them (a logging handler made by
+`logging.basicConfig` in the kernel writes to its stderr), so a worker points them at its own."""
+
+
 def _child_stdio() -> None:
     """Streams that belong to no kernel thread (replaced again per worker). The kernel reads
     its own file descriptors 1 and 2 into the running cell, so here they lead nowhere: what
     C code writes to them would otherwise land in an unrelated cell."""
+    _kernel_streams[:] = [("stdout", sys.stdout), ("stderr", sys.stderr)]
     null = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
     sys.stdout = sys.stderr = null
     sys.stdin = open(os.devnull)  # noqa: SIM115
@@ -344,12 +350,28 @@ class _Worker:
                 self.conn.send(("pulled", call_id, values, errors))
 
 
+def _forward_kernel_streams(out: _PipeStream, err: _PipeStream) -> None:
+    """What is written to the kernel's streams (held since before the fork, by a logging
+    handler say) goes to this worker's card: those objects would send it on the kernel's
+    sockets, which a worker must not touch."""
+    own = {"stdout": out, "stderr": err}
+    for name, stream in _kernel_streams:
+        if stream is sys.__stdout__ or stream is sys.__stderr__:
+            continue  # a process without a kernel: its real files, left as they are
+        target = own[name]
+        with contextlib.suppress(AttributeError, TypeError):
+            stream.write = target.write
+            stream.writelines = target.writelines
+            stream.flush = lambda: None
+
+
 def serve_worker(sock: socket.socket, namespace: dict[str, Any]) -> NoReturn:
     """A worker process: serve one agent's calls on `sock`; never returns."""
     try:
         worker = _Worker(FrameSocket(sock), namespace)
         sys.stdout = _PipeStream("stdout", worker)
         sys.stderr = _PipeStream("stderr", worker)
+        _forward_kernel_streams(sys.stdout, sys.stderr)
         shell = ipython_shell()
         if shell is not None:
             shell.display_pub.publish = worker.publish
