@@ -390,7 +390,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
         (connected, failed with why, or not approved), where it was configured and its tools
         (mcp__server__tool), the servers refused and the recent failures. Starts the
         configured servers if no turn has yet. `%mcp approve NAME` adds a project server to
-        enabledMcpjsonServers in .claude/settings.local.json (it starts at the next session)."""
+        enabledMcpjsonServers in .claude/settings.local.json; it starts at the next turn."""
         return self.host.start_mcp(mcp_options(line).name)
 
 

@@ -142,12 +142,11 @@ class TaskViews(AgentCore):
         await self.show_mcp(mcp_options(line).name)
 
     async def show_mcp(self, approve: str | None = None) -> None:
-        from ..runtime.mcp_config import approve_server
         from ..runtime.mcp_servers import describe
 
         if approve is not None:
             with said_as("%mcp"):
-                said = await asyncio.to_thread(approve_server, self.session.workdir, approve)
+                said = await self.session.mcp.approve(approve)
             print(said)
             return
         await self.session.mcp.start()

@@ -189,9 +189,9 @@ def _read_json(path: Path, shown: str, problems: list[str]) -> Any:
 
 
 APPROVE_HINT = (
-    "to approve a project server, add its name to enabledMcpjsonServers (or set "
-    "enableAllProjectMcpServers: true) in .claude/settings.local.json or "
-    "~/.claude/settings.json; it starts at the next session"
+    "to approve a project server, run %mcp approve NAME (it starts at the next turn), or add "
+    "its name to enabledMcpjsonServers (or set enableAllProjectMcpServers: true) in "
+    ".claude/settings.local.json or ~/.claude/settings.json (read at the next session)"
 )
 
 
@@ -226,8 +226,9 @@ def _approval(workdir: Path, home: Path, problems: list[str]) -> Callable[[str],
 
 def approve_server(workdir: Path, name: str) -> str:
     """Add `name` to `enabledMcpjsonServers` in the project's `.claude/settings.local.json` (the
-    person's own file; the other keys kept) and say so in one line. ConfigError (one line, the
-    file untouched) when the name or the file cannot take it. Blocking: call it on a thread."""
+    person's own file; the other keys kept) and say so in one line (what that changes in a
+    running session: `McpServers.approve`). ConfigError (one line, the file untouched) when the
+    name or the file cannot take it. Blocking: call it on a thread."""
     if not _SERVER.fullmatch(name):
         raise ConfigError(f"{name!r} is not a server name")
     path = workdir / ".claude" / "settings.local.json"
@@ -248,10 +249,7 @@ def approve_server(workdir: Path, name: str) -> str:
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         tmp.replace(path)
-    return (
-        f"MCP server '{name}' approved in {shown} (enabledMcpjsonServers); it starts at the next "
-        "session (unless a settings file lists it in disabledMcpjsonServers)"
-    )
+    return f"MCP server '{name}' approved in {shown} (enabledMcpjsonServers)"
 
 
 AGENT_APPROVE_HINT = (

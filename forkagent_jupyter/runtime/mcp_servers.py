@@ -25,6 +25,7 @@ from .mcp_config import (
     ServerSpec,
     agent_servers,
     approval,
+    approve_server,
     read_config,
 )
 from .permission_rules import Rule
@@ -81,6 +82,8 @@ class McpServers:
         self.on_note: Callable[[str, str], bool] | None = None
         """Puts a line on an agent's card; whether it had one."""
         self._started: asyncio.Task[None] | None = None
+        self._approved: dict[str, ServerSpec] = {}
+        """Servers approved while the session runs (`approve`): started at the next use."""
         self._tools: dict[int, list[McpTool]] = {}
         self._closed = False
 
@@ -95,6 +98,40 @@ class McpServers:
             self._started = asyncio.get_running_loop().create_task(self._start())
         if wait:
             await asyncio.shield(self._started)
+        if self._approved and self._started.done():
+            late = [self._add(spec) for spec in self._approved.values()]
+            self._approved.clear()
+            if wait:
+                await self._ready(late)
+
+    def _add(self, spec: ServerSpec) -> McpConnection:
+        conn = self.servers[spec.name] = self._connection(spec)
+        return conn
+
+    async def approve(self, name: str) -> str:
+        """Approve the project server `name` for this project (`approve_server`: the person's
+        `.claude/settings.local.json`) and for this session: one the session left out starts
+        at its next use (the next turn, agent or `%mcp`). One line says which; ConfigError
+        (one line) when the file cannot take it."""
+        said = await asyncio.to_thread(approve_server, self.workdir, name)
+        if self._started is None or self._closed:
+            return f"{said}; it starts at this session's next turn"
+        await asyncio.shield(self._started)
+        config = await asyncio.to_thread(read_config, self.workdir, self.home)
+        self.unapproved = config.unapproved
+        for spec in config.servers.values():  # approved now, by this or the person's files
+            if spec.name not in self.servers:
+                self._approved[spec.name] = spec
+        if name in self.servers:
+            return f"{said}; it runs in this session already"
+        if name in self._approved:
+            return f"{said}; it starts at this session's next turn"
+        if name in self.unapproved:
+            return f"{said}; it stays off: {self.unapproved[name][1]}"
+        return (
+            f"{said}; no .mcp.json server has that name: a project agent's server of that "
+            "name starts at the agent's next launch"
+        )
 
     async def _start(self) -> None:
         try:

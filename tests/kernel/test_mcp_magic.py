@@ -49,10 +49,12 @@ def test_mcp_magic_lists_servers_states_and_tools(kernel: Kernel, tmp_path: Path
     assert approved.status == "ok" and "Traceback" not in approved.texts()
     assert (
         "MCP server 'theirs' approved in .claude/settings.local.json (enabledMcpjsonServers); "
-        "it starts at the next session"
+        "it starts at this session's next turn"
     ) in approved.texts()
     assert json.loads(local.read_text())["enabledMcpjsonServers"] == ["demo", "gone", "theirs"]
-    assert not ran.exists()  # not started in this session
+    listed = kernel.execute("%mcp", timeout=120).texts()  # its next use: no restart needed
+    assert "MCP servers (3):" in listed and "  theirs  connected  (stdio, .mcp.json)" in listed
+    assert "not approved" not in listed and ran.read_text().split()  # its process runs
     for line, said in (
         ("%mcp approve", "%mcp: approve takes one server name (%mcp approve NAME)"),
         ("%mcp approve a__b", "%mcp: 'a__b' is not a server name"),
@@ -63,7 +65,7 @@ def test_mcp_magic_lists_servers_states_and_tools(kernel: Kernel, tmp_path: Path
         )
         assert said in shown_text and "Traceback" not in refused.texts()
     assert json.loads(local.read_text())["enabledMcpjsonServers"] == ["demo", "gone", "theirs"]
-    [pid] = [int(p) for p in pids.read_text().split()]
+    [pid] = [int(p) for p in pids.read_text().split()]  # `demo`'s; `theirs` ends the same way
     assert kernel.execute("%unload_ext forkagent_jupyter").status == "ok"
     deadline = time.monotonic() + 30
     while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:

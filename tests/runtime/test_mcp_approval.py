@@ -53,9 +53,10 @@ async def test_an_unapproved_project_server_does_not_run_and_says_how_to_approve
         text = describe(servers)
         assert "  theirs  not approved  (stdio, .mcp.json)" in text
         assert (
-            "  (to approve a project server, add its name to enabledMcpjsonServers (or set "
-            "enableAllProjectMcpServers: true) in .claude/settings.local.json or "
-            "~/.claude/settings.json; it starts at the next session)"
+            "  (to approve a project server, run %mcp approve NAME (it starts at the next turn), "
+            "or add its name to enabledMcpjsonServers (or set enableAllProjectMcpServers: true) "
+            "in .claude/settings.local.json or ~/.claude/settings.json (read at the next "
+            "session))"
         ) in text
     finally:
         await servers.aclose()
@@ -166,8 +167,8 @@ async def test_an_agent_requiring_an_unapproved_server_fails_with_that_reason(
     assert needy.is_error and "\n" not in needy.result
     assert needy.result.startswith(
         "Agent 'needy' not started: The agent needs MCP servers that are not available: "
-        "'theirs' (not approved: to approve a project server, add its name to "
-        "enabledMcpjsonServers"
+        "'theirs' (not approved: to approve a project server, run %mcp approve NAME (it "
+        "starts at the next turn), or add its name to enabledMcpjsonServers"
     )
     assert not marks["theirs"].exists()
     assert session.tasks == []
@@ -292,3 +293,48 @@ async def test_the_persons_own_agent_files_inline_server_runs_unapproved(
     assert task.status == "completed"
     assert mark.read_text().split()  # its process ran, nothing approved
     assert session.mcp.lines == []
+
+
+async def test_approving_a_project_server_starts_it_at_the_next_turn_of_the_same_session(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    """`%mcp approve NAME` (McpServers.approve) takes effect in the session that runs: the
+    server starts at its next use and the next request offers its tools."""
+    marks = project(tmp_path, "theirs")
+    session = make_session(auto_respond=False, mcp_startup_timeout=30)
+    await session.ask("Hello.")
+    offered = [t["name"] for t in emulator.api_requests()[-1].body["tools"]]
+    assert not any(name.startswith("mcp__theirs__") for name in offered)
+    assert not marks["theirs"].exists()
+    said = await session.mcp.approve("theirs")
+    assert said == (
+        "MCP server 'theirs' approved in .claude/settings.local.json (enabledMcpjsonServers); "
+        "it starts at this session's next turn"
+    )
+    assert "theirs" not in session.mcp.unapproved
+    await session.ask("Again.")
+    offered = [t["name"] for t in emulator.api_requests()[-1].body["tools"]]
+    assert "mcp__theirs__add" in offered
+    assert marks["theirs"].read_text().split()  # its process ran
+    text = describe(session.mcp)
+    assert "  theirs  connected  (stdio, .mcp.json)" in text and "not approved" not in text
+
+
+async def test_approving_a_disabled_or_unknown_server_says_what_happens(
+    make_session: Any, tmp_path: Path
+) -> None:
+    marks = project(tmp_path, "off")
+    settings(tmp_path / ".claude" / "settings.json", disabledMcpjsonServers=["off"])
+    session = make_session(auto_respond=False, mcp_startup_timeout=30)
+    await session.mcp.start()
+    off = await session.mcp.approve("off")
+    assert off.endswith(
+        "; it stays off: disabled (disabledMcpjsonServers in .claude/settings.json)"
+    ), off
+    other = await session.mcp.approve("elsewhere")
+    assert other.endswith(
+        "; no .mcp.json server has that name: a project agent's server of that name starts "
+        "at the agent's next launch"
+    ), other
+    await session.mcp.start()
+    assert session.mcp.servers == {} and not marks["off"].exists()
