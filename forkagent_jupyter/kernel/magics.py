@@ -86,7 +86,8 @@ def parse_line(magic: Any, line: str, name: str, text: str | None = None) -> Nam
     parser = magic.parser
     options = parser._option_string_actions  # the declared options (argparse keeps them here)
     if line.strip() in HELP_WORDS:
-        print(parser.format_help().replace("::\n\n", "", 1).strip())
+        shown = parser.format_help().replace("::\n\n", "", 1).strip()
+        print(name + shown.removeprefix(parser.prog))  # `%%agent`, not `%agent`
         raise HelpShown(name)
 
     def known(word: str) -> Any:
@@ -266,6 +267,8 @@ class AgentMagics(Magics):  # type: ignore[misc]
         if args.batch or args.over:
             given = {k: v for k, v in vars(args).items() if v not in (None, False)}
             return self.host.fork_batch(args.directive, given)
+        if args.poll is not None:
+            raise UsageError("%fork: --poll goes with --batch --over NAME")
         if not args.directive:
             raise UsageError("%fork: say what the worker should do, e.g. %fork profile each column")
         if args.turns is not None and args.turns < 1:
@@ -357,6 +360,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
         far (reading it from the prompt cache), and the history becomes that summary plus the
         last turns. Shows the tokens before and after and what the summary cost. Runs by
         itself when a request would reach ForkAgent.compact_at of the context window."""
+        compact_options(line)  # its help, or a bad option, before anything starts
         return self.host.start_compact(line)
 
     @magic_arguments()

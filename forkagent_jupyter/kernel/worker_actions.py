@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -45,7 +46,7 @@ class WorkerActions(AgentCore):
             raise UsageError(
                 f"%fork: --poll needs a number of seconds, not {opts['poll']!r}"
             ) from None
-        if poll <= 0:
+        if not (math.isfinite(poll) and poll > 0):
             raise UsageError("%fork: --poll needs a positive number of seconds")
         start_batch(
             self.session,

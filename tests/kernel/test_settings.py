@@ -304,11 +304,32 @@ def test_magic_help_and_bad_names(kernel: Kernel) -> None:
         "%send -h",
         "%stop -h",
         "%%agent -h\nHello.",
+        "%compact -h",
+        "%compact ?",
+        "%compact --help",
+        "%tasks -h",
+        "%bg -h",
+        "%notifications -h",
+        "%permissions -h",
+        "%mcp -h",
     ):
         shown = kernel.execute(code)
         assert shown.status == "ok", (code, shown.texts())
-        assert "options:" in shown.texts() or "positional arguments:" in shown.texts(), code
+        assert shown.texts().startswith(code.split()[0]), (code, shown.texts())  # its usage
+        results = [m for m in shown.messages if m["msg_type"] == "execute_result"]
+        assert not results, (code, results)  # nothing started: no task handle shown
     assert kernel.value(f"len({SESSION}.tasks)") == 0  # no worker was started by asking
+    assert kernel.value(f"len({SESSION}.messages)") == 0  # nor a compaction
+    for code, said in (
+        ("%fork --poll 5 look at it", "%fork: --poll goes with --batch --over NAME"),
+        ("%fork --batch --over xs --poll nan A {item}", "%fork: --poll needs a positive number"),
+        ("%fork --batch --over xs --poll inf A {item}", "%fork: --poll needs a positive number"),
+    ):
+        kernel.execute("xs = [1, 2]")
+        refused = kernel.execute(code)
+        assert refused.reply["content"]["ename"] == "UsageError", (code, refused.texts())
+        assert refused.reply["content"]["evalue"].startswith(said), refused.reply["content"]
+    assert kernel.value(f"len({SESSION}.tasks)") == 0
     empty = kernel.execute("%fork --name= look at it")
     assert empty.reply["content"]["evalue"] == "%fork: option --name needs a value"
     started = kernel.execute("%fork --name w wait `py: __import__('time').sleep(20)`")
