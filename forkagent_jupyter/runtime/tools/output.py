@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["MAX_OUTPUT", "HeadTail", "cap_output"]
+__all__ = ["MAX_OUTPUT", "HeadTail", "as_shown", "cap_output"]
 
 MAX_OUTPUT = 30_000
 
@@ -15,6 +15,22 @@ def cap_output(text: str, limit: int = MAX_OUTPUT) -> str:
     half = limit // 2
     cut = len(text) - 2 * half
     return f"{text[:half]}\n... [{cut} characters cut from the middle] ...\n{text[-half:]}"
+
+
+def as_shown(text: str) -> str:
+    """`text` as a terminal or a notebook shows it: within a line, what follows a carriage
+    return writes over the line from its start, so a progress bar's hundred updates are its
+    last state (and a CRLF line end is a plain one)."""
+    if "\r" not in text:
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if "\r" in line:
+            shown = ""
+            for part in line.split("\r"):
+                shown = part + shown[len(part) :]
+            lines[i] = shown
+    return "\n".join(lines)
 
 
 class HeadTail:
@@ -47,5 +63,5 @@ class HeadTail:
         if self.dropped:
             marker = f"\n... [{self.dropped} bytes cut from the middle] ...\n"
             half = limit // 2
-            return head[:half] + marker + tail[-half:]
-        return cap_output(head + tail, limit)
+            return as_shown(head)[:half] + marker + as_shown(tail)[-half:]
+        return cap_output(as_shown(head + tail), limit)

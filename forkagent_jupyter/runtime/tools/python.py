@@ -28,7 +28,7 @@ from ..executors import (
     execute_source,
 )
 from .base import Tool, ToolContext, ToolError, ToolOutput
-from .output import cap_output
+from .output import as_shown, cap_output
 
 __all__ = [
     "DEFAULT_EXECUTOR",
@@ -89,9 +89,9 @@ class PythonTool(Tool[PythonInput]):
         result = await runner_of(ctx).run(args.code)
         parts: list[str] = []
         if result.stdout:
-            parts.append(result.stdout.rstrip("\n"))
+            parts.append(as_shown(result.stdout).rstrip("\n"))
         if result.stderr:
-            parts.append("[stderr]\n" + result.stderr.rstrip("\n"))
+            parts.append("[stderr]\n" + as_shown(result.stderr).rstrip("\n"))
         if result.value_repr is not None:
             parts.append(result.value_repr)
         if result.error:

@@ -185,3 +185,23 @@ def test_execute_source_on_a_loop_thread_explains_await() -> None:
     value, error = asyncio.run(main())
     assert value is None and error is not None
     assert "top-level await is not available here" in error
+
+
+async def test_progress_written_over_with_carriage_returns_is_its_last_state(
+    tmp_path: Path,
+) -> None:
+    """A tqdm bar (real tqdm, to stderr) and a `print(..., end='\\r')` loop: the model reads
+    each line as a notebook shows it, not every update (a long loop's bar was thousands of
+    updates in the tool result)."""
+    pytest.importorskip("tqdm")
+    code = (
+        "import sys\nfrom tqdm import tqdm\n"
+        "for i in range(400):\n    print(f'\\rstep {i}', end='')\n"
+        "print(' done')\n"
+        "for _ in tqdm(range(300), desc='rows', mininterval=0, ascii=True, "
+        "file=sys.stderr, bar_format='{desc}: {n_fmt}/{total_fmt}'):\n    pass\n"
+        "print('a\\r\\nb')"
+    )
+    out = await run(code, {}, tmp_path)
+    assert not out.is_error
+    assert out.content == "step 399 done\na\nb\n[stderr]\nrows: 300/300"

@@ -162,3 +162,12 @@ def test_input_validation_and_subject() -> None:
     args = tool.parse({"command": "  git status -s \n", "description": "show status"})
     assert args.timeout == 120
     assert tool.permission_subject(args) == "git status -s"
+
+
+async def test_a_progress_line_rewritten_with_carriage_returns_is_its_last_state(
+    tmp_path: Path,
+) -> None:
+    command = "for i in $(seq 1 500); do printf '\\r%3d%%' $((i / 5)); done; echo; echo next"
+    out = await call(BashTool(), make_ctx(tmp_path), command=command)
+    assert not out.is_error
+    assert out.content == "100%\nnext"
