@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..messages_api.usage import Usage
-from .agent_configs import fork_config, named_config, with_mcp_tools
+from .agent_configs import with_mcp_tools
+from .agent_contexts import AgentContexts
 from .agents import AgentDefinition, AgentScan, agent_listing, scan_agents
 from .backends import Backend, select_backend
 from .batch import BatchResults, BatchRun, FanOut, Notify, fan_out
-from .budget import BudgetedModel, CostBudget
+from .budget import CostBudget
 from .compaction import CompactPolicy, compact, window_for
 from .compute_settings import (
     COMPUTE_SETTINGS,
@@ -37,30 +38,27 @@ from .events import (
     UsageReport,
 )
 from .executors import ComputePlane, WorkerNamespace
-from .executors.base import CodeRunner, Output
+from .executors.base import Output
 from .executors.memory import Rollup, WorkerProcess
 from .hooks import Hooks
-from .loop import AgentConfig, LoopState, run_turn
+from .loop import LoopState, run_turn
 from .mcp_servers import McpServers
 from .model import CacheTTL, ModelClient
 from .notifications import Command, CommandQueue
 from .options import SessionOptions, Setting
-from .pacer import PacedModel, RateLimits
+from .pacer import RateLimits
 from .permissions import PermissionGate, RuleBook
 from .prompts import default_system_prompt
 from .retry import StreamRetry
-from .secrets import scrubbed_env
 from .settings import hook_trust, read_settings
 from .snapshot import AnsweredNotifications, TaskSnapshot
 from .tasks import Task, TaskRegistry, task_description, task_snapshot
-from .thinking import with_budget
 from .timing import record_timing
 from .tools import builtin_tools, claude_code_tools
 from .tools.agents import AgentTool, agent_tool, agent_tools
-from .tools.base import ToolContext, ToolSet
+from .tools.base import ToolSet
 from .tools.services import ToolServices
 from .tools.shells import ShellRegistry
-from .tools.web import WebAccess
 from .transcripts import AgentMeta, TranscriptStore
 from .turn_result import STOPPED_BY_USER, AutoTurn, ToolCall, Turn, fold_turn, replay
 from .workers import AgentRun, Workers
@@ -138,6 +136,8 @@ class Session:
         """The MCP servers (`mcp_servers.py`): started at the first turn, closed with the
         session."""
         self.mcp.on_note = self._mcp_note
+        self.contexts = AgentContexts(self, self._web_usage)
+        """Each agent's tool context, services and config (`agent_contexts.py`)."""
         self._make_tools(o)
         self._default_prompt = default_system_prompt(self.workdir)
         self.session_id = uuid.uuid4().hex[:12]
@@ -158,8 +158,8 @@ class Session:
             registry=self.registry,
             queue=self.queue,
             definitions=self.agent_scan,
-            named_config=self._named_config,
-            fork_config=self._fork_config,
+            named_config=self.contexts.named_config,
+            fork_config=self.contexts.fork_config,
             stagger=o.stagger_forks,
             forking=o.forking,
             store=self.store,
@@ -192,7 +192,7 @@ class Session:
 
     def _start_main(self) -> None:
         """The parent's own run, its transcript, and the session's bookkeeping."""
-        self.main = AgentRun("main", self._config(), [], LoopState())
+        self.main = AgentRun("main", self.contexts.parent_config(), [], LoopState())
         self.main.config.ctx.services.agent_run = self.main
         self.workers.main = self.main
         if self.store is not None:
@@ -315,34 +315,6 @@ class Session:
         """The parent conversation, as API message dicts."""
         return self.main.history
 
-    def _context(self, agent_id: str, workdir: Path | None = None) -> ToolContext:
-        return ToolContext(
-            workdir=workdir or self.workdir,
-            namespace=self.namespace,
-            agent_id=agent_id,
-            env=scrubbed_env(),
-            services=self._services(self.compute.main),
-        )
-
-    def _worker_services(self, agent_id: str, namespace: str | None) -> ToolServices:
-        return self._services(self.compute.runner_for(agent_id, namespace))
-
-    def _services(self, runner: CodeRunner) -> ToolServices:
-        """One agent's own services: the session's, with `runner` for its Python code."""
-        return replace(
-            self.services,
-            workers=self.workers,
-            python_runner=runner,
-            web=self._web_access(),
-            mcp=self.mcp,
-        )
-
-    def _web_access(self) -> WebAccess:
-        """How WebSearch and WebFetch reach the model (their own requests, paced and
-        budgeted like every other; their cost is the calling agent's)."""
-        client = BudgetedModel(PacedModel(self.client, self.rate_limits), self.budget)
-        return WebAccess(client, self.model, self._web_usage)
-
     def _web_usage(self, agent_id: str, usage: Usage, cost: float) -> None:
         task = None if agent_id == "main" else self.registry.find(agent_id)
         if task is None:
@@ -380,27 +352,6 @@ class Session:
         tools = with_mcp_tools(self.tools, self.mcp.tools())
         if tools is not None:
             self.tools = tools
-
-    def _config(self) -> AgentConfig:
-        ctx = self._context("main")
-        config = AgentConfig(
-            client=BudgetedModel(PacedModel(self.client, self.rate_limits), self.budget),
-            model=self.model,
-            system=[{"type": "text", "text": self.system_prompt}],
-            tools=self.tools,
-            gate=self.gate,
-            ctx=ctx,
-            max_turns=self.max_turns,
-            max_tokens=with_budget(self.max_tokens, self.thinking),
-            thinking=self.thinking,
-            cache_ttl=self.cache_ttl,
-            stream_retry=self.stream_retry,
-            compaction=self.compaction,
-            hooks=self.hooks,
-        )
-        if hasattr(self, "main"):
-            ctx.services.agent_run = self.main
-        return config
 
     @property
     def context_tokens(self) -> int:
@@ -446,31 +397,6 @@ class Session:
     def agent_definitions(self) -> dict[str, AgentDefinition]:
         """Named agents that load: built-in, then user, then project (see `agents.py`)."""
         return self.agent_scan().agents
-
-    def _fork_config(
-        self, parent: AgentRun, agent_id: str, namespace: str | None = None
-    ) -> AgentConfig:
-        """A fork's config (`agent_configs.fork_config`): its code runs in a snapshot of the
-        namespace taken now (or, `shared`, in the namespace)."""
-        return fork_config(parent.config, agent_id, self._worker_services(agent_id, namespace))
-
-    def _named_config(
-        self, parent: AgentRun, definition: AgentDefinition, agent_id: str, model: str | None
-    ) -> AgentConfig:
-        return named_config(
-            parent.config,
-            definition,
-            agent_id,
-            model,
-            tools=self.tools,
-            named_tools=self.named_tools,
-            own=self.mcp.agent_tools(agent_id, taken=self.tools.names()),
-            services=self._worker_services(agent_id, definition.namespace),
-            system_prompt=self.system_prompt,
-            max_turns=self.max_turns,
-            max_tokens=self.max_tokens,
-            hooks=self.hooks,
-        )
 
     # -- listeners -----------------------------------------------------------------------
 
@@ -526,7 +452,7 @@ class Session:
         await self.load_settings()
         await self.mcp.start()
         self._sync_mcp_tools()
-        self.main.config = self._config()
+        self.main.config = self.contexts.parent_config()
         if prompt is not None and self.hooks.has("UserPromptSubmit"):
             said = await self.hooks.run("UserPromptSubmit", {"agent_id": "main", "prompt": prompt})
             if said.blocked:
@@ -574,7 +500,7 @@ class Session:
             raise UsageError(f"keep_turns must be 1 or more; got {keep_turns!r}.")
         self.budget.check("The compaction was")
         async with self._lock:
-            self.main.config = self._config()
+            self.main.config = self.contexts.parent_config()
             result: Compacted | None = None
             async for event in compact(
                 self.main.config, self.main.history, self.main.state, keep_turns=keep_turns
