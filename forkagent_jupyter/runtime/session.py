@@ -44,15 +44,15 @@ from .hooks import Hooks
 from .loop import LoopState, run_turn
 from .mcp_servers import McpServers
 from .model import CacheTTL, ModelClient
-from .notifications import Command, CommandQueue
+from .notifications import CommandQueue
 from .options import SessionOptions, Setting
 from .pacer import RateLimits
 from .permissions import PermissionGate, RuleBook
 from .prompts import default_system_prompt
+from .responder import Responder
 from .retry import StreamRetry
 from .settings import hook_trust, read_settings
-from .snapshot import AnsweredNotifications, TaskSnapshot
-from .tasks import Task, TaskRegistry, task_description, task_snapshot
+from .tasks import Task, TaskRegistry, task_description
 from .timing import record_timing
 from .tools import builtin_tools, claude_code_tools
 from .tools.agents import AgentTool, agent_tool, agent_tools
@@ -144,6 +144,8 @@ class Session:
         self.hooks = Hooks([], workdir=self.workdir, session_id=self.session_id)
         """The settings files' hooks (hooks.py), read again at each parent turn."""
         self._hook_jobs: set[asyncio.Task[Any]] = set()
+        self._lock = asyncio.Lock()  # one parent turn at a time
+        self._changed = asyncio.Event()  # set whenever the session may have become idle
         self.offline_batches: tuple[Any, Callable[[], Awaitable[None]]] | None = None
         """An offline session's Message Batches service (batch.batch_sdk), once used."""
         self.store: TranscriptStore | None = None
@@ -151,7 +153,11 @@ class Session:
             root = o.transcripts if not isinstance(o.transcripts, bool) else None
             root = Path(root or self.workdir / ".forkagent" / "sessions")
             self.store = TranscriptStore(root, self.session_id)
-        self.queue = CommandQueue(on_enqueue=self._on_command)
+        self.responder = Responder(
+            self, turn=self._turn, lock=self._lock, changed=self._changed, jobs=self._hook_jobs
+        )
+        """The parent's answers to its notifications (`responder.py`)."""
+        self.queue = CommandQueue(on_enqueue=self.responder.on_command)
         self.registry: TaskRegistry = TaskRegistry(self.queue, base=self.workdir)
         self.budget = CostBudget(lambda: self.cost_usd, o.max_cost_usd)
         self.workers = Workers(
@@ -203,16 +209,10 @@ class Session:
             self.main.state.on_history_replaced = self._history_replaced
             main_transcript = self.main.transcript
             self.gate.recorder = lambda e: main_transcript.append_event("permission", e)
-        self.auto_turns: list[AutoTurn] = []
         self.batches: dict[str, BatchRun] = {}  # batched fan-outs by batch id (batch.py)
-        self.on_auto_turn: Callable[[AutoTurn], None] | None = None
         self._listed: str | None = None  # the agent listing the parent was last told
         self._parent_usage = Usage()
         self._parent_cost = 0.0
-        self._lock = asyncio.Lock()
-        self._responder: asyncio.Task[None] | None = None
-        self._changed = asyncio.Event()
-        self._listeners: list[Callable[[str, LoopEvent], None]] = []
         self.registry.subscribe(lambda _task: self._changed.set())
         self.registry.subscribe(partial(compute_follows, self.compute))
         self.registry.subscribe(lambda _task: self._enforce_budget())
@@ -403,8 +403,21 @@ class Session:
     def subscribe(self, listener: Callable[[str, LoopEvent], None]) -> Callable[[], None]:
         """Call `listener(origin, event)` for events of turns nobody is iterating: the
         parent's automatic answers to notifications (origin "notification")."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)
+        return self.responder.subscribe(listener)
+
+    @property
+    def auto_turns(self) -> list[AutoTurn]:
+        """The parent's answers to notifications so far (and the tasks the user stopped)."""
+        return self.responder.auto_turns
+
+    @property
+    def on_auto_turn(self) -> Callable[[AutoTurn], None] | None:
+        """Called with each `AutoTurn` as it is made (the host shows it)."""
+        return self.responder.on_auto_turn
+
+    @on_auto_turn.setter
+    def on_auto_turn(self, listener: Callable[[AutoTurn], None] | None) -> None:
+        self.responder.on_auto_turn = listener
 
     # -- turns ---------------------------------------------------------------------------
 
@@ -418,7 +431,7 @@ class Session:
             # pending notifications go with the prompt, whether or not the parent answers
             # them by itself (auto_respond): none waits unread
             commands = self.queue.drain("main")
-            self._note_read(commands)
+            self.responder.note_read(commands)
             texts = [c.text for c in commands]
             seen: list[LoopEvent] = []
             try:
@@ -428,7 +441,7 @@ class Session:
                     yield event
             finally:
                 if commands:  # delivered like the parent's own answers to notifications
-                    self._answered(commands, await fold_turn(replay(seen)))
+                    self.responder.answered(commands, await fold_turn(replay(seen)))
 
     async def load_settings(self) -> dict[str, Any]:
         """Read the settings files again (on a thread) and apply their rules, default mode
@@ -680,14 +693,7 @@ class Session:
         handed to the parent model (it did not ask; invariant 43) but still go to the host
         (`on_auto_turn`, shown with no answer), so the notebook shows how each ended."""
         stopped = await self.workers.stop_all()
-        shown = [t for t in stopped if t.notification]
-        if shown:
-            turn = Turn(text=STOPPED_BY_USER)
-            auto = AutoTurn([task_snapshot(t) for t in shown], turn)
-            self.auto_turns.append(auto)
-            self._record_answer(auto)
-            if self.on_auto_turn is not None:
-                self.on_auto_turn(auto)
+        self.responder.stopped_by_user(stopped)
         return stopped
 
     async def wait(self, *task_ids: str, timeout: float | None = None) -> list[Task]:
@@ -727,79 +733,10 @@ class Session:
         run = self.workers.runs.get(task_id)
         return run.history if run is not None else []
 
-    def _note_read(self, commands: list[Command]) -> None:
-        """The parent's transcript notes when these notifications reached its conversation
-        (the timeline draws their arrival)."""
-        ids = [c.task_id for c in commands if c.task_id and c.mode == "task-notification"]
-        if ids and self.main.transcript is not None:
-            self.main.transcript.append_event("notifications_read", {"tasks": ids})
-
-    def _on_command(self, command: Command) -> None:
-        self._changed.set()
-        queued = command.owner == "main" and command.mode == "task-notification"
-        if queued and command.task_id and self.main.transcript is not None:
-            self.main.transcript.append_event(
-                "notification", {"task": command.task_id, "run": command.run}
-            )
-        if command.owner == "main" and self.hooks.has("Notification"):
-            about = {"agent_id": "main", "task_id": command.task_id, "message": command.text}
-            try:
-                job = asyncio.get_running_loop().create_task(self.hooks.run("Notification", about))
-            except RuntimeError:  # enqueued off the event loop: no hook
-                return
-            self._hook_jobs.add(job)
-            job.add_done_callback(self._hook_jobs.discard)
-        if command.owner != "main":
-            self.workers.wake(command.owner)
-        elif self.auto_respond and (self._responder is None or self._responder.done()):
-            self._responder = asyncio.get_running_loop().create_task(self._respond())
-
-    async def _respond(self) -> None:
-        """Answer pending notifications in one parent turn each time the parent is free."""
-        await asyncio.sleep(0)  # let notifications that arrive together be read together
-        while self.queue.pending("main") and not self.budget.reached():
-            async with self._lock:
-                commands = self.queue.drain("main")
-                if not commands:
-                    break
-                self._note_read(commands)
-                texts = [c.text for c in commands]
-                turn = await fold_turn(self._turn(texts), self._emit)
-            self._answered(commands, turn)
-        self._changed.set()
-
-    def _answered(self, commands: list[Command], turn: Turn) -> None:
-        """The parent read these notifications in `turn`: record them with its answer and
-        hand them to the host (the notebook shows them as cells)."""
-        snapshots = [
-            c.snapshot or TaskSnapshot(task_id=c.task_id or "", notification=c.text)
-            for c in commands
-        ]  # a notification that reports no task of the registry (a batch's digest): its text
-        auto = AutoTurn(snapshots, turn)
-        self.auto_turns.append(auto)
-        self._record_answer(auto)
-        if self.on_auto_turn is not None:
-            self.on_auto_turn(auto)
-
-    def _record_answer(self, auto: AutoTurn) -> None:
-        """Keep the answered notifications in the parent's transcript, each reported run as it
-        ended, so they can be shown again later (also after a restart)."""
-        if self.main.transcript is None:
-            return
-        record = AnsweredNotifications(tasks=auto.snapshots, answer=auto.turn.text)
-        self.main.transcript.append_event("notifications_answered", record.model_dump())
-
-    def _emit(self, event: LoopEvent) -> None:
-        for listener in list(self._listeners):
-            listener("notification", event)
-
     def _busy(self) -> bool:
         if self._lock.locked() or not all(t.settled for t in self.registry):
             return True
-        if self._responder is not None and not self._responder.done():
-            return True
-        waiting = self.auto_respond and not self.budget.reached()
-        return waiting and bool(self.queue.pending("main"))
+        return self.responder.busy()
 
     async def idle(self) -> None:
         """Wait until no task runs, no notification waits and no parent turn is in flight."""
@@ -816,10 +753,7 @@ class Session:
         waited are answered."""
         self.budget.limit = self.options.max_cost_usd
         self._enforce_budget()
-        if self.budget.reached() or not self.queue.pending("main"):
-            return
-        if self.auto_respond and (self._responder is None or self._responder.done()):
-            self._responder = asyncio.get_running_loop().create_task(self._respond())
+        self.responder.budget_raised()
 
     def _enforce_budget(self) -> None:
         """Once the budget is reached, stop every running worker, the reason in its
@@ -867,9 +801,7 @@ class Session:
         await self.workers.stop_all()
         await self.mcp.aclose()
         self.shells.stop_all()
-        if self._responder is not None and not self._responder.done():
-            self._responder.cancel()
-            await asyncio.wait({self._responder})
+        await self.responder.aclose()
         if self._hook_jobs:  # Notification hooks still running: a moment, then stopped
             _done, late = await asyncio.wait(set(self._hook_jobs), timeout=5)
             for job in late:
