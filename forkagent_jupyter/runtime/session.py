@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..messages_api.usage import Usage
-from .agent_configs import with_mcp_tools
 from .agent_contexts import AgentContexts
-from .agents import AgentDefinition, AgentScan, agent_listing, scan_agents
+from .agents import AgentDefinition, AgentScan, scan_agents
 from .backends import Backend, select_backend
 from .batch import BatchResults, BatchRun, FanOut, Notify, fan_out
 from .budget import CostBudget
-from .compaction import CompactPolicy, compact, window_for
+from .compaction import CompactPolicy, window_for
 from .compute_settings import (
     COMPUTE_SETTINGS,
     apply_compute,
@@ -34,33 +33,30 @@ from .errors import ConfigError, UsageError
 from .events import (
     Compacted,
     LoopEvent,
-    Stop,
-    UsageReport,
 )
 from .executors import ComputePlane, WorkerNamespace
 from .executors.base import Output
 from .executors.memory import Rollup, WorkerProcess
 from .hooks import Hooks
-from .loop import LoopState, run_turn
+from .loop import LoopState
 from .mcp_servers import McpServers
 from .model import CacheTTL, ModelClient
 from .notifications import CommandQueue
 from .options import SessionOptions, Setting
 from .pacer import RateLimits
+from .parent_turns import ParentTurns
 from .permissions import PermissionGate, RuleBook
 from .prompts import default_system_prompt
 from .responder import Responder
 from .retry import StreamRetry
-from .settings import hook_trust, read_settings
 from .tasks import Task, TaskRegistry, task_description
-from .timing import record_timing
 from .tools import builtin_tools, claude_code_tools
 from .tools.agents import AgentTool, agent_tool, agent_tools
 from .tools.base import ToolSet
 from .tools.services import ToolServices
 from .tools.shells import ShellRegistry
 from .transcripts import AgentMeta, TranscriptStore
-from .turn_result import STOPPED_BY_USER, AutoTurn, ToolCall, Turn, fold_turn, replay
+from .turn_result import STOPPED_BY_USER, AutoTurn, ToolCall, Turn, fold_turn
 from .workers import AgentRun, Workers
 
 __all__ = [
@@ -153,8 +149,16 @@ class Session:
             root = o.transcripts if not isinstance(o.transcripts, bool) else None
             root = Path(root or self.workdir / ".forkagent" / "sessions")
             self.store = TranscriptStore(root, self.session_id)
+        self.parent = ParentTurns(
+            self, lock=self._lock, changed=self._changed, on_cost=self._enforce_budget
+        )
+        """The parent conversation's turns and what they cost (`parent_turns.py`)."""
         self.responder = Responder(
-            self, turn=self._turn, lock=self._lock, changed=self._changed, jobs=self._hook_jobs
+            self,
+            turn=self.parent.turn,
+            lock=self._lock,
+            changed=self._changed,
+            jobs=self._hook_jobs,
         )
         """The parent's answers to its notifications (`responder.py`)."""
         self.queue = CommandQueue(on_enqueue=self.responder.on_command)
@@ -206,13 +210,10 @@ class Session:
                 AgentMeta(agent_id="main", kind="main", model=self.model)
             )
             self.main.state.on_message = self.main.transcript.append_message
-            self.main.state.on_history_replaced = self._history_replaced
+            self.main.state.on_history_replaced = self.parent.history_replaced
             main_transcript = self.main.transcript
             self.gate.recorder = lambda e: main_transcript.append_event("permission", e)
         self.batches: dict[str, BatchRun] = {}  # batched fan-outs by batch id (batch.py)
-        self._listed: str | None = None  # the agent listing the parent was last told
-        self._parent_usage = Usage()
-        self._parent_cost = 0.0
         self.registry.subscribe(lambda _task: self._changed.set())
         self.registry.subscribe(partial(compute_follows, self.compute))
         self.registry.subscribe(lambda _task: self._enforce_budget())
@@ -318,8 +319,7 @@ class Session:
     def _web_usage(self, agent_id: str, usage: Usage, cost: float) -> None:
         task = None if agent_id == "main" else self.registry.find(agent_id)
         if task is None:
-            self._parent_usage = self._parent_usage + usage
-            self._parent_cost += cost
+            self.parent.charge(usage, cost)
         else:
             task.usage = task.usage + usage
             task.cost_usd += cost
@@ -347,12 +347,6 @@ class Session:
             self._hook_jobs.add(job)
             job.add_done_callback(self._hook_jobs.discard)
 
-    def _sync_mcp_tools(self) -> None:
-        """The MCP tools connected now join the parent's tools (`with_mcp_tools`)."""
-        tools = with_mcp_tools(self.tools, self.mcp.tools())
-        if tools is not None:
-            self.tools = tools
-
     @property
     def context_tokens(self) -> int:
         """The parent's last request's prompt size in tokens (0 before the first)."""
@@ -369,25 +363,6 @@ class Session:
             for t in self.registry
             if t.owner == agent_id
         ]
-
-    def _history_replaced(self, messages: list[dict[str, Any]], data: dict[str, Any]) -> None:
-        """The parent's history was compacted: on disk, and the agent listing told again if
-        its message was dropped."""
-        if self.main.transcript is not None:
-            self.main.transcript.append_event("compacted", {**data, "messages": messages})
-        if self._listed is not None and not any(
-            self._listed in str(m.get("content")) for m in messages
-        ):
-            self._listed = None
-
-    def _agent_listing(self) -> str | None:
-        """The named agents as the model is told them (None without the Agent tool). Files
-        that do not load are left out here (each said once); starting one reports its
-        error. Tools an agent's file names that it does not get here are said."""
-        if self.tools.get("Agent") is None:
-            return None
-        available = [*self.tools.names(), *self.named_tools.names()]
-        return agent_listing(self.agent_scan().agents, available)
 
     def agent_scan(self) -> AgentScan:
         """The agent files (`scan_agents`): user and project, `.claude` and `.forkagent`,
@@ -421,74 +396,16 @@ class Session:
 
     # -- turns ---------------------------------------------------------------------------
 
-    async def stream(self, prompt: str) -> AsyncIterator[LoopEvent]:
+    def stream(self, prompt: str) -> AsyncIterator[LoopEvent]:
         """Run one parent turn, yielding its events. Pending notifications are delivered
         with the prompt (before it), so none is lost or read twice."""
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise UsageError("The prompt is empty: write what the agent should do.")
-        self.budget.check("The turn was")
-        async with self._lock:
-            # pending notifications go with the prompt, whether or not the parent answers
-            # them by itself (auto_respond): none waits unread
-            commands = self.queue.drain("main")
-            self.responder.note_read(commands)
-            texts = [c.text for c in commands]
-            seen: list[LoopEvent] = []
-            try:
-                async for event in self._turn([*texts, prompt], prompt):
-                    if commands:
-                        seen.append(event)
-                    yield event
-            finally:
-                if commands:  # delivered like the parent's own answers to notifications
-                    self.responder.answered(commands, await fold_turn(replay(seen)))
+        return self.parent.stream(prompt)
 
     async def load_settings(self) -> dict[str, Any]:
         """Read the settings files again (on a thread) and apply their rules, default mode
         and additional directories (`settings.py`); the rules in force, as
         `PermissionGate.summary` gives them. Done at the start of every parent turn."""
-        read = await asyncio.to_thread(read_settings, self.workdir, self.home)
-        self.gate.apply_settings(read)
-        self.hooks = Hooks(
-            read.hooks,
-            workdir=self.workdir,
-            session_id=self.session_id,
-            lines=self.hooks.lines,
-            trust=hook_trust(read),
-            said=self.hooks.said,
-        )
-        for entry in read.unapproved_hooks:  # the project's, not approved: said once each
-            self.hooks.not_approved(entry)
-        return self.gate.summary()
-
-    async def _turn(self, texts: list[str], prompt: str | None = None) -> AsyncIterator[LoopEvent]:
-        await self.load_settings()
-        await self.mcp.start()
-        self._sync_mcp_tools()
-        self.main.config = self.contexts.parent_config()
-        if prompt is not None and self.hooks.has("UserPromptSubmit"):
-            said = await self.hooks.run("UserPromptSubmit", {"agent_id": "main", "prompt": prompt})
-            if said.blocked:
-                raise UsageError(f"A UserPromptSubmit hook blocked the prompt: {said.reason}")
-            texts = [*texts, *said.context]
-        blocks = [{"type": "text", "text": t} for t in texts]
-        listing = await asyncio.to_thread(self._agent_listing)  # reads the agent files
-        if listing is not None and listing != self._listed:
-            blocks.insert(0, {"type": "text", "text": listing})
-            self._listed = listing
-        self.main.state.append(self.main.history, {"role": "user", "content": blocks})
-        try:
-            async for event in run_turn(self.main.config, self.main.history, self.main.state):
-                record_timing(self.main.transcript, event)
-                if isinstance(event, UsageReport):
-                    self._parent_usage = self._parent_usage + event.usage
-                    self._parent_cost += event.cost_usd
-                    self._enforce_budget()
-                if isinstance(event, Stop) and self.hooks.has("Stop"):
-                    await self.hooks.run("Stop", {"agent_id": "main", "stop_reason": event.reason})
-                yield event
-        finally:
-            self._changed.set()
+        return await self.parent.load_settings()
 
     async def ask(self, prompt: str) -> Turn:
         """Run one parent turn to completion and return its outcome."""
@@ -496,55 +413,19 @@ class Session:
 
     def reset(self) -> None:
         """Start a new parent conversation (workers keep running and report to it)."""
-        self.main.history.clear()
-        self._listed = None
-        on_message = self.main.state.on_message
-        self.main.state = LoopState(
-            on_message=on_message, on_history_replaced=self.main.state.on_history_replaced
-        )
-        if self.main.transcript is not None:
-            self.main.transcript.append_event("reset")
+        self.parent.reset()
 
     async def compact(self, keep_turns: int | None = None) -> Compacted:
         """Compact the parent conversation now: a fork of it writes a summary (reading the
         history from the prompt cache), and the history becomes the summary plus the last
         `keep_turns` turns (default `compact_keep_turns`). Waits for a turn in flight."""
-        if keep_turns is not None and (isinstance(keep_turns, bool) or keep_turns < 1):
-            raise UsageError(f"keep_turns must be 1 or more; got {keep_turns!r}.")
-        self.budget.check("The compaction was")
-        async with self._lock:
-            self.main.config = self.contexts.parent_config()
-            result: Compacted | None = None
-            async for event in compact(
-                self.main.config, self.main.history, self.main.state, keep_turns=keep_turns
-            ):
-                if isinstance(event, UsageReport):
-                    self._parent_usage = self._parent_usage + event.usage
-                    self._parent_cost += event.cost_usd
-                elif isinstance(event, Compacted):
-                    result = event
-            self._changed.set()
-        assert result is not None
-        return result
+        return await self.parent.compact(keep_turns)
 
     async def resume(self, session_id: str) -> int:
         """Continue the parent conversation of an earlier session (by its id, under the same
         transcripts folder) as it stood at its end, compactions applied; returns the number
         of messages. Its workers are resumed one by one with `send`."""
-        if self.store is None:
-            raise UsageError("Resuming needs transcripts (Session(transcripts=...)).")
-        folder = self.store.root / session_id
-        loaded = await self.store.aload("main", folder)
-        async with self._lock:  # not in the middle of a turn
-            self.main.history[:] = loaded.messages
-            ends = [i for i, m in enumerate(self.main.history) if m["role"] == "user"]
-            self.main.state.previous_end = ends[-1] if ends else None
-            self._listed = None
-            if self.main.transcript is not None:
-                self.main.transcript.append_event(
-                    "resumed", {"from": session_id, "messages": list(self.main.history)}
-                )
-        return len(self.main.history)
+        return await self.parent.resume(session_id)
 
     # -- background work -----------------------------------------------------------------
 
@@ -768,19 +649,19 @@ class Session:
     @property
     def usage(self) -> Usage:
         """Tokens of the parent conversation and of every worker."""
-        total = self._parent_usage
+        total = self.parent.usage
         for task in self.registry:
             total = total + task.usage
         return total
 
     @property
     def cost_usd(self) -> float:
-        return self._parent_cost + sum(t.cost_usd for t in self.registry)
+        return self.parent.cost + sum(t.cost_usd for t in self.registry)
 
     def add_parent_cost(self, cost_usd: float) -> None:
         """Charge the parent conversation for a request made on its behalf outside its turns
         (a batch's cache pre-warm)."""
-        self._parent_cost += cost_usd
+        self.parent.cost += cost_usd
 
     async def __aenter__(self) -> Session:
         return self
