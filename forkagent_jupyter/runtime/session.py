@@ -49,6 +49,7 @@ from .permissions import PermissionGate, RuleBook
 from .prompts import default_system_prompt
 from .responder import Responder
 from .retry import StreamRetry
+from .spending import Spending
 from .tasks import Task, TaskRegistry, task_description
 from .tools import builtin_tools, claude_code_tools
 from .tools.agents import AgentTool, agent_tool, agent_tools
@@ -132,16 +133,18 @@ class Session:
         """The MCP servers (`mcp_servers.py`): started at the first turn, closed with the
         session."""
         self.mcp.on_note = self._mcp_note
-        self.contexts = AgentContexts(self, self._web_usage)
+        self._hook_jobs: set[asyncio.Task[Any]] = set()
+        self._lock = asyncio.Lock()  # one parent turn at a time
+        self._changed = asyncio.Event()  # set whenever the session may have become idle
+        self.spending = Spending(self, changed=self._changed)
+        """The session's totals and its budget's enforcement (`spending.py`)."""
+        self.contexts = AgentContexts(self, self.spending.web_usage)
         """Each agent's tool context, services and config (`agent_contexts.py`)."""
         self._make_tools(o)
         self._default_prompt = default_system_prompt(self.workdir)
         self.session_id = uuid.uuid4().hex[:12]
         self.hooks = Hooks([], workdir=self.workdir, session_id=self.session_id)
         """The settings files' hooks (hooks.py), read again at each parent turn."""
-        self._hook_jobs: set[asyncio.Task[Any]] = set()
-        self._lock = asyncio.Lock()  # one parent turn at a time
-        self._changed = asyncio.Event()  # set whenever the session may have become idle
         self.offline_batches: tuple[Any, Callable[[], Awaitable[None]]] | None = None
         """An offline session's Message Batches service (batch.batch_sdk), once used."""
         self.store: TranscriptStore | None = None
@@ -150,7 +153,7 @@ class Session:
             root = Path(root or self.workdir / ".forkagent" / "sessions")
             self.store = TranscriptStore(root, self.session_id)
         self.parent = ParentTurns(
-            self, lock=self._lock, changed=self._changed, on_cost=self._enforce_budget
+            self, lock=self._lock, changed=self._changed, on_cost=self.spending.enforce
         )
         """The parent conversation's turns and what they cost (`parent_turns.py`)."""
         self.responder = Responder(
@@ -216,7 +219,7 @@ class Session:
         self.batches: dict[str, BatchRun] = {}  # batched fan-outs by batch id (batch.py)
         self.registry.subscribe(lambda _task: self._changed.set())
         self.registry.subscribe(partial(compute_follows, self.compute))
-        self.registry.subscribe(lambda _task: self._enforce_budget())
+        self.registry.subscribe(lambda _task: self.spending.enforce())
         self.registry.subscribe(self._mcp_follows)
 
     # -- settings ------------------------------------------------------------------------
@@ -305,7 +308,7 @@ class Session:
             self.compaction.keep_turns = o.compact_keep_turns
             self.compaction.window = o.context_window
         elif name == "max_cost_usd":
-            self._budget_changed()
+            self.spending.budget_changed()
         elif name in COMPUTE_SETTINGS:
             apply_compute(o, self.compute, name)
 
@@ -315,16 +318,6 @@ class Session:
     def messages(self) -> list[dict[str, Any]]:
         """The parent conversation, as API message dicts."""
         return self.main.history
-
-    def _web_usage(self, agent_id: str, usage: Usage, cost: float) -> None:
-        task = None if agent_id == "main" else self.registry.find(agent_id)
-        if task is None:
-            self.parent.charge(usage, cost)
-        else:
-            task.usage = task.usage + usage
-            task.cost_usd += cost
-            self.registry.changed(task)
-        self._enforce_budget()
 
     def _mcp_note(self, agent_id: str, line: str) -> bool:
         """An MCP failure during an agent's call: a line on its card (False: it has none)."""
@@ -629,34 +622,14 @@ class Session:
 
     # -- totals and budget ---------------------------------------------------------------
 
-    def _budget_changed(self) -> None:
-        """A new budget: workers stop if it is reached; if it was raised, notifications that
-        waited are answered."""
-        self.budget.limit = self.options.max_cost_usd
-        self._enforce_budget()
-        self.responder.budget_raised()
-
-    def _enforce_budget(self) -> None:
-        """Once the budget is reached, stop every running worker, the reason in its
-        notification."""
-        if not self.budget.reached():
-            return
-        reason = self.budget.message()
-        for task in self.registry.running():
-            self.workers.kill(task.id, reason)
-        self._changed.set()
-
     @property
     def usage(self) -> Usage:
         """Tokens of the parent conversation and of every worker."""
-        total = self.parent.usage
-        for task in self.registry:
-            total = total + task.usage
-        return total
+        return self.spending.usage
 
     @property
     def cost_usd(self) -> float:
-        return self.parent.cost + sum(t.cost_usd for t in self.registry)
+        return self.spending.cost_usd
 
     def add_parent_cost(self, cost_usd: float) -> None:
         """Charge the parent conversation for a request made on its behalf outside its turns
