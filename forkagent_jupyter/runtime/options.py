@@ -4,7 +4,7 @@
 whole: `Session(options=...)`); `Session.configure(**changes)` changes settings while the
 session runs. A field declared `frozen` is fixed when the session starts (the backend, the
 working directory, the tools...); every other field is live: the session reads it where it is
-used, or pushes it to the part that holds it (`Session._apply`).
+used, or pushes it to the part that holds it (`live_settings.apply_setting`).
 
 A new setting is one field here (with its check); the kernel's `%config ForkAgent.NAME` trait
 of the same name reaches it without more code (kernel/settings.py).
@@ -83,7 +83,7 @@ class SessionOptions(BaseModel):
     the API's dict (`thinking.thinking_param`)."""
     cache_ttl: CacheTTL = "5m"
 
-    # -- live: pushed to the part that holds them (Session._apply) -----------------------
+    # -- live: pushed to the part that holds them (live_settings.py) ---------------------
     permission_mode: PermissionMode = "default"
     approval_timeout: float | None = Field(default=600.0, gt=0)
     forking: bool = True

@@ -23,7 +23,6 @@ from .batch import BatchResults, BatchRun, FanOut, Notify, fan_out
 from .budget import CostBudget
 from .compaction import CompactPolicy, window_for
 from .compute_settings import (
-    COMPUTE_SETTINGS,
     apply_compute,
     compute_follows,
     process_memory_sampled,
@@ -38,6 +37,7 @@ from .executors import ComputePlane, WorkerNamespace
 from .executors.base import Output
 from .executors.memory import Rollup, WorkerProcess
 from .hooks import Hooks
+from .live_settings import change_settings
 from .loop import LoopState
 from .mcp_servers import McpServers
 from .model import CacheTTL, ModelClient
@@ -52,7 +52,7 @@ from .retry import StreamRetry
 from .spending import Spending
 from .tasks import Task, TaskRegistry, task_description
 from .tools import builtin_tools, claude_code_tools
-from .tools.agents import AgentTool, agent_tool, agent_tools
+from .tools.agents import agent_tools
 from .tools.base import ToolSet
 from .tools.services import ToolServices
 from .tools.shells import ShellRegistry
@@ -266,51 +266,11 @@ class Session:
     def configure(self, options: SessionOptions | None = None, /, **changes: Any) -> None:
         """Change settings while the session runs: by name (`configure(model="...",
         max_workers=4)`) or as a whole (`configure(options)`: the fields that differ). Each
-        applies at once to what holds it (running workers included, see `_apply`); a value
-        refused - unknown name, fixed at the start, out of range, a Dask cluster that cannot
-        be reached - raises one UsageError (or ConfigError) and that setting and the ones
-        after it keep their values."""
-        if options is not None:
-            given = {n: v for n, v in options if v != getattr(self.options, n)}
-            changes = {**given, **changes}
-        for name, value in changes.items():
-            before = self.options
-            self.options = before.changed(**{name: value})
-            if getattr(self.options, name) == getattr(before, name) and name != "permission_mode":
-                continue  # the mode in force may be the settings files' (`defaultMode`)
-            try:
-                self._apply(name)
-            except Exception:
-                self.options = before
-                raise
-
-    def _apply(self, name: str) -> None:
-        """A changed setting, pushed to the part of the session that holds it (the ones
-        read where they are used need nothing here)."""
-        o = self.options
-        if name == "permission_mode":
-            self.gate.mode = o.permission_mode
-        elif name == "approval_timeout":
-            self.gate.approval_timeout = o.approval_timeout
-        elif name == "forking":
-            self.workers.forking = o.forking
-            current = self.tools.get("Agent")
-            if isinstance(current, AgentTool) and current.forking != o.forking:
-                self.tools.replace(agent_tool(o.forking))
-        elif name == "auto_background_after":
-            self.workers.auto_background_after = o.auto_background_after
-        elif name == "stream_retries":
-            self.stream_retry.set_retries(o.stream_retries)
-        elif name == "stream_retry_delay":
-            self.stream_retry.base_delay = o.stream_retry_delay
-        elif name in ("compact_at", "compact_keep_turns", "context_window"):
-            self.compaction.compact_at = o.compact_at
-            self.compaction.keep_turns = o.compact_keep_turns
-            self.compaction.window = o.context_window
-        elif name == "max_cost_usd":
-            self.spending.budget_changed()
-        elif name in COMPUTE_SETTINGS:
-            apply_compute(o, self.compute, name)
+        applies at once to what holds it (running workers included, see `live_settings.py`);
+        a value refused - unknown name, fixed at the start, out of range, a Dask cluster that
+        cannot be reached - raises one UsageError (or ConfigError) and that setting and the
+        ones after it keep their values."""
+        change_settings(self, options, changes)
 
     # -- configuration -------------------------------------------------------------------
 
