@@ -14,6 +14,7 @@ import contextlib
 import sys
 from typing import Any
 
+from ..runtime.executors.sandbox import guard_kernel
 from .magics import AgentMagics, transform_cell
 from .protocol import State
 from .settings import BACKEND_CHOICES, ForkAgent, forwarded
@@ -150,6 +151,9 @@ def load(shell: Any) -> KernelAgent | None:
     if getattr(shell, "kernel", None) is None:  # terminal IPython: refuse before anything
         print(NEEDS_KERNEL, file=sys.stderr)
         return None
+    why = guard_kernel()  # the kernel's memory out of reach of the programs it starts
+    if why is not None:
+        shell.kernel.log.warning("forkagent: %s", why)
     agent = KernelAgent(shell)
     agent.install()
     print(loaded_line(agent.settings), file=sys.stderr)

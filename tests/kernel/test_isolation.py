@@ -10,14 +10,21 @@ import hashlib
 import json
 import secrets
 import shutil
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
+from tests.reported import tool_outputs
+
 from .conftest import Kernel
 from .test_compute import SESSION, _card_outputs, setup, status
+from .test_process_memory import _mb, _memory
 
 PROBE = Path(__file__).with_name("probes") / "steal.py"
+READ_KERNEL = Path(__file__).with_name("probes") / "read_kernel.py"
 
 pytestmark = pytest.mark.kernel
 
@@ -143,3 +150,60 @@ def test_a_key_a_worker_prints_is_masked_on_its_card(kernel: Kernel) -> None:
     shown = json.dumps(_card_outputs(kernel))
     assert "key: [redacted]" in shown and "shown [redacted]" in shown
     assert "Z" * 40 not in shown
+
+
+def _bash_probe(emulator: Any, tmp_path: Path) -> None:
+    """The model answers "SNOOP" with a Bash call that runs tests/kernel/probes/read_kernel.py
+    against the process that started the shell (the kernel)."""
+    shutil.copy(READ_KERNEL, tmp_path / "read_kernel.py")
+    sha = hashlib.sha256(KEY.encode()).hexdigest()
+    call = {"command": f"{sys.executable} read_kernel.py $PPID {sha}"}
+    brain = ScriptedBrain(when_empty=OfflineBrain())
+    brain.when_last_user_contains(
+        "SNOOP", Reply(({"type": "tool_use", "name": "Bash", "input": call},)), times=2
+    )
+    emulator.brain = brain
+
+
+def _routes(tmp_path: Path) -> dict[str, str]:
+    found = tmp_path / "kernel_routes.json"
+    routes: dict[str, str] = json.loads(found.read_text())
+    found.unlink()
+    return routes
+
+
+CLOSED = ("environ", "maps", "mem", "process_vm_readv", "ptrace attach")
+
+
+def test_an_allowed_bash_cannot_read_the_kernels_memory(
+    kernel: Kernel, emulator: Any, tmp_path: Path
+) -> None:
+    """The kernel is non-dumpable (its /proc entries are root's; as root, the programs it
+    starts lack CAP_SYS_PTRACE and its kin): a Bash call the person allowed, the parent's or a
+    fork's, reads nothing of the kernel's memory; workers' memory is still counted."""
+    setup(kernel)
+    _bash_probe(emulator, tmp_path)
+    assert kernel.execute("api.allow('Bash')").status == "ok"
+    ran = kernel.execute("%%agent\nSNOOP on the kernel", timeout=180)
+    assert ran.status == "ok", ran.texts()
+    routes = _routes(tmp_path)
+    assert set(routes) == {*CLOSED, "cmdline"}, routes
+    assert [r for r in CLOSED if not routes[r].startswith("blocked")] == [], routes
+    assert routes["cmdline"] == "no key"
+    assert kernel.value("__import__('ctypes').CDLL(None).prctl(3, 0, 0, 0, 0)") == 0
+    # a fork's Bash is started by the kernel as well
+    kernel.execute("%fork --name snoop SNOOP from a fork")
+    kernel.run_approving("%tasks --wait snoop", timeout=180)
+    assert status(kernel, "snoop") == "completed"
+    again = _routes(tmp_path)
+    assert [r for r in CLOSED if not again[r].startswith("blocked")] == [], again
+    # a worker, sealed, is dumpable again: the kernel reads its memory without privileges
+    kernel.execute(
+        "%fork --name reader hold `py: import ctypes; block = bytearray(64 * 2**20); "
+        "ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)`"
+    )
+    kernel.run_approving("%tasks --wait reader", timeout=120)
+    result = kernel.value(f"{SESSION}.registry.get('reader').result")
+    assert tool_outputs(result) == ["1"], result  # PR_GET_DUMPABLE in the worker
+    _text, rows = _memory(kernel)
+    assert _mb(rows["reader"], "own") > 60, rows

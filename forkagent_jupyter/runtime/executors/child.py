@@ -154,6 +154,7 @@ def _serve_spawns(control: socket.socket, namespace: dict[str, Any]) -> None:
                 with contextlib.suppress(OSError):
                     os.nice(int(request[2]))
                 sandbox.enter(fds[0], tell)
+                sandbox.readable()
                 serve_worker(socket.socket(fileno=fds[0]), namespace)
             os.close(tell)
             os.close(fds[0])

@@ -14,6 +14,17 @@ A worker runs code the model wrote, in a copy-on-write copy of the kernel. Two m
   server's token) are covered; then it gives up every capability, so it cannot uncover them.
   It keeps the network, the file system and your user's files as they are.
 
+And in the kernel itself, `guard_kernel` (once, when the extension loads): the kernel makes
+itself non-dumpable, so its /proc entries (mem, environ, maps, ...) belong to root and no
+other process of the user can read them or ptrace it (the tools' processes, `Bash`, hooks,
+run as the user: before this, a `python -c` reading /proc/<kernel>/maps and mem found the
+key in the kernel's heap). Running as root, the capabilities that pass that check
+(CAP_SYS_PTRACE, and those that read memory some other way: CAP_SYS_RAWIO, CAP_SYS_ADMIN,
+CAP_BPF, CAP_PERFMON, CAP_SYS_MODULE) are dropped from the set every program the kernel
+starts may have; the kernel keeps its own. A fork inherits non-dumpable (a program it runs
+does not); a worker, sealed, makes itself dumpable again (`readable`) so that the kernel can
+read its memory use (/proc/<worker>/smaps_rollup) without privileges.
+
 `enter` forks once more: the process the kernel knows (and kills) waits for the worker, which
 is the first process of its PID namespace (when it ends, everything it started ends too), and
 ends the way the worker ended. Where the namespaces cannot be made (no unprivileged user
@@ -33,13 +44,22 @@ from pathlib import Path
 
 from ..secrets import SECRET_ENV_VARS, known_secrets
 
-__all__ = ["STATE", "enter", "scrub_memory", "seal"]
+__all__ = ["STATE", "enter", "guard_kernel", "readable", "scrub_memory", "seal"]
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWPID = 0x20000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 8, 4096, 0x4000, 1 << 18
-_PR_SET_PDEATHSIG, _PR_CAPBSET_DROP = 1, 24
+_PR_SET_PDEATHSIG, _PR_GET_DUMPABLE, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP = 1, 3, 4, 24
+_MEMORY_CAPS = {
+    16: "CAP_SYS_MODULE",
+    17: "CAP_SYS_RAWIO",
+    19: "CAP_SYS_PTRACE",
+    21: "CAP_SYS_ADMIN",
+    38: "CAP_PERFMON",
+    39: "CAP_BPF",
+}
+"""Capabilities with which a program reads another process's memory despite non-dumpable."""
 _LARGE_REGION = 64 << 20
 """A private anonymous mapping larger than this (not the heap) holds one large buffer (an
 array's data): the scrub does not read it."""
@@ -60,6 +80,47 @@ STATE = SandboxState()
 
 def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
+
+
+# -- in the kernel ------------------------------------------------------------------------------
+
+
+def guard_kernel() -> str | None:
+    """In the kernel: its memory and /proc entries out of reach of the processes it starts
+    (see the module doc). None when done; otherwise why not, in a few words."""
+    if not sys.platform.startswith("linux"):
+        return "not on Linux: other processes of your user can read the kernel's memory"
+    libc = _libc()
+    if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        return f"the kernel could not make itself non-dumpable ({os.strerror(ctypes.get_errno())})"
+    for number in _MEMORY_CAPS:
+        libc.prctl(_PR_CAPBSET_DROP, number, 0, 0, 0)  # EPERM: not ours to give (not root)
+    kept = [name for number, name in _MEMORY_CAPS.items() if _bounding_has(number)]
+    if kept and _effective_has(19):
+        return (
+            "the kernel runs with capabilities it could not take from the programs it starts "
+            f"({', '.join(kept)}): they can read its memory"
+        )
+    return None
+
+
+def _capabilities(field_name: str) -> int:
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(field_name + ":"):
+                    return int(line.split()[1], 16)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _bounding_has(number: int) -> bool:
+    return bool(_capabilities("CapBnd") >> number & 1)
+
+
+def _effective_has(number: int) -> bool:
+    return bool(_capabilities("CapEff") >> number & 1)
 
 
 # -- in the snapshot ----------------------------------------------------------------------------
@@ -218,6 +279,13 @@ def enter(inherited: int, tell: int) -> None:
     finally:
         with contextlib.suppress(OSError):
             os.close(tell)
+
+
+def readable() -> None:
+    """In a worker, sealed and sandboxed: dumpable again (it inherited non-dumpable from the
+    kernel), so that the kernel reads its memory use without privileges. Its memory holds no
+    secret (`seal`), and its own processes could read it as its code can."""
+    _libc().prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
 
 
 def worker_pid(told: int, forked: int) -> int:
