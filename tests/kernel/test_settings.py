@@ -397,3 +397,28 @@ def test_config_permission_mode_before_the_session_wins_over_the_files(
     assert kernel.execute("%%agent\nHello.").status == "ok"
     assert kernel.value(f"{SESSION}.gate.mode") == "default"
     assert kernel.execute("%config ForkAgent.permission_mode").texts().strip() == "'default'"
+
+
+def test_a_projects_hook_not_approved_is_one_line_in_the_cell_once(
+    kernel: Kernel, emulator: Any, tmp_path: Path
+) -> None:
+    """The committed `.claude/settings.json`'s command hook does not run; the person reads in
+    the cell, once, that it was not approved and how to approve it."""
+    folder = tmp_path / ".claude"
+    folder.mkdir()
+    hook = {"type": "command", "command": "touch pwned"}
+    (folder / "settings.json").write_text(
+        json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [hook]}]}})
+    )
+    first = kernel.execute("%%agent\nHello.", timeout=120)
+    assert first.status == "ok", first.texts()
+    said = [line for line in first.texts().splitlines() if "not approved" in line]
+    assert said == [
+        "hook of .claude/settings.json not run: UserPromptSubmit command 'touch pwned' is not "
+        "approved (a project's file); to run it, add its command to enabledProjectHooks (or set "
+        "enableAllProjectHooks: true) in .claude/settings.local.json or ~/.claude/settings.json; "
+        "it runs from the next turn"
+    ], first.texts()
+    again = kernel.execute("%%agent\nAgain.", timeout=120)
+    assert "not approved" not in again.texts()
+    assert not (tmp_path / "pwned").exists()
