@@ -24,20 +24,44 @@ from .hooks import Hooks
 from .loop import AgentConfig
 from .mcp_servers import McpServers
 from .model import CacheTTL, ModelClient
+from .options import SessionOptions
 from .pacer import PacedModel, RateLimits
-from .permissions import PermissionGate
+from .permissions import PermissionGate, RuleBook
 from .retry import StreamRetry
 from .secrets import scrubbed_env
 from .thinking import with_budget
+from .tools import builtin_tools, claude_code_tools
+from .tools.agents import agent_tools
 from .tools.base import ToolContext, ToolSet
 from .tools.services import ToolServices
 from .tools.web import WebAccess
 from .workers import AgentRun, Workers
 
-__all__ = ["AgentContexts", "ContextHost", "WebUsage"]
+__all__ = ["AgentContexts", "ContextHost", "WebUsage", "parent_tools"]
 
 WebUsage = Callable[[str, Usage, float], None]
 """Where a WebSearch or WebFetch request's usage and cost are charged: (agent id, ...)."""
+
+
+def parent_tools(o: SessionOptions) -> tuple[ToolSet, ToolSet, PermissionGate]:
+    """The parent's tools (`tools`, or the built-in ones and the Agent tool that matches
+    `forking`), the tools only a named agent whose file names them gets (Claude Code's
+    MultiEdit, NotebookEdit, LS, TodoWrite: not in the parent's requests), and the
+    permission gate over both."""
+    tools = ToolSet([*builtin_tools(), *agent_tools(o.forking)] if o.tools is None else o.tools)
+    named_tools = ToolSet(
+        [t for t in claude_code_tools() if tools.get(t.name) is None] if o.tools is None else []
+    )
+    gate = PermissionGate(
+        mode=o.permission_mode,
+        policy=o.permission_policy,
+        rules=RuleBook(tools=frozenset(tools.names() + named_tools.names())),
+        allow=list(o.allow),
+        deny=list(o.deny),
+        ask=list(o.ask),
+        approval_timeout=o.approval_timeout,
+    )
+    return tools, named_tools, gate
 
 
 class ContextHost(Protocol):

@@ -29,6 +29,7 @@ from .mcp_config import (
     read_config,
 )
 from .permission_rules import Rule
+from .tasks import Task
 from .tools.base import Tool
 from .tools.mcp import McpTool
 
@@ -260,6 +261,18 @@ class McpServers:
     def agent_tools(self, agent_id: str, taken: Iterable[str] = ()) -> list[Tool[Any]]:
         """The tools of an agent's own servers, in name order (names in `taken` left out)."""
         return self._unique(self.agents.get(agent_id, {}).values(), taken)
+
+    def follow(self, jobs: set[asyncio.Task[Any]], task: Task) -> None:
+        """A task registry's listener: a named agent's own servers stop when it ends (the
+        stop is one of `jobs`, which the session awaits when it closes)."""
+        if task.done and task.id in self.agents:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # no loop runs: aclose stops them
+                return
+            job = loop.create_task(self.stop_agent(task.id))
+            jobs.add(job)
+            job.add_done_callback(jobs.discard)
 
     async def stop_agent(self, agent_id: str) -> None:
         """Stop the agent's own servers (it ended)."""

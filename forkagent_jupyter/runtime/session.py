@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..messages_api.usage import Usage
-from .agent_contexts import AgentContexts
+from .agent_contexts import AgentContexts, parent_tools
 from .agents import AgentDefinition, AgentScan, scan_agents
 from .backends import Backend, select_backend
 from .batch import BatchResults, BatchRun, FanOut, Notify, fan_out
@@ -45,15 +45,11 @@ from .notifications import CommandQueue
 from .options import SessionOptions, Setting
 from .pacer import RateLimits
 from .parent_turns import ParentTurns
-from .permissions import PermissionGate, RuleBook
 from .prompts import default_system_prompt
 from .responder import Responder
 from .retry import StreamRetry
 from .spending import Spending
 from .tasks import Task, TaskRegistry, task_description
-from .tools import builtin_tools, claude_code_tools
-from .tools.agents import agent_tools
-from .tools.base import ToolSet
 from .tools.services import ToolServices
 from .tools.shells import ShellRegistry
 from .transcripts import AgentMeta, TranscriptStore
@@ -132,15 +128,13 @@ class Session:
         )
         """The MCP servers (`mcp_servers.py`): started at the first turn, closed with the
         session."""
-        self.mcp.on_note = self._mcp_note
-        self._hook_jobs: set[asyncio.Task[Any]] = set()
-        self._lock = asyncio.Lock()  # one parent turn at a time
-        self._changed = asyncio.Event()  # set whenever the session may have become idle
-        self.spending = Spending(self, changed=self._changed)
-        """The session's totals and its budget's enforcement (`spending.py`)."""
-        self.contexts = AgentContexts(self, self.spending.web_usage)
-        """Each agent's tool context, services and config (`agent_contexts.py`)."""
-        self._make_tools(o)
+        self._make_parts(o)
+        self._start_main()
+
+    def _make_parts(self, o: SessionOptions) -> None:
+        """The session's tools and collaborators, its task registry and its workers."""
+        self.tools, self.named_tools, self.gate = parent_tools(o)
+        """`named_tools`: only for a named agent whose file names them (`parent_tools`)."""
         self._default_prompt = default_system_prompt(self.workdir)
         self.session_id = uuid.uuid4().hex[:12]
         self.hooks = Hooks([], workdir=self.workdir, session_id=self.session_id)
@@ -152,6 +146,13 @@ class Session:
             root = o.transcripts if not isinstance(o.transcripts, bool) else None
             root = Path(root or self.workdir / ".forkagent" / "sessions")
             self.store = TranscriptStore(root, self.session_id)
+        self._hook_jobs: set[asyncio.Task[Any]] = set()
+        self._lock = asyncio.Lock()  # one parent turn at a time
+        self._changed = asyncio.Event()  # set whenever the session may have become idle
+        self.spending = Spending(self, changed=self._changed)
+        """The session's totals and its budget's enforcement (`spending.py`)."""
+        self.contexts = AgentContexts(self, self.spending.web_usage)
+        """Each agent's tool context, services and config (`agent_contexts.py`)."""
         self.parent = ParentTurns(
             self, lock=self._lock, changed=self._changed, on_cost=self.spending.enforce
         )
@@ -166,6 +167,7 @@ class Session:
         """The parent's answers to its notifications (`responder.py`)."""
         self.queue = CommandQueue(on_enqueue=self.responder.on_command)
         self.registry: TaskRegistry = TaskRegistry(self.queue, base=self.workdir)
+        self.mcp.on_note = self.registry.note
         self.budget = CostBudget(lambda: self.cost_usd, o.max_cost_usd)
         self.workers = Workers(
             registry=self.registry,
@@ -177,30 +179,6 @@ class Session:
             forking=o.forking,
             store=self.store,
             auto_background_after=o.auto_background_after,
-        )
-        self._start_main()
-
-    def _make_tools(self, o: SessionOptions) -> None:
-        """The parent's tools (`tools`, or the built-in ones and the Agent tool that matches
-        `forking`) and the permission gate over them."""
-        self.tools = ToolSet(
-            [*builtin_tools(), *agent_tools(o.forking)] if o.tools is None else o.tools
-        )
-        self.named_tools = ToolSet(
-            [t for t in claude_code_tools() if self.tools.get(t.name) is None]
-            if o.tools is None
-            else []
-        )
-        """Tools only a named agent whose file names them gets (Claude Code's MultiEdit,
-        NotebookEdit, LS, TodoWrite): not in the parent's requests."""
-        self.gate = PermissionGate(
-            mode=o.permission_mode,
-            policy=o.permission_policy,
-            rules=RuleBook(tools=frozenset(self.tools.names() + self.named_tools.names())),
-            allow=list(o.allow),
-            deny=list(o.deny),
-            ask=list(o.ask),
-            approval_timeout=o.approval_timeout,
         )
 
     def _start_main(self) -> None:
@@ -220,7 +198,7 @@ class Session:
         self.registry.subscribe(lambda _task: self._changed.set())
         self.registry.subscribe(partial(compute_follows, self.compute))
         self.registry.subscribe(lambda _task: self.spending.enforce())
-        self.registry.subscribe(self._mcp_follows)
+        self.registry.subscribe(partial(self.mcp.follow, self._hook_jobs))
 
     # -- settings ------------------------------------------------------------------------
 
@@ -278,27 +256,6 @@ class Session:
     def messages(self) -> list[dict[str, Any]]:
         """The parent conversation, as API message dicts."""
         return self.main.history
-
-    def _mcp_note(self, agent_id: str, line: str) -> bool:
-        """An MCP failure during an agent's call: a line on its card (False: it has none)."""
-        task = self.registry.find(agent_id)
-        if task is None:
-            return False
-        if line not in task.notes:
-            task.notes.append(line)
-            self.registry.changed(task)
-        return True
-
-    def _mcp_follows(self, task: Task) -> None:
-        """A named agent's own MCP servers stop when it ends."""
-        if task.done and task.id in self.mcp.agents:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:  # no loop runs: aclose stops them
-                return
-            job = loop.create_task(self.mcp.stop_agent(task.id))
-            self._hook_jobs.add(job)
-            job.add_done_callback(self._hook_jobs.discard)
 
     @property
     def context_tokens(self) -> int:

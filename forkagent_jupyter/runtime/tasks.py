@@ -243,6 +243,17 @@ class TaskRegistry:
         named = [t for t in self._tasks.values() if t.name == key]
         return named[-1] if named else None
 
+    def note(self, key: str, line: str) -> bool:
+        """A line on a task's card (once), such as an MCP failure during its call; False
+        when no task has this id or name."""
+        task = self.find(key)
+        if task is None:
+            return False
+        if line not in task.notes:
+            task.notes.append(line)
+            self.changed(task)
+        return True
+
     def get(self, key: str) -> Task:
         task = self.find(key)
         if task is None:
