@@ -127,11 +127,24 @@ def _accepts(trait: TraitType[Any, Any], value: Any) -> bool:
     return True
 
 
+def _quoted(value: Any) -> str:
+    """`value` as a refusal quotes it: its repr, cut to 80 characters."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:76] + "...'"
+
+
 def check_setting(label: str, trait: TraitType[Any, Any], value: Any, current: Any) -> None:
     """Raise a one-line SettingError unless `value` is allowed for `trait`."""
     if not _accepts(trait, value):
         raise SettingError(
-            f"{label} = {value!r} refused: it takes {allowed_values(trait)} (it stays {current!r})."
+            f"{label} = {_quoted(value)} refused: it takes {allowed_values(trait)} "
+            f"(it stays {_quoted(current)})."
+        )
+    check = trait.metadata.get("check")
+    problem = check(value) if check is not None and value is not None else None
+    if problem:
+        raise SettingError(
+            f"{label} = {_quoted(value)} refused: {problem} (it stays {_quoted(current)})."
         )
 
 
@@ -160,7 +173,9 @@ class CheckedSettings(Configurable):  # type: ignore[misc]
             check_setting(label, trait, value, current)
             why = self._frozen.get(name)
             if why is not None and value != current:
-                raise SettingError(f"{label} = {value!r} refused: {why} (it stays {current!r}).")
+                raise SettingError(
+                    f"{label} = {_quoted(value)} refused: {why} (it stays {_quoted(current)})."
+                )
             super().__setattr__(name, value)
             self.assigned.add(name)
             if getattr(self, name) == current:  # traitlets is silent: say it was set all the same
@@ -171,6 +186,17 @@ class CheckedSettings(Configurable):  # type: ignore[misc]
         super().__setattr__(name, value)
 
 
+def _model_problem(value: str) -> str | None:
+    """Why `value` names no model (None: it may be one); an alias is resolved by the session."""
+    from ..runtime.model_names import session_model
+
+    try:
+        session_model(value, "")
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 BACKEND_CHOICES = ("", "anthropic", "bedrock", "vertex", "foundry", "offline")
 """runtime.backends.BACKENDS and "" (unset), written out: importing the runtime here would
 make `%load_ext` slow (a test keeps the two the same)."""
@@ -179,9 +205,11 @@ make `%load_ext` slow (a test keeps the two the same)."""
 class ForkAgent(CheckedSettings):
     """Settings of the forkagent extension, each checked when assigned (settings.py)."""
 
-    model = Unicode("", help="Model id (default: FORKAGENT_MODEL or the built-in default).").tag(
-        config=True
-    )
+    model = Unicode(
+        "",
+        help="Model id or alias (sonnet, opus, haiku, fable; default: FORKAGENT_MODEL or the "
+        "built-in default).",
+    ).tag(config=True, check=_model_problem, allowed="a model id or alias")
     backend = Unicode(
         "",
         help="'anthropic', 'bedrock', 'vertex', 'foundry' or 'offline' (default: 'anthropic' "

@@ -28,15 +28,16 @@ class TurnActions(AgentCore):
         if not prompt.strip():
             raise UsageError("%%agent: the cell is empty; write what the agent should do.")
         self._within_budget("%%agent", "The turn was")
-        if opts.new:
-            self.session.reset()
         model, thinking = self.session.model, self.session.thinking
-        if opts.think is not None:  # for this cell only
-            with said_as("%%agent --think"):
-                self.session.thinking = opts.think
-        if opts.model:  # for this cell only
-            self.session.model = opts.model
-        try:
+        try:  # both for this cell only: a refused one leaves the other as it was
+            if opts.think is not None:
+                with said_as("%%agent --think"):
+                    self.session.thinking = opts.think
+            if opts.model:
+                with said_as("%%agent --model"):
+                    self.session.model = opts.model
+            if opts.new:  # after the options were taken: a refused one loses no conversation
+                self.session.reset()
             async with interruptible():
                 await self.ui.run_turn(prompt)
         finally:

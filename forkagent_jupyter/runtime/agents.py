@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import difflib
 import logging
-import os
 import re
 import warnings
 from collections.abc import Collection, Iterable
@@ -78,6 +77,7 @@ from .agent_context import context_fields
 from .agent_files import FileProblemError, agent_files, parse_front_matter, read_agent_text
 from .errors import ConfigError
 from .hooks import parse_hooks
+from .model_names import MODEL_ALIASES, model_problem, resolve_model
 
 __all__ = [
     "GENERAL_PURPOSE",
@@ -108,21 +108,6 @@ _LOADER_FIELDS = {
     "memory_dir": "it is set by 'memory'",
     "memory_text": "it is read from the memory folder",
 }
-
-MODEL_ALIASES = {
-    "sonnet": "claude-sonnet-5-5",
-    "opus": "claude-opus-5-5",
-    "haiku": "claude-haiku-5-5",
-    "fable": "claude-fable-5-2",
-}
-"""Model aliases of agent files (Claude Code's), each the current model of its family. As in
-Claude Code, `ANTHROPIC_DEFAULT_SONNET_MODEL` (`_OPUS_`, `_HAIKU_`, `_FABLE_`) names another
-model for an alias."""
-OTHER_ALIASES = ("inherit", "default", "best", "opusplan")
-"""`inherit`: the parent's model; `default`: the session's model; `best`: fable;
-`opusplan`: opus for an agent in plan mode, sonnet otherwise. Any alias or id may end in
-`[1m]` (a 1M-token context; the 5.x models have it anyway)."""
-_MODEL_ID = re.compile(r"^(?:claude-[a-z0-9.-]+|[a-z0-9-]+\.anthropic\..+|anthropic\..+|arn:.+)$")
 
 Source = Literal["built-in", "project", "user"]
 PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan", "dontAsk", "bubble"]
@@ -177,44 +162,6 @@ def _warn_once(message: str) -> None:
             warnings.warn(message, AgentFileWarning, stacklevel=3)
         except AgentFileWarning:  # warnings made errors (-W error): still never stop a scan
             pass
-
-
-def _alias_model(alias: str) -> str:
-    env = os.environ.get(f"ANTHROPIC_DEFAULT_{alias.upper()}_MODEL", "").strip()
-    return env or MODEL_ALIASES[alias]
-
-
-def model_problem(value: str) -> str | None:
-    """Why `value` is no model an agent file may name (None: it is one)."""
-    name = value.strip().removesuffix("[1m]").removesuffix("[1M]")
-    if name.lower() in MODEL_ALIASES or name.lower() in OTHER_ALIASES or _MODEL_ID.match(name):
-        return None
-    known = ", ".join([*OTHER_ALIASES[:1], *MODEL_ALIASES, *OTHER_ALIASES[1:]])
-    return f"unknown model {value!r}: use one of {known}, or a full model id (claude-...)"
-
-
-def resolve_model(
-    name: str | None, parent_model: str, permission_mode: str | None = None
-) -> str | None:
-    """A definition's `model`: None and `default` are None (the session's default),
-    `inherit` is the parent's model, an alias is its model id (`opusplan`: opus for an agent
-    in plan mode, else sonnet), anything else is taken as a model id. A `[1m]` suffix is
-    dropped."""
-    if name is None:
-        return None
-    name = name.strip().removesuffix("[1m]").removesuffix("[1M]")
-    alias = name.lower()
-    if alias == "default":
-        return None
-    if alias == "inherit":
-        return parent_model
-    if alias == "best":
-        return _alias_model("fable")
-    if alias == "opusplan":
-        return _alias_model("opus" if permission_mode == "plan" else "sonnet")
-    if alias in MODEL_ALIASES:
-        return _alias_model(alias)
-    return name
 
 
 class AgentDefinition(BaseModel):

@@ -31,6 +31,7 @@ from .errors import UsageError
 from .executors import WorkerNamespace
 from .mcp_servers import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT
 from .model import CacheTTL, ModelClient, default_model_name
+from .model_names import session_model
 from .permissions import PermissionMode, PermissionPolicy
 from .retry import DEFAULT_STREAM_RETRIES
 from .thinking import thinking_param
@@ -110,7 +111,14 @@ class SessionOptions(BaseModel):
     @field_validator("model", mode="before")
     @classmethod
     def _model(cls, value: Any) -> Any:
-        return value or default_model_name()
+        if not value:
+            return default_model_name()
+        if not isinstance(value, str):
+            raise UsageError(f"model: a model id or alias is needed, not {value!r}.")
+        try:  # an alias (sonnet, opus, ...) is its model id; an id that cannot be one is refused
+            return session_model(value, default_model_name())
+        except ValueError as exc:
+            raise UsageError(f"model: {exc}.") from None
 
     @field_validator("backend", mode="before")
     @classmethod

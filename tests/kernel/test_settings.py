@@ -422,3 +422,32 @@ def test_a_projects_hook_not_approved_is_one_line_in_the_cell_once(
     again = kernel.execute("%%agent\nAgain.", timeout=120)
     assert "not approved" not in again.texts()
     assert not (tmp_path / "pwned").exists()
+
+
+def test_the_model_setting_takes_aliases_and_refuses_what_is_no_model(kernel: Kernel) -> None:
+    """`%config ForkAgent.model = 'nope please'` (or 20,000 characters) had been taken, and
+    every later turn failed at the API; `%%agent --model ''` the same for its cell, after
+    `--new` had already emptied the conversation."""
+    refused = kernel.execute("%config ForkAgent.model = 'nope please'")
+    said = refused.texts()
+    assert "ForkAgent.model = 'nope please' refused: 'nope please' is no model id" in said
+    assert said.count("\n") <= 1 and "Traceback" not in said, said
+    long = kernel.execute("%config ForkAgent.model = 'x' * 20000")
+    assert "refused" in long.texts() and len(long.texts()) < 500, len(long.texts())
+    assert kernel.value("__forkagent__.settings.model") == ""
+    kernel.execute("%config ForkAgent.model = 'haiku'")
+    assert kernel.execute("%%agent\nRemember the number 7.").status == "ok"
+    assert kernel.value(f"{SESSION}.model") == "claude-haiku-5-5"
+    before = kernel.value(f"len({SESSION}.messages)"), kernel.value(f"{SESSION}.thinking")
+    bad = kernel.execute("%%agent --new --think 2048 --model ''\nHello.")
+    content = bad.reply["content"]
+    assert content.get("ename") == "UsageError", bad.texts()
+    assert content["evalue"].startswith("%%agent --model: model: \"''\" is no model id")
+    assert "\n" not in content["evalue"]
+    # nothing lost: the conversation was not reset, and --think did not outlive the cell
+    after = kernel.value(f"len({SESSION}.messages)"), kernel.value(f"{SESSION}.thinking")
+    assert after == before
+    assert kernel.value(f"{SESSION}.model") == "claude-haiku-5-5"
+    ok = kernel.execute("%%agent --model opus\nHello.")
+    assert ok.status == "ok", ok.texts()
+    assert kernel.value(f"{SESSION}.model") == "claude-haiku-5-5"  # for that cell only

@@ -130,6 +130,34 @@ def test_model_aliases(monkeypatch: pytest.MonkeyPatch) -> None:
     assert resolve_model("haiku", "parent") == "claude-haiku-4-5-20251001"
 
 
+def test_vertex_and_bedrock_model_ids_load(tmp_path: Path) -> None:
+    """A full id of each platform is a model an agent file may name (Vertex writes the date
+    after an `@`, README's Backends section); a word that is no alias still fails at load."""
+    folder = claude_agents(tmp_path)
+    folder.mkdir(parents=True)
+    models = {
+        "vertex": "claude-sonnet-4-5@20250929",
+        "bedrock": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "arn": "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-x",
+        "plain": "claude-haiku-4-5",
+        "typo": "sonet",
+    }
+    for name, model in models.items():
+        (folder / f"{name}.md").write_text(
+            f"---\nname: {name}\ndescription: d\nmodel: {model}\n---\nP.\n"
+        )
+    with pytest.warns(AgentFileWarning):
+        scan = scan_agents(tmp_path)
+    assert {n: scan.agents[n].model for n in models if n != "typo"} == {
+        n: m for n, m in models.items() if n != "typo"
+    }
+    (typo,) = scan.errors
+    assert str(typo) == (
+        f"{folder / 'typo.md'}:4: field 'model': unknown model 'sonet': use one of inherit, "
+        "sonnet, opus, haiku, fable, default, best, opusplan, or a full model id (claude-...)"
+    )
+
+
 def test_project_wins_over_user_with_a_note_naming_both(tmp_path: Path) -> None:
     home = tmp_path / "home"
     mine = claude_agents(home) / "mine" / "reviewer.md"

@@ -50,6 +50,33 @@ async def test_no_model_is_the_default_model(make_session: Any) -> None:
     assert make_session(model="").model == default_model_name()
 
 
+async def test_the_model_takes_aliases_and_refuses_what_no_id_looks_like(
+    make_session: Any,
+) -> None:
+    """`sonnet`, `opus`, `haiku` (Claude Code's aliases) are their model ids; any id of one
+    word is kept (a Bedrock id, a Vertex id, a Foundry deployment); spaces, quotes and other
+    characters were sent to the API as they were and failed at the first request."""
+    from forkagent_jupyter.runtime.model_names import MODEL_ALIASES
+
+    session = make_session(model="haiku")
+    assert session.model == MODEL_ALIASES["haiku"]
+    for model in (
+        "claude-sonnet-4-5@20250929",
+        "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "my-foundry-deployment",
+    ):
+        session.model = model
+        assert session.model == model
+    session.model = "opus[1m]"
+    assert session.model == MODEL_ALIASES["opus"]
+    for bad in ("nope please", "''", "\u65e5\u672c", "x" * 300, "inherit", "claude\nx"):
+        with pytest.raises(UsageError) as refused:
+            session.model = bad
+        assert str(refused.value).startswith("model: ") and "\n" not in str(refused.value)
+        assert len(str(refused.value)) < 300
+        assert session.model == MODEL_ALIASES["opus"]  # the previous one stays
+
+
 async def test_an_unknown_keyword_is_a_type_error(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="unexpected keyword argument 'max_worker'"):
         Session(backend="offline", workdir=tmp_path, transcripts=False, max_worker=3)
