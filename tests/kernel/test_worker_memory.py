@@ -81,3 +81,37 @@ def test_finished_workers_memory_is_shown_bounded_and_freed(kernel: Kernel) -> N
     freed = kernel.execute("%stop --all").texts()
     assert "freed the processes of 1 finished worker(s)" in freed
     assert _ended(kernel, pids["c"])
+
+
+PEAK = """
+def _status(key):
+    with open('/proc/self/status') as status:
+        return next(int(line.split()[1]) for line in status if line.startswith(key + ':'))
+"""
+
+
+def test_pulling_a_large_array_costs_the_kernel_one_copy_and_a_frame(kernel: Kernel) -> None:
+    """A 256 MB array pulled back: the kernel's peak memory grows by the frame it reads and
+    the array it keeps, not by the three copies it made before (the frame read as one bytes
+    object, its value copied out of the message, then copied twice more to an array)."""
+    setup(kernel)
+    size = 256 * 2**20
+    kernel.execute(
+        f"%fork --name large make `py: import numpy as np; big = np.arange({size // 8}.0)`"
+    )
+    kernel.run_approving("%tasks --wait large", timeout=60)
+    assert status(kernel, "large") == "completed"
+    assert kernel.execute(PEAK).status == "ok"
+    # the kernel's peak resident memory starts again from what it holds now (Linux >= 4.0)
+    kernel.execute("open('/proc/self/clear_refs', 'w').write('5')\nbefore = _status('VmRSS')")
+    pulled = kernel.execute("%tasks --pull large big", timeout=120)
+    assert pulled.status == "ok", pulled.texts()
+    grew_kb = kernel.value("_status('VmHWM') - before")
+    assert grew_kb * 1024 < 2.5 * size, grew_kb  # the frame and the array; 3.1x before
+    same = "bool((big == __import__('numpy').arange(big.size, dtype=float)).all())"
+    assert kernel.value(f"({same}, big.flags.writeable, big.flags.aligned, big.dtype.str)") == (
+        True,
+        True,
+        True,
+        "<f8",
+    )

@@ -53,8 +53,10 @@ def dumps(value: Any) -> bytes:
     return b"".join(parts)
 
 
-def loads(blob: bytes | bytearray | memoryview) -> Any:
-    """The value a blob encodes; BadDataError for anything malformed (never runs its code)."""
+def loads(blob: bytes | bytearray | memoryview, views: bool = False) -> Any:
+    """The value a blob encodes; BadDataError for anything malformed (never runs its code).
+    With `views`, a bytes value comes back as a read-only memoryview of `blob` (no copy: a
+    pulled value nested in a worker's message is not copied before it is decoded)."""
     view = memoryview(blob)
     try:
         if bytes(view[:4]) != _MAGIC:
@@ -73,7 +75,7 @@ def loads(blob: bytes | bytearray | memoryview) -> Any:
             buffers.append(view[at : at + length])
             at += length
         tree = json.loads(head)
-        return _Decoder(buffers).decode(tree, 0)
+        return _Decoder(buffers, views).decode(tree, 0)
     except BadDataError:
         raise
     except Exception as exc:  # anything malformed is refused the same way
@@ -229,8 +231,9 @@ def _tz_name(tz: Any) -> str | None:
 
 
 class _Decoder:
-    def __init__(self, buffers: list[memoryview]) -> None:
+    def __init__(self, buffers: list[memoryview], views: bool = False) -> None:
         self.buffers = buffers
+        self.views = views
 
     def decode(self, node: Any, depth: int) -> Any:
         if depth > _MAX_DEPTH:
@@ -254,9 +257,12 @@ class _Decoder:
         return [self.decode(v, depth) for v in node]
 
     def blob(self, index: Any) -> bytes:
+        return bytes(self.view(index))
+
+    def view(self, index: Any) -> memoryview:
         if type(index) is not int:
             raise BadDataError("a buffer reference must be a number")
-        return bytes(self.buffers[index])
+        return self.buffers[index].toreadonly()
 
     def tag_rec(self, args: list[Any], depth: int) -> Any:
         name, fields = args
@@ -273,8 +279,8 @@ class _Decoder:
 
         descr, shape, ref = args
         dtype = _dtype(descr)
-        data = self.blob(ref)
-        return np.frombuffer(bytearray(data), dtype=dtype).reshape(_shape(shape))
+        view = np.frombuffer(self.view(ref), dtype=dtype).reshape(_shape(shape))
+        return view.copy()  # one copy (numpy's: the GIL is let go), writable, its own memory
 
     def tag_ndobject(self, args: list[Any], depth: int) -> Any:
         import numpy as np
@@ -467,7 +473,7 @@ _SIMPLE: dict[str, Any] = {
     "S": _container(set),
     "F": _container(frozenset),
     "D": _dict,
-    "B": lambda self, args, depth: self.blob(args[0]),
+    "B": lambda self, args, depth: self.view(args[0]) if self.views else self.blob(args[0]),
     "BA": lambda self, args, depth: bytearray(self.blob(args[0])),
     "datetime": _when(dt.datetime),
     "date": _when(dt.date),

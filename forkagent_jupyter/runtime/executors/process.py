@@ -37,7 +37,7 @@ from .forksafety import settle, survey
 from .memory import Held, parse_held
 from .pulled import decode_pulled
 from .tree import kill_tree
-from .wire import MessageError, encode, read_message
+from .wire import READ_LIMIT, MessageError, encode, read_message
 
 __all__ = ["ProcessRunner", "RunnerPlane", "Snapshot", "fork_supported"]
 
@@ -292,7 +292,7 @@ class ProcessRunner:
         finally:
             self._release_claim()
         self._sock = sock
-        self._reader, self._writer = await asyncio.open_unix_connection(sock=sock)
+        self._reader, self._writer = await asyncio.open_unix_connection(sock=sock, limit=READ_LIMIT)
         self.ended = None
         self._killed = False
         self.parked = False

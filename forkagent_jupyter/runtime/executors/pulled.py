@@ -73,7 +73,7 @@ async def decode_pulled(reply: Sequence[Any], names: Sequence[str], trust: bool)
     values: dict[str, Any] = {}
     for name in names:
         entry = encoded.get(name)
-        if type(entry) is not tuple or len(entry) != 2 or type(entry[1]) is not bytes:
+        if type(entry) is not tuple or len(entry) != 2 or type(entry[1]) not in (bytes, memoryview):
             raise PullError(f"{name}: the worker sent no value for it")
         kind, blob = entry
         if kind == "data":

@@ -10,6 +10,7 @@ worker process has nothing else to do.
 from __future__ import annotations
 
 import asyncio
+import mmap
 import pickle
 import socket
 import struct
@@ -18,7 +19,7 @@ from typing import Any
 
 from . import datacodec
 
-__all__ = ["FrameSocket", "MessageError", "encode", "read_frame", "read_message"]
+__all__ = ["READ_LIMIT", "FrameSocket", "MessageError", "encode", "read_frame", "read_message"]
 
 _HEADER = struct.Struct("!I")
 
@@ -42,9 +43,9 @@ class FrameSocket:
 
     def send(self, message: Any) -> None:
         body = datacodec.dumps(message)
-        data = _HEADER.pack(len(body)) + body
-        with self._send_lock:
-            self.sock.sendall(data)
+        with self._send_lock:  # header and body apart: a pulled 1 GB frame is not copied again
+            self.sock.sendall(_HEADER.pack(len(body)))
+            self.sock.sendall(body)
 
     def recv(self) -> Any:
         """The next message; EOFError when the other side has gone."""
@@ -62,18 +63,42 @@ class FrameSocket:
         return b"".join(chunks)
 
 
-async def read_frame(reader: asyncio.StreamReader) -> bytes:
-    """The next frame's pickle bytes (asyncio.IncompleteReadError at EOF)."""
+READ_LIMIT = 1 << 22
+"""The buffer of a kernel-side reader of a worker's socket (`open_unix_connection(limit=)`):
+a large frame (a pulled array) arrives in few loop steps rather than 64 KB at a time."""
+_CHUNK = 1 << 22
+_BIG = 1 << 20  # a frame this large is decoded off the loop
+
+
+async def read_frame(reader: asyncio.StreamReader) -> bytes | memoryview:
+    """The next frame's bytes (asyncio.IncompleteReadError at EOF). A large frame is read in
+    chunks into one anonymous mapping (its pages are zeroed by the OS as they are first
+    written), so no step of the loop copies or clears all of it."""
     head = await reader.readexactly(_HEADER.size)
-    return await reader.readexactly(_HEADER.unpack(head)[0])
+    size = _HEADER.unpack(head)[0]
+    if size <= _CHUNK:
+        return await reader.readexactly(size)
+    body = memoryview(mmap.mmap(-1, size))
+    at = 0
+    while at < size:
+        chunk = await reader.readexactly(min(_CHUNK, size - at))
+        body[at : at + len(chunk)] = chunk
+        at += len(chunk)
+    return body
 
 
 async def read_message(reader: asyncio.StreamReader) -> tuple[Any, ...]:
     """The next message from a worker: a tuple headed by its kind, decoded as data
-    (MessageError for anything else; asyncio.IncompleteReadError at EOF)."""
+    (MessageError for anything else; asyncio.IncompleteReadError at EOF). A large one is
+    decoded on a thread: the kernel's loop goes on meanwhile."""
     body = await read_frame(reader)
     try:
-        message = datacodec.loads(body)
+        if len(body) < _BIG:
+            message = datacodec.loads(body)
+        else:  # a pulled value's blob stays a view of the frame: it is decoded next
+            message = await asyncio.to_thread(datacodec.loads, body, True)
+            if type(message) is tuple and message[:1] != ("pulled",):
+                message = await asyncio.to_thread(datacodec.loads, body)
     except datacodec.BadDataError as exc:
         raise MessageError(str(exc)) from None
     if type(message) is not tuple or not message or type(message[0]) is not str:
