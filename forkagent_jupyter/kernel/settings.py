@@ -23,6 +23,7 @@ is given to the Session when it is made and every later change goes to `Session.
 
 from __future__ import annotations
 
+import difflib
 import math
 from typing import Any
 
@@ -160,6 +161,21 @@ class CheckedSettings(Configurable):  # type: ignore[misc]
         object.__setattr__(self, "_frozen", {})
         object.__setattr__(self, "assigned", set())
         super().__init__(**kwargs)
+
+    def update_config(self, config: Any) -> None:
+        """`%config ForkAgent.NAME = ...`: a NAME that is no setting is refused in one line
+        (traitlets warned once per process, with a file path, and then said nothing)."""
+        mine = config.get(type(self).__name__, {}) if hasattr(config, "get") else {}
+        known = sorted(self.traits(config=True))
+        for name in mine:
+            if name not in known and not name[:1].isupper():  # a subsection is traitlets'
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                raise SettingError(
+                    f"{type(self).__name__}.{name}: no such setting{hint}; "
+                    f"%config {type(self).__name__} lists them."
+                )
+        super().update_config(config)
 
     def freeze(self, name: str, why: str) -> None:
         """From now on an assignment of a different value to `name` is refused with `why`."""

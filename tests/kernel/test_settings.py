@@ -451,3 +451,21 @@ def test_the_model_setting_takes_aliases_and_refuses_what_is_no_model(kernel: Ke
     ok = kernel.execute("%%agent --model opus\nHello.")
     assert ok.status == "ok", ok.texts()
     assert kernel.value(f"{SESSION}.model") == "claude-haiku-5-5"  # for that cell only
+
+
+def test_a_setting_that_does_not_exist_is_one_line_every_time(kernel: Kernel) -> None:
+    """A typo in `%config ForkAgent.NAME` had been a UserWarning with a file path and a line
+    of IPython's source, once per kernel: the second typo said nothing at all."""
+    for _ in range(2):
+        typo = kernel.execute("%config ForkAgent.max_worker = 4")
+        said = typo.texts().strip()
+        assert said.endswith(
+            "ForkAgent.max_worker: no such setting (did you mean max_workers?); "
+            "%config ForkAgent lists them."
+        ), said
+        assert "\n" not in said and "UserWarning" not in said
+    assert kernel.value("__forkagent__.settings.max_workers") == 16
+    other = kernel.execute("%config ForkAgent.zzz = 1").texts().strip()
+    assert other.endswith("ForkAgent.zzz: no such setting; %config ForkAgent lists them."), other
+    assert kernel.execute("%config ForkAgent.max_workers = 4").texts() == ""
+    assert kernel.value("__forkagent__.settings.max_workers") == 4
