@@ -124,3 +124,39 @@ def test_a_logging_handler_the_kernel_set_up_writes_to_the_workers_card(kernel: 
     assert "INFO:mine:from the worker" in card
     # the kernel's own handler is as it was
     assert "INFO:mine:again" in kernel.execute("log.info('again')").texts()
+
+
+def test_a_dask_client_of_the_kernel_is_said_on_the_card_and_does_not_hang(
+    kernel: Kernel,
+) -> None:
+    """A worker that uses the kernel's dask Client (its event loop thread is not in the
+    worker) ends, its card saying why, instead of waiting for ever; --shared is the way out."""
+    pytest.importorskip("distributed")
+    setup(kernel)
+    started = kernel.execute(
+        "from distributed import Client, LocalCluster\n"
+        "cluster = LocalCluster(n_workers=1, processes=False, threads_per_worker=1, "
+        "dashboard_address=None)\nclient = Client(cluster)\n"
+        "assert client.submit(sum, [1, 2]).result() == 3",
+        timeout=120,
+    )
+    assert started.status == "ok", started.texts()
+    kernel.execute("%fork --name dsk sum `py: total = client.submit(sum, [3, 4]).result()`")
+    kernel.run_approving("%tasks --wait dsk", timeout=120)
+    assert status(kernel, "dsk") == "failed"
+    error = kernel.value(f"{SESSION}.registry.get('dsk').error")
+    assert "exited with code 71 (it waited on a thread pool of the kernel" in error
+    kernel.drain()
+    card = "".join(o.get("text", "") for o in _card_outputs(kernel))
+    [line] = {x for x in card.splitlines() if "dask" in x}
+    assert line == (
+        "At the fork, a dask Client's event loop was running in the kernel: its threads are not "
+        "in this worker, so distributed calls here cannot finish (the worker ends instead); "
+        "--shared runs the worker in the kernel."
+    )
+    kernel.execute(
+        "%fork --shared --name dsk2 sum `py: total = client.submit(sum, [3, 4]).result()`"
+    )
+    kernel.run_approving("%tasks --wait dsk2", timeout=120)
+    assert status(kernel, "dsk2") == "completed" and kernel.value("total") == 7
+    kernel.execute("client.close(); cluster.close()", timeout=120)

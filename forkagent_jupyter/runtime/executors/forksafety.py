@@ -58,6 +58,9 @@ _OWN_ROOT = str(Path(__file__).resolve().parent.parent.parent)
 _THREADING = os.sep + "threading.py"
 _UNSAFE_POOLS = {"polars-": "polars"}
 """OS thread name prefixes of pools that do not survive a fork, and whose pool it is."""
+_UNSAFE_THREADS = {"IO loop": ("distributed", "a dask Client's event loop")}
+"""Python thread names of libraries' event loops that do not survive a fork (a dask Client's
+loop: its calls in a copy wait for ever on a thread that is not there)."""
 
 
 @dataclass
@@ -197,6 +200,9 @@ def _survey_threads(found: Survey) -> None:
             walk = walk.f_back
         outer = [f for f in stack if not f.f_code.co_filename.endswith(_THREADING)]
         if not outer or not _is_user_code(outer[-1].f_code.co_filename):
+            library, what = _UNSAFE_THREADS.get(name, ("", ""))
+            if library in sys.modules and not any(h.pool == library for h in found.hazards):
+                found.hazards.append(_pool_hazard(library, what))
             continue  # a thread the user did not start: the kernel's, libraries' pools
         locks = _held_locks(frame)
         if locks:
@@ -230,14 +236,17 @@ def _survey_pools(found: Survey) -> None:
     names = _thread_names(kernel)
     for prefix, library in _UNSAFE_POOLS.items():
         if library in sys.modules and any(n.startswith(prefix) for n in names):
-            found.hazards.append(
-                Hazard(
-                    f"At the fork, {library}'s thread pool was running in the kernel: its "
-                    f"threads are not in this worker, so {library} calls here cannot finish "
-                    "(the worker ends instead); --shared runs the worker in the kernel.",
-                    pool=library,
-                )
-            )
+            found.hazards.append(_pool_hazard(library))
+
+
+def _pool_hazard(library: str, what: str = "") -> Hazard:
+    what = what or f"{library}'s thread pool"
+    return Hazard(
+        f"At the fork, {what} was running in the kernel: its threads are not "
+        f"in this worker, so {library} calls here cannot finish (the worker ends instead); "
+        "--shared runs the worker in the kernel.",
+        pool=library,
+    )
 
 
 # -- in the snapshot, after the fork ----------------------------------------------------------
@@ -448,8 +457,11 @@ def _watchdog(found: Survey) -> None:
             waiting = _main_waits_on_futex()
         except (OSError, ValueError, IndexError):
             return
-        if not waiting or ticks != last:
+        if not waiting:
             last, stalled_since, signalled = ticks, None, False
+            continue
+        if ticks != last:  # CPU used (the signal's own handler, say): the stall starts again
+            last, stalled_since = ticks, None
             continue
         now = time.monotonic()
         stalled_since = stalled_since or now
