@@ -157,8 +157,10 @@ class AnswerDelivery:
         if root is not None:
             record = await asyncio.to_thread(answered_notifications, root, ids)
         if record is None:
+            asked = " ".join(keys)
+            asked = asked if len(asked) <= 80 else asked[:77] + "..."
             raise UsageError(
-                f"%notifications: no recorded notification for {' '.join(keys)} "
+                f"%notifications: no recorded notification for {asked} "
                 "(notifications are recorded when the parent answers them)"
             )
         for snapshot in record.tasks:

@@ -74,7 +74,22 @@ def _first_word(text: str) -> tuple[str, str]:
     return (parts[0], parts[1] if len(parts) > 1 else "") if parts else ("", "")
 
 
+LINE_LIMIT = 300
+"""The longest a magic's refusal gets: a line pasted 20,000 characters long is not echoed."""
+
+
 def parse_line(magic: Any, line: str, name: str, text: str | None = None) -> Namespace:
+    """`_parse_line`, each refusal cut to `LINE_LIMIT` characters."""
+    try:
+        return _parse_line(magic, line, name, text)
+    except UsageError as exc:
+        said = str(exc)
+        if len(said) <= LINE_LIMIT:
+            raise
+        raise UsageError(said[: LINE_LIMIT - 3] + "...") from None
+
+
+def _parse_line(magic: Any, line: str, name: str, text: str | None = None) -> Namespace:
     """`line` parsed by the parser the magic declares with `@magic_arguments`: the one parser of
     every magic (options, values, help all come from the declaration).
 

@@ -205,6 +205,10 @@ def shown_path(path: Path | None, base: Path | None) -> str:
     return str(path)
 
 
+KNOWN_SHOWN = 10
+"""How many task names an unknown-task error lists (the newest; a fan-out has hundreds)."""
+
+
 class TaskRegistry:
     """All tasks of a session, by id; names resolve to ids."""
 
@@ -257,8 +261,12 @@ class TaskRegistry:
     def get(self, key: str) -> Task:
         task = self.find(key)
         if task is None:
-            known = ", ".join(t.name or t.id for t in self._tasks.values()) or "none yet"
-            raise UsageError(f"No task {key!r}. Known tasks: {known}.")
+            names = [t.name or t.id for t in self._tasks.values()]
+            known = ", ".join(names[-KNOWN_SHOWN:]) or "none yet"
+            if len(names) > KNOWN_SHOWN:
+                known += f" (the newest {KNOWN_SHOWN} of {len(names)})"
+            shown = key if len(key) <= 80 else key[:77] + "..."
+            raise UsageError(f"No task {shown!r}. Known tasks: {known}.")
         return task
 
     def recipient(self, owner: str) -> str:

@@ -85,3 +85,21 @@ def test_lines_that_read_files_are_awaited_where_an_await_is_allowed() -> None:
     assert notifications_options(" a b").ids == ["a", "b"]
     with pytest.raises(UsageError, match=r"^%send: usage"):
         send_options("w1")
+
+
+@pytest.mark.parametrize(
+    ("magic", "line"),
+    [
+        (AgentMagics.stop, "a " + "x" * 20_000),
+        (AgentMagics.tasks, "--" + "x" * 20_000),
+        (AgentMagics.compact, "y" * 20_000),
+        (AgentMagics.fork, "--name"),
+    ],
+)
+def test_a_refusal_never_echoes_a_long_line_whole(magic: object, line: str) -> None:
+    """A line pasted 20,000 characters long was echoed whole in its one-line refusal."""
+    name = f"%{magic.__name__}"  # type: ignore[attr-defined]
+    with pytest.raises(UsageError) as caught:
+        parse_line(magic, line, name)
+    said = str(caught.value)
+    assert said.startswith(name + ": ") and len(said) <= 300 and "\n" not in said

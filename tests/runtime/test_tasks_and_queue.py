@@ -88,3 +88,16 @@ def test_unknown_task_is_a_clear_error() -> None:
     assert registry.get("profiler").id == "a1"
     with pytest.raises(UsageError, match=r"No task 'nope'\. Known tasks: profiler"):
         registry.get("nope")
+
+
+def test_an_unknown_task_error_stays_one_short_line() -> None:
+    """With hundreds of workers, or a key pasted 20,000 characters long, the error had listed
+    every task and echoed the whole key."""
+    registry = TaskRegistry(CommandQueue())
+    for n in range(300):
+        registry.register(Task(id=f"a{n:03}", kind="fork", description="d", name=f"w{n}"))
+    with pytest.raises(UsageError) as caught:
+        registry.get("x" * 20_000)
+    said = str(caught.value)
+    newest = ", ".join(f"w{n}" for n in range(290, 300))
+    assert said == f"No task '{'x' * 77}...'. Known tasks: {newest} (the newest 10 of 300)."
