@@ -121,6 +121,7 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
             "notifications",
             "permissions",
             "mcp",
+            "hooks",
         ):
             magics["line"].pop(name, None)
         if transform_cell in self.shell.input_transformers_cleanup:

@@ -28,6 +28,7 @@ __all__ = [
     "MagicsHost",
     "agent_options",
     "compact_options",
+    "hooks_options",
     "mcp_options",
     "notifications_options",
     "parse_line",
@@ -62,10 +63,10 @@ def _shows_help(magic: Callable[..., Any]) -> Callable[..., Any]:
 _CELL = re.compile(r"^%%agent\b(.*)$")
 _AWAITED = re.compile(r"^(\s*)%tasks(\s+--(?:wait|pull|timeline|memory)\b.*)$")
 _COMPACT = re.compile(r"^(\s*)%compact\b(?![?])(.*)$")
-_TOP_LEVEL = re.compile(r"^()%(send|notifications|permissions|mcp)\b(?![?])(.*)$")
-"""`%send`, `%notifications`, `%permissions` and `%mcp` lines awaited when not indented (an indented
-line may be in a function, where an await is not allowed: those run the magic, see
-`KernelAgent.send`)."""
+_TOP_LEVEL = re.compile(r"^()%(send|notifications|permissions|mcp|hooks)\b(?![?])(.*)$")
+"""`%send`, `%notifications`, `%permissions`, `%mcp` and `%hooks` lines awaited when not
+indented (an indented line may be in a function, where an await is not allowed: those run
+the magic, see `KernelAgent.send`)."""
 
 
 def _first_word(text: str) -> tuple[str, str]:
@@ -215,6 +216,7 @@ class MagicsHost(Protocol):
     def start_replay(self, keys: list[str]) -> Any: ...
     def start_permissions(self) -> Any: ...
     def start_mcp(self, approve: str | None = None) -> Any: ...
+    def start_hooks(self, approve: bool) -> Any: ...
 
 
 @magics_class
@@ -411,6 +413,23 @@ class AgentMagics(Magics):  # type: ignore[misc]
         configured servers if no turn has yet. `%mcp approve NAME` adds a project server to
         enabledMcpjsonServers in .claude/settings.local.json; it starts at the next turn."""
         return self.host.start_mcp(mcp_options(line).name)
+
+    @magic_arguments()
+    @argument("approve", nargs="?", choices=["approve"], help="approve the project's hooks")
+    @line_magic
+    @_shows_help
+    def hooks(self, line: str) -> Any:
+        """List the settings files' hooks in force and the project's hooks not approved (its
+        committed .claude/settings.json and its agent files: someone else's), each with its
+        event, matcher, command and file. `%hooks approve` adds the commands listed as not
+        approved to enabledProjectHooks in .claude/settings.local.json; they run from the
+        next turn."""
+        return self.host.start_hooks(hooks_options(line).approve is not None)
+
+
+def hooks_options(line: str) -> Namespace:
+    """The arguments of a `%hooks` line (none, or `approve`)."""
+    return parse_line(AgentMagics.hooks, line, "%hooks")
 
 
 def mcp_options(line: str) -> Namespace:

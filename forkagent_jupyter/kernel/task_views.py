@@ -1,5 +1,5 @@
 """The magics that show tasks and what the session holds: `%tasks` (the table, `--wait`,
-`--pull`, `--memory`, `--timeline`), `%notifications`, `%permissions`, `%mcp` (on
+`--pull`, `--memory`, `--timeline`), `%notifications`, `%permissions`, `%mcp`, `%hooks` (on
 `AgentCore`)."""
 
 from __future__ import annotations
@@ -11,7 +11,13 @@ from IPython.core.error import UsageError
 from IPython.display import display
 
 from .core import AgentCore, interruptible
-from .magics import mcp_options, notifications_options, permissions_options, tasks_options
+from .magics import (
+    hooks_options,
+    mcp_options,
+    notifications_options,
+    permissions_options,
+    tasks_options,
+)
 from .said import said_as
 
 __all__ = ["TaskViews"]
@@ -154,6 +160,29 @@ class TaskViews(AgentCore):
 
     def start_mcp(self, approve: str | None = None) -> Any:
         return self._start(self.show_mcp(approve))
+
+    async def hooks_line(self, line: str) -> None:
+        """An awaited `%hooks` line."""
+        await self.show_hooks(hooks_options(line).approve is not None)
+
+    async def show_hooks(self, approve: bool = False) -> None:
+        from ..runtime import hook_approval
+
+        session = self.session
+        in_force, pending = await asyncio.to_thread(
+            hook_approval.waiting, session.workdir, session.home
+        )
+        if not approve:
+            print(hook_approval.describe(in_force, pending))
+            return
+        with said_as("%hooks"):
+            said = await asyncio.to_thread(
+                hook_approval.approve, session.workdir, [e.command for e in pending if e.runnable]
+            )
+        print(said)
+
+    def start_hooks(self, approve: bool) -> Any:
+        return self._start(self.show_hooks(approve))
 
     def tasks_table(self, ids: list[str]) -> None:
         with said_as("%tasks"):

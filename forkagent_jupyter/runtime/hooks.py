@@ -115,8 +115,9 @@ class HookEntry:
 
 
 APPROVE_HINT = (
-    "to run it, add its command to enabledProjectHooks (or set enableAllProjectHooks: true) in "
-    ".claude/settings.local.json or ~/.claude/settings.json; it runs from the next turn"
+    "to run it, run %hooks approve, or add its command to enabledProjectHooks (or set "
+    "enableAllProjectHooks: true) in .claude/settings.local.json or ~/.claude/settings.json; "
+    "it runs from the next turn"
 )
 
 

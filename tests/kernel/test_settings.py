@@ -415,9 +415,9 @@ def test_a_projects_hook_not_approved_is_one_line_in_the_cell_once(
     said = [line for line in first.texts().splitlines() if "not approved" in line]
     assert said == [
         "hook of .claude/settings.json not run: UserPromptSubmit command 'touch pwned' is not "
-        "approved (a project's file); to run it, add its command to enabledProjectHooks (or set "
-        "enableAllProjectHooks: true) in .claude/settings.local.json or ~/.claude/settings.json; "
-        "it runs from the next turn"
+        "approved (a project's file); to run it, run %hooks approve, or add its command to "
+        "enabledProjectHooks (or set enableAllProjectHooks: true) in .claude/settings.local.json "
+        "or ~/.claude/settings.json; it runs from the next turn"
     ], first.texts()
     again = kernel.execute("%%agent\nAgain.", timeout=120)
     assert "not approved" not in again.texts()
@@ -469,3 +469,52 @@ def test_a_setting_that_does_not_exist_is_one_line_every_time(kernel: Kernel) ->
     assert other.endswith("ForkAgent.zzz: no such setting; %config ForkAgent lists them."), other
     assert kernel.execute("%config ForkAgent.max_workers = 4").texts() == ""
     assert kernel.value("__forkagent__.settings.max_workers") == 4
+
+
+def test_hooks_lists_the_projects_hooks_and_approve_runs_them_from_the_next_turn(
+    kernel: Kernel, tmp_path: Path
+) -> None:
+    """`%hooks` lists the hooks in force and the project's not approved (its settings file's
+    and its agent files'); `%hooks approve` writes their commands to the person's
+    .claude/settings.local.json, and they run from the next turn."""
+    folder = tmp_path / ".claude"
+    (folder / "agents").mkdir(parents=True)
+    prompt_hook = {"type": "command", "command": "touch prompted"}
+    (folder / "settings.json").write_text(
+        json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [prompt_hook]}]}})
+    )
+    (folder / "settings.local.json").write_text(json.dumps({"keep": 1}))
+    (folder / "agents" / "checker.md").write_text(
+        "---\nname: checker\ndescription: Checks\nhooks:\n  Stop:\n    - hooks:\n"
+        "        - {type: command, command: 'touch checked'}\n---\nYou check.\n"
+    )
+    listed = kernel.execute("%hooks")
+    assert listed.status == "ok", listed.texts()
+    text = listed.texts()
+    assert "settings files' hooks in force (0):" in text
+    assert "not approved (2; %hooks approve runs them from the next turn):" in text
+    assert "UserPromptSubmit *: 'touch prompted'  .claude/settings.json" in text
+    assert "Stop *: 'touch checked'" in text and "checker.md" in text
+    approved = kernel.execute("%hooks approve")
+    assert approved.status == "ok", approved.texts()
+    assert "approved in .claude/settings.local.json (enabledProjectHooks): " in approved.texts()
+    assert json.loads((folder / "settings.local.json").read_text()) == {
+        "keep": 1,
+        "enabledProjectHooks": ["touch prompted", "touch checked"],
+    }
+    after = kernel.execute("%hooks").texts()
+    assert "settings files' hooks in force (1):" in after
+    assert "no project hook waits for approval" in after
+    assert kernel.execute("%%agent\nHello.", timeout=120).status == "ok"
+    assert (tmp_path / "prompted").exists()
+    # a file that cannot take the approval is one line, and is not changed
+    (folder / "settings.json").write_text(
+        json.dumps({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x"}]}]}})
+    )
+    (folder / "settings.local.json").write_text("{not json")
+    refused = kernel.execute("%hooks approve")
+    assert refused.reply["content"]["ename"] == "UsageError"
+    assert refused.reply["content"]["evalue"] == (
+        "%hooks: .claude/settings.local.json: is not JSON; not changed"
+    )
+    assert (folder / "settings.local.json").read_text() == "{not json"
