@@ -89,6 +89,9 @@ NOT_RUN = frozenset(
 )
 """Claude Code events that exist but are not run here (refused with that reason)."""
 MATCHED = frozenset({"PreToolUse", "PostToolUse", "SubagentStart", "SubagentStop"})
+TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse"})
+OLDER_TOOL_NAMES = {"Agent": ("Task",)}
+"""Claude Code's earlier names of a tool, which a hook's matcher may still use."""
 DEFAULT_TIMEOUT = 60.0
 MAX_OUTPUT = 100_000
 MAX_LINES = 200
@@ -106,10 +109,15 @@ class HookEntry:
     runnable: bool = True  # False: a PreToolUse check of a type not run here (asks instead)
 
     def matches(self, subject: str | None) -> bool:
+        """Whether the matcher takes `subject` (a tool name, or an agent type); a tool is
+        matched by its older name too (`Task` for `Agent`, as settings files still say)."""
         if self.event not in MATCHED or self.matcher in ("", "*"):
             return True
+        names = [subject or ""]
+        if self.event in TOOL_EVENTS:
+            names += OLDER_TOOL_NAMES.get(subject or "", ())
         try:
-            return re.fullmatch(self.matcher, subject or "") is not None
+            return any(re.fullmatch(self.matcher, name) is not None for name in names)
         except re.error:
             return False
 

@@ -112,6 +112,24 @@ async def test_a_pre_tool_use_hook_blocks_rm_and_a_post_tool_use_hook_logs(
     assert session.hooks.lines == []
 
 
+async def test_a_task_matcher_is_the_agent_tool(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    """`Task` is Claude Code's older name of `Agent`, and settings files in use still match it
+    (`"matcher": "Task"`): such a hook had never seen an Agent call."""
+    refuse = "import sys\nprint('no agents today', file=sys.stderr)\nsys.exit(2)\n"
+    settings(tmp_path, {"PreToolUse": on("Task", script(tmp_path, "refuse.py", refuse))})
+    session = make_session(permission_mode="bypassPermissions")
+    start = {"description": "look around", "prompt": "list the files"}
+    emulator.script(
+        Reply(({"type": "tool_use", "name": "Agent", "input": start},)), Reply.text("ok")
+    )
+    turn = await session.ask("delegate it")
+    [blocked] = turn.tool_calls
+    assert blocked.is_error and "no agents today" in blocked.result, blocked.result
+    assert list(session.tasks) == []  # no agent was started
+
+
 async def test_a_hooks_allow_never_overrides_a_deny_rule_and_junk_is_a_deny(
     emulator: Any, make_session: Any, tmp_path: Path
 ) -> None:
