@@ -160,3 +160,30 @@ def test_a_dask_client_of_the_kernel_is_said_on_the_card_and_does_not_hang(
     kernel.run_approving("%tasks --wait dsk2", timeout=120)
     assert status(kernel, "dsk2") == "completed" and kernel.value("total") == 7
     kernel.execute("client.close(); cluster.close()", timeout=120)
+
+
+def test_a_workers_polars_frame_and_arrow_table_come_back_as_data(kernel: Kernel) -> None:
+    pytest.importorskip("polars")
+    setup(kernel)
+    make = (
+        "`py: import polars as pl, pyarrow as pa; "
+        "frame = pl.DataFrame({'k': ['a', 'b', 'a'], 'v': [1, 2, 3]}).group_by('k').agg("
+        "pl.col('v').sum()).sort('k'); table = frame.to_arrow(); v = frame['v']`"
+    )
+    kernel.execute(f"%fork --name arrows build {make}")
+    kernel.run_approving("%tasks --wait arrows", timeout=60)
+    assert status(kernel, "arrows") == "completed"
+    pulled = kernel.execute("%tasks --pull arrows frame table v")
+    assert pulled.status == "ok", pulled.texts()
+    got = kernel.value(
+        "(type(frame).__module__.split('.')[0], frame.to_dicts(), type(table).__name__, "
+        "table.to_pydict(), v.name, v.to_list())"
+    )
+    assert got == (
+        "polars",
+        [{"k": "a", "v": 4}, {"k": "b", "v": 2}],
+        "Table",
+        {"k": ["a", "b"], "v": [4, 2]},
+        "v",
+        [4, 2],
+    )

@@ -6,8 +6,10 @@ names, so a worker could otherwise run code in the kernel just by writing a fram
 socket. What can be encoded: plain data (None, bool, int, float, complex, str, bytes, lists,
 tuples, dicts, sets, dates and times, Decimal), numpy arrays and scalars (not of object dtype,
 except arrays of plain data), pandas DataFrames, Series and indexes whose columns are such
-arrays (or categoricals, or extension arrays of plain data), and this package's own output
-records. Anything else raises `NotDataError` when encoded, and `BadDataError` when a blob claims it.
+arrays (or categoricals, or extension arrays of plain data), Arrow tables and polars
+DataFrames and Series (as an Arrow IPC stream: data, checked in full when read), and this
+package's own output records. Anything else raises `NotDataError` when encoded, and
+`BadDataError` when a blob claims it.
 
 A blob: b"FKD1", a 4-byte length, a JSON tree, then each binary buffer the tree refers to by
 number (8-byte length, bytes). In the tree, JSON scalars stand for themselves; everything
@@ -171,6 +173,9 @@ class _Encoder:
                 ]
             if isinstance(value, pd.Index):
                 return self.index(value, depth)
+        arrow = _arrow_of(value)
+        if arrow is not None:
+            return [arrow[0], self.buffer(_ipc_stream(arrow[1]))]
         kind = type(value)
         where = "" if kind.__module__ == "builtins" else f"{kind.__module__}."
         raise NotDataError(f"a {where}{kind.__qualname__}")
@@ -224,6 +229,41 @@ class _Encoder:
             levels = [self.index(index.get_level_values(i), depth) for i in range(index.nlevels)]
             return ["multiindex", levels, [self.encode(n, depth) for n in index.names]]
         return ["index", self.values(index, depth), self.encode(index.name, depth)]
+
+
+def _arrow_of(value: Any) -> tuple[str, Any] | None:
+    """An Arrow table or a polars frame/series as (its tag, an Arrow table); None otherwise."""
+    import sys
+
+    pa, pl = sys.modules.get("pyarrow"), sys.modules.get("polars")
+    if pa is not None and type(value) is pa.Table:
+        return "arrow", value
+    if pl is not None and type(value) is pl.DataFrame:
+        return "polars", value.to_arrow()
+    if pl is not None and type(value) is pl.Series:
+        return "polarseries", value.to_frame().to_arrow()
+    return None
+
+
+def _ipc_stream(table: Any) -> bytes:
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return bytes(sink.getvalue())
+
+
+def _read_ipc(data: memoryview) -> Any:
+    """An Arrow IPC stream read and validated in full (offsets and lengths inside their
+    buffers: nothing read later can run past them)."""
+    try:
+        import pyarrow as pa
+    except ImportError:
+        raise BadDataError("an Arrow table, and pyarrow is not installed here") from None
+    table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+    table.validate(full=True)
+    return table
 
 
 def _tz_name(tz: Any) -> str | None:
@@ -394,6 +434,22 @@ class _Decoder:
         return pd.Series(
             data, index=self.index(index, depth), dtype=dtype, name=self.decode(name, depth)
         )
+
+    def tag_arrow(self, args: list[Any], depth: int) -> Any:
+        return _read_ipc(self.view(args[0]))
+
+    def tag_polars(self, args: list[Any], depth: int) -> Any:
+        try:
+            import polars as pl
+        except ImportError:
+            raise BadDataError("a polars DataFrame, and polars is not installed here") from None
+        return pl.from_arrow(_read_ipc(self.view(args[0])))
+
+    def tag_polarseries(self, args: list[Any], depth: int) -> Any:
+        frame = self.tag_polars(args, depth)
+        if frame.width != 1:
+            raise BadDataError("a polars Series must be one column")
+        return frame.to_series()
 
     def tag_dataframe(self, args: list[Any], depth: int) -> Any:
         pd = _pandas()

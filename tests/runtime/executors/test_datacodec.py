@@ -150,3 +150,36 @@ def test_deep_nesting_is_refused_not_a_crash() -> None:
     data = b"FKD1" + struct.pack("!I", len(head)) + head + struct.pack("!I", 0)
     with pytest.raises(BadDataError):
         loads(data)
+
+
+def test_arrow_tables_and_polars_frames_round_trip_as_arrow() -> None:
+    pa = pytest.importorskip("pyarrow")
+    table = pa.table(
+        {"s": ["a", None, "ccc"], "i": [1, 2, None], "d": pa.array([1, 2, 1]).dictionary_encode()}
+    )
+    back = loads(dumps(table))
+    assert type(back) is pa.Table and back.equals(table) and back.schema == table.schema
+    pl = pytest.importorskip("polars")
+    frame = pl.DataFrame({"k": ["x", "y", None], "v": [1.5, None, 3.0]})
+    frame = frame.with_columns(pl.col("k").cast(pl.Categorical).alias("c"))
+    got = loads(dumps({"frame": frame, "series": frame["v"]}))
+    assert type(got["frame"]) is pl.DataFrame and got["frame"].equals(frame)
+    assert got["frame"].schema == frame.schema
+    assert type(got["series"]) is pl.Series and got["series"].equals(frame["v"])
+    assert got["series"].name == "v"
+
+
+def test_a_hostile_arrow_stream_is_refused() -> None:
+    pa = pytest.importorskip("pyarrow")
+    good = dumps(pa.table({"s": ["ab", "cd", "ef"]}))
+    offsets = struct.pack("<4i", 0, 2, 4, 6)
+    assert good.count(offsets) == 1
+    past_the_end = good.replace(offsets, struct.pack("<4i", 0, 2, 4, 1 << 30))
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, pa.schema([("s", pa.string())])) as writer:
+        writer.write_table(pa.table({"s": ["ab", "cd", "ef"]}))
+    truncated = blob(["arrow", 0], bytes(sink.getvalue())[:-40])
+    for data in (past_the_end, truncated, blob(["arrow", 0], b"not arrow at all")):
+        with pytest.raises(BadDataError):
+            loads(data)
+    assert ran == []
