@@ -7,7 +7,11 @@ checked here first, before the session sees it and whether or not the session ha
 a refused value raises `SettingError` (a TraitError, which `%config` shows as one line) and
 the previous value stays.
 
-The check comes from the trait's type (a Bool takes True or False, never 1; an Int or a Float
+A setting of the session (a trait named like a `SessionOptions` field) is checked by
+`SessionOptions.check`, the one place that decides what a setting takes, for `Session(...)`,
+`Session.configure` and `%config` alike; its message is the options' line with the setting's
+class name and the value it keeps. A setting of the kernel's own (`headless_approval_timeout`)
+is checked from its trait's type (a Bool takes True or False, never 1; an Int or a Float
 never a bool, nan or an infinity; an enum one of its values) plus what its tags add:
 
 - `minimum=` / `maximum=`: inclusive bounds of a number;
@@ -36,7 +40,7 @@ from traitlets import (
     TraitError,
     TraitType,
     Unicode,
-    validate,
+    Union,
 )
 from traitlets.config import Configurable
 from traitlets.utils.bunch import Bunch
@@ -68,8 +72,21 @@ def _number(value: Any, integral: bool) -> bool:
     return isinstance(value, int | float) and math.isfinite(value)
 
 
+def _option(trait: TraitType[Any, Any]) -> str | None:
+    """The `SessionOptions` field `trait` is checked by (its name), if any."""
+    from ..runtime.options import SessionOptions
+
+    name = getattr(trait, "name", None)
+    return name if name in SessionOptions.model_fields else None
+
+
 def allowed_values(trait: TraitType[Any, Any]) -> str:
     """The allowed values of `trait`, in words."""
+    from ..runtime.options import SessionOptions
+
+    option = _option(trait)
+    if option is not None:
+        return SessionOptions.accepts(option, none=bool(trait.allow_none))
     meta = trait.metadata
     if "allowed" in meta:
         return str(meta["allowed"])
@@ -135,8 +152,23 @@ def _quoted(value: Any) -> str:
 
 
 def check_setting(label: str, trait: TraitType[Any, Any], value: Any, current: Any) -> None:
-    """Raise a one-line SettingError unless `value` is allowed for `trait`."""
-    if not _accepts(trait, value):
+    """Raise a one-line SettingError unless `value` is allowed for `trait`: by the session's
+    options for theirs (`SessionOptions.check`), else by the trait's type and tags."""
+    from ..runtime.options import OptionRefusedError, SessionOptions
+
+    option = _option(trait)
+    if option is not None and (value is not None or trait.allow_none):
+        try:
+            SessionOptions.check(option, value)
+        except OptionRefusedError as refused:
+            if refused.reason is not None:  # the check's own words
+                raise SettingError(
+                    f"{label} = {_quoted(value)} refused: {refused.reason} "
+                    f"(it stays {_quoted(current)})."
+                ) from None
+        else:
+            return
+    if option is not None or not _accepts(trait, value):
         raise SettingError(
             f"{label} = {_quoted(value)} refused: it takes {allowed_values(trait)} "
             f"(it stays {_quoted(current)})."
@@ -202,17 +234,6 @@ class CheckedSettings(Configurable):  # type: ignore[misc]
         super().__setattr__(name, value)
 
 
-def _model_problem(value: str) -> str | None:
-    """Why `value` names no model (None: it may be one); an alias is resolved by the session."""
-    from ..runtime.model_names import session_model
-
-    try:
-        session_model(value, "")
-    except ValueError as exc:
-        return str(exc)
-    return None
-
-
 BACKEND_CHOICES = ("", "anthropic", "bedrock", "vertex", "foundry", "offline")
 """runtime.backends.BACKENDS and "" (unset), written out: importing the runtime here would
 make `%load_ext` slow (a test keeps the two the same)."""
@@ -223,14 +244,16 @@ class ForkAgent(CheckedSettings):
 
     model = Unicode(
         "",
+        allow_none=True,
         help="Model id or alias (sonnet, opus, haiku, fable; default: FORKAGENT_MODEL or the "
         "built-in default).",
-    ).tag(config=True, check=_model_problem, allowed="a model id or alias")
+    ).tag(config=True)
     backend = Unicode(
         "",
+        allow_none=True,
         help="'anthropic', 'bedrock', 'vertex', 'foundry' or 'offline' (default: 'anthropic' "
         "when the SDK finds credentials, else 'offline').",
-    ).tag(config=True, choices=BACKEND_CHOICES)
+    ).tag(config=True)
     permission_mode = CaselessStrEnum(
         ["default", "acceptEdits", "bypassPermissions", "plan", "dontAsk"],
         default_value="default",
@@ -247,33 +270,36 @@ class ForkAgent(CheckedSettings):
         "False: such a call starts the general-purpose agent, and a named agent answers in "
         "the call unless the call or its definition asks for the background.",
     ).tag(config=True)
-    thinking = Int(
-        0,
+    thinking = Union(
+        [Int(), Unicode()],
+        default_value=0,
+        allow_none=True,
         help="Extended thinking for the parent conversation and its forks: a budget in tokens "
-        "(1024 or more; it is added to max_tokens), 0: off. Forks send the parent's exact "
-        "setting; named agents follow their definition. %%agent --think N: one cell.",
-    ).tag(config=True, minimum=0, allowed="0 (off) or a budget of 1024 tokens or more")
+        "(1024 or more; it is added to max_tokens) or 'adaptive'; 0: off. Forks send the "
+        "parent's exact setting; named agents follow their definition. %%agent --think N: "
+        "one cell.",
+    ).tag(config=True)
     auto_background_after = Float(
         120.0,
         allow_none=True,
         help="Seconds the model waits for a synchronous agent (forking = False) before the "
         "agent moves to the background by itself (0 or None: no limit).",
-    ).tag(config=True, minimum=0)
+    ).tag(config=True)
     approval_timeout = Float(
         600.0, help="Seconds an approval waits for an answer before it counts as a denial."
-    ).tag(config=True, above=0, session=False)  # the approval card's clock (approvals.py)
+    ).tag(config=True, session=False)  # the approval card's clock (approvals.py)
     headless_approval_timeout = Float(
         20.0,
         help="Seconds an approval waits when no frontend can answer it (a notebook run by "
         "nbclient, papermill or nbconvert, without the JupyterLab extension) before it counts "
         "as a denial; a line on stderr says at once how to allow the tool.",
-    ).tag(config=True, above=0, session=False)
+    ).tag(config=True, above=0, maximum=7 * 24 * 3600, session=False)  # as approval_timeout
     max_workers = Int(
         16,
         help="Worker processes alive at once. A finished worker's process is kept for pulls "
         "until a new worker needs its place; a new one waits only while every process "
         "belongs to a running worker.",
-    ).tag(config=True, minimum=1)
+    ).tag(config=True)
     worker_namespace = CaselessStrEnum(
         ["isolated", "shared"],
         default_value="isolated",
@@ -285,22 +311,23 @@ class ForkAgent(CheckedSettings):
     ).tag(config=True)
     worker_memory_mb = Int(
         default_worker_memory_mb(),
+        allow_none=True,
         help="MB that finished workers' processes (kept for pulls) may hold together, each "
         "counted by what it alone holds; beyond it the least recently used is retired "
         "(default: a quarter of the machine's memory).",
-    ).tag(config=True, minimum=1)
+    ).tag(config=True)
     worker_nice = Int(
         5,
         help="Niceness added to worker processes, so the kernel answers first on a busy "
         "machine (0 for none).",
-    ).tag(config=True, minimum=0, maximum=19)
+    ).tag(config=True)
     max_cost_usd = Float(
         None,
         allow_none=True,
         help="A cost budget for the session in USD (None: none). When the session's spend "
         "reaches it, running workers stop (killed, the reason in their notification) and new "
         "turns, forks and messages are refused until it is raised.",
-    ).tag(config=True, above=0, allowed="a positive number of dollars, or None for no budget")
+    ).tag(config=True)
     cache_ttl = CaselessStrEnum(
         ["5m", "1h"], default_value="5m", help="Prompt-cache lifetime to request."
     ).tag(config=True)
@@ -319,14 +346,13 @@ class ForkAgent(CheckedSettings):
         help="Model requests one turn may make (each round of tool calls is one) before it "
         "stops with max_turns: the parent's turns and forks, and named agents whose file "
         "sets no maxTurns; from the next turn on.",
-    ).tag(config=True, minimum=1)
+    ).tag(config=True)
     stream_retries = Int(
         3,
-        min=0,
         help="Times a reply whose stream breaks off mid-way (dropped connection, "
         "overloaded_error or api_error event) is requested again, with backoff, before the "
         "run fails (0: never).",
-    ).tag(config=True, minimum=0)
+    ).tag(config=True)
     compact_at = Float(
         0.8,
         allow_none=True,
@@ -335,23 +361,7 @@ class ForkAgent(CheckedSettings):
         "fork of it writes a summary (read from the prompt cache) that replaces all but the "
         "last turns. None: never (a long session then ends in a context-window error). "
         "%compact compacts the parent now.",
-    ).tag(
-        config=True,
-        above=0,
-        maximum=1,
-        allowed="a fraction of the context window above 0 and at most 1 (e.g. 0.8), or None "
-        "to never compact",
-    )
-
-    @validate("thinking")
-    def _thinking_budget(self, proposal: Any) -> Any:
-        value = proposal["value"]
-        if 0 < value < 1024:
-            raise SettingError(
-                f"ForkAgent.thinking = {value!r} refused: it takes 0 (off) or a budget of 1024 "
-                f"tokens or more (it stays {self.thinking!r})."
-            )
-        return value
+    ).tag(config=True)
 
 
 def forwarded(settings: CheckedSettings, name: str) -> bool:

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any, Generic, Literal, Protocol, TypeVar, overload
+from types import NoneType, UnionType
+from typing import Any, Generic, Literal, Protocol, TypeVar, Union, get_args, get_origin, overload
 
+import annotated_types
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -26,38 +28,75 @@ from pydantic import (
     field_validator,
 )
 
-from .compaction import check_compact_at
+from .backends import BACKENDS, Backend
 from .errors import UsageError
 from .executors import WorkerNamespace
 from .mcp_servers import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT
 from .model import CacheTTL, ModelClient, default_model_name
 from .model_names import session_model
-from .permissions import PermissionMode, PermissionPolicy
+from .permissions import PermissionPolicy
 from .retry import DEFAULT_STREAM_RETRIES
 from .thinking import thinking_param
 from .tools.base import Tool
 from .tools.services import ToolServices
 from .workers import AUTO_BACKGROUND_AFTER
 
-__all__ = ["Configurable", "SessionOptions", "Setting", "option_error"]
+__all__ = [
+    "Configurable",
+    "OptionRefusedError",
+    "RefusalError",
+    "SessionOptions",
+    "Setting",
+    "option_error",
+    "quoted",
+]
+
+
+SessionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan", "dontAsk"]
+"""The modes a person sets (`bubble` is a worker's, given by its agent definition)."""
+
+MAX_SECONDS = 7 * 24 * 3600
+"""The longest wait a seconds setting takes (a week): longer is no limit, which is None."""
+
+_SECONDS: dict[str, Any] = {"kind": "a number of seconds"}
 
 
 class SessionOptions(BaseModel):
-    """The settings of one Session (see `Session`'s docstring and README for each)."""
+    """The settings of one Session (see `Session`'s docstring and README for each).
+
+    Strict: a flag takes True or False (never "no" or 1), a count a whole number (never a
+    bool or 2.0), a number is finite and within its bounds; a refused value is one line naming
+    the setting, the value and what it takes (`accepts`). `%config ForkAgent.*` is checked
+    here too (`check`)."""
 
     model_config = ConfigDict(
-        arbitrary_types_allowed=True, extra="forbid", validate_assignment=True
+        arbitrary_types_allowed=True,
+        extra="forbid",
+        validate_assignment=True,
+        strict=True,
+        allow_inf_nan=False,
     )
 
     # -- fixed when the session starts ---------------------------------------------------
     api_key: str | None = Field(default=None, frozen=True)
     base_url: str | None = Field(default=None, frozen=True)
-    backend: str | None = Field(default=None, frozen=True)
+    backend: Backend | None = Field(
+        default=None,
+        frozen=True,
+        json_schema_extra={
+            "accepts": "one of " + ", ".join(map(repr, BACKENDS)) + ", or ''/None "
+            "(by the credentials)"
+        },
+    )
     """"anthropic", "bedrock", "vertex", "foundry", "offline", or None/"" (auto)."""
     client: SkipValidation[ModelClient | None] = Field(default=None, frozen=True)
     """A model client to use instead of a backend's (tests, custom transports)."""
-    workdir: str | os.PathLike[str] | None = Field(default=None, frozen=True)
-    home: str | os.PathLike[str] | None = Field(default=None, frozen=True)
+    workdir: str | os.PathLike[str] | None = Field(
+        default=None, frozen=True, json_schema_extra={"accepts": "a folder, or None"}
+    )
+    home: str | os.PathLike[str] | None = Field(
+        default=None, frozen=True, json_schema_extra={"accepts": "a folder, or None"}
+    )
     namespace: SkipValidation[dict[str, Any] | None] = Field(default=None, frozen=True)
     tools: SkipValidation[Iterable[Tool[Any]] | None] = Field(default=None, frozen=True)
     services: SkipValidation[ToolServices | None] = Field(default=None, frozen=True)
@@ -67,32 +106,69 @@ class SessionOptions(BaseModel):
     allow: SkipValidation[Sequence[str]] = Field(default=(), frozen=True)
     deny: SkipValidation[Sequence[str]] = Field(default=(), frozen=True)
     ask: SkipValidation[Sequence[str]] = Field(default=(), frozen=True)
-    transcripts: bool | str | os.PathLike[str] = Field(default=True, frozen=True)
+    transcripts: bool | str | os.PathLike[str] = Field(
+        default=True, frozen=True, json_schema_extra={"accepts": "True, False or a folder"}
+    )
     stagger_forks: bool = Field(default=True, frozen=True)
-    mcp_startup_timeout: float = Field(default=DEFAULT_STARTUP_TIMEOUT, frozen=True, gt=0)
-    mcp_call_timeout: float = Field(default=DEFAULT_CALL_TIMEOUT, frozen=True, gt=0)
+    mcp_startup_timeout: float = Field(
+        default=DEFAULT_STARTUP_TIMEOUT,
+        frozen=True,
+        gt=0,
+        le=MAX_SECONDS,
+        json_schema_extra=_SECONDS,
+    )
+    mcp_call_timeout: float = Field(
+        default=DEFAULT_CALL_TIMEOUT, frozen=True, gt=0, le=MAX_SECONDS, json_schema_extra=_SECONDS
+    )
 
     # -- live: read where used ------------------------------------------------------------
-    model: str = Field(default="", validate_default=True)
+    model: str = Field(
+        default="", validate_default=True, json_schema_extra={"accepts": "a model id or alias"}
+    )
     """The model id ("" or None: FORKAGENT_MODEL or the built-in default); next turn on."""
     system_prompt: str | None = None
     auto_respond: bool = True
     max_turns: int = Field(default=50, ge=1)
     max_tokens: int = Field(default=8192, ge=1)
-    thinking: dict[str, Any] | None = None
+    thinking: dict[str, Any] | None = Field(
+        default=None,
+        json_schema_extra={
+            "accepts": "0, None or 'off' (off), a budget of 1024 tokens or more, 'adaptive', or "
+            "the API's thinking dict"
+        },
+    )
     """The API's `thinking` parameter; given as a token budget, "adaptive", "off"/0/None or
     the API's dict (`thinking.thinking_param`)."""
     cache_ttl: CacheTTL = "5m"
 
     # -- live: pushed to the part that holds them (live_settings.py) ---------------------
-    permission_mode: PermissionMode = "default"
-    approval_timeout: float | None = Field(default=600.0, gt=0)
+    permission_mode: SessionMode = "default"
+    approval_timeout: float | None = Field(
+        default=600.0, gt=0, le=MAX_SECONDS, json_schema_extra=_SECONDS
+    )
     forking: bool = True
-    auto_background_after: float | None = Field(default=AUTO_BACKGROUND_AFTER, ge=0)
-    max_cost_usd: float | None = None
-    stream_retries: int = Field(default=DEFAULT_STREAM_RETRIES, ge=0)
-    stream_retry_delay: float = Field(default=0.5, ge=0)
-    compact_at: float | None = 0.8
+    auto_background_after: float | None = Field(
+        default=AUTO_BACKGROUND_AFTER,
+        ge=0,
+        le=MAX_SECONDS,
+        json_schema_extra={**_SECONDS, "none": "or None (0 or None: no limit)"},
+    )
+    max_cost_usd: float | None = Field(
+        default=None,
+        gt=0,
+        json_schema_extra={"accepts": "a positive number of dollars, or None for no budget"},
+    )
+    stream_retries: int = Field(default=DEFAULT_STREAM_RETRIES, ge=0, le=100)
+    stream_retry_delay: float = Field(default=0.5, ge=0, le=MAX_SECONDS, json_schema_extra=_SECONDS)
+    compact_at: float | None = Field(
+        default=0.8,
+        gt=0,
+        le=1,
+        json_schema_extra={
+            "kind": "a fraction of the context window",
+            "none": "or None to never compact",
+        },
+    )
     compact_keep_turns: int = Field(default=2, ge=1)
     context_window: int | None = Field(default=None, ge=1)
     worker_namespace: WorkerNamespace = "isolated"
@@ -111,67 +187,71 @@ class SessionOptions(BaseModel):
     @field_validator("model", mode="before")
     @classmethod
     def _model(cls, value: Any) -> Any:
-        if not value:
+        if value is None or value == "":
             return default_model_name()
         if not isinstance(value, str):
-            raise UsageError(f"model: a model id or alias is needed, not {value!r}.")
+            return value  # refused as not a string
         try:  # an alias (sonnet, opus, ...) is its model id; an id that cannot be one is refused
             return session_model(value, default_model_name())
         except ValueError as exc:
-            raise UsageError(f"model: {exc}.") from None
+            raise RefusalError(str(exc)) from None
 
     @field_validator("backend", mode="before")
     @classmethod
     def _backend(cls, value: Any) -> Any:
-        return value or None
+        return None if isinstance(value, str) and value == "" else value
 
     @field_validator("thinking", mode="before")
     @classmethod
     def _thinking(cls, value: Any) -> dict[str, Any] | None:
         return thinking_param(value)
 
-    @field_validator("compact_at", mode="before")
+    @field_validator("permission_mode", "cache_ttl", "worker_namespace", "executor", mode="before")
     @classmethod
-    def _compact_at(cls, value: Any) -> float | None:
-        return check_compact_at(value)
-
-    @field_validator("max_cost_usd", mode="before")
-    @classmethod
-    def _budget(cls, value: Any) -> Any:
-        if value is not None and (isinstance(value, bool) or not _positive(value)):
-            raise UsageError(f"max_cost_usd must be a positive number of dollars, not {value!r}.")
+    def _any_case(cls, value: Any, info: ValidationInfo) -> Any:
+        """A choice in any case (`acceptedits`), as `%config` has always read it."""
+        if isinstance(value, str) and info.field_name is not None:
+            annotation = cls.model_fields[info.field_name].annotation
+            for choice in get_args(annotation):
+                if isinstance(choice, str) and choice.lower() == value.lower():
+                    return choice
         return value
 
-    @field_validator(
-        "max_turns",
-        "max_tokens",
-        "max_workers",
-        "stream_retries",
-        "compact_keep_turns",
-        "context_window",
-        "worker_memory_mb",
-        "worker_nice",
-        mode="before",
-    )
     @classmethod
-    def _whole(cls, value: Any, info: ValidationInfo) -> Any:
-        if isinstance(value, bool | str):  # not read as 1/0 or parsed
-            raise UsageError(f"{info.field_name}: a whole number is needed, not {value!r}.")
-        return value
+    def accepts(cls, name: str, none: bool = True) -> str:
+        """What the setting `name` takes, in words (`none=False`: leaving None out)."""
+        field = cls.model_fields[name]
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        if "accepts" in extra:
+            return str(extra["accepts"])
+        annotation = field.annotation
+        union = get_origin(annotation) in (Union, UnionType)
+        kinds = [a for a in get_args(annotation) if a is not NoneType] if union else [annotation]
+        takes_none = union and NoneType in get_args(annotation)
+        kind = kinds[0] if len(kinds) == 1 else None
+        if kind is bool:
+            text = "True or False"
+        elif kind in (int, float):
+            text = str(extra.get("kind") or ("a whole number" if kind is int else "a number"))
+            text += _bounds(field.metadata)
+        elif get_origin(kind) is Literal:
+            text = "one of " + ", ".join(repr(v) for v in get_args(kind))
+        elif kind is str:
+            text = "a string"
+        else:
+            text = "a value of its type"
+        if takes_none and none:
+            text += ", " + str(extra.get("none") or "or None")
+        return text
 
-    @field_validator(
-        "approval_timeout",
-        "auto_background_after",
-        "stream_retry_delay",
-        "mcp_startup_timeout",
-        "mcp_call_timeout",
-        mode="before",
-    )
     @classmethod
-    def _seconds(cls, value: Any, info: ValidationInfo) -> Any:
-        if isinstance(value, bool | str):  # not read as 1/0 or parsed
-            raise UsageError(f"{info.field_name}: a number is needed, not {value!r}.")
-        return value
+    def check(cls, name: str, value: Any) -> Any:
+        """The value the setting `name` holds when given `value`, or a one-line UsageError
+        naming the setting, the value and what it takes (the check `%config` uses)."""
+        try:
+            return getattr(cls.model_validate({name: value}), name)
+        except ValidationError as exc:
+            raise option_error(exc) from None
 
     def changed(self, **changes: Any) -> SessionOptions:
         """A copy with `changes`, each checked (a UsageError in one line when one is refused:
@@ -202,21 +282,53 @@ class SessionOptions(BaseModel):
             raise option_error(exc) from None
 
 
-def _positive(value: Any) -> bool:
-    return isinstance(value, int | float) and value > 0
+def _bounds(metadata: list[Any]) -> str:
+    """A number's bounds in words: " >= 1", " above 0 and at most 1", " from 0 to 19"."""
+    low = next((m.ge for m in metadata if isinstance(m, annotated_types.Ge)), None)
+    above = next((m.gt for m in metadata if isinstance(m, annotated_types.Gt)), None)
+    high = next((m.le for m in metadata if isinstance(m, annotated_types.Le)), None)
+    if low is not None and high is not None:
+        return f" from {low} to {high}"
+    lower = f" >= {low}" if low is not None else f" above {above}" if above is not None else ""
+    if high is None:
+        return lower
+    return f"{lower} and at most {high}" if lower else f" at most {high}"
+
+
+class RefusalError(ValueError):
+    """A check's own reason for refusing a value (said instead of what the setting takes)."""
+
+
+class OptionRefusedError(UsageError):
+    """A refused setting: its one line, and its parts for a caller that words it its own way
+    (`%config`): the setting, the value, and the check's reason (None: what it takes)."""
+
+    def __init__(self, line: str, name: str, value: Any, reason: str | None) -> None:
+        super().__init__(line)
+        self.name, self.value, self.reason = name, value, reason
+
+
+def quoted(value: Any) -> str:
+    """`value` as a refusal quotes it: its repr, cut to 80 characters."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:76] + "...'"
 
 
 def option_error(exc: ValidationError) -> UsageError:
-    """A refused setting in one line: the check's own message when it has one (a UsageError
-    raised by a validator), else the field and pydantic's words."""
+    """A refused setting in one line: the setting, the value and what it takes (or the
+    check's own reason)."""
     error = exc.errors()[0]
-    name = ".".join(str(part) for part in error["loc"]) or "setting"
-    cause = (error.get("ctx") or {}).get("error")
-    if isinstance(cause, UsageError):
-        return cause
+    name = str(error["loc"][0]) if error["loc"] else "setting"  # not the union's branch
     if error["type"] == "frozen_field":
         return UsageError(f"{name} is fixed when the session starts; it cannot change now.")
-    return UsageError(f"{name} = {error['input']!r} refused: {error['msg'].lower()}.")
+    value = error["input"]
+    cause = (error.get("ctx") or {}).get("error")
+    reason = str(cause) if isinstance(cause, RefusalError) else None
+    if name in SessionOptions.model_fields:
+        said = reason or f"it takes {SessionOptions.accepts(name)}"
+    else:
+        said = error["msg"].lower()
+    return OptionRefusedError(f"{name} = {quoted(value)} refused: {said}.", name, value, reason)
 
 
 class Configurable(Protocol):

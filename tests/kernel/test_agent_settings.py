@@ -51,7 +51,7 @@ def test_thinking_setting_cell_option_and_the_cards_collapsed_thinking(
     refused = kernel.execute("%config ForkAgent.thinking = 100")
     assert "ForkAgent.thinking = 100 refused" in refused.texts()
     bad = kernel.execute("%%agent --think 100\nToo small.")
-    assert bad.status == "error" and "at least 1024" in bad.texts()
+    assert bad.status == "error" and "a budget of 1024 tokens or more" in bad.texts()
     # a worker's card shows its thinking, collapsed
     kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
     kernel.execute("%fork --name thinker count `py: 1 + 1`")

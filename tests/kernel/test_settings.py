@@ -206,18 +206,20 @@ def test_interrupting_tasks_wait_says_one_line(kernel: Kernel) -> None:
 
 BAD_SETTINGS = {
     "compact_at": ("1.5", "2", "True", "float('nan')"),
-    "max_cost_usd": ("-1", "float('nan')"),
-    "approval_timeout": ("-1", "float('nan')"),
+    "max_cost_usd": ("-1", "float('nan')", "float('inf')", "True"),
+    "approval_timeout": ("-1", "float('nan')", "float('inf')", "None"),
     "headless_approval_timeout": ("0",),
-    "max_workers": ("-1", "0"),
+    "max_workers": ("-1", "0", "True", "2.5"),
     "worker_memory_mb": ("0", "-5"),
     "worker_nice": ("10**30", "-1"),
     "stream_retries": ("-1",),
     "max_turns": ("0", "True"),
     "backend": ("'nope'",),
     "permission_mode": ("'yolo'",),
-    "auto_respond": ("1",),
+    "auto_respond": ("1", "'no'"),
     "executor": ("'ray'",),
+    "auto_background_after": ("float('inf')", "-1"),
+    "thinking": ("True", "10", "2048.0"),
 }
 
 
@@ -442,7 +444,9 @@ def test_the_model_setting_takes_aliases_and_refuses_what_is_no_model(kernel: Ke
     bad = kernel.execute("%%agent --new --think 2048 --model ''\nHello.")
     content = bad.reply["content"]
     assert content.get("ename") == "UsageError", bad.texts()
-    assert content["evalue"].startswith("%%agent --model: model: \"''\" is no model id")
+    assert content["evalue"].startswith(
+        "%%agent --model: model = \"''\" refused: \"''\" is no model id"
+    )
     assert "\n" not in content["evalue"]
     # nothing lost: the conversation was not reset, and --think did not outlive the cell
     after = kernel.value(f"len({SESSION}.messages)"), kernel.value(f"{SESSION}.thinking")
@@ -518,3 +522,97 @@ def test_hooks_lists_the_projects_hooks_and_approve_runs_them_from_the_next_turn
         "%hooks: .claude/settings.local.json: is not JSON; not changed"
     )
     assert (folder / "settings.local.json").read_text() == "{not json"
+
+
+CANDIDATES: tuple[Any, ...] = (
+    True,
+    False,
+    0,
+    1,
+    -1,
+    0.5,
+    1.0,
+    2.5,
+    1024,
+    19,
+    20,
+    10**30,
+    1e300,
+    float("inf"),
+    float("-inf"),
+    float("nan"),
+    "",
+    "no",
+    "1",
+    "2048",
+    "acceptedits",
+    "1H",
+    "LOCAL",
+    "shared",
+    "offline",
+    "nope",
+    "adaptive",
+    "claude-haiku-4-5",
+    None,
+)
+
+
+def test_settings_refuse_exactly_what_the_session_options_refuse() -> None:
+    """One place decides: `%config ForkAgent.X = v` is refused when `Session(X=v)` is, with
+    the same line (and the value kept), and taken when it is (None aside where a setting of
+    the kernel cannot be unset)."""
+    from forkagent_jupyter.kernel.settings import ForkAgent, SettingError, allowed_values
+    from forkagent_jupyter.runtime.errors import UsageError
+    from forkagent_jupyter.runtime.options import SessionOptions
+
+    traits = ForkAgent().traits(config=True)
+    checked = [name for name in traits if name in SessionOptions.model_fields]
+    assert len(checked) == len(traits) - 1  # all but headless_approval_timeout
+    for name in checked:
+        for value in CANDIDATES:
+            settings = ForkAgent()
+            before = getattr(settings, name)
+            try:
+                SessionOptions.of(None, {name: value})
+                refused = None
+            except UsageError as exc:
+                refused = str(exc)
+            if value is None and not traits[name].allow_none:
+                with pytest.raises(SettingError, match=r"refused: it takes .*\(it stays "):
+                    setattr(settings, name, value)
+                continue
+            if refused is None:
+                setattr(settings, name, value)  # taken
+                continue
+            with pytest.raises(SettingError) as caught:
+                setattr(settings, name, value)
+            takes = allowed_values(traits[name])  # the options' words (None if it takes it)
+            assert refused.startswith(f"{name} = {value!r} refused: it takes {takes}")
+            assert str(caught.value) == (
+                f"ForkAgent.{name} = {value!r} refused: it takes {takes} (it stays {before!r})."
+            ), (name, value)
+            assert getattr(settings, name) == before or before != before
+
+
+def test_config_of_a_truthy_string_or_an_infinity_is_refused_in_one_line(kernel: Kernel) -> None:
+    for line, said in (
+        (
+            "%config ForkAgent.auto_respond = 'no'",
+            "ForkAgent.auto_respond = 'no' refused: it takes True or False (it stays True).",
+        ),
+        (
+            "%config ForkAgent.approval_timeout = float('inf')",
+            "ForkAgent.approval_timeout = inf refused: it takes a number of seconds above 0 and "
+            "at most 604800 (it stays 600.0).",
+        ),
+        (
+            "%config ForkAgent.max_workers = True",
+            "ForkAgent.max_workers = True refused: it takes a whole number >= 1 (it stays 16).",
+        ),
+    ):
+        shown = kernel.execute(line)
+        assert shown.texts().strip().endswith(said), shown.texts()
+        assert shown.texts().strip().count("\n") == 0
+    assert kernel.value("__forkagent__.settings.auto_respond") is True
+    assert kernel.execute("%config ForkAgent.thinking = 'adaptive'").status == "ok"
+    assert kernel.value(f"{SESSION}.options.thinking") == {"type": "adaptive"}

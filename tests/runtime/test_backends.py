@@ -16,7 +16,7 @@ import pytest
 
 from forkagent_jupyter.emulator import Emulator
 from forkagent_jupyter.emulator.faults import Fault
-from forkagent_jupyter.runtime.errors import ConfigError
+from forkagent_jupyter.runtime.errors import ConfigError, UsageError
 from forkagent_jupyter.runtime.permissions import AllowAll
 from forkagent_jupyter.runtime.session import Session
 
@@ -256,5 +256,5 @@ def test_platform_misconfiguration_is_one_clear_message(
 
 
 def test_unknown_backend_lists_the_choices(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="bedrock, vertex, foundry, offline"):
+    with pytest.raises(UsageError, match="'bedrock', 'vertex', 'foundry', 'offline'"):
         Session(backend="azure", workdir=tmp_path)

@@ -23,7 +23,7 @@ def test_missing_key_with_anthropic_backend_forced(
 
 
 def test_unknown_backend(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="Unknown backend 'gpt'"):
+    with pytest.raises(UsageError, match=r"^backend = 'gpt' refused: it takes one of 'anthropic'"):
         Session(backend="gpt", workdir=tmp_path)
 
 

@@ -178,7 +178,7 @@ async def test_compact_refuses_what_cannot_be_compacted(sessions: Callable[..., 
     nothing = await session.compact()
     assert nothing.error and "nothing to compact" in nothing.error
     assert len(session.messages) == 2
-    with pytest.raises(UsageError, match="compact_at must be a fraction"):
+    with pytest.raises(UsageError, match=r"compact_at = 1\.5 refused: it takes a fraction"):
         session.compact_at = 1.5
     with pytest.raises(UsageError, match="keep_turns must be 1 or more"):
         await session.compact(keep_turns=0)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.runtime.errors import ConfigError, UsageError
-from forkagent_jupyter.runtime.options import SessionOptions
+from forkagent_jupyter.runtime.options import SessionOptions, quoted
 from forkagent_jupyter.runtime.session import Session
 
 pytestmark = pytest.mark.anyio
@@ -72,8 +72,9 @@ async def test_the_model_takes_aliases_and_refuses_what_no_id_looks_like(
     for bad in ("nope please", "''", "\u65e5\u672c", "x" * 300, "inherit", "claude\nx"):
         with pytest.raises(UsageError) as refused:
             session.model = bad
-        assert str(refused.value).startswith("model: ") and "\n" not in str(refused.value)
-        assert len(str(refused.value)) < 300
+        said = str(refused.value)
+        assert said.startswith(f"model = {quoted(bad)} refused: ") and "\n" not in said
+        assert len(str(refused.value)) < 400  # the value quoted twice, cut to 80
         assert session.model == MODEL_ALIASES["opus"]  # the previous one stays
 
 
@@ -83,11 +84,11 @@ async def test_an_unknown_keyword_is_a_type_error(tmp_path: Path) -> None:
 
 
 async def test_a_refused_value_at_the_start_is_one_usage_error(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match=r"^max_workers = 0 refused: input should be greater"):
+    with pytest.raises(UsageError, match=r"^max_workers = 0 refused: it takes a whole number >= 1"):
         Session(backend="offline", workdir=tmp_path, transcripts=False, max_workers=0)
-    with pytest.raises(UsageError, match="compact_at must be a fraction"):
+    with pytest.raises(UsageError, match="compact_at = 2 refused: it takes a fraction"):
         Session(backend="offline", workdir=tmp_path, transcripts=False, compact_at=2)
-    with pytest.raises(UsageError, match="at least 1024 tokens"):
+    with pytest.raises(UsageError, match=r"thinking = 10 refused: it takes .* 1024 tokens or more"):
         Session(backend="offline", workdir=tmp_path, transcripts=False, thinking=10)
 
 
@@ -147,14 +148,14 @@ async def test_attributes_are_the_options(make_session: Any) -> None:
         ({"backend": "offline"}, "backend is fixed when the session starts"),
         ({"workdir": "/"}, "workdir is fixed when the session starts"),
         ({"max_workers": 0}, "max_workers = 0 refused"),
-        ({"max_workers": True}, "a whole number is needed, not True"),
-        ({"auto_background_after": True}, "auto_background_after: a number is needed, not True"),
-        ({"approval_timeout": True}, "approval_timeout: a number is needed, not True"),
-        ({"worker_nice": True}, "a whole number is needed, not True"),
-        ({"stream_retries": "3"}, "a whole number is needed, not '3'"),
+        ({"max_workers": True}, "max_workers = True refused: it takes a whole number"),
+        ({"auto_background_after": True}, "auto_background_after = True refused: it takes"),
+        ({"approval_timeout": True}, "approval_timeout = True refused: it takes a number"),
+        ({"worker_nice": True}, "worker_nice = True refused: it takes a whole number"),
+        ({"stream_retries": "3"}, "stream_retries = '3' refused: it takes a whole number"),
         ({"worker_nice": 20}, "worker_nice = 20 refused"),
         ({"permission_mode": "yolo"}, "permission_mode = 'yolo' refused"),
-        ({"max_cost_usd": -1}, "max_cost_usd must be a positive number"),
+        ({"max_cost_usd": -1}, "max_cost_usd = -1 refused: it takes a positive number"),
         ({"no_such": 1}, "no setting 'no_such'"),
     ],
 )
@@ -196,3 +197,84 @@ async def test_the_system_prompt_is_assigned_like_the_other_settings(
     assert [block["text"] for block in system] == ["You answer in one word."]
     session.system_prompt = None  # back to the built-in prompt
     assert session.system_prompt != "You answer in one word." and session.system_prompt
+
+
+INF, NAN = float("inf"), float("nan")
+WRONG_KIND: list[tuple[str, Any]] = [
+    ("auto_respond", "no"),
+    ("auto_respond", 1),
+    ("forking", "no"),
+    ("stagger_forks", 0),
+    ("reuse_snapshots", "yes"),
+    ("transcripts", 1),
+    ("max_workers", True),
+    ("max_workers", 2.0),
+    ("max_workers", INF),
+    ("max_turns", 3.0),
+    ("max_tokens", "8192"),
+    ("approval_timeout", INF),
+    ("approval_timeout", NAN),
+    ("approval_timeout", 0),
+    ("approval_timeout", 1e300),
+    ("auto_background_after", INF),
+    ("auto_background_after", -1),
+    ("max_cost_usd", INF),
+    ("max_cost_usd", NAN),
+    ("max_cost_usd", True),
+    ("max_cost_usd", 0),
+    ("stream_retries", 10**6),
+    ("stream_retries", 2.0),
+    ("stream_retry_delay", INF),
+    ("stream_retry_delay", -0.5),
+    ("mcp_startup_timeout", INF),
+    ("mcp_call_timeout", NAN),
+    ("mcp_call_timeout", 0),
+    ("compact_at", NAN),
+    ("compact_at", True),
+    ("compact_at", 0),
+    ("compact_keep_turns", 0),
+    ("context_window", 1.5),
+    ("worker_memory_mb", 0),
+    ("worker_nice", 2.0),
+    ("thinking", True),
+    ("thinking", 10),
+    ("cache_ttl", "2h"),
+    ("backend", "nope"),
+    ("permission_mode", "yolo"),
+    ("executor", "ray"),
+    ("model", 5),
+]
+
+
+@pytest.mark.parametrize(("name", "value"), WRONG_KIND)
+async def test_a_value_of_the_wrong_kind_is_refused_in_one_line_naming_what_is_taken(
+    make_session: Any, name: str, value: Any
+) -> None:
+    """Strict: no truthy string for a flag, no bool or float for a count, no infinity, nan or
+    number past its bound; the line names the setting, the value and what it takes."""
+    with pytest.raises(UsageError) as caught:
+        SessionOptions.of(None, {name: value})
+    said = str(caught.value)
+    assert said.startswith(f"{name} = {value!r} refused: it takes "), said
+    assert "\n" not in said
+    assert SessionOptions.accepts(name) in said
+    if not SessionOptions.model_fields[name].frozen:  # and while the session runs
+        session = make_session()
+        before = session.options
+        with pytest.raises(UsageError) as again:
+            session.configure(**{name: value})
+        assert str(again.value) == said
+        assert session.options == before
+
+
+async def test_session_of_a_truthy_string_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"^auto_respond = 'no' refused: it takes True or False"):
+        Session(backend="offline", workdir=tmp_path, transcripts=False, auto_respond="no")
+
+
+async def test_modes_and_choices_are_read_whatever_their_case(make_session: Any) -> None:
+    session = make_session(permission_mode="acceptedits", cache_ttl="1H")
+    assert session.options.permission_mode == "acceptEdits" and session.gate.mode == "acceptEdits"
+    assert session.options.cache_ttl == "1h"
+    session.configure(worker_namespace="SHARED")
+    assert session.options.worker_namespace == "shared"

@@ -192,7 +192,7 @@ async def test_the_offline_model_signs_its_thinking_and_refuses_altered_or_dropp
     with pytest.raises(ModelError, match="budget_tokens"):
         await send(assistant["content"], {"type": "enabled", "budget_tokens": 512})
     await send(assistant["content"], {"type": "adaptive"})  # unchanged: accepted
-    with pytest.raises(UsageError, match="at least 1024"):
+    with pytest.raises(UsageError, match="a budget of 1024 tokens or more"):
         Session(backend="offline", workdir=tmp_path, home=tmp_path, thinking=512)
 
 
