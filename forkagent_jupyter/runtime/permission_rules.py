@@ -196,6 +196,14 @@ def _tokens(command: str, words: list[list[Word]]) -> set[str]:
     return found
 
 
+def _spec_words(spec: str) -> list[str]:
+    """The words of a Bash spec read as text (its `:*` tail and wildcards left out)."""
+    return [
+        program_name(t) if i == 0 else t
+        for i, t in enumerate(_TOKEN.findall(spec.removesuffix(":*")))
+    ]
+
+
 # -- rules ----------------------------------------------------------------------------------
 
 
@@ -208,11 +216,23 @@ class Rule:
     tool: str
     spec: str | None = None
     source: str = field(default="", compare=False)
+    words_only: bool = field(default=False, compare=False)
+    """A deny or ask Bash rule whose command does not parse (`Bash(python3 -c ' *)`): it
+    holds wherever its words appear, as a rule holds on a line the matcher cannot follow."""
 
     @classmethod
-    def parse(cls, text: str, source: str = "", tools: frozenset[str] = frozenset()) -> Rule:
+    def parse(
+        cls,
+        text: str,
+        source: str = "",
+        tools: frozenset[str] = frozenset(),
+        *,
+        restricting: bool = False,
+    ) -> Rule:
         """Read a rule; ValueError (one line) if it is not one a user can mean. `tools`: tool
-        names known besides `KNOWN_TOOLS` (a session's own tools)."""
+        names known besides `KNOWN_TOOLS` (a session's own tools). `restricting` (a deny or
+        ask rule): a Bash command that does not parse is read by its words (`words_only`)
+        instead of refused, so the rule still holds where Claude Code's would."""
         if not isinstance(text, str):
             raise ValueError(f"a rule is a string like 'Bash(git status:*)', not {text!r}")
         m = re.fullmatch(rf"\s*({_NAME})\s*(?:\((.*)\))?\s*", text, re.DOTALL)
@@ -239,7 +259,12 @@ class Rule:
         if tool.startswith("mcp__"):
             raise ValueError(f"{text!r}: an MCP rule takes no spec (name the tool instead)")
         if tool == "Bash":
-            _bash(spec)
+            try:
+                _bash(spec)
+            except ValueError:
+                if not (restricting and _spec_words(spec)):
+                    raise
+                return cls(tool, spec, source, words_only=True)
         elif tool == "WebFetch" and not spec.startswith("domain:"):
             raise ValueError(f"{text!r}: a WebFetch rule is WebFetch(domain:example.com)")
         return rule
@@ -248,7 +273,7 @@ class Rule:
         return self.tool if self.spec is None else f"{self.tool}({self.spec})"
 
     def with_source(self, source: str) -> Rule:
-        return Rule(self.tool, self.spec, source)
+        return Rule(self.tool, self.spec, source, self.words_only)
 
     def covers(self, tool: str) -> bool:
         """Whether this rule applies to calls of `tool` (families; MCP servers)."""
@@ -291,6 +316,8 @@ class Rule:
         the gate combines rules part by part with `allows_part`."""
         if self.spec is None:
             return True
+        if self.words_only:  # a restricting rule only: it never allows
+            return False
         spec = _bash(self.spec)
         if not script.judgeable:
             return False
@@ -301,6 +328,8 @@ class Rule:
     def allows_part(self, words: list[Word]) -> bool:
         if self.spec is None:
             return True
+        if self.words_only:
+            return False
         spec = _bash(self.spec)
         return not spec.multi and spec.strict.fullmatch(_strict_key(words)) is not None
 
@@ -310,6 +339,8 @@ class Rule:
         rule's words appear in it at all."""
         if self.spec is None:
             return True
+        if self.words_only:
+            return set(_spec_words(self.spec)) <= _tokens(command, programs(command).commands)
         spec = _bash(self.spec)
         if spec.multi:
             whole = parse_script(command)

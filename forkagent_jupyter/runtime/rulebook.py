@@ -56,10 +56,18 @@ class RuleBook:
 
     def add(self, text: str, kind: RuleKind, source: str = "") -> Rule:
         """Add one rule; ValueError (one line) if it is not one (nothing is added)."""
-        rule = Rule.parse(text, source, self.tools)
+        rule = Rule.parse(text, source, self.tools, restricting=kind != "allow")
         target = self.of(kind)
         if rule not in target:
             target.append(rule)
+            said = f"{kind} {text!r} ({source})"
+            if rule.words_only and said not in _ANNOUNCED:
+                _ANNOUNCED.add(said)
+                log.warning(
+                    "permission rule %s: its command does not parse; it holds for any line "
+                    "holding its words",
+                    said,
+                )
         return rule
 
     def add_all(self, texts: Sequence[str], kind: RuleKind, source: str = "") -> list[RefusedRule]:

@@ -177,6 +177,33 @@ async def test_wildcard_deny_rules_fire(ctx: ToolContext, rule: str, command: st
     assert isinstance(await check(gate, BASH, ctx, command=command), Deny), (rule, command)
 
 
+UNPARSED = [
+    ("Bash(python3 -c ' *)", "python3 -c 'import shutil; shutil.rmtree(\"data\")'"),
+    ("Bash(python3 -c ' *)", "/usr/bin/python3 -c 'print(1)'"),
+    ('Bash(git commit -m "wip *)', 'git commit -m "wip more"'),
+]
+
+
+@pytest.mark.parametrize(("rule", "command"), UNPARSED)
+async def test_a_deny_rule_whose_command_does_not_parse_still_holds(
+    ctx: ToolContext, rule: str, command: str
+) -> None:
+    """Claude Code reads `Bash(python3 -c ' *)` as text and it denies; here its unbalanced
+    quote had made it refused, and the deny did not hold. It holds by its words now; as an
+    allow rule it is still refused (it never allows by accident)."""
+    gate = PermissionGate(mode="bypassPermissions", deny=[rule])
+    assert gate.rules.refused == []
+    assert isinstance(await check(gate, BASH, ctx, command=command), Deny), (rule, command)
+    assert isinstance(await check(gate, BASH, ctx, command="ls -la"), Allow)
+    asking = PermissionGate(
+        mode="bypassPermissions", ask=[rule], policy=ScriptedPolicy(default=Deny("no"))
+    )
+    assert await check(asking, BASH, ctx, command=command) == Deny("no")
+    allowing = PermissionGate(allow=[rule], policy=ScriptedPolicy(default=Deny("asked")))
+    assert [r.kind for r in allowing.rules.refused] == ["allow"]
+    assert await check(allowing, BASH, ctx, command=command) == Deny("asked")
+
+
 # -- paths ------------------------------------------------------------------------------------
 
 
