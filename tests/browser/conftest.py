@@ -164,3 +164,30 @@ def run_cell(page: Any, index: int) -> None:
     """Run cell `index` as a user does: click into its editor, Ctrl+Enter."""
     cells(page).nth(index).locator(".jp-InputArea-editor").click()
     page.keyboard.press("Control+Enter")
+
+
+def open_notebook(lab: Lab, page: Any, name: str, notebook: dict[str, Any]) -> Any:
+    """Write `notebook` as `name` in the lab's root, open it, and wait until its kernel is
+    idle and the extension marked the panel; returns the page."""
+    (lab.root / name).write_text(json.dumps(notebook))
+    page.goto(lab.notebook_url(name))
+    wait_kernel(page)
+    return page
+
+
+def wait_kernel(page: Any) -> None:
+    """Wait until the notebook's kernel is idle and the extension marked its panel."""
+    page.wait_for_selector(".jp-NotebookPanel[data-forkagent-kernel]", state="attached")
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", state="attached")
+
+
+def load_and_greet(page: Any) -> Any:
+    """Run the set-up cell (0), wait for the extension's comm, run the greeting `%%agent`
+    cell (1) and wait for the offline model's answer; returns that cell's outputs."""
+    run_cell(page, 0)
+    # the kernel side exists now: the extension opens its comm after the cell ran
+    page.wait_for_selector(".jp-NotebookPanel[data-forkagent-connected='2']", state="attached")
+    run_cell(page, 1)
+    answer = cells(page).nth(1).locator(".jp-OutputArea-output")
+    answer.filter(has_text="I am the offline model of forkagent-jupyter").first.wait_for()
+    return answer

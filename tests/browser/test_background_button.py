@@ -4,7 +4,6 @@ notification cell."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -12,7 +11,7 @@ import pytest
 from forkagent_jupyter.emulator import Emulator
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
 
-from .conftest import Lab, notebook_json, shot
+from .conftest import Lab, notebook_json, open_notebook, shot
 from .conftest import cells as _cells
 from .conftest import run_cell as _run
 
@@ -43,11 +42,7 @@ def nb_page(lab: Lab, page: Any, browser_emulator: Emulator) -> Any:
         "CHECK", Reply(({"type": "tool_use", "name": "Agent", "input": CALL},)), times=1
     )
     browser_emulator.brain = brain
-    (lab.root / NAME).write_text(json.dumps(_notebook()))
-    page.goto(lab.notebook_url(NAME))
-    page.wait_for_selector(".jp-NotebookPanel[data-forkagent-kernel]", state="attached")
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", state="attached")
-    return page
+    return open_notebook(lab, page, NAME, _notebook())
 
 
 def test_run_in_background_while_the_agent_cell_waits(nb_page: Any) -> None:

@@ -13,7 +13,7 @@ import re
 import shutil
 from typing import Any
 
-from .conftest import ROOT, Lab, shot
+from .conftest import ROOT, Lab, shot, wait_kernel
 
 NAME = "01_fan_out.ipynb"
 CARDS = ".jp-NotebookPanel .forkagent-card"
@@ -36,8 +36,7 @@ def _sources(page: Any) -> list[str]:
 def test_run_all_fans_out_and_notifications_land_below_the_fork_cell(lab: Lab, page: Any) -> None:
     shutil.copy(ROOT / "example_notebooks" / NAME, lab.root / NAME)
     page.goto(lab.notebook_url(NAME))
-    page.wait_for_selector(".jp-NotebookPanel[data-forkagent-kernel]", state="attached")
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", state="attached")
+    wait_kernel(page)
     before = len(_sources(page))
     page.locator(".jp-SideBar li[data-id='forkagent-tasks']").click()
     page.locator("#forkagent-tasks").wait_for(state="visible")

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import ROOT, Lab, notebook_json, shot
+from .conftest import ROOT, Lab, load_and_greet, notebook_json, open_notebook, shot, wait_kernel
 from .conftest import cells as _cells
 from .conftest import run_cell as _run
 
@@ -41,15 +41,7 @@ def _notebook() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def nb_page(lab: Lab, page: Any) -> Any:
-    (lab.root / NAME).write_text(json.dumps(_notebook()))
-    page.goto(lab.notebook_url(NAME))
-    _wait_kernel(page)
-    return page
-
-
-def _wait_kernel(page: Any) -> None:
-    page.wait_for_selector(".jp-NotebookPanel[data-forkagent-kernel]", state="attached")
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", state="attached")
+    return open_notebook(lab, page, NAME, _notebook())
 
 
 def _panel_attr(page: Any, name: str) -> str | None:
@@ -71,12 +63,7 @@ def _open_tasks(page: Any) -> Any:
 
 def test_agent_cell_streams_its_answer(nb_page: Any) -> None:
     page = nb_page
-    _run(page, 0)
-    # the kernel side exists now: the extension opens its comm after the cell ran
-    page.wait_for_selector(".jp-NotebookPanel[data-forkagent-connected='2']", state="attached")
-    _run(page, 1)
-    answer = _cells(page).nth(1).locator(".jp-OutputArea-output")
-    answer.filter(has_text="I am the offline model of forkagent-jupyter").first.wait_for()
+    load_and_greet(page)
     shot(page, "01-agent-answer")
 
 
@@ -179,7 +166,7 @@ def test_save_and_reload_keep_cells_and_tasks(nb_page: Any, lab: Lab) -> None:
         assert any("text/markdown" in k for k in kinds)
 
     page.reload()
-    _wait_kernel(page)
+    wait_kernel(page)
     page.wait_for_selector(".jp-NotebookPanel[data-forkagent-connected='2']", state="attached")
     assert _cells(page).count() == len(SOURCES) + 2
     assert page.locator(".jp-NotebookPanel .jp-forkagent-notification").count() == 2
@@ -203,7 +190,7 @@ def test_restart_reconnects_and_send_resumes(nb_page: Any) -> None:
     page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Restart Kernel…$")).click()
     page.locator(".jp-Dialog .jp-mod-accept").click()
     page.wait_for_selector(".jp-NotebookPanel[data-forkagent-connected]", state="detached")
-    _wait_kernel(page)
+    wait_kernel(page)
     _run(page, 0)  # the new kernel loads the extension; the comm opens again
     page.wait_for_function(
         "n => Number(document.querySelector('.jp-NotebookPanel').dataset.forkagentWelcomes) > n",

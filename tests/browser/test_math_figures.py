@@ -10,13 +10,12 @@ checked in tests/kernel/test_no_math.py.)
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 import pytest
 
-from .conftest import Lab, notebook_json, shot
+from .conftest import Lab, load_and_greet, notebook_json, open_notebook, shot
 from .conftest import cells as _cells
 from .conftest import run_cell as _run
 
@@ -34,20 +33,12 @@ MATH = "mjx-container"
 
 @pytest.fixture(scope="module")
 def nb_page(lab: Lab, page: Any) -> Any:
-    (lab.root / NAME).write_text(json.dumps(notebook_json(SOURCES)))
-    page.goto(lab.notebook_url(NAME))
-    page.wait_for_selector(".jp-NotebookPanel[data-forkagent-kernel]", state="attached")
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", state="attached")
-    return page
+    return open_notebook(lab, page, NAME, notebook_json(SOURCES))
 
 
 def test_tasks_card_and_footer_amounts_are_not_typeset(nb_page: Any) -> None:
     page = nb_page
-    _run(page, 0)
-    page.wait_for_selector(".jp-NotebookPanel[data-forkagent-connected='2']", state="attached")
-    _run(page, 1)
-    answer = _cells(page).nth(1).locator(".jp-OutputArea-output")
-    answer.filter(has_text="I am the offline model of forkagent-jupyter").first.wait_for()
+    answer = load_and_greet(page)
     footer = answer.filter(has_text="tokens:").first
     footer.wait_for()
     _run(page, 2)

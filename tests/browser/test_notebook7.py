@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Lab, notebook_json, shot
+from .conftest import Lab, notebook_json, shot, wait_kernel
 from .conftest import cells as _cells
 from .conftest import run_cell as _run
 
@@ -45,8 +45,7 @@ def nb_page(lab: Lab, page: Any) -> Any:
     # Notebook 7's own shell, not JupyterLab's: the notebook page of the `notebook` package
     page.wait_for_selector("#main-panel", state="attached")
     assert page.locator("#jp-main-dock-panel").count() == 0
-    page.wait_for_selector(".jp-NotebookPanel[data-forkagent-kernel]", state="attached")
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", state="attached")
+    wait_kernel(page)
     return page
 
 
@@ -161,8 +160,7 @@ def test_restart_reconnects_and_approvals_still_reach_the_kernel(nb_page: Any) -
     page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Restart Kernel…$")).click()
     page.locator(".jp-Dialog .jp-mod-accept").click()
     page.wait_for_selector(".jp-NotebookPanel[data-forkagent-connected]", state="detached")
-    page.wait_for_selector(".jp-NotebookPanel[data-forkagent-kernel]", state="attached")
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", state="attached")
+    wait_kernel(page)
     _run(page, 0)  # the new kernel loads the extension; the comm opens again
     page.wait_for_function(
         "n => Number(document.querySelector('.jp-NotebookPanel').dataset.forkagentWelcomes) > n",

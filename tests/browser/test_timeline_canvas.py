@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Lab, notebook_json, shot
+from .conftest import Lab, notebook_json, open_notebook, shot
 from .conftest import cells as _cells
 
 pytest.importorskip("ipympl")
@@ -54,11 +54,7 @@ def _run(page: Any, text: str) -> Any:
 
 @pytest.fixture(scope="module")
 def nb_page(lab: Lab, page: Any) -> Any:
-    (lab.root / NAME).write_text(json.dumps(notebook_json(SOURCES)))
-    page.goto(lab.notebook_url(NAME))
-    page.wait_for_selector(".jp-NotebookPanel[data-forkagent-kernel]", state="attached")
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", state="attached")
-    return page
+    return open_notebook(lab, page, NAME, notebook_json(SOURCES))
 
 
 def test_the_timeline_is_an_ipympl_canvas_that_names_the_bar_under_the_pointer(

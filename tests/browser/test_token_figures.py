@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Lab, notebook_json, shot
+from .conftest import Lab, load_and_greet, notebook_json, open_notebook, shot
 from .conftest import cells as _cells
 from .conftest import run_cell as _run
 
@@ -61,20 +61,12 @@ def _exact_title(usage: dict[str, int]) -> str:
 
 @pytest.fixture(scope="module")
 def nb_page(lab: Lab, page: Any) -> Any:
-    (lab.root / NAME).write_text(json.dumps(_notebook()))
-    page.goto(lab.notebook_url(NAME))
-    page.wait_for_selector(".jp-NotebookPanel[data-forkagent-kernel]", state="attached")
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", state="attached")
-    return page
+    return open_notebook(lab, page, NAME, _notebook())
 
 
 def test_panel_and_notification_agree_with_tasks(nb_page: Any) -> None:
     page = nb_page
-    _run(page, 0)
-    page.wait_for_selector(".jp-NotebookPanel[data-forkagent-connected='2']", state="attached")
-    _run(page, 1)
-    answer = _cells(page).nth(1).locator(".jp-OutputArea-output")
-    answer.filter(has_text="I am the offline model of forkagent-jupyter").first.wait_for()
+    load_and_greet(page)
     _run(page, 2)
     note = page.locator(".jp-forkagent-notification[data-status='completed']")
     note.wait_for()
