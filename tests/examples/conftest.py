@@ -32,9 +32,14 @@ class Executed:
 
     def text(self, starts: str) -> str:
         """What that cell showed: streams, markdown, html, plain text, errors."""
-        out = []
+        out: list[str] = []
+        last_stream = None
         for o in self.cell(starts).outputs:
-            if o.output_type == "stream":
+            if o.output_type == "stream" and o.name == last_stream:
+                # one print may reach the notebook in two stream messages (the kernel flushes
+                # on a timer between its writes): the notebook shows them as one text
+                out[-1] += o.text
+            elif o.output_type == "stream":
                 out.append(o.text)
             elif o.output_type == "error":
                 out.append(f"{o.ename}: {o.evalue}")
@@ -43,6 +48,7 @@ class Executed:
                 out.append(
                     data.get("text/markdown") or data.get("text/html") or data.get("text/plain", "")
                 )
+            last_stream = o.name if o.output_type == "stream" else None
         return "\n".join(out)
 
     def cards(self, starts: str) -> list[str]:
