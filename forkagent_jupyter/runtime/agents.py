@@ -113,6 +113,7 @@ Source = Literal["built-in", "project", "user"]
 PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan", "dontAsk", "bubble"]
 _Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
+_WHOLE_TOOL = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\(\s*\*\s*\)$")
 TOOL_ALIASES = {"Task": "Agent"}
 """Claude Code's older tool names, read as the tool they name now."""
 CLAUDE_CODE_LATER: dict[str, str] = {}
@@ -258,11 +259,13 @@ class AgentDefinition(BaseModel):
     @field_validator("tools", "disallowedTools", mode="before")
     @classmethod
     def _tool_list(cls, value: Any) -> Any:
-        """Accept "Read, Grep" as well as a YAML list; ["*"] means every tool."""
+        """Accept "Read, Grep" as well as a YAML list; ["*"] means every tool; `Bash(*)` is
+        `Bash` (every call, as in a permission rule)."""
         if isinstance(value, str):
             value = value.split(",")
         if isinstance(value, list):
             value = [v.strip() if isinstance(v, str) else v for v in value]
+            value = [_WHOLE_TOOL.sub(r"\1", v) if isinstance(v, str) else v for v in value]
             value = [TOOL_ALIASES.get(v, v) if isinstance(v, str) else v for v in value]
             value = [v for v in value if v != ""]
         return value

@@ -14,6 +14,7 @@ from forkagent_jupyter.runtime.agents import (
     MODEL_ALIASES,
     AgentFileWarning,
     agent_listing,
+    missing_tools,
     resolve_model,
     scan_agents,
 )
@@ -156,6 +157,20 @@ def test_vertex_and_bedrock_model_ids_load(tmp_path: Path) -> None:
         f"{folder / 'typo.md'}:4: field 'model': unknown model 'sonet': use one of inherit, "
         "sonnet, opus, haiku, fable, default, best, opusplan, or a full model id (claude-...)"
     )
+
+
+def test_a_tool_with_a_star_spec_is_the_whole_tool(tmp_path: Path) -> None:
+    """`tools: ["Read", "Bash(*)"]` (in public collections) gives Bash, as `Bash(*)` means every
+    call in a rule; the agent had got no Bash at all, and the listing said so."""
+    folder = claude_agents(tmp_path)
+    folder.mkdir(parents=True)
+    (folder / "deployer.md").write_text(
+        '---\nname: deployer\ndescription: d\ntools: ["Read", "Bash(*)", "Task( * )"]\n'
+        "disallowedTools: Write(*)\n---\nP.\n"
+    )
+    agent = scan_agents(tmp_path).agents["deployer"]
+    assert agent.tools == ["Read", "Bash", "Agent"] and agent.disallowedTools == ["Write"]
+    assert missing_tools(agent, ["Read", "Bash", "Agent", "Write"]) == []
 
 
 def test_project_wins_over_user_with_a_note_naming_both(tmp_path: Path) -> None:
