@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import html
+import re
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from IPython.core.display import HTML
 from IPython.core.error import UsageError
 from IPython.display import display
 
@@ -63,7 +63,7 @@ class BatchCard:
         self.run: BatchRun | None = None
         self.error: str | None = None
         self._pending: asyncio.Handle | None = None
-        self.handle = display(HTML(self.render()), display_id=True)
+        self.handle = display(self.bundle(), raw=True, display_id=True)
 
     def attach(self, run: BatchRun) -> None:
         self.run = run
@@ -82,7 +82,13 @@ class BatchCard:
     def refresh(self) -> None:
         self._pending = None
         if self.handle is not None:
-            self.handle.update(HTML(self.render()))
+            self.handle.update(self.bundle(), raw=True)
+
+    def bundle(self) -> dict[str, str]:
+        """The card as HTML and, with the same facts, as text (an export, a console)."""
+        markup = self.render()
+        text = re.sub(r"<br\s*/?>", "\n", markup)
+        return {"text/html": markup, "text/plain": html.unescape(re.sub(r"<[^>]+>", "", text))}
 
     def render(self) -> str:
         run = self.run

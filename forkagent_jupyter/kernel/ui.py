@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import ipywidgets as w
-from IPython.core.display import HTML
 from IPython.display import display
 
 from ..runtime.budget import CostBudget
@@ -218,8 +217,8 @@ class KernelUI:
                 display(empty, raw=True, display_id=launch.display_id)
         else:
             self.hub.mark(task)
-            if note:
-                display(HTML(f"<small>{_esc(note)}</small>"))
+            if note:  # the same words for a text frontend, not an object's repr
+                display({"text/html": f"<small>{_esc(note)}</small>", "text/plain": note}, raw=True)
             shown = self.launches.get(task.id)
             if shown is None or shown.run != self._current_run()[1]:
                 display(card)  # unless already shown by this cell (e.g. revived here)

@@ -48,6 +48,15 @@ def test_fork_batch_over_a_list_shows_one_card_and_loads_a_table(
         if updates and "completed 3" in updates[-1]:
             break
     assert "succeeded 3" in updates[-1] and batch_id in updates[-1]
+    # the same facts as text (an HTML object's repr had stood there)
+    [plain] = [
+        m["content"]["data"]["text/plain"]
+        for m in kernel.iopub
+        if m["msg_type"] == "update_display_data"
+        and m["content"]["data"].get("text/html", "") == updates[-1]
+    ][-1:]
+    assert "Batch of 3 forks" in plain and batch_id in plain and "succeeded 3" in plain, plain
+    assert "<" not in plain and "cost so far $0." in plain
     assert "cost so far $0." in updates[-1]  # kept out of math typesetting
     assert exposed_dollars(updates[-1]) == [], updates[-1]
     assert kernel.value("len(__forkagent__.ui.hub.cards)") == 0  # no card per fork

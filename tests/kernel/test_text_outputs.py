@@ -66,3 +66,20 @@ def test_context_reads_against_the_window() -> None:
     assert context_text(3_690, 1_000_000) == "context 3,690 / 1,000,000 (0.4%)"  # not 0%
     assert context_text(0, 1_000_000) == "context 0 / 1,000,000 (0.0%)"
     assert context_text(900, 0) == "context 900"
+
+
+def test_a_message_to_a_finished_worker_reads_as_text(kernel: Kernel) -> None:
+    """`%send` to a finished worker shows a note and its card again: a text frontend had read
+    `<IPython.core.display.HTML object>` for the note."""
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    kernel.execute("%fork --name w add them `py: 20 + 22`")
+    assert kernel.execute("%tasks --wait w", timeout=60).status == "ok"
+    sent = kernel.execute("%send w again `py: 1 + 1`")
+    assert sent.status == "ok", sent.texts()
+    plain = [
+        m["content"]["data"].get("text/plain", "")
+        for m in sent.messages
+        if m["msg_type"] == "display_data"
+    ]
+    assert plain and not [p for p in plain if "IPython.core.display" in p], plain
+    assert kernel.execute("%tasks --wait w", timeout=60).status == "ok"
