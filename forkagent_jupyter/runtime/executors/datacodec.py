@@ -156,6 +156,11 @@ class _Encoder:
                 return ["timestamp", value.isoformat(), _tz_name(value.tz)]
             if type(value) is pd.Timedelta:
                 return ["pdtimedelta", int(value.value)]
+            if type(value) is pd.Period:
+                return ["period", int(value.ordinal), value.freqstr]
+            if type(value) is pd.Interval:
+                left, right = self.encode(value.left, depth), self.encode(value.right, depth)
+                return ["interval", left, right, value.closed]
             if type(value) is pd.DataFrame:
                 columns = [self.values(value.iloc[:, i], depth) for i in range(value.shape[1])]
                 return [
@@ -450,6 +455,18 @@ class _Decoder:
         if frame.width != 1:
             raise BadDataError("a polars Series must be one column")
         return frame.to_series()
+
+    def tag_period(self, args: list[Any], depth: int) -> Any:
+        ordinal, freq = args
+        if type(ordinal) is not int or type(freq) is not str:
+            raise BadDataError("a Period is an ordinal and a frequency")
+        return _pandas().Period(ordinal=ordinal, freq=freq)
+
+    def tag_interval(self, args: list[Any], depth: int) -> Any:
+        left, right, closed = args
+        if closed not in ("left", "right", "both", "neither"):
+            raise BadDataError("an Interval is closed left, right, both or neither")
+        return _pandas().Interval(self.decode(left, depth), self.decode(right, depth), closed)
 
     def tag_dataframe(self, args: list[Any], depth: int) -> Any:
         pd = _pandas()

@@ -183,3 +183,20 @@ def test_a_hostile_arrow_stream_is_refused() -> None:
         with pytest.raises(BadDataError):
             loads(data)
     assert ran == []
+
+
+def test_period_and_interval_columns_round_trip() -> None:
+    frame = pd.DataFrame(
+        {
+            "month": pd.period_range("2024-01", periods=3, freq="M"),
+            "bin": pd.interval_range(0, 3, closed="left"),
+            "span": pd.IntervalIndex.from_breaks(pd.date_range("2024", periods=4, freq="D")),
+        }
+    )
+    back = loads(dumps(frame))
+    assert back.equals(frame) and list(back.dtypes) == list(frame.dtypes)
+    index = pd.period_range("2024Q1", periods=2, freq="Q")
+    assert loads(dumps(index)).equals(index) and loads(dumps(index[0])) == index[0]
+    for bad in (blob(["period", "1", "M"]), blob(["interval", 0, 1, "sideways"])):
+        with pytest.raises(BadDataError):
+            loads(bad)
