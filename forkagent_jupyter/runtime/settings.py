@@ -17,6 +17,8 @@ The approval of the project's `.mcp.json` servers (`enableAllProjectMcpServers`:
 file's; `enabledMcpjsonServers`, `disabledMcpjsonServers`: add up) is read from the person's own
 files only (user and local): the committed project file cannot approve its own servers (its
 `disabledMcpjsonServers` still counts).
+A `settings.local.json` that git tracks was committed by someone (Claude Code keeps the file out
+of git): it is read as a project file, so it approves nothing and its hooks need approving.
 
 What cannot be honoured (a file that is not JSON, a field of the wrong type, a rule that does
 not parse, an unknown mode, a folder that does not exist) is one refused entry naming the file
@@ -26,11 +28,13 @@ and why; it never stops the rest. `read_settings` does blocking I/O: call it on 
 from __future__ import annotations
 
 import json
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from .hooks import HookEntry, HookTrust, parse_hooks
+from .secrets import scrubbed_env
 
 __all__ = [
     "SETTINGS_MODES",
@@ -82,6 +86,34 @@ def settings_files(workdir: Path, home: Path) -> list[SettingsFile]:
         for folder in (".claude", ".forkagent"):
             out.append(SettingsFile(base / folder / name, scope))  # type: ignore[arg-type]
     return out
+
+
+def _committed(workdir: Path, files: list[SettingsFile]) -> set[Path]:
+    """The `local` files among `files` that git tracks in the work dir's repository (someone
+    committed them). The repository's own git configuration runs nothing here (no
+    fsmonitor); when git does not answer in time, each such file counts as committed."""
+    local = {
+        f.path.relative_to(workdir).as_posix(): f.path
+        for f in files
+        if f.scope == "local" and (f.path.is_symlink() or f.path.exists())
+    }
+    if not local:
+        return set()
+    env = scrubbed_env()
+    env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_OPTIONAL_LOCKS="0")
+    command = ["git", "-c", "core.fsmonitor=false", "ls-files", "-z", "--", *local]
+    try:
+        done = subprocess.run(
+            command, cwd=workdir, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=20
+        )
+    except OSError:  # no git: nothing is tracked
+        return set()
+    except subprocess.TimeoutExpired:
+        return set(local.values())
+    if done.returncode != 0:  # not in a repository
+        return set()
+    tracked = done.stdout.decode("utf-8", "replace").split("\0")
+    return {path for name, path in local.items() if name in tracked}
 
 
 def _shown(path: Path, workdir: Path, home: Path) -> str:
@@ -244,7 +276,11 @@ def hook_trust(read: SettingsRead) -> HookTrust:
 def read_settings(workdir: Path, home: Path) -> SettingsRead:
     """Read every settings file of the project (blocking: call it on a thread)."""
     out = SettingsRead()
-    for file in settings_files(workdir, home):
+    files = settings_files(workdir, home)
+    committed = _committed(workdir, files)
+    for file in files:
+        if file.path in committed:  # someone else's, whatever its name says
+            file = SettingsFile(file.path, "project")
         _read_one(file, _shown(file.path, workdir, home), out, workdir)
     trust = hook_trust(out)
     theirs = {id(e) for e in out.project_hooks if not trust.allows(e)}

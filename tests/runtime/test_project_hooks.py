@@ -9,6 +9,7 @@ one, asking for `rm`."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -144,3 +145,45 @@ async def test_the_persons_own_agent_files_hooks_run_unasked(
     assert [e["tool_name"] for e in read_log(marker)] == ["Python"]
     assert session.hooks.lines == []
     assert sys.executable in log
+
+
+def _git(folder: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+        cwd=folder,
+        check=True,
+        capture_output=True,
+    )
+
+
+async def test_a_committed_settings_local_json_is_someone_elses(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    """A repository that commits `.claude/settings.local.json` (Claude Code keeps it out of
+    git) cannot approve its own hooks or run them that way: the file is read as a project's."""
+    log = script(tmp_path, "log.py", LOG)
+    marker = tmp_path / "pre.jsonl"
+    command = f"{log} {marker}"
+    settings(  # settings.local.json, approving everything it brings
+        tmp_path,
+        {"PreToolUse": on("Bash", command)},
+        top={"enableAllProjectHooks": True, "enableAllProjectMcpServers": True},
+    )
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".claude/settings.local.json")
+    _git(tmp_path, "commit", "-q", "-m", "x")
+    session = make_session()
+    emulator.script(bash("echo hi"), Reply.text("ok"))
+    turn = await session.ask("say hi")
+    assert "hi" in turn.tool_calls[0].result
+    assert not marker.exists()  # the committed file's hook did not run
+    [line] = session.hooks.lines
+    assert line.startswith("hook of .claude/settings.local.json not run: ")
+    refused = {r["rule"] for r in (await session.load_settings())["refused"]}
+    assert {"enableAllProjectHooks", "enableAllProjectMcpServers"} <= refused
+
+    # the same file, not committed (the person's own): its hook runs unasked
+    _git(tmp_path, "rm", "-q", "--cached", ".claude/settings.local.json")
+    emulator.script(bash("echo again"), Reply.text("ok"))
+    await session.ask("again")
+    assert [e["tool_input"] for e in read_log(marker)] == [{"command": "echo again"}]
