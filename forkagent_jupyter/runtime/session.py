@@ -367,6 +367,12 @@ class Session:
         worker would hide it from `send`, `stop` and `wait`)."""
         self.budget.check("The fork was")
         if name is not None:
+            if not name or len(name) > 64 or any(c.isspace() or c in "'\"`" for c in name):
+                shown = name if len(name) <= 40 else name[:37] + "..."
+                raise UsageError(
+                    f"a worker's name is one word of at most 64 characters, without quotes, "
+                    f"not {shown!r}."
+                )
             holder = self.registry.find(name)
             if holder is not None and not holder.done:
                 raise UsageError(

@@ -94,3 +94,14 @@ async def test_notifications_reach_the_parent_once_and_it_answers_them(
     assert len(delivered) == 5
     assert all(a.turn.stop_reason == "end_turn" for a in session.auto_turns)
     assert "reported back" in session.auto_turns[-1].turn.text
+
+
+@pytest.mark.parametrize("name", ["'a", 'b"', "two words", "", "n" * 65, "tab\there"])
+async def test_a_worker_name_that_is_not_one_word_is_refused(make_session: Any, name: str) -> None:
+    """`%fork --name 'a b' x` had started a worker named `'a` with the directive `b' x`."""
+    from forkagent_jupyter.runtime.errors import UsageError
+
+    session = make_session(auto_respond=False)
+    with pytest.raises(UsageError, match="a worker's name is one word of at most 64 characters"):
+        session.fork_now("look", name=name)
+    assert list(session.tasks) == []
