@@ -187,3 +187,39 @@ def test_a_workers_polars_frame_and_arrow_table_come_back_as_data(kernel: Kernel
         "v",
         [4, 2],
     )
+
+
+def test_a_file_the_kernel_opened_keeps_its_position_in_the_kernel(kernel: Kernel) -> None:
+    """A worker reading (or seeking in) a file the kernel has open moves only its own
+    position: the kernel's next read still starts where the kernel left it (the file is
+    larger than a read buffer, so the kernel reads from the file again)."""
+    setup(kernel)
+    kernel.execute(
+        "import os\nwith open('rows.csv', 'w') as out:\n"
+        "    out.write('a,b\\n' + ''.join(f'{i},{i}\\n' for i in range(30000)))\n"
+        "rows = open('rows.csv')\nheader = rows.readline()\n"
+        "raw = os.open('rows.csv', os.O_RDONLY)\nfirst = os.read(raw, 2)\n"
+        "log = open('log.txt', 'a')"
+    )
+    work = (
+        "`py: n = len(rows.read().splitlines()); rows.seek(0); start = rows.readline(); "
+        "more = os.read(raw, 8); log.write('worker\\n'); log.flush()`"
+    )
+    kernel.execute(f"%fork --name reader read {work}")
+    kernel.run_approving("%tasks --wait reader", timeout=60)
+    assert status(kernel, "reader") == "completed"
+    kernel.execute("%tasks --pull reader n start more")
+    assert kernel.value("(header, n, start, first, more)") == (
+        "a,b\n",
+        30000,
+        "a,b\n",
+        b"a,",
+        b"b\n0,0\n1,",
+    )
+    # the kernel's own positions are where it left them
+    assert kernel.value("(len(rows.read().splitlines()), os.read(raw, 8))") == (
+        30000,
+        b"b\n0,0\n1,",
+    )
+    kernel.execute("log.write('kernel\\n'); log.close()")
+    assert kernel.value("open('log.txt').read()") == "worker\nkernel\n"  # appends stay appends

@@ -23,9 +23,11 @@ import pickle
 import select
 import signal
 import socket
+import stat
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any, NoReturn
 
 from ..secrets import forget_secrets
@@ -366,9 +368,32 @@ def _forward_kernel_streams(out: _PipeStream, err: _PipeStream) -> None:
             stream.flush = lambda: None
 
 
+def _own_file_offsets() -> None:
+    """A regular file the kernel has open shares one position with the kernel across the fork
+    (one open file description): a worker reading the kernel's file moved the kernel's
+    position, and the kernel's next read found nothing. Each is opened again here, with its
+    flags, at the position it had."""
+    drop = os.O_CREAT | os.O_EXCL | os.O_TRUNC | os.O_NOCTTY
+    for entry in list(Path("/proc/self/fd").iterdir()):
+        with contextlib.suppress(OSError, ValueError, StopIteration):
+            fd = int(entry.name)
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            with open(f"/proc/self/fdinfo/{fd}") as info:
+                flags = int(next(x for x in info if x.startswith("flags:")).split()[1], 8)
+            position = os.lseek(fd, 0, os.SEEK_CUR)
+            again = os.open(f"/proc/self/fd/{fd}", flags & ~drop)
+            try:
+                os.lseek(again, position, os.SEEK_SET)
+                os.dup2(again, fd, inheritable=not flags & os.O_CLOEXEC)
+            finally:
+                os.close(again)
+
+
 def serve_worker(sock: socket.socket, namespace: dict[str, Any]) -> NoReturn:
     """A worker process: serve one agent's calls on `sock`; never returns."""
     try:
+        _own_file_offsets()
         worker = _Worker(FrameSocket(sock), namespace)
         sys.stdout = _PipeStream("stdout", worker)
         sys.stderr = _PipeStream("stderr", worker)
