@@ -207,3 +207,29 @@ def test_an_allowed_bash_cannot_read_the_kernels_memory(
     assert tool_outputs(result) == ["1"], result  # PR_GET_DUMPABLE in the worker
     _text, rows = _memory(kernel)
     assert _mb(rows["reader"], "own") > 60, rows
+
+
+DRIVE_KERNEL = Path(__file__).with_name("probes") / "drive_kernel.py"
+
+
+def test_an_allowed_bash_cannot_drive_the_kernel_through_its_connection_file(
+    kernel: Kernel, emulator: Any, tmp_path: Path
+) -> None:
+    """The kernel's connection file holds the key that signs its messages: a process that
+    reads it can have the kernel run any code (and read the API key from there). A Bash call
+    the person allowed runs where that file and Jupyter's runtime folder are covered."""
+    setup(kernel)
+    shutil.copy(DRIVE_KERNEL, tmp_path / "drive_kernel.py")
+    call = {"command": f"{sys.executable} drive_kernel.py $PPID"}
+    brain = ScriptedBrain(when_empty=OfflineBrain())
+    brain.when_last_user_contains(
+        "DRIVE", Reply(({"type": "tool_use", "name": "Bash", "input": call},)), times=1
+    )
+    emulator.brain = brain
+    assert kernel.execute("api.allow('Bash')").status == "ok"
+    ran = kernel.execute("%%agent\nDRIVE the kernel", timeout=180)
+    assert ran.status == "ok", ran.texts()
+    outcome = json.loads((tmp_path / "kernel_drive.json").read_text())["route"]
+    kernel.execute("import time; time.sleep(2)")  # a request that got through runs by now
+    assert kernel.value("'driven' in globals()") is False, outcome
+    assert outcome.startswith("blocked"), outcome

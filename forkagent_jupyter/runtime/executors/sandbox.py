@@ -44,7 +44,7 @@ from pathlib import Path
 
 from ..secrets import SECRET_ENV_VARS, known_secrets
 
-__all__ = ["STATE", "enter", "guard_kernel", "readable", "scrub_memory", "seal"]
+__all__ = ["STATE", "confined", "enter", "guard_kernel", "readable", "scrub_memory", "seal"]
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
@@ -169,6 +169,21 @@ def _kernel_paths() -> list[str]:
             if folder.is_dir() and folder != here and folder not in here.parents:
                 paths.append(str(folder))
     return paths
+
+
+_CONFINE = Path(__file__).with_name("confine.py")
+
+
+def confined(argv: list[str]) -> list[str]:
+    """The command line that runs `argv` with the kernel's connection file and Jupyter's
+    runtime folder covered (confine.py), when this process is a kernel on Linux; else
+    `argv` itself. For the programs the kernel starts for the model (Bash) and for hooks."""
+    if not sys.platform.startswith("linux"):
+        return argv
+    paths = _kernel_paths()
+    if not paths:
+        return argv
+    return [sys.executable, "-I", "-S", str(_CONFINE), *paths, "--", *argv]
 
 
 def seal(secrets: list[bytes]) -> None:

@@ -17,6 +17,7 @@ import signal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..executors.sandbox import confined
 from ..secrets import scrubbed_env
 from .base import Tool, ToolContext, ToolError
 from .output import MAX_OUTPUT, HeadTail, cap_output
@@ -134,9 +135,7 @@ async def _spawn(
     read_fd, write_fd = os.pipe()
     try:
         proc = await asyncio.create_subprocess_exec(
-            shutil.which("bash") or "/bin/sh",
-            "-c",
-            command,
+            *confined([shutil.which("bash") or "/bin/sh", "-c", command]),
             cwd=ctx.workdir,
             env=scrubbed_env(ctx.env),
             stdin=asyncio.subprocess.DEVNULL,
