@@ -43,11 +43,16 @@ class Execution:
             for m in self.messages
             if m["msg_type"] == "display_data"
         }
+        last = None  # the stream (stdout, stderr) the previous output was
         for m in self.messages:
             c = m["content"]
             if m["msg_type"] == "update_display_data" and c["transient"]["display_id"] not in own:
                 continue
-            if m["msg_type"] == "stream":
+            if m["msg_type"] == "stream" and last == c["name"]:
+                # one print may come in two stream messages (the kernel flushes on a timer
+                # between its writes): a notebook shows them as one text
+                out[-1] += c["text"]
+            elif m["msg_type"] == "stream":
                 out.append(c["text"])
             elif m["msg_type"] in ("display_data", "update_display_data", "execute_result"):
                 data = c.get("data", {})
@@ -56,6 +61,9 @@ class Execution:
                 )
             elif m["msg_type"] == "error":
                 out.append(f"{c['ename']}: {c['evalue']}")
+            else:
+                continue  # not an output (status, comm traffic): the stream goes on
+            last = c["name"] if m["msg_type"] == "stream" else None
         return "\n".join(out)
 
 
