@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import sys
 from typing import Any
 
 from traitlets import (
@@ -195,8 +196,17 @@ class CheckedSettings(Configurable):  # type: ignore[misc]
         super().__init__(**kwargs)
 
     def update_config(self, config: Any) -> None:
-        """`%config ForkAgent.NAME = ...`: a NAME that is no setting is refused in one line
-        (traitlets warned once per process, with a file path, and then said nothing)."""
+        """`%config ForkAgent.NAME = ...`: a refusal is one `UsageError:` line on stderr, as
+        a magic's. (Raised, IPython's %config logs it with `logging.error`: `ERROR:root:...`,
+        and a handler installed on the root logger as a side effect.)"""
+        try:
+            self._update_config(config)
+        except SettingError as exc:
+            print(f"UsageError: {exc}", file=sys.stderr)
+
+    def _update_config(self, config: Any) -> None:
+        """A NAME that is no setting is refused in one line (traitlets warned once per
+        process, with a file path, and then said nothing)."""
         mine = config.get(type(self).__name__, {}) if hasattr(config, "get") else {}
         known = sorted(self.traits(config=True))
         for name in mine:

@@ -616,3 +616,14 @@ def test_config_of_a_truthy_string_or_an_infinity_is_refused_in_one_line(kernel:
     assert kernel.value("__forkagent__.settings.auto_respond") is True
     assert kernel.execute("%config ForkAgent.thinking = 'adaptive'").status == "ok"
     assert kernel.value(f"{SESSION}.options.thinking") == {"type": "adaptive"}
+
+
+def test_a_refused_setting_leaves_logging_as_it_was(kernel: Kernel) -> None:
+    """A refusal had reached the cell as `ERROR:root:...` through IPython's `logging.error`,
+    which also installed a handler on the root logger (`logging.basicConfig`)."""
+    refused = kernel.execute("%config ForkAgent.approval_timeout = -1")
+    said = refused.texts().strip()
+    assert said.startswith("UsageError: ForkAgent.approval_timeout = -1 refused: it takes a")
+    assert said.endswith("(it stays 600.0).") and "\n" not in said, said
+    assert "ERROR:root" not in refused.texts()
+    assert kernel.value("__import__('logging').getLogger().handlers") == []
