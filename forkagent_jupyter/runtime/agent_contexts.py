@@ -55,7 +55,10 @@ def parent_tools(o: SessionOptions) -> tuple[ToolSet, ToolSet, PermissionGate]:
     gate = PermissionGate(
         mode=o.permission_mode,
         policy=o.permission_policy,
-        rules=RuleBook(tools=frozenset(tools.names() + named_tools.names())),
+        rules=RuleBook(
+            tools=frozenset(tools.names() + named_tools.names()),
+            home=Path(o.home) if o.home is not None else Path.home(),
+        ),
         allow=list(o.allow),
         deny=list(o.deny),
         ask=list(o.ask),

@@ -342,7 +342,7 @@ class PermissionGate:
             )
         asked = matching(self.rules.ask, facts)
         must_ask = str(asked) if asked is not None else unfollowed(self.rules, facts)
-        if must_ask is None and name in EDIT_TOOLS and touches_settings(facts):
+        if must_ask is None and name in EDIT_TOOLS and touches_settings(facts, self.rules.home):
             must_ask = "settings file"
         if must_ask is None and hook_asks:
             must_ask = "hook"

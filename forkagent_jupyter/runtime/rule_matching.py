@@ -211,12 +211,30 @@ _SETTINGS_FILES = frozenset(
 _AGENT_FOLDERS = (".claude/agents/", ".forkagent/agents/")
 
 
-def touches_settings(facts: CallFacts) -> bool:
-    """Whether the call touches one of the project's settings files or agent files (an
-    agent file's hooks run commands: writing one must not be a way around asking)."""
-    return any(
+def touches_settings(facts: CallFacts, home: Path | None = None) -> bool:
+    """Whether the call touches one of the project's settings files or agent files, or one of
+    the person's own in `home` (`~/.claude.json` too: its servers are commands the session
+    runs): an agent file's hooks run commands, the person's own run unasked, and their
+    settings may turn on any mode; writing one must not be a way around asking."""
+    if any(
         forms[0] in _SETTINGS_FILES or forms[0].startswith(_AGENT_FOLDERS) for forms in facts.forms
-    )
+    ):
+        return True
+    if home is None:
+        return False
+    root = real(home)
+    for path in facts.paths:
+        try:
+            inside = path.relative_to(root).as_posix()
+        except ValueError:
+            continue
+        if (
+            inside in _SETTINGS_FILES
+            or inside == ".claude.json"
+            or inside.startswith(_AGENT_FOLDERS)
+        ):
+            return True
+    return False
 
 
 def widens_a_runner(rule: Rule) -> bool:

@@ -49,6 +49,7 @@ class RuleBook:
     settings_sources: set[str] = field(default_factory=set)
     settings_files: list[str] = field(default_factory=list)
     tools: frozenset[str] = frozenset()  # the session's own tool names (custom tools too)
+    home: Path | None = None  # the person's home: their settings and agent files are there
     log: list[dict[str, Any]] = field(default_factory=list)
 
     def of(self, kind: RuleKind) -> list[Rule]:

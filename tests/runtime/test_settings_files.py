@@ -273,3 +273,76 @@ async def test_shapes_from_real_settings_files_load_and_decide(
     assert isinstance(await check(session, BASH, command="git push origin main"), Deny)
     assert isinstance(await check(session, WRITE, file_path=".env.local", content="x"), Deny)
     assert isinstance(await check(session, BASH, command="ls -la"), Allow)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [".claude.json", ".claude/settings.json", ".claude/agents/helper.md", ".forkagent/agents/a.md"],
+)
+async def test_the_persons_own_files_are_asked_for_when_the_work_dir_is_home(
+    emulator: Any, make_session: Any, home: Path, target: str
+) -> None:
+    """A notebook opened in the home folder (Jupyter started there): the person's own
+    ~/.claude.json (user MCP servers: commands the session starts), settings and agent files
+    (their hooks run unasked) are files of the work dir, and a write to them is asked, as a
+    write to the project's settings is, even in bypassPermissions."""
+    policy = ScriptedPolicy(default=Deny("not that"))
+    session = make_session(
+        workdir=home, home=home, permission_policy=policy, permission_mode="bypassPermissions"
+    )
+    emulator.script(
+        Reply(
+            (
+                {
+                    "type": "tool_use",
+                    "name": "Write",
+                    "input": {"file_path": target, "content": '{"mcpServers": {}}'},
+                },
+            )
+        ),
+        Reply.text("ok"),
+    )
+    turn = await session.ask("widen your rights")
+    assert turn.tool_calls[0].is_error and turn.tool_calls[0].result == "not that"
+    assert [r.tool_name for r in policy.requests] == ["Write"]
+    assert not (home / target).exists()
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        ".claude.json",
+        ".claude/settings.json",
+        ".claude/agents/helper.md",
+        ".forkagent/settings.json",
+        ".forkagent/agents/a.md",
+    ],
+)
+async def test_the_persons_own_files_are_asked_for_in_an_additional_directory(
+    emulator: Any, make_session: Any, home: Path, project: Path, target: str
+) -> None:
+    """The home folder among the additional directories the tools may use: a write to the
+    person's own settings, agent files or ~/.claude.json is asked even in bypassPermissions."""
+    write(home / ".claude" / "settings.json", perms(additionalDirectories=[str(home)]))
+    policy = ScriptedPolicy(default=Deny("not that"))
+    session = make_session(
+        workdir=project, home=home, permission_policy=policy, permission_mode="bypassPermissions"
+    )
+    emulator.script(
+        Reply(
+            (
+                {
+                    "type": "tool_use",
+                    "name": "Write",
+                    "input": {"file_path": str(home / target), "content": "{}"},
+                },
+            )
+        ),
+        Reply.text("ok"),
+    )
+    before = (home / target).read_text() if (home / target).exists() else None
+    turn = await session.ask("widen your rights")
+    assert turn.tool_calls[0].is_error and turn.tool_calls[0].result == "not that", turn
+    assert [r.tool_name for r in policy.requests] == ["Write"]
+    after = (home / target).read_text() if (home / target).exists() else None
+    assert after == before
