@@ -58,6 +58,11 @@ class TaskViews(AgentCore):
         key, *names = args or [""]
         if not names:
             raise UsageError("%tasks --pull: usage: %tasks --pull <task id or name> NAME...")
+        wrong = next((n for n in names if not n.isidentifier()), None)
+        if wrong is not None:  # `'bad name'`: names are words, not quoted strings
+            shown = wrong if len(wrong) <= 40 else wrong[:37] + "..."
+            raise UsageError(f"%tasks --pull: {shown!r} is not a variable name")
+        names = list(dict.fromkeys(names))  # each once
         with said_as("%tasks --pull"):
             task = self.session.task(key)
             values = await self.session.pull(task.id, *names, trust=trust)

@@ -94,6 +94,8 @@ def test_a_worker_cannot_rebind_your_names_values_come_back_when_pulled(kernel: 
     pulled = kernel.execute("%tasks --pull w total x")
     assert pulled.status == "ok", pulled.texts()
     assert "pulled from w: total (int 11), x (int 999)" in pulled.texts()
+    twice = kernel.execute("%tasks --pull w x x")
+    assert "pulled from w: x (int 999)\n" in twice.texts(), twice.texts()  # each name once
     assert kernel.value("(total, x, data)") == (11, 999, [5, 6, 7])
     # api.pull returns copies without binding them
     got = kernel.execute("print(await api.pull('w', 'data'))")
@@ -105,6 +107,8 @@ def test_a_worker_cannot_rebind_your_names_values_come_back_when_pulled(kernel: 
         "%tasks --trust w gen": "--trust goes with --pull",
         "%tasks --pull nobody x": "No task 'nobody'",
         "%tasks --pull w": "usage: %tasks --pull",
+        "%tasks --pull w 'bad name'": '%tasks --pull: "\'bad" is not a variable name',
+        "%tasks --pull w os.environ": "%tasks --pull: 'os.environ' is not a variable name",
     }
     for code, expected in cases.items():
         result = kernel.execute(code)
