@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .executors.sandbox import confined
 from .secrets import scrubbed_env
 
 __all__ = [
@@ -388,9 +389,7 @@ class Hooks:
         env["CLAUDE_PROJECT_DIR"] = str(self.workdir)
         try:
             proc = await asyncio.create_subprocess_exec(
-                "/bin/sh",
-                "-c",
-                entry.command,
+                *confined(["/bin/sh", "-c", entry.command]),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,

@@ -25,6 +25,7 @@ from typing import IO, Any, Literal
 
 import anyio
 
+from .executors.sandbox import confined
 from .mcp_config import HttpServer, ServerSpec, StdioServer, tool_name
 
 __all__ = ["McpCallError", "McpConnection", "McpToolInfo", "State"]
@@ -165,9 +166,10 @@ class McpConnection:
             from mcp import StdioServerParameters, stdio_client
 
             self._errlog = await asyncio.to_thread(tempfile.TemporaryFile, "w+")
+            command, *args = confined([config.command, *config.args])
             params = StdioServerParameters(
-                command=config.command,
-                args=list(config.args),
+                command=command,
+                args=args,
                 env={**_base_env(), **config.env},
                 cwd=self.spec.cwd,
             )

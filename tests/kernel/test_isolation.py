@@ -233,3 +233,24 @@ def test_an_allowed_bash_cannot_drive_the_kernel_through_its_connection_file(
     kernel.execute("import time; time.sleep(2)")  # a request that got through runs by now
     assert kernel.value("'driven' in globals()") is False, outcome
     assert outcome.startswith("blocked"), outcome
+
+
+def test_a_hook_cannot_drive_the_kernel_through_its_connection_file(
+    kernel: Kernel, emulator: Any, tmp_path: Path
+) -> None:
+    """A hook the person approved may run a script the model can edit (acceptEdits): it runs,
+    like Bash, where the kernel's connection file and Jupyter's runtime folder are covered."""
+    setup(kernel)
+    shutil.copy(DRIVE_KERNEL, tmp_path / "drive_kernel.py")
+    hook = {"type": "command", "command": f"{sys.executable} drive_kernel.py $PPID"}
+    (tmp_path / ".claude").mkdir(exist_ok=True)
+    (tmp_path / ".claude" / "settings.local.json").write_text(
+        json.dumps({"hooks": {"UserPromptSubmit": [{"matcher": "", "hooks": [hook]}]}})
+    )
+    emulator.brain = OfflineBrain()
+    ran = kernel.execute("%%agent\nhello", timeout=180)
+    assert ran.status == "ok", ran.texts()
+    outcome = json.loads((tmp_path / "kernel_drive.json").read_text())["route"]
+    kernel.execute("import time; time.sleep(2)")  # a request that got through runs by now
+    assert kernel.value("'driven' in globals()") is False, outcome
+    assert outcome.startswith("blocked"), outcome

@@ -4,12 +4,12 @@
 The kernel's connection file holds the key that signs its messages, and the runtime folder the
 connection files of every kernel and the server's token: a process that reads one can have a
 kernel run any code (the API key is in the kernel's environment). The programs the kernel
-starts for the tools and hooks (`Bash`, command hooks) run as the user and would read them, so
-they start through this script: it enters a user and mount namespace of its own, mounts an
-empty folder over each folder PATH and /dev/null over each file PATH, gives up every
-capability (the mounts cannot be undone) and becomes PROGRAM. Where namespaces cannot be made,
-PROGRAM runs as it would have, and the first line on stderr says so. Standard library only: it
-starts for every call, before the package could be imported."""
+starts for the model and for hooks (`Bash`, command hooks, stdio MCP servers) run as the user
+and would read them, so they start through this script: it enters a user and mount namespace
+of its own, mounts an empty folder over each folder PATH and /dev/null over each file PATH,
+gives up every capability (the mounts cannot be undone) and becomes PROGRAM. Where namespaces
+cannot be made, PROGRAM runs as it would have, and the first line on stderr says so. Standard
+library only: it starts for every call, before the package could be imported."""
 
 import ctypes
 import os
@@ -82,7 +82,11 @@ def main(argv: list[str]) -> None:
     why = confine(paths)
     if why is not None:
         print(f"forkagent: the kernel's connection file is not covered: {why}", file=sys.stderr)
-    os.execvp(program[0], program)
+    try:
+        os.execvp(program[0], program)
+    except OSError as exc:
+        print(f"{program[0]}: {exc.strerror or exc}", file=sys.stderr)
+        sys.exit(127)
 
 
 if __name__ == "__main__":

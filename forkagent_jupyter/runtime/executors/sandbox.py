@@ -177,7 +177,8 @@ _CONFINE = Path(__file__).with_name("confine.py")
 def confined(argv: list[str]) -> list[str]:
     """The command line that runs `argv` with the kernel's connection file and Jupyter's
     runtime folder covered (confine.py), when this process is a kernel on Linux; else
-    `argv` itself. For the programs the kernel starts for the model (Bash) and for hooks."""
+    `argv` itself. For the programs the kernel starts for the model (Bash), hooks and stdio MCP
+    servers."""
     if not sys.platform.startswith("linux"):
         return argv
     paths = _kernel_paths()
