@@ -88,32 +88,42 @@ def settings_files(workdir: Path, home: Path) -> list[SettingsFile]:
     return out
 
 
-def _committed(workdir: Path, files: list[SettingsFile]) -> set[Path]:
-    """The `local` files among `files` that git tracks in the work dir's repository (someone
-    committed them). The repository's own git configuration runs nothing here (no
-    fsmonitor); when git does not answer in time, each such file counts as committed."""
-    local = {
-        f.path.relative_to(workdir).as_posix(): f.path
-        for f in files
-        if f.scope == "local" and (f.path.is_symlink() or f.path.exists())
-    }
-    if not local:
-        return set()
+def _committed(files: list[SettingsFile]) -> set[Path]:
+    """The `local` files among `files` that git tracks (someone committed them): the file as
+    named (a committed symlink) or what it resolves to (through a committed `.claude` symlink
+    too), each asked of the repository it lies in. The repository's own git configuration
+    runs nothing here (no fsmonitor); an answer git does not give counts as committed."""
+    out: set[Path] = set()
+    for file in files:
+        if file.scope != "local" or not (file.path.is_symlink() or file.path.exists()):
+            continue
+        named = file.path.parent.resolve() / file.path.name
+        if any(_tracked(p) for p in dict.fromkeys([named, file.path.resolve()])):
+            out.add(file.path)
+    return out
+
+
+def _tracked(path: Path) -> bool:
     env = scrubbed_env()
     env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_OPTIONAL_LOCKS="0")
-    command = ["git", "-c", "core.fsmonitor=false", "ls-files", "-z", "--", *local]
+    command = ["git", "-c", "core.fsmonitor=false", "ls-files", "--error-unmatch", "--", str(path)]
     try:
         done = subprocess.run(
-            command, cwd=workdir, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=20
+            command,
+            cwd=path.parent,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=20,
         )
-    except OSError:  # no git: nothing is tracked
-        return set()
+    except OSError:  # no git (or no such folder): nothing is tracked
+        return False
     except subprocess.TimeoutExpired:
-        return set(local.values())
-    if done.returncode != 0:  # not in a repository
-        return set()
-    tracked = done.stdout.decode("utf-8", "replace").split("\0")
-    return {path for name, path in local.items() if name in tracked}
+        return True
+    said = done.stderr.decode("utf-8", "replace")
+    if done.returncode == 0:
+        return True
+    return not ("did not match any file" in said or "not a git repository" in said)
 
 
 def _shown(path: Path, workdir: Path, home: Path) -> str:
@@ -277,7 +287,7 @@ def read_settings(workdir: Path, home: Path) -> SettingsRead:
     """Read every settings file of the project (blocking: call it on a thread)."""
     out = SettingsRead()
     files = settings_files(workdir, home)
-    committed = _committed(workdir, files)
+    committed = _committed(files)
     for file in files:
         if file.path in committed:  # someone else's, whatever its name says
             file = SettingsFile(file.path, "project")

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
+from forkagent_jupyter.runtime.settings import read_settings
 from tests.reported import tool_outputs
 
 from .test_hooks import LOG, bash, on, read_log, script, settings
@@ -187,3 +188,26 @@ async def test_a_committed_settings_local_json_is_someone_elses(
     emulator.script(bash("echo again"), Reply.text("ok"))
     await session.ask("again")
     assert [e["tool_input"] for e in read_log(marker)] == [{"command": "echo again"}]
+
+
+def test_a_settings_local_json_behind_a_committed_symlink_is_someone_elses(
+    tmp_path: Path,
+) -> None:
+    """`.claude` committed as a symlink to a folder whose settings.local.json is committed:
+    git does not look through the symlink, what it resolves to is tracked."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    (folder / "settings.local.json").write_text(json.dumps({"enableAllProjectHooks": True}))
+    (tmp_path / ".claude").symlink_to("shared")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-q", "-m", "x")
+    read = read_settings(tmp_path, tmp_path / "home")
+    assert read.hooks_enable_all is None
+    assert [r[0] for r in read.refused] == ["enableAllProjectHooks"]
+    # the person's own file, not in git: read as theirs
+    _git(tmp_path, "rm", "-q", "--cached", "shared/settings.local.json")
+    assert read_settings(tmp_path, tmp_path / "home").hooks_enable_all == (
+        True,
+        ".claude/settings.local.json",
+    )
