@@ -103,7 +103,7 @@ def _parse_line(magic: Any, line: str, name: str, text: str | None = None) -> Na
     options = parser._option_string_actions  # the declared options (argparse keeps them here)
     if line.strip() in HELP_WORDS:
         shown = parser.format_help().replace("::\n\n", "", 1).strip()
-        print(name + shown.removeprefix(parser.prog))  # `%%agent`, not `%agent`
+        print(re.sub(r"^\S+", lambda _: name, shown, count=1))  # `%%agent`, not `%agent`
         raise HelpShown(name)
 
     def known(word: str) -> Any:
