@@ -7,6 +7,7 @@ Rule syntax and the matching of one rule: `permission_rules`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -234,7 +235,26 @@ def touches_settings(facts: CallFacts, home: Path | None = None) -> bool:
             or inside.startswith(_AGENT_FOLDERS)
         ):
             return True
-    return False
+    return any(path in _linked_agent_files(root) for path in facts.paths)
+
+
+def _linked_agent_files(home: Path) -> set[Path]:
+    """What the person's agent files resolve to where they are symlinks (a file or folder of
+    ~/.claude/agents linked to one elsewhere, e.g. in a project): editing it edits their
+    agent file, whose hooks run unasked."""
+    out: set[Path] = set()
+    for folder in _AGENT_FOLDERS:
+        base = home / folder
+        for top, _dirs, names in os.walk(base, followlinks=True):
+            if top.count(os.sep) - str(base).count(os.sep) > 8:
+                break
+            for name in names:
+                file = Path(top) / name
+                if file.suffix == ".md":
+                    target = real(file)
+                    if target != file:
+                        out.add(target)
+    return out
 
 
 def widens_a_runner(rule: Rule) -> bool:

@@ -346,3 +346,36 @@ async def test_the_persons_own_files_are_asked_for_in_an_additional_directory(
     assert [r.tool_name for r in policy.requests] == ["Write"]
     after = (home / target).read_text() if (home / target).exists() else None
     assert after == before
+
+
+async def test_a_project_file_the_persons_agent_file_links_to_is_asked_for(
+    emulator: Any, make_session: Any, home: Path, project: Path
+) -> None:
+    """~/.claude/agents/helper.md is a symlink to a file in the project: it is the person's
+    agent file (its hooks run unasked), so editing it in the project is asked, even in
+    acceptEdits."""
+    (project / "notes").mkdir()
+    target = project / "notes" / "helper.md"
+    target.write_text("---\nname: helper\ndescription: Helps\n---\nYou help.\n")
+    (home / ".claude" / "agents").mkdir(parents=True)
+    (home / ".claude" / "agents" / "helper.md").symlink_to(target)
+    policy = ScriptedPolicy(default=Deny("not that"))
+    session = make_session(
+        workdir=project, home=home, permission_policy=policy, permission_mode="acceptEdits"
+    )
+    emulator.script(
+        Reply(
+            (
+                {
+                    "type": "tool_use",
+                    "name": "Write",
+                    "input": {"file_path": "notes/helper.md", "content": "hooks"},
+                },
+            )
+        ),
+        Reply.text("ok"),
+    )
+    turn = await session.ask("widen your rights")
+    assert turn.tool_calls[0].is_error and turn.tool_calls[0].result == "not that", turn
+    assert [r.tool_name for r in policy.requests] == ["Write"]
+    assert "You help." in target.read_text()
