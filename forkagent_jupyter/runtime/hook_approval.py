@@ -16,7 +16,7 @@ from pathlib import Path
 from .agents import scan_agents
 from .errors import ConfigError
 from .hooks import HookEntry, parse_hooks
-from .settings import MAX_BYTES, hook_trust, read_settings
+from .settings import COMMITTED, MAX_BYTES, committed, hook_trust, read_settings
 
 __all__ = ["approve", "describe", "waiting"]
 
@@ -43,6 +43,8 @@ def approve(workdir: Path, commands: list[str]) -> str:
     if not commands:
         return "%hooks: no project hook waits for approval"
     path, shown = workdir / LOCAL, LOCAL.as_posix()
+    if committed(path):
+        raise ConfigError(f"{shown}: {COMMITTED}")
     try:
         raw = path.read_bytes()[: MAX_BYTES + 1]
     except FileNotFoundError:

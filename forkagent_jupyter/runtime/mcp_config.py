@@ -35,7 +35,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
-from .settings import read_settings
+from .settings import COMMITTED, committed, read_settings
 
 __all__ = [
     "AGENT_APPROVE_HINT",
@@ -233,6 +233,8 @@ def approve_server(workdir: Path, name: str) -> str:
         raise ConfigError(f"{name!r} is not a server name")
     path = workdir / ".claude" / "settings.local.json"
     shown = ".claude/settings.local.json"
+    if committed(path):
+        raise ConfigError(f"{shown}: {COMMITTED}")
     problems: list[str] = []
     data = _read_json(path, shown, problems)
     if problems:

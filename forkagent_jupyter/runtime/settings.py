@@ -40,6 +40,7 @@ __all__ = [
     "SETTINGS_MODES",
     "SettingsFile",
     "SettingsRead",
+    "committed",
     "hook_trust",
     "read_settings",
     "settings_files",
@@ -101,6 +102,18 @@ def _committed(files: list[SettingsFile]) -> set[Path]:
         if any(_tracked(p) for p in dict.fromkeys([named, file.path.resolve()])):
             out.add(file.path)
     return out
+
+
+def committed(path: Path) -> bool:
+    """Whether the person's local settings file `path` is in git (so read as the project's:
+    an approval written there would not count). Blocking: call it on a thread."""
+    return bool(_committed([SettingsFile(path, "local")]))
+
+
+COMMITTED = (
+    "is tracked by git (someone committed it), so it is read as the project's and cannot "
+    "approve; approve in ~/.claude/settings.json instead; not changed"
+)
 
 
 def _tracked(path: Path) -> bool:

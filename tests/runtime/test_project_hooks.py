@@ -17,6 +17,9 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
+from forkagent_jupyter.runtime.errors import ConfigError
+from forkagent_jupyter.runtime.hook_approval import approve
+from forkagent_jupyter.runtime.mcp_config import approve_server
 from forkagent_jupyter.runtime.settings import read_settings
 from tests.reported import tool_outputs
 
@@ -211,3 +214,25 @@ def test_a_settings_local_json_behind_a_committed_symlink_is_someone_elses(
         True,
         ".claude/settings.local.json",
     )
+
+
+def test_an_approval_is_not_written_into_a_committed_settings_local_json(tmp_path: Path) -> None:
+    """%hooks approve and %mcp approve write to .claude/settings.local.json: when git tracks
+    it (read as the project's), the approval would not count, so it is refused in one line
+    and the file is left as it was."""
+    (tmp_path / ".claude").mkdir()
+    local = tmp_path / ".claude" / "settings.local.json"
+    local.write_text("{}")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-q", "-m", "x")
+    with pytest.raises(ConfigError, match="tracked by git") as hooks:
+        approve(tmp_path, ["echo hi"])
+    with pytest.raises(ConfigError, match="tracked by git") as servers:
+        approve_server(tmp_path, "files")
+    for refused in (hooks, servers):
+        assert "\n" not in str(refused.value) and "~/.claude/settings.json" in str(refused.value)
+    assert local.read_text() == "{}"
+    _git(tmp_path, "rm", "-q", "--cached", ".claude/settings.local.json")
+    assert "approved" in approve(tmp_path, ["echo hi"])
+    assert json.loads(local.read_text()) == {"enabledProjectHooks": ["echo hi"]}
