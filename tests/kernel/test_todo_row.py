@@ -49,7 +49,10 @@ def test_a_todo_list_shows_in_the_task_row_and_the_table(
     tables = kernel.wait_comm(
         comm_id,
         "tasks",
-        until=lambda ts: bool(ts) and ts[-1]["tasks"][0].get("todos_total") == 3,
+        # the table sent when the comm opened has no task yet: wait for the row with the todos
+        until=lambda ts: (
+            bool(ts and ts[-1]["tasks"]) and ts[-1]["tasks"][0].get("todos_total") == 3
+        ),
     )
     [row] = tables[-1]["tasks"]
     assert (row["todos_done"], row["todos_total"]) == (1, 3)
