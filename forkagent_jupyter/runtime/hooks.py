@@ -136,6 +136,8 @@ class HookTrust:
 
     enable_all: bool = False
     commands: frozenset[str] = frozenset()
+    disabled_by: str | None = None
+    """The settings file that says `disableAllHooks: true`: then no hook runs, anyone's."""
 
     def allows(self, entry: HookEntry) -> bool:
         """Whether `entry`, from someone else's file, may be used. A check of a type not run
@@ -258,7 +260,9 @@ class Hooks:
         """These hooks plus an agent file's (its `Stop` hooks run when it ends:
         `SubagentStop`). Unless the file is `trusted` (the person's own), only its hooks the
         person approved are added; each other one is said once."""
-        if trusted is not True:
+        if self.trust.disabled_by is not None:
+            extra = []  # disableAllHooks: an agent file's hooks are off too
+        elif trusted is not True:
             for entry in extra:
                 if not self.trust.allows(entry):
                     self.not_approved(entry)

@@ -13,6 +13,8 @@ a command hook of a project file (`.claude/settings.json`, `.forkagent/settings.
 else's) is used only once the person approved it (`enableAllProjectHooks`: the strongest of
 their files; `enabledProjectHooks`, exact commands: add up; read from user and local files
 only), else it is in `unapproved_hooks`.
+`disableAllHooks: true` in any of the files turns every hook off (the files' and the agent
+files'): it only takes away, so a project file may say it too.
 The approval of the project's `.mcp.json` servers (`enableAllProjectMcpServers`: the strongest
 file's; `enabledMcpjsonServers`, `disabledMcpjsonServers`: add up) is read from the person's own
 files only (user and local): the committed project file cannot approve its own servers (its
@@ -71,6 +73,7 @@ class SettingsRead:
     unapproved_hooks: list[HookEntry] = field(default_factory=list)  # not run (not approved)
     hooks_enable_all: tuple[bool, str] | None = None  # enableAllProjectHooks, its file
     hooks_enabled: list[tuple[str, str]] = field(default_factory=list)  # (command, source)
+    hooks_disabled: str | None = None  # the file that says disableAllHooks: true
     mcp_enable_all: tuple[bool, str] | None = None  # enableAllProjectMcpServers, its file
     mcp_enabled: list[tuple[str, str]] = field(default_factory=list)  # (server, source)
     mcp_disabled: list[tuple[str, str]] = field(default_factory=list)  # (server, source)
@@ -171,6 +174,14 @@ def _read_one(file: SettingsFile, source: str, out: SettingsRead, workdir: Path)
         return
     _read_mcp_approval(data, file, source, out)
     _read_hook_approval(data, file, source, out)
+    for key, why in NOT_READ.items():
+        if key in data:
+            out.refused.append((key, source, why))
+    off = data.get("disableAllHooks")
+    if off is True:
+        out.hooks_disabled = source
+    elif off not in (None, False):
+        out.refused.append(("disableAllHooks", source, "is not true or false"))
     if "hooks" in data:
         hooks, refused = parse_hooks(data["hooks"], source)
         out.hooks.extend(hooks)
@@ -220,6 +231,14 @@ def _read_one(file: SettingsFile, source: str, out: SettingsRead, workdir: Path)
             continue
         out.directories.append((path, source))
 
+
+NOT_READ = {
+    "model": "is not read here: the session's model is ForkAgent.model (or FORKAGENT_MODEL)",
+    "env": "is not applied here: the tools run with the kernel's environment, without secrets",
+    "apiKeyHelper": "is not run here: the key comes from ANTHROPIC_API_KEY or the backend's own",
+}
+"""Claude Code settings a person may count on that this session does not honour: each is one
+refused entry (shown by %permissions), never dropped silently."""
 
 MCP_APPROVAL_KEYS = ("enableAllProjectMcpServers", "enabledMcpjsonServers")
 
@@ -291,9 +310,11 @@ def _read_hook_approval(
 
 
 def hook_trust(read: SettingsRead) -> HookTrust:
-    """What the person approved of the project's hooks, from their own files."""
+    """What the person approved of the project's hooks, from their own files (nothing runs
+    when a file says disableAllHooks)."""
     every = read.hooks_enable_all is not None and read.hooks_enable_all[0] is True
-    return HookTrust(every, frozenset(c for c, _ in read.hooks_enabled))
+    commands = frozenset(c for c, _ in read.hooks_enabled)
+    return HookTrust(every, commands, disabled_by=read.hooks_disabled)
 
 
 def read_settings(workdir: Path, home: Path) -> SettingsRead:
@@ -305,6 +326,9 @@ def read_settings(workdir: Path, home: Path) -> SettingsRead:
         if file.path in committed:  # someone else's, whatever its name says
             file = SettingsFile(file.path, "project")
         _read_one(file, _shown(file.path, workdir, home), out, workdir)
+    if out.hooks_disabled is not None:  # every hook off: none runs, none waits for approval
+        out.hooks, out.project_hooks = [], []
+        return out
     trust = hook_trust(out)
     theirs = {id(e) for e in out.project_hooks if not trust.allows(e)}
     out.unapproved_hooks = [e for e in out.hooks if id(e) in theirs]

@@ -236,3 +236,41 @@ def test_an_approval_is_not_written_into_a_committed_settings_local_json(tmp_pat
     _git(tmp_path, "rm", "-q", "--cached", ".claude/settings.local.json")
     assert "approved" in approve(tmp_path, ["echo hi"])
     assert json.loads(local.read_text()) == {"enabledProjectHooks": ["echo hi"]}
+
+
+async def test_disable_all_hooks_turns_off_every_hook_the_persons_too(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    log = script(tmp_path, "log.py", LOG)
+    mine, theirs, agent = (tmp_path / f"{n}.jsonl" for n in ("mine", "theirs", "agent"))
+    # the person's own hook (runs unasked), a project hook they approved, an agent file's hook
+    settings(tmp_path, {"PostToolUse": on("*", f"{log} {mine}")})
+    settings(
+        tmp_path,
+        {"PostToolUse": on("*", f"{log} {theirs}")},
+        name="settings.json",
+    )
+    _own(
+        session_home := tmp_path / "home" / ".claude" / "settings.json",
+        {"enableAllProjectHooks": True},
+    )
+    _agent_file(tmp_path / "home" / ".claude" / "agents", log, agent)
+    _checker(emulator)
+    session = make_session(auto_respond=False, forking=False)
+    assert session.home / ".claude" / "settings.json" == session_home
+    await session.ask("CHECK the numbers")
+    assert mine.exists() and theirs.exists() and agent.exists()  # all three ran
+    for path in (mine, theirs, agent):
+        path.unlink()
+    # one line in the person's user file turns every hook off, the agent file's included
+    _own(session_home, {"enableAllProjectHooks": True, "disableAllHooks": True})
+    turn = await session.ask("CHECK the numbers")
+    assert tool_outputs(turn.tool_calls[0].result) == ["42"], turn.tool_calls[0].result
+    assert not mine.exists() and not theirs.exists() and not agent.exists()
+    assert session.hooks.lines == []  # nothing waits for approval: nothing runs at all
+    # a value that is not true or false is refused with why, and hooks run again
+    _own(session_home, {"enableAllProjectHooks": True, "disableAllHooks": "yes"})
+    refused = (await session.load_settings())["refused"]
+    assert [r["reason"] for r in refused if r["rule"] == "disableAllHooks"] == [
+        "is not true or false"
+    ]

@@ -379,3 +379,18 @@ async def test_a_project_file_the_persons_agent_file_links_to_is_asked_for(
     assert turn.tool_calls[0].is_error and turn.tool_calls[0].result == "not that", turn
     assert [r.tool_name for r in policy.requests] == ["Write"]
     assert "You help." in target.read_text()
+
+
+def test_claude_code_settings_not_honoured_here_are_refused_with_why(
+    home: Path, project: Path
+) -> None:
+    write(
+        project / ".claude/settings.json",
+        {"model": "opus", "env": {"FOO": "1"}, "apiKeyHelper": "/bin/k", "theme": "dark"},
+    )
+    read = read_settings(project, home)
+    refused = {what: why for what, _source, why in read.refused}
+    assert set(refused) == {"model", "env", "apiKeyHelper"}  # the display-only theme: silent
+    assert "ForkAgent.model" in refused["model"]
+    assert "kernel's environment" in refused["env"]
+    assert "ANTHROPIC_API_KEY" in refused["apiKeyHelper"]
