@@ -11,7 +11,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from ..runtime.executors import Output, StreamText
+from ..runtime.executors import ClearOutput, Display, Output, StreamText
 from ..runtime.tasks import Task
 from .approval_prompt import ApprovalPrompt
 from .markdown import markdown_html
@@ -25,7 +25,7 @@ CARD_OUTPUT_CHARS = 200_000
 """Text a card keeps of what its worker's code printed (displays and figures are all kept)."""
 
 
-def notebook_output(output: Output) -> dict[str, Any]:
+def notebook_output(output: StreamText | Display) -> dict[str, Any]:
     """An output as nbformat writes it (what an Output widget holds); a display is cut down
     to what cannot run script in the page (`safe_output.py`)."""
     if isinstance(output, StreamText):
@@ -103,6 +103,7 @@ class TaskCard(WholeText, w.VBox):  # type: ignore[misc]
         self.output: w.Output | None = None
         self.queued: list[Output] = []
         self._output_chars = 0
+        self._clear_due = False  # the code called clear_output(wait=True)
         super().__init__(
             self._parts(),
             _dom_classes=["forkagent-card", f"forkagent-task-{task.id}"],
@@ -147,6 +148,14 @@ class TaskCard(WholeText, w.VBox):  # type: ignore[misc]
             )
         outputs = list(self.output.outputs)
         for item in queued:
+            if isinstance(item, ClearOutput):  # the code's clear_output(), as a cell does it
+                self._clear_due = True
+                if item.wait:  # cleared when the next output arrives
+                    continue
+            if self._clear_due:
+                outputs, self._output_chars, self._clear_due = [], 0, False
+            if isinstance(item, ClearOutput):
+                continue
             if isinstance(item, StreamText):
                 if self._output_chars >= CARD_OUTPUT_CHARS:
                     continue

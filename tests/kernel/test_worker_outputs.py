@@ -135,3 +135,84 @@ def test_what_a_worker_displays_cannot_run_script_in_the_page(kernel: Kernel) ->
         assert bad not in html.lower(), (bad, html)
     assert not [b for b in bundles if set(b) - {"text/plain", "text/html"}], bundles
     assert any(b.get("text/plain") == "plain-fallback" for b in bundles)
+
+
+def _tool_results(kernel: Kernel, name: str) -> list[tuple[str, int, bool]]:
+    """The worker's tool results as the model got them: (text, images, is_error)."""
+    blocks = kernel.value(
+        f"[b for m in {SESSION}.workers.runs[{SESSION}.registry.get({name!r}).id].history "
+        "if isinstance(m['content'], list) for b in m['content'] "
+        "if b.get('type') == 'tool_result']"
+    )
+    results = []
+    for block in blocks:
+        content = block["content"]
+        parts = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        text = "".join(p.get("text", "") for p in parts if p["type"] == "text")
+        images = sum(p["type"] == "image" for p in parts)
+        results.append((text, images, bool(block.get("is_error"))))
+    return results
+
+
+CLEARS = (
+    "`py: from IPython.display import clear_output; print('one'); clear_output(); "
+    "[(clear_output(wait=True), print('step', i)) for i in range(5)]; print('last'); "
+    "clear_output(wait=True)`"
+)
+
+
+def test_clear_output_in_a_worker_clears_its_card_as_in_a_cell(kernel: Kernel) -> None:
+    setup(kernel)
+    kernel.execute(f"%fork --name clearing progress {CLEARS}")
+    kernel.run_approving("%tasks --wait clearing", timeout=60)
+    error = kernel.value(f"{SESSION}.registry.get('clearing').error")
+    assert status(kernel, "clearing") == "completed", error
+    # clear_output() empties it at once; wait=True when the next output comes, so the last
+    # one (nothing printed after it) leaves what was there
+    assert _card_text(kernel) == "step 4\nlast\n"
+    # the model reads the output as the card shows it, told that it was cleared
+    [(text, images, failed)] = _tool_results(kernel, "clearing")
+    assert not failed and images == 0
+    assert text == (
+        "[clear_output() cleared this call's earlier output 6 time(s); what follows came "
+        "after the last clear]\nstep 4\nlast"
+    )
+
+
+def test_a_clear_output_wait_display_loop_keeps_one_figure(kernel: Kernel) -> None:
+    setup(kernel)
+    kernel.execute("%matplotlib inline")
+    kernel.execute(
+        "%fork --name anim plots `py: import matplotlib.pyplot as plt; "
+        "from IPython.display import display, clear_output; f = plt.figure(figsize=(1, 1)); "
+        "[(plt.plot([i, i]), clear_output(wait=True), display(f)) for i in range(30)]; "
+        "plt.close(f)`"
+    )
+    kernel.run_approving("%tasks --wait anim", timeout=120)
+    error = kernel.value(f"{SESSION}.registry.get('anim').error")
+    assert status(kernel, "anim") == "completed", error
+    assert len(_pngs(kernel)) == 1  # the last frame, not 20 and a count of the rest
+    assert "left out" not in _card_text(kernel)
+    [(_text, images, failed)] = _tool_results(kernel, "anim")
+    assert images == 1 and not failed
+
+
+def test_a_widget_or_input_in_a_worker_fails_in_one_line(kernel: Kernel) -> None:
+    setup(kernel)
+    kernel.execute("import ipywidgets")  # as a notebook that uses widgets has
+    kernel.execute("%fork --name slider widget `py: import ipywidgets; s = ipywidgets.IntSlider()`")
+    kernel.execute("%fork --name ask prompt `py: name = input('name? ')`")
+    kernel.run_approving("%tasks --wait", timeout=60)
+    [(text, _images, failed)] = _tool_results(kernel, "slider")
+    assert failed
+    assert text == (
+        "NotInWorkerError: widgets are not available in a worker process: it has no connection "
+        "to the notebook's frontend; use --shared to run this worker's code in the kernel, or "
+        "make the widget in a cell"
+    )
+    [(text, _images, failed)] = _tool_results(kernel, "ask")
+    assert failed
+    assert text == (
+        "NotInWorkerError: input() is not available in a worker process: it has no connection "
+        "to the notebook's frontend; put the value in the code instead"
+    )

@@ -20,6 +20,7 @@ __all__ = [
     "MAX_IMAGES",
     "MAX_IMAGE_BYTES",
     "CallFailedError",
+    "ClearOutput",
     "CodeRunner",
     "Display",
     "ExecResult",
@@ -54,12 +55,22 @@ class Display:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-Output = StreamText | Display
+@dataclass(frozen=True)
+class ClearOutput:
+    """The code called IPython's `clear_output()`: what the output area shows goes; with
+    `wait`, when the next output arrives (as in a notebook cell)."""
+
+    wait: bool = False
+
+
+Output = StreamText | Display | ClearOutput
 OutputSink = Callable[[Output], None]
 
 
 def valid_output(output: Output) -> Output:
     """The output with its text as the frontend's JSON can carry it (see `valid_text`)."""
+    if isinstance(output, ClearOutput):
+        return output
     if isinstance(output, StreamText):
         return StreamText(output.name, valid_text(output.text))
     data = {k: valid_text(v) if isinstance(v, str) else v for k, v in output.data.items()}

@@ -27,18 +27,19 @@ import stat
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
 from ..secrets import forget_secrets
 from . import sandbox
-from .base import Display, ExecResult, StreamText, png_of
+from .base import ClearOutput, Display, ExecResult, Output, StreamText, png_of
 from .display import flush_figures, ipython_shell, open_figures, worker_backend
 from .forksafety import HAZARD_EXIT, watch
 from .memory import baseline, held_values
 from .progress import text_progress
 from .pulled import encode_pulled
-from .source import run_source, safe_repr
+from .source import NotInWorkerError, run_source, safe_repr
 from .tree import kill_tree, lead_group
 from .wire import FrameSocket
 
@@ -61,11 +62,22 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def _refuse(*_args: Any, **_kwargs: Any) -> NoReturn:
-    raise RuntimeError(
-        "not available in a worker process: it has no connection to the notebook's frontend "
-        "(widgets, input() and kernel messages belong to the kernel)"
-    )
+def _refusal(what: str, instead: str) -> Callable[..., NoReturn]:
+    def refuse(*_args: Any, **_kwargs: Any) -> NoReturn:
+        raise NotInWorkerError(
+            f"{what} not available in a worker process: it has no connection to the "
+            f"notebook's frontend; {instead}"
+        )
+
+    return refuse
+
+
+_refuse_widget = _refusal(
+    "widgets are",
+    "use --shared to run this worker's code in the kernel, or make the widget in a cell",
+)
+_refuse_input = _refusal("input() is", "put the value in the code instead")
+_refuse_message = _refusal("kernel messages are", "use --shared to run this code in the kernel")
 
 
 def _detach_from_kernel() -> None:
@@ -75,15 +87,15 @@ def _detach_from_kernel() -> None:
     for name in ("SIGTERM", "SIGHUP", "SIGQUIT"):
         with contextlib.suppress(ValueError, OSError, AttributeError):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
-    builtins.input = _refuse
+    builtins.input = _refuse_input
     shell = ipython_shell()
     kernel = getattr(shell, "kernel", None)
     session = getattr(kernel, "session", None)
     if session is not None:
-        session.send = _refuse
+        session.send = _refuse_message
     comm: Any = sys.modules.get("comm")
     if comm is not None:
-        comm.create_comm = _refuse
+        comm.create_comm = _refuse_widget
 
 
 _kernel_streams: list[tuple[str, Any]] = []
@@ -226,38 +238,76 @@ class _Worker:
         self.conn = conn
         self.namespace = namespace
         self.lock = threading.Lock()
-        self.pending: list[tuple[str, str]] = []
+        self.pending: list[Output] = []
         self.captured: dict[str, list[str]] = {"stdout": [], "stderr": []}
         self.captured_size = 0
         self.sent = 0
         self.images: list[bytes] = []
         self.left_out = 0  # figures of this call not shown (past MAX_CARD_FIGURES)
+        self.clear_due = False  # clear_output(wait=True): what was kept goes at the next output
+        self.clears = 0  # times this call's output was cleared
         self.before = baseline(namespace)  # what its code binds later is what it holds
 
     # -- output --------------------------------------------------------------------------
 
     def write(self, name: str, text: str) -> None:
         with self.lock:
+            self._clear_if_due()
             if self.captured_size < CAPTURE_LIMIT:
                 self.captured[name].append(text)
                 self.captured_size += len(text)
             if self.sent < STREAM_LIMIT:
-                self.pending.append((name, text))
+                self.pending.append(StreamText("stderr" if name == "stderr" else "stdout", text))
                 self.sent += len(text)
                 if self.sent >= STREAM_LIMIT:
-                    self.pending.append(("stderr", "\n[output to the card stops here]\n"))
+                    self.pending.append(StreamText("stderr", "\n[output to the card stops here]\n"))
+
+    def clear_output(self, wait: bool = False) -> None:
+        """IPython's clear_output() in the worker's code: its card's output area is cleared
+        (with `wait`, when the next output arrives), and so is what the call keeps for the
+        model: the model reads the output as the card shows it, as it does for a line
+        rewritten with carriage returns."""
+        with self.lock:
+            self.pending.append(ClearOutput(bool(wait)))
+            self.clear_due = True
+            if not wait:
+                self._clear_if_due()
+
+    def _clear_if_due(self) -> None:
+        """Let go of what the call kept so far (under the lock), once a clear is due."""
+        if not self.clear_due:
+            return
+        self.clear_due = False
+        self.clears += 1
+        self.captured = {"stdout": [], "stderr": []}
+        self.captured_size = self.sent = 0
+        self.images = []
+        self.left_out = 0
 
     def flush(self) -> None:
         with self.lock:
             pending, self.pending = self.pending, []
-        merged: list[tuple[str, str]] = []
-        for name, text in pending:
-            if merged and merged[-1][0] == name:
-                merged[-1] = (name, merged[-1][1] + text)
-            else:
-                merged.append((name, text))
-        for name, text in merged:
-            self.conn.send(("output", StreamText("stderr" if name == "stderr" else "stdout", text)))
+        merged: list[Output] = []
+        for item in pending:
+            if isinstance(item, ClearOutput):
+                if not item.wait:
+                    merged = [item]  # what came before it is gone anyway
+                elif not (merged and isinstance(merged[-1], ClearOutput)):
+                    merged.append(item)
+                continue
+            if merged and isinstance(merged[-1], ClearOutput) and merged[-1].wait:
+                merged = [ClearOutput()]  # the next output came: the clear happens now
+            last = merged[-1] if merged else None
+            if (
+                isinstance(item, StreamText)
+                and isinstance(last, StreamText)
+                and last.name == item.name
+            ):
+                merged[-1] = StreamText(item.name, last.text + item.text)
+                continue
+            merged.append(item)
+        for output in merged:
+            self.conn.send(("output", output))
 
     def flusher(self) -> None:
         while True:
@@ -267,12 +317,14 @@ class _Worker:
 
     def display(self, display: Display) -> None:
         png = png_of(display.data)
-        if png is not None:
-            if len(self.images) >= MAX_CARD_FIGURES:
-                self.left_out += 1
-                return
-            self.images.append(png)
-        self.flush()  # keep the order of prints and displays
+        with self.lock:
+            self._clear_if_due()
+            if png is not None:
+                if len(self.images) >= MAX_CARD_FIGURES:
+                    self.left_out += 1
+                    return
+                self.images.append(png)
+        self.flush()  # keep the order of prints, clears and displays
         try:
             self.conn.send(("output", display))
         except TypeError:  # a value in the bundle is not data: its text forms still go
@@ -288,8 +340,10 @@ class _Worker:
         with self.lock:
             self.captured = {"stdout": [], "stderr": []}
             self.captured_size = self.sent = 0
-        self.images = []
-        self.left_out = 0
+            self.clear_due = False
+            self.clears = 0
+            self.images = []
+            self.left_out = 0
         before = open_figures()
         ran = run_source(code, self.namespace)
         with contextlib.suppress(Exception):
@@ -304,8 +358,14 @@ class _Worker:
                 "per call are shown]\n",
             )
         self.flush()
+        cleared = (
+            f"[clear_output() cleared this call's earlier output {self.clears} time(s); "
+            "what follows came after the last clear]\n"
+            if self.clears
+            else ""
+        )
         return ExecResult(
-            "".join(self.captured["stdout"]),
+            cleared + "".join(self.captured["stdout"]),
             "".join(self.captured["stderr"]),
             ran.value_repr,
             ran.error,
@@ -401,7 +461,7 @@ def serve_worker(sock: socket.socket, namespace: dict[str, Any]) -> NoReturn:
         shell = ipython_shell()
         if shell is not None:
             shell.display_pub.publish = worker.publish
-            shell.display_pub.clear_output = lambda *_a, **_k: None
+            shell.display_pub.clear_output = worker.clear_output
         threading.Thread(target=worker.flusher, name="forkagent-output", daemon=True).start()
         watch(lambda line: worker.write("stderr", line + "\n"))
         worker.serve()

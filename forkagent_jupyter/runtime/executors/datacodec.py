@@ -25,7 +25,7 @@ import json
 import struct
 from typing import Any
 
-from .base import Display, ExecResult, StreamText
+from .base import ClearOutput, Display, ExecResult, StreamText
 
 __all__ = ["BadDataError", "NotDataError", "dumps", "loads"]
 
@@ -33,7 +33,12 @@ _MAGIC = b"FKD1"
 _U32 = struct.Struct("!I")
 _U64 = struct.Struct("!Q")
 _MAX_DEPTH = 200
-_RECORDS: dict[str, type] = {"StreamText": StreamText, "Display": Display, "ExecResult": ExecResult}
+_RECORDS: dict[str, type] = {
+    "StreamText": StreamText,
+    "Display": Display,
+    "ClearOutput": ClearOutput,
+    "ExecResult": ExecResult,
+}
 
 
 class NotDataError(TypeError):

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from ..secrets import redact
-from .base import CodeRunner, Display, Output, PullError, StreamText, valid_output
+from .base import ClearOutput, CodeRunner, Display, Output, PullError, StreamText, valid_output
 from .dask import DaskBackend, DaskRunner
 from .memory import (
     Rollup,
@@ -48,6 +48,8 @@ WorkerNamespace = Literal["isolated", "shared"]
 
 def redacted(output: Output) -> Output:
     """A worker's output with every known secret masked (as everything the runtime shows)."""
+    if isinstance(output, ClearOutput):
+        return output
     if isinstance(output, StreamText):
         return StreamText(output.name, redact(output.text))
     data = {k: redact(v) if isinstance(v, str) else v for k, v in output.data.items()}

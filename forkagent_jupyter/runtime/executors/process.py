@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from .base import (
     CallFailedError,
+    ClearOutput,
     Display,
     ExecResult,
     OutputSink,
@@ -353,7 +354,9 @@ class ProcessRunner:
             await self._writer.drain()
             while True:
                 received = await read_message(self._reader)
-                if received[0] == "output" and isinstance(received[1], (StreamText, Display)):
+                if received[0] == "output" and isinstance(
+                    received[1], (StreamText, Display, ClearOutput)
+                ):
                     self.sink(received[1])
                 elif received[0] == reply and received[1:2] == message[1:2]:
                     return received

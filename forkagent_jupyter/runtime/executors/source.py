@@ -19,7 +19,14 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-__all__ = ["INTERRUPT_TEXT", "ExecutionInterrupted", "Ran", "execute_source", "run_source"]
+__all__ = [
+    "INTERRUPT_TEXT",
+    "ExecutionInterrupted",
+    "NotInWorkerError",
+    "Ran",
+    "execute_source",
+    "run_source",
+]
 
 REPR_CHARS = 20_000
 INTERRUPT_TEXT = "Interrupted: the call was cancelled while the code ran."
@@ -29,6 +36,11 @@ _HERE = str(Path(__file__).parent)
 
 class ExecutionInterrupted(KeyboardInterrupt):
     """Raised inside running code when its call is cancelled."""
+
+
+class NotInWorkerError(RuntimeError):
+    """What a worker process cannot do (widgets, input()): its message says what and what to
+    do instead, so the error is that one line, without a traceback through the library."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +101,8 @@ def format_exception(exc: BaseException) -> str:
     asyncio's, for top-level await)."""
     if isinstance(exc, ExecutionInterrupted):
         return INTERRUPT_TEXT
+    if isinstance(exc, NotInWorkerError):
+        return f"{type(exc).__name__}: {exc}"
     tb = exc.__traceback__
     while tb is not None and (
         str(Path(tb.tb_frame.f_code.co_filename).parent) == _HERE
