@@ -17,21 +17,33 @@ import sys
 from pathlib import Path
 
 _CLONE_NEWNS, _CLONE_NEWUSER = 0x00020000, 0x10000000
-_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 8, 4096, 0x4000, 1 << 18
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 0x4000, 1 << 18
 _PR_CAPBSET_DROP = 24
 
 
-def _write(path: str, text: str) -> None:
+def write(path: str, text: str) -> None:
     with open(path, "w") as file:
         file.write(text)
 
 
-def _mount(libc: ctypes.CDLL, source: str, target: str, kind: str | None, flags: int) -> None:
+def mount(libc: ctypes.CDLL, source: str, target: str, kind: str | None, flags: int) -> None:
     if libc.mount(source.encode(), target.encode(), kind.encode() if kind else None, flags, None):
         raise OSError(ctypes.get_errno(), f"mount {target}: {os.strerror(ctypes.get_errno())}")
 
 
-def _drop_capabilities(libc: ctypes.CDLL) -> None:
+def cover(libc: ctypes.CDLL, paths: list[str]) -> None:
+    """An empty folder over each folder of `paths`, /dev/null over each file (in this
+    process's own mount namespace); OSError when a mount fails."""
+    for path in sorted(paths, key=lambda p: Path(p).is_dir()):  # files, then folders
+        if Path(path).is_dir():
+            mount(libc, "tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        elif Path(path).is_file():
+            mount(libc, "/dev/null", path, None, MS_BIND)
+
+
+def drop_capabilities(libc: ctypes.CDLL) -> None:
+    """No capability left (nor any to regain by running a program): mounts made before
+    cannot be undone."""
     for number in range(64):
         libc.prctl(_PR_CAPBSET_DROP, number, 0, 0, 0)
 
@@ -55,24 +67,20 @@ def confine(paths: list[str]) -> str | None:
     uid, gid = os.getuid(), os.getgid()
     if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS) == 0:
         try:
-            _write("/proc/self/setgroups", "deny")
-            _write("/proc/self/uid_map", f"{uid} {uid} 1")
-            _write("/proc/self/gid_map", f"{gid} {gid} 1")
+            write("/proc/self/setgroups", "deny")
+            write("/proc/self/uid_map", f"{uid} {uid} 1")
+            write("/proc/self/gid_map", f"{gid} {gid} 1")
         except OSError as exc:
             return f"the user namespace could not be set up ({exc})"
     elif libc.unshare(_CLONE_NEWNS) != 0:
         return f"namespaces are not available here ({os.strerror(ctypes.get_errno())})"
     try:
-        _mount(libc, "none", "/", None, _MS_REC | _MS_PRIVATE)
-        for path in sorted(paths, key=lambda p: Path(p).is_dir()):  # files, then folders
-            if Path(path).is_dir():
-                _mount(libc, "tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
-            elif Path(path).is_file():
-                _mount(libc, "/dev/null", path, None, _MS_BIND)
+        mount(libc, "none", "/", None, MS_REC | MS_PRIVATE)
+        cover(libc, paths)
     except OSError as exc:
         return str(exc)
     finally:
-        _drop_capabilities(libc)
+        drop_capabilities(libc)
     return None
 
 

@@ -43,13 +43,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..secrets import SECRET_ENV_VARS, known_secrets
+from .confine import MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_REC, cover, mount, write
+from .confine import drop_capabilities as _drop_capabilities
 
 __all__ = ["STATE", "confined", "enter", "guard_kernel", "readable", "scrub_memory", "seal"]
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWPID = 0x20000000
-_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 8, 4096, 0x4000, 1 << 18
 _PR_SET_PDEATHSIG, _PR_GET_DUMPABLE, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP = 1, 3, 4, 24
 _MEMORY_CAPS = {
     16: "CAP_SYS_MODULE",
@@ -324,9 +325,9 @@ def _enter(inherited: int, tell: int) -> None:
     mapped = libc.unshare(_CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWNS) == 0
     if mapped:
         try:
-            _write("/proc/self/setgroups", "deny")
-            _write("/proc/self/uid_map", f"{uid} {uid} 1")
-            _write("/proc/self/gid_map", f"{gid} {gid} 1")
+            write("/proc/self/setgroups", "deny")
+            write("/proc/self/uid_map", f"{uid} {uid} 1")
+            write("/proc/self/gid_map", f"{gid} {gid} 1")
         except OSError as exc:
             STATE.error = f"the user namespace could not be set up ({exc})"
             return
@@ -371,41 +372,7 @@ def _wait_and_mirror(worker: int, inherited: int) -> None:
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
 
-def _write(path: str, text: str) -> None:
-    with open(path, "w") as file:
-        file.write(text)
-
-
-def _mount(libc: ctypes.CDLL, source: str, target: str, kind: str | None, flags: int) -> None:
-    if libc.mount(source.encode(), target.encode(), kind.encode() if kind else None, flags, None):
-        raise OSError(ctypes.get_errno(), f"mount {target}: {os.strerror(ctypes.get_errno())}")
-
-
 def _mount_views(libc: ctypes.CDLL) -> None:
-    _mount(libc, "none", "/", None, _MS_REC | _MS_PRIVATE)  # nothing leaks to the host
-    _mount(libc, "proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
-    for path in sorted(STATE.hidden, key=lambda p: Path(p).is_dir()):  # files, then folders
-        if Path(path).is_dir():
-            _mount(libc, "tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
-        elif Path(path).is_file():
-            _mount(libc, "/dev/null", path, None, _MS_BIND)
-
-
-def _drop_capabilities(libc: ctypes.CDLL) -> None:
-    """No capability left (nor any to regain by running a program): the mounts above cannot
-    be undone."""
-    for number in range(64):
-        libc.prctl(_PR_CAPBSET_DROP, number, 0, 0, 0)
-
-    class Header(ctypes.Structure):
-        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-    class Data(ctypes.Structure):
-        _fields_ = [
-            ("effective", ctypes.c_uint32),
-            ("permitted", ctypes.c_uint32),
-            ("inheritable", ctypes.c_uint32),
-        ]
-
-    header, data = Header(0x20080522, 0), (Data * 2)()
-    libc.capset(ctypes.byref(header), data)
+    mount(libc, "none", "/", None, MS_REC | MS_PRIVATE)  # nothing leaks to the host
+    mount(libc, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    cover(libc, STATE.hidden)
