@@ -243,20 +243,35 @@ refused entry (shown by %permissions), never dropped silently."""
 MCP_APPROVAL_KEYS = ("enableAllProjectMcpServers", "enabledMcpjsonServers")
 
 
-def _read_mcp_approval(
-    data: dict[str, Any], file: SettingsFile, source: str, out: SettingsRead
+def _refuse_self_approval(
+    data: dict[str, Any],
+    file: SettingsFile,
+    source: str,
+    out: SettingsRead,
+    keys: tuple[str, ...],
+    what: str,
 ) -> None:
-    """The `.mcp.json` approval keys of one file (see the module doc)."""
-    for key in MCP_APPROVAL_KEYS:
-        if key in data and file.scope == "project":
+    """A project's committed file that says any of the approval `keys` (of its own `what`)
+    gets one refused entry per key: only the person's own files approve."""
+    if file.scope != "project":
+        return
+    for key in keys:
+        if key in data:
             out.refused.append(
                 (
                     key,
                     source,
-                    "a project's committed file cannot approve its own MCP servers (set it in "
+                    f"a project's committed file cannot approve its own {what} (set it in "
                     ".claude/settings.local.json or ~/.claude/settings.json)",
                 )
             )
+
+
+def _read_mcp_approval(
+    data: dict[str, Any], file: SettingsFile, source: str, out: SettingsRead
+) -> None:
+    """The `.mcp.json` approval keys of one file (see the module doc)."""
+    _refuse_self_approval(data, file, source, out, MCP_APPROVAL_KEYS, "MCP servers")
     value = data.get("enableAllProjectMcpServers")
     if value is not None and file.scope != "project":
         if isinstance(value, bool):
@@ -283,16 +298,7 @@ def _read_hook_approval(
     data: dict[str, Any], file: SettingsFile, source: str, out: SettingsRead
 ) -> None:
     """The project-hook approval keys of one file: the person's files only (see the doc)."""
-    for key in HOOK_APPROVAL_KEYS:
-        if key in data and file.scope == "project":
-            out.refused.append(
-                (
-                    key,
-                    source,
-                    "a project's committed file cannot approve its own hooks (set it in "
-                    ".claude/settings.local.json or ~/.claude/settings.json)",
-                )
-            )
+    _refuse_self_approval(data, file, source, out, HOOK_APPROVAL_KEYS, "hooks")
     if file.scope == "project":
         return
     value = data.get("enableAllProjectHooks")
