@@ -44,8 +44,8 @@ from typing import Any
 from benchmarks.kernel import emulator_process, kernel, rtts
 from benchmarks.output import finish, options
 from forkagent_jupyter.emulator import Emulator, OfflineBrain, Reply
-from forkagent_jupyter.runtime.permissions import AllowAll
-from forkagent_jupyter.runtime.session import Session
+from forkagent_jupyter.runtime.permissions.gate import AllowAll
+from forkagent_jupyter.runtime.session.session import Session
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "claude-sonnet-5-5"

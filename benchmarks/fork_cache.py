@@ -30,9 +30,9 @@ from benchmarks.output import finish, options
 from forkagent_jupyter.emulator import Emulator, OfflineBrain, Reply
 from forkagent_jupyter.messages_api.tokens import flatten
 from forkagent_jupyter.messages_api.usage import Usage, cost_usd
-from forkagent_jupyter.runtime.fork import build_fork_messages
-from forkagent_jupyter.runtime.permissions import AllowAll
-from forkagent_jupyter.runtime.session import Session
+from forkagent_jupyter.runtime.loop.fork import build_fork_messages
+from forkagent_jupyter.runtime.permissions.gate import AllowAll
+from forkagent_jupyter.runtime.session.session import Session
 
 MODEL = "claude-sonnet-5-5"
 REPORT = " ".join(f"finding {i}: the column behaves as expected." for i in range(30))

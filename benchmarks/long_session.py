@@ -36,9 +36,9 @@ from benchmarks.output import finish, options
 from forkagent_jupyter.emulator import Emulator
 from forkagent_jupyter.messages_api.catalog import DEFAULT_CATALOG
 from forkagent_jupyter.messages_api.tokens import ByteTokenizer, count_input_tokens
-from forkagent_jupyter.runtime.compaction import COMPACT_REQUEST_TAG
-from forkagent_jupyter.runtime.permissions import AllowAll
-from forkagent_jupyter.runtime.session import Session
+from forkagent_jupyter.runtime.loop.compaction import COMPACT_REQUEST_TAG
+from forkagent_jupyter.runtime.permissions.gate import AllowAll
+from forkagent_jupyter.runtime.session.session import Session
 
 MODEL = "claude-sonnet-4-6"
 MAX_TOKENS = 1024

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from benchmarks.output import finish, options
 from forkagent_jupyter.runtime.events import ModelEvent
-from forkagent_jupyter.runtime.model import ModelClient, ModelRequest
-from forkagent_jupyter.runtime.offline import OfflineModel
-from forkagent_jupyter.runtime.permissions import AllowAll
-from forkagent_jupyter.runtime.session import Session
+from forkagent_jupyter.runtime.model.client import ModelClient, ModelRequest
+from forkagent_jupyter.runtime.model.offline import OfflineModel
+from forkagent_jupyter.runtime.permissions.gate import AllowAll
+from forkagent_jupyter.runtime.session.session import Session
 
 
 class TimedModel:

@@ -39,9 +39,9 @@ from forkagent_jupyter.messages_api.ratelimits import (
     RateLimit,
 )
 from forkagent_jupyter.messages_api.usage import Usage
-from forkagent_jupyter.runtime.budget import BudgetedModel
-from forkagent_jupyter.runtime.permissions import AllowAll
-from forkagent_jupyter.runtime.session import Session
+from forkagent_jupyter.runtime.model.budget import BudgetedModel
+from forkagent_jupyter.runtime.permissions.gate import AllowAll
+from forkagent_jupyter.runtime.session.session import Session
 
 MODEL = "claude-sonnet-5-5"
 REPORT = " ".join(f"finding {i}: the column behaves as expected." for i in range(26))

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.output import finish, options
-from forkagent_jupyter.runtime.transcripts import AgentMeta, LoadedTranscript, TranscriptStore
+from forkagent_jupyter.runtime.transcripts.store import AgentMeta, LoadedTranscript, TranscriptStore
 
 SIZES = {"full": 20_000, "quick": 10_000}
 TICK = 0.005

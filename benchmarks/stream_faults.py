@@ -29,9 +29,9 @@ from typing import Any
 
 from benchmarks.output import finish, options
 from forkagent_jupyter.emulator import Emulator, Fault
-from forkagent_jupyter.runtime.permissions import AllowAll
-from forkagent_jupyter.runtime.retry import DEFAULT_STREAM_RETRIES
-from forkagent_jupyter.runtime.session import Session
+from forkagent_jupyter.runtime.model.retry import DEFAULT_STREAM_RETRIES
+from forkagent_jupyter.runtime.permissions.gate import AllowAll
+from forkagent_jupyter.runtime.session.session import Session
 
 MODEL = "claude-sonnet-5-5"
 RATE = 0.3

@@ -18,7 +18,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .runtime.session import Session, SessionOptions, Turn
+    from .runtime import Session, SessionOptions, Turn
 
     __version__: str
 
@@ -29,9 +29,9 @@ def __getattr__(name: str) -> Any:
 
         return package_version()
     if name in ("Session", "SessionOptions", "Turn"):
-        from .runtime import session
+        from . import runtime
 
-        return getattr(session, name)
+        return getattr(runtime, name)
     raise AttributeError(f"module 'forkagent_jupyter' has no attribute {name!r}")
 
 

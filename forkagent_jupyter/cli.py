@@ -43,9 +43,7 @@ def _usage_line(usage: Usage, cost: float) -> str:
 
 
 async def _demo(backend: str | None) -> int:
-    from .runtime.events import TextDelta, ToolResult, ToolUse, UsageReport
-    from .runtime.permissions import AllowAll
-    from .runtime.session import Session
+    from .runtime import AllowAll, Session, TextDelta, ToolResult, ToolUse, UsageReport
 
     with tempfile.TemporaryDirectory(prefix="forkagent-demo-") as workdir:
         session = Session(backend=backend, workdir=workdir, permission_policy=AllowAll())
@@ -74,8 +72,7 @@ def _backend_ready(backend: str) -> bool:
     (not after starting a kernel and failing in every cell)."""
     if backend != "anthropic":
         return True
-    from .runtime.credentials import anthropic_client
-    from .runtime.errors import ConfigError
+    from .runtime import ConfigError, anthropic_client
 
     try:
         found = anthropic_client() is not None

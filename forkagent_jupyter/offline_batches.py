@@ -4,8 +4,8 @@ The offline model has no Message Batches API of its own. A batched fan-out of an
 session (`%fork --batch`, `Session.fan_out(..., batch=True)`) therefore sends its batch to
 an emulator started on 127.0.0.1 on first use (its default brain answers with the offline
 model's reply, and its batches end at the first poll), through the real `anthropic` SDK, and
-stops it with the session. `runtime/batch.py` reaches this module by name: the runtime and
-the emulator never import each other.
+stops it with the session. `runtime/batch/client.py` reaches this module by name: the runtime
+and the emulator never import each other.
 """
 
 from __future__ import annotations

@@ -30,8 +30,8 @@ import anthropic
 import pytest
 
 from forkagent_jupyter.emulator import Emulator
-from forkagent_jupyter.runtime.permissions import AllowAll
-from forkagent_jupyter.runtime.session import Session
+from forkagent_jupyter.runtime.permissions.gate import AllowAll
+from forkagent_jupyter.runtime.session.session import Session
 from tests.dask_cluster import cluster
 from tests.loop_guard import LoopGuard, guarded
 

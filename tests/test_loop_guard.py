@@ -15,7 +15,7 @@ from tests.loop_guard import LoopGuard
 async def test_a_blocking_call_of_the_package_on_the_loop_is_caught(
     tmp_path: Path, loop_guard: LoopGuard
 ) -> None:
-    from forkagent_jupyter.runtime.transcript_writer import AppendFiles
+    from forkagent_jupyter.runtime.transcripts.writer import AppendFiles
 
     files = AppendFiles()
     target = tmp_path / "x.txt"
@@ -26,5 +26,5 @@ async def test_a_blocking_call_of_the_package_on_the_loop_is_caught(
     loop_guard.findings.clear()  # caught on purpose: this test does not fail for it
     files.close()
     assert [f.split(" at ")[0] for f in found] == ["os.write"]
-    assert found[0].startswith("os.write at forkagent_jupyter/runtime/transcript_writer.py:")
+    assert found[0].startswith("os.write at forkagent_jupyter/runtime/transcripts/writer.py:")
     assert target.read_text() == "on the loop\non a thread\n"  # recorded, then it ran

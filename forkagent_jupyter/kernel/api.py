@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.core.getipython import get_ipython
 
-from ..runtime.report import CostReport, cost_report
-from .protocol import ANSWERS
+from ..runtime import CostReport, cost_report
+from .comm.protocol import ANSWERS
 from .said import said_as
 
 if TYPE_CHECKING:
-    from ..runtime.session import Session
+    from ..runtime import Session
     from .extension import KernelAgent
 
 __all__ = [
@@ -169,7 +169,7 @@ async def timeline(*ids: str) -> Any:
 def notifications() -> Any:
     """Every `<task-notification>` the parent received so far, each with the parent's answer,
     as Markdown (what the JupyterLab extension inserts as new cells)."""
-    from .markdown import SafeMarkdown, fenced
+    from .render.markdown import SafeMarkdown, fenced
 
     parts = []
     for auto in session().auto_turns:
@@ -198,7 +198,7 @@ async def fan_out(
 ) -> Any:
     """One fork per directive (`Session.fan_out`); `batch=True` sends their first requests as
     one Message Batch and shows one card for it. Returns the `FanOut` (`.tasks`, `.id`)."""
-    from .batch_view import BatchCard
+    from .views.batch_view import BatchCard
 
     with said_as("fan_out"):
         fan = await session().fan_out(

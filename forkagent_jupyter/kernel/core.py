@@ -3,8 +3,8 @@
 One Session per kernel, made on first use with its `KernelUI` (ui.py) on the kernel's own
 event loop; the settings (`ForkAgent`), the comm (`Bridge`) and the console prompt
 (`TerminalAsk`); background work started where no await is possible. The magics' actions
-build on it (turn_actions.py, worker_actions.py, task_views.py) and `extension.KernelAgent`
-puts them together.
+build on it (`magics/turn_actions.py`, `magics/worker_actions.py`, `magics/view_actions.py`)
+and `extension.KernelAgent` puts them together.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
-from .bridge import Bridge
+from .approvals.terminal import TerminalAsk
+from .comm.bridge import Bridge
 from .said import said_as
 from .settings import ForkAgent, fixed_settings
-from .terminal import TerminalAsk
 
 if TYPE_CHECKING:
-    from ..runtime.session import Session
+    from ..runtime import Session
     from .ui import KernelUI
 
 __all__ = ["AgentCore", "interruptible"]
@@ -96,8 +96,8 @@ class AgentCore:
         return self._session
 
     def _resume_batches(self, session: Session) -> None:
-        """Batches submitted before a restart are polled again (runtime/batch.py)."""
-        from ..runtime.batch import resume_batches
+        """Batches submitted before a restart are polled again (runtime/batch/fan_out.py)."""
+        from ..runtime import resume_batches
 
         try:
             self._spawn(resume_batches(session))

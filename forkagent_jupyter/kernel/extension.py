@@ -14,13 +14,13 @@ import contextlib
 import sys
 from typing import Any
 
-from ..runtime.executors.sandbox import guard_kernel
-from .magics import AgentMagics, transform_cell
-from .protocol import State
+from ..runtime import guard_kernel
+from .comm.protocol import State
+from .magics.agent_magics import AgentMagics, transform_cell
+from .magics.turn_actions import TurnActions
+from .magics.view_actions import TaskViews
+from .magics.worker_actions import WorkerActions
 from .settings import BACKEND_CHOICES, ForkAgent, forwarded
-from .task_views import TaskViews
-from .turn_actions import TurnActions
-from .worker_actions import WorkerActions
 
 __all__ = [
     "BACKEND_CHOICES",
@@ -33,8 +33,9 @@ __all__ = [
 
 class KernelAgent(TurnActions, WorkerActions, TaskViews):
     """The kernel side: one Session per kernel (core.py), the magics' actions
-    (turn_actions.py, worker_actions.py, task_views.py), and what ties them to the shell:
-    the magics and the input transformer, the cell events, the settings' changes."""
+    (magics/turn_actions.py, magics/worker_actions.py, magics/view_actions.py), and what ties
+    them to the shell: the magics and the input transformer, the cell events, the settings'
+    changes."""
 
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
@@ -43,11 +44,11 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
 
     def _setting_changed(self, change: Any) -> None:
         """`%config ForkAgent.X = ...` after the session started goes to
-        `Session.configure`, which applies it at once (runtime/options.py says where each
+        `Session.configure`, which applies it at once (runtime/session/options.py says where each
         lands), also when the value is the one the setting had (the person's permission mode
         wins over a settings file's); a value the session refuses is said in one line and the
         old one stays."""
-        from ..runtime.errors import AgentError
+        from ..runtime import AgentError
 
         name, session = change["name"], self._session
         if session is None or not forwarded(self.settings, name):
@@ -166,10 +167,7 @@ def loaded_line(settings: ForkAgent) -> str:
     and the environment say now; `%config ForkAgent.model = ...` can still change them)."""
     import os
 
-    from ..runtime import backends
-    from ..runtime.credentials import anthropic_client
-    from ..runtime.errors import ConfigError
-    from ..runtime.model import default_model_name
+    from ..runtime import ConfigError, anthropic_client, default_model_name, mark_offline_announced
 
     model = settings.model or default_model_name()
     backend = settings.backend or os.environ.get("FORKAGENT_BACKEND") or ""
@@ -179,7 +177,7 @@ def loaded_line(settings: ForkAgent) -> str:
         except ConfigError:
             backend = "anthropic"  # a profile that does not load: the first turn says why
     if backend in ("", "offline"):
-        backends.mark_offline_announced()  # said here: not again at the first turn
+        mark_offline_announced()  # said here: not again at the first turn
         why = "no Anthropic credentials found; " if not backend else ""
         return (
             f"forkagent: loaded; {why}the offline model (deterministic, no network): it runs "

@@ -1,5 +1,5 @@
-"""What the notebook's views (`ui.py` and the `approvals.py`, `answers.py`, `frontend.py` it
-builds) use of the kernel.
+"""What the notebook's views (`ui.py` and the approval policy, answer delivery and task rows it
+builds: `approvals/`, `frontend/`) use of the kernel.
 
 `extension.KernelAgent` builds `ui.KernelUI` and hands itself to it as its `AgentHost`;
 `KernelUI` builds the other views and hands itself to each as their `ViewHost`. The views
@@ -8,17 +8,17 @@ depend on these small types, not on the modules that build them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ..runtime.session import Session
-    from .bridge import Bridge
-    from .cards import ApprovalPrompt, CardHub, PendingStrip
+    from ..runtime import Session
+    from .cards.hub import ApprovalPrompt, CardHub, PendingStrip
+    from .comm.bridge import Bridge
     from .settings import ForkAgent
-    from .terminal import TerminalAsk
 
-__all__ = ["AgentHost", "Launch", "ViewHost"]
+__all__ = ["AgentHost", "ConsoleQuestions", "Launch", "ViewHost"]
 
 
 @dataclass
@@ -28,6 +28,17 @@ class Launch:
     cell_id: str | None
     display_id: str
     run: str = ""  # the execute_request that displayed the card (its cell's output then)
+
+
+class ConsoleQuestions(Protocol):
+    """Approvals asked on the kernel's stdin where no widget can answer (a console):
+    `approvals.terminal.TerminalAsk`."""
+
+    who: Callable[[ApprovalPrompt], str]  # who asks, as the question names it
+
+    def add(self, prompt: ApprovalPrompt) -> None:
+        """Ask `prompt` in the running cell (or when the next cell runs)."""
+        ...
 
 
 class AgentHost(Protocol):
@@ -47,7 +58,7 @@ class AgentHost(Protocol):
     def bridge(self) -> Bridge: ...
 
     @property
-    def terminal(self) -> TerminalAsk: ...
+    def terminal(self) -> ConsoleQuestions: ...
 
     def stop(self, key: str) -> None:
         """Stop the task `key`, as `%stop` does."""

@@ -20,9 +20,8 @@ __all__ = ["said_as"]
 @contextlib.contextmanager
 def said_as(magic: str) -> Iterator[None]:
     """Inside, a runtime error meant for the person becomes `UsageError("<magic>: ...")`."""
-    from ..runtime.errors import ConfigError
-    from ..runtime.errors import UsageError as RuntimeUsageError
-    from ..runtime.executors.base import PullError
+    from ..runtime import ConfigError, PullError
+    from ..runtime import UsageError as RuntimeUsageError
 
     try:
         yield

@@ -20,7 +20,7 @@ never a bool, nan or an infinity; an enum one of its values) plus what its tags 
 - `allowed=`: the words the message uses for the allowed values (else derived from the above).
 
 A new setting plugs in by declaring its trait with these tags; nothing else to register.
-A trait named like a `SessionOptions` field (runtime/options.py) is that session setting: it
+A trait named like a `SessionOptions` field (runtime/session/options.py) is that session setting: it
 is given to the Session when it is made and every later change goes to `Session.configure`
 (`session_settings`, `forwarded`); `session=False` in its tags keeps one with the kernel.
 """
@@ -46,7 +46,7 @@ from traitlets import (
 from traitlets.config import Configurable
 from traitlets.utils.bunch import Bunch
 
-from ..runtime.executors.memory import default_worker_memory_mb
+from ..runtime import default_worker_memory_mb
 
 __all__ = [
     "BACKEND_CHOICES",
@@ -75,7 +75,7 @@ def _number(value: Any, integral: bool) -> bool:
 
 def _option(trait: TraitType[Any, Any]) -> str | None:
     """The `SessionOptions` field `trait` is checked by (its name), if any."""
-    from ..runtime.options import SessionOptions
+    from ..runtime import SessionOptions
 
     name = getattr(trait, "name", None)
     return name if name in SessionOptions.model_fields else None
@@ -83,7 +83,7 @@ def _option(trait: TraitType[Any, Any]) -> str | None:
 
 def allowed_values(trait: TraitType[Any, Any]) -> str:
     """The allowed values of `trait`, in words."""
-    from ..runtime.options import SessionOptions
+    from ..runtime import SessionOptions
 
     option = _option(trait)
     if option is not None:
@@ -155,7 +155,7 @@ def _quoted(value: Any) -> str:
 def check_setting(label: str, trait: TraitType[Any, Any], value: Any, current: Any) -> None:
     """Raise a one-line SettingError unless `value` is allowed for `trait`: by the session's
     options for theirs (`SessionOptions.check`), else by the trait's type and tags."""
-    from ..runtime.options import OptionRefusedError, SessionOptions
+    from ..runtime import OptionRefusedError, SessionOptions
 
     option = _option(trait)
     if option is not None and (value is not None or trait.allow_none):
@@ -297,7 +297,7 @@ class ForkAgent(CheckedSettings):
     ).tag(config=True)
     approval_timeout = Float(
         600.0, help="Seconds an approval waits for an answer before it counts as a denial."
-    ).tag(config=True, session=False)  # the approval card's clock (approvals.py)
+    ).tag(config=True, session=False)  # the approval card's clock (approvals/widget_policy.py)
     headless_approval_timeout = Float(
         20.0,
         help="Seconds an approval waits when no frontend can answer it (a notebook run by "
@@ -377,7 +377,7 @@ class ForkAgent(CheckedSettings):
 def forwarded(settings: CheckedSettings, name: str) -> bool:
     """Whether the setting `name` is the session's (a `SessionOptions` field of that name,
     not tagged `session=False`)."""
-    from ..runtime.options import SessionOptions
+    from ..runtime import SessionOptions
 
     trait = settings.traits(config=True).get(name)
     return (
@@ -389,7 +389,7 @@ def forwarded(settings: CheckedSettings, name: str) -> bool:
 
 def fixed_settings(settings: CheckedSettings) -> list[str]:
     """The session's settings that are fixed once it has started (frozen fields)."""
-    from ..runtime.options import SessionOptions
+    from ..runtime import SessionOptions
 
     fields = SessionOptions.model_fields
     return [n for n in settings.traits(config=True) if forwarded(settings, n) and fields[n].frozen]

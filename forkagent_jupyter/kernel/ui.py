@@ -1,12 +1,13 @@
 """What the notebook shows of the runtime: the kernel's Session and its views.
 
 `KernelUI` creates the kernel's Session (with the notebook's permission policy, see
-`approvals.py`), shows a card per worker in the cell that launched it (once, from the
-session's task event), and wires the other views: a parent turn streamed into its cell
-(`turns.py`), the JupyterLab extension's rows (`frontend.py`), notifications and the parent's
-answers (`answers.py`), the `%tasks` table. It knows the agent that builds it
-(`extension.KernelAgent`) as an `AgentHost`, and hands itself to the views it builds as their
-`ViewHost` (`host.py`): each depends on those small types, not on the module that builds it.
+`approvals/widget_policy.py`), shows a card per worker in the cell that launched it (once,
+from the session's task event), and wires the other views: a parent turn streamed into its
+cell (`views/turns.py`), the JupyterLab extension's rows (`frontend/rows.py`), notifications
+and the parent's answers (`frontend/answers.py`), the `%tasks` table. It knows the agent that
+builds it (`extension.KernelAgent`) as an `AgentHost`, and hands itself to the views it builds
+as their `ViewHost` (`host.py`): each depends on those small types, not on the module that
+builds it.
 """
 
 from __future__ import annotations
@@ -19,28 +20,16 @@ from typing import TYPE_CHECKING
 import ipywidgets as w
 from IPython.display import display
 
-from ..runtime.budget import CostBudget
-from ..runtime.events import Compacted
-from ..runtime.executors import Output
-from ..runtime.pacer import rate_wait
-from ..runtime.session import AutoTurn, Session
-from ..runtime.tasks import Task
-from .answers import AnswerDelivery
-from .approvals import WidgetPolicy, headless_notice
-from .cards import (
-    ApprovalPrompt,
-    CardBox,
-    CardHub,
-    PendingStrip,
-    TaskCard,
-    card_text,
-)
-from .frontend import FrontendRows
+from ..runtime import AutoTurn, Compacted, CostBudget, Output, Session, Task, rate_wait
+from .approvals.widget_policy import WidgetPolicy, headless_notice
+from .cards.hub import ApprovalPrompt, CardBox, CardHub, PendingStrip, TaskCard, card_text
+from .comm.protocol import Approve, State, Stop
+from .frontend.answers import AnswerDelivery
+from .frontend.rows import FrontendRows
 from .host import Launch
-from .protocol import Approve, State, Stop
+from .render.task_line import context_text, cost_text, memory_text, no_math, process_text
 from .settings import session_settings
-from .task_line import context_text, cost_text, memory_text, no_math, process_text
-from .turns import run_turn
+from .views.turns import run_turn
 
 if TYPE_CHECKING:
     from .host import AgentHost
@@ -91,7 +80,7 @@ class KernelUI:
             **session_settings(self.agent.settings),
             permission_policy=WidgetPolicy(self, self.rows),
             workdir=self.workdir,
-            approval_timeout=None,  # one clock: the approval card's (approvals.py)
+            approval_timeout=None,  # one clock: the approval card's (approvals/widget_policy.py)
             namespace=self.agent.shell.user_ns,
             # the forks of one cell share one snapshot of the namespace (the kernel says
             # when a cell may have changed it)
@@ -126,9 +115,9 @@ class KernelUI:
 
     def _on_task(self, task: Task) -> None:
         """The one place a card is first shown: the session's event for a new task."""
-        from ..runtime.batch import in_batch
+        from ..runtime import in_batch
 
-        if in_batch(self.agent.session, task.id):  # a batch has one card (batch_view.py)
+        if in_batch(self.agent.session, task.id):  # a batch has one card (views/batch_view.py)
             self.tasks_changed()
             return
         if task.id not in self.hub.cards and task.id not in self.hub.hidden and not task.done:
@@ -137,7 +126,7 @@ class KernelUI:
             self.hub.mark(task)
         self.tasks_changed()
 
-    # -- the frontend's view (frontend.py) ----------------------------------------------------
+    # -- the frontend's view (frontend/rows.py) ----------------------------------------------------
 
     def repeat_headless_notices(self) -> None:
         """At the start of a cell, say again which approvals still wait in a headless run: the
@@ -223,7 +212,7 @@ class KernelUI:
             if shown is None or shown.run != self._current_run()[1]:
                 display(card)  # unless already shown by this cell (e.g. revived here)
 
-    # -- notifications (answers.py) ------------------------------------------------------------
+    # -- notifications (frontend/answers.py) -------------------------------------------------
 
     def _on_auto_turn(self, auto: AutoTurn) -> None:
         self.answers.deliver(auto)

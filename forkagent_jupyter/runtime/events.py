@@ -155,7 +155,7 @@ class Stop:
 @dataclass(frozen=True)
 class Compacted:
     """The conversation was compacted: its older turns replaced by a summary the model wrote
-    (see `compaction.py`). Token counts are of the whole prompt (system, tools, messages);
+    (see `loop/compaction.py`). Token counts are of the whole prompt (system, tools, messages);
     `after_tokens` is an estimate until the next request measures it. With `error` set the
     summary request failed and the history was left as it was."""
 

@@ -50,7 +50,7 @@ export function tokensTitle(u: ITokenUsage): string {
 
 /** `tokens` as a share of `window` (> 0): a whole percent rounded half up (`23%`); below 1%
  * to a tenth rounded half up (`0.4%`, never `0%`). The kernel's `context_percent`
- * (kernel/task_line.py) follows the same rule; both are tested on test/context-percent.json. */
+ * (kernel/render/task_line.py) follows the same rule; both are tested on test/context-percent.json. */
 export function contextPercent(tokens: number, window: number): string {
   const t = Math.max(0, Math.round(tokens));
   if (t * 100 < window) {

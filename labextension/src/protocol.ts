@@ -2,7 +2,7 @@
  * Shapes of the `forkagent` comm protocol (version 2), and tolerant parsers: a field the
  * kernel does not send (older kernels) gets a neutral default instead of breaking the UI.
  *
- * Each interface mirrors a type of `forkagent_jupyter/kernel/protocol.py` key for key
+ * Each interface mirrors a type of `forkagent_jupyter/kernel/comm/protocol.py` key for key
  * (`tests/kernel/test_protocol.py` compares them), and `test/protocol-messages.json` holds an
  * example of every message in both directions: the kernel's tests validate them against its
  * types, `test/protocol-messages.test.ts` parses them here and gets them back unchanged.

@@ -16,7 +16,7 @@ from jupyter_client.manager import KernelManager
 from pydantic import ConfigDict, Field, TypeAdapter
 
 from forkagent_jupyter.emulator import Emulator
-from forkagent_jupyter.kernel.protocol import Outbound
+from forkagent_jupyter.kernel.comm.protocol import Outbound
 from tests.loop_guard import LoopGuard
 
 OUTBOUND: TypeAdapter[Outbound] = TypeAdapter(

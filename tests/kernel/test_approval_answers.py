@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
-from forkagent_jupyter.kernel.cards import ApprovalPrompt
-from forkagent_jupyter.runtime.permissions import Allow, Deny, PermissionRequest
+from forkagent_jupyter.kernel.cards.hub import ApprovalPrompt
+from forkagent_jupyter.runtime.permissions.gate import Allow, Deny, PermissionRequest
 
 from .conftest import Kernel
 

@@ -8,8 +8,8 @@ from typing import Any
 import ipywidgets as w
 import pytest
 
-from forkagent_jupyter.kernel.cards import ApprovalPrompt
-from forkagent_jupyter.runtime.permissions import Allow, PermissionRequest
+from forkagent_jupyter.kernel.cards.hub import ApprovalPrompt
+from forkagent_jupyter.runtime.permissions.gate import Allow, PermissionRequest
 
 pytestmark = pytest.mark.anyio
 

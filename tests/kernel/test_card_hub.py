@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from forkagent_jupyter.kernel.cards import (
+from forkagent_jupyter.kernel.cards.hub import (
     FINAL_COST,
     RUNNING_COST,
     VISIBLE_CARDS,
@@ -12,7 +12,7 @@ from forkagent_jupyter.kernel.cards import (
     CardHub,
     TaskCard,
 )
-from forkagent_jupyter.runtime.tasks import Task
+from forkagent_jupyter.runtime.tasks.registry import Task
 
 
 def _hub(n: int, rate: float) -> tuple[CardHub, list[TaskCard]]:

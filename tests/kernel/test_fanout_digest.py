@@ -3,8 +3,8 @@ the first ones collapse into a summary row, and the parent still reads every not
 
 from __future__ import annotations
 
-from forkagent_jupyter.kernel.answers import DIGEST_AT
-from forkagent_jupyter.kernel.cards import VISIBLE_CARDS
+from forkagent_jupyter.kernel.cards.hub import VISIBLE_CARDS
+from forkagent_jupyter.kernel.frontend.answers import DIGEST_AT
 
 from .conftest import Kernel
 

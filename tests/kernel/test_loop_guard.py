@@ -16,7 +16,7 @@ def test_a_blocking_call_on_the_kernel_loop_is_caught(kernel: Kernel, tmp_path: 
     # a callback of the kernel's event loop (not the cell) writes a file synchronously
     started = kernel.execute(
         "import asyncio, pathlib\n"
-        "from forkagent_jupyter.runtime.transcript_writer import AppendFiles\n"
+        "from forkagent_jupyter.runtime.transcripts.writer import AppendFiles\n"
         "_files = AppendFiles()\n"
         "asyncio.get_running_loop().call_soon(_files.append, pathlib.Path('blocked.txt'), b'x')\n"
     )
@@ -26,6 +26,6 @@ def test_a_blocking_call_on_the_kernel_loop_is_caught(kernel: Kernel, tmp_path: 
         time.sleep(0.05)
     found = kernel.guard_findings(clear=True)  # caught on purpose: the test does not fail
     assert [f["call"] for f in found] == ["os.write"]
-    assert found[0]["where"].startswith("forkagent_jupyter/runtime/transcript_writer.py:")
+    assert found[0]["where"].startswith("forkagent_jupyter/runtime/transcripts/writer.py:")
     assert "call_soon" not in found[0]["stack"]  # it ran from the loop, after the cell
     assert (tmp_path / "blocked.txt").read_text() == "x"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from IPython.core.error import UsageError
 
-from forkagent_jupyter.kernel.magics import (
+from forkagent_jupyter.kernel.magics.agent_magics import (
     AgentMagics,
     agent_options,
     notifications_options,

@@ -11,7 +11,7 @@ import pytest
 
 from forkagent_jupyter.emulator import Reply
 from forkagent_jupyter.emulator.faults import Fault
-from forkagent_jupyter.kernel.cards import PLAIN_CARDS
+from forkagent_jupyter.kernel.cards.hub import PLAIN_CARDS
 from tests.reported import tool_outputs
 
 from .conftest import Kernel

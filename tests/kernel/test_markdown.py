@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forkagent_jupyter.kernel.markdown import (
+from forkagent_jupyter.kernel.render.markdown import (
     SafeMarkdown,
     code_span,
     markdown_bundle,

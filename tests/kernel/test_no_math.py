@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from forkagent_jupyter.kernel.task_line import NO_MATH, no_math
+from forkagent_jupyter.kernel.render.task_line import NO_MATH, no_math
 
 from .conftest import Kernel
 

@@ -13,8 +13,8 @@ from typing import Any, get_args, get_type_hints
 
 import pytest
 
-from forkagent_jupyter.kernel import protocol
-from forkagent_jupyter.kernel.bridge import Bridge
+from forkagent_jupyter.kernel.comm import protocol
+from forkagent_jupyter.kernel.comm.bridge import Bridge
 
 from .conftest import OUTBOUND
 
@@ -174,7 +174,7 @@ def test_what_the_kernel_does_not_take_is_dropped_with_a_log_line(
     junk: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     bridge, handled = _bridge()
-    with caplog.at_level(logging.WARNING, logger="forkagent_jupyter.kernel.bridge"):
+    with caplog.at_level(logging.WARNING, logger="forkagent_jupyter.kernel.comm.bridge"):
         bridge._on_msg({"content": {"data": junk}})
     assert handled == []
     [line] = [r.getMessage() for r in caplog.records]

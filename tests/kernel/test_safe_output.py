@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from forkagent_jupyter.kernel.safe_output import safe_bundle, safe_html
+from forkagent_jupyter.kernel.render.safe_output import safe_bundle, safe_html
 
 HOSTILE = [
     '<img src=x onerror="alert(1)">',

@@ -7,10 +7,10 @@ import pytest
 from IPython.core.error import UsageError
 
 from forkagent_jupyter.kernel.said import said_as
-from forkagent_jupyter.runtime.budget import BudgetError
 from forkagent_jupyter.runtime.errors import ConfigError, ModelError
 from forkagent_jupyter.runtime.errors import UsageError as RuntimeUsageError
 from forkagent_jupyter.runtime.executors.base import PullError
+from forkagent_jupyter.runtime.model.budget import BudgetError
 
 
 @pytest.mark.parametrize(

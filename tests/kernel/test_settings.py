@@ -254,7 +254,7 @@ def test_every_setting_is_a_session_option_or_tagged_the_kernels() -> None:
     name is no `SessionOptions` field would be silently ignored, so it must say it is the
     kernel's (`session=False`); and the defaults are values the session takes."""
     from forkagent_jupyter.kernel.settings import ForkAgent, session_settings
-    from forkagent_jupyter.runtime.options import SessionOptions
+    from forkagent_jupyter.runtime.session.options import SessionOptions
 
     settings = ForkAgent()
     for name, trait in settings.traits(config=True).items():
@@ -281,7 +281,7 @@ def test_an_executor_that_cannot_be_used_at_the_start_is_one_line_then_local(
 
 def test_backend_choices_match_the_runtime() -> None:
     from forkagent_jupyter.kernel.extension import BACKEND_CHOICES
-    from forkagent_jupyter.runtime.backends import BACKENDS
+    from forkagent_jupyter.runtime.model.backends import BACKENDS
 
     assert ("", *BACKENDS) == BACKEND_CHOICES
 
@@ -563,7 +563,7 @@ def test_settings_refuse_exactly_what_the_session_options_refuse() -> None:
     the kernel cannot be unset)."""
     from forkagent_jupyter.kernel.settings import ForkAgent, SettingError, allowed_values
     from forkagent_jupyter.runtime.errors import UsageError
-    from forkagent_jupyter.runtime.options import SessionOptions
+    from forkagent_jupyter.runtime.session.options import SessionOptions
 
     traits = ForkAgent().traits(config=True)
     checked = [name for name in traits if name in SessionOptions.model_fields]

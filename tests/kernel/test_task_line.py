@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from forkagent_jupyter.kernel.task_line import context_percent, context_text
+from forkagent_jupyter.kernel.render.task_line import context_percent, context_text
 
 CASES = Path(__file__).parents[2] / "labextension" / "test" / "context-percent.json"
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
-from forkagent_jupyter.kernel.cards import ApprovalPrompt
-from forkagent_jupyter.kernel.terminal import TerminalAsk, terminal_answer
-from forkagent_jupyter.runtime.permissions import PermissionRequest
+from forkagent_jupyter.kernel.approvals.terminal import TerminalAsk, terminal_answer
+from forkagent_jupyter.kernel.cards.hub import ApprovalPrompt
+from forkagent_jupyter.runtime.permissions.gate import PermissionRequest
 
 from .conftest import Execution, Kernel
 

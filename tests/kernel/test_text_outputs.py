@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from forkagent_jupyter.kernel.cards import PLAIN_CARDS
-from forkagent_jupyter.kernel.task_line import context_text
+from forkagent_jupyter.kernel.cards.hub import PLAIN_CARDS
+from forkagent_jupyter.kernel.render.task_line import context_text
 from tests.reported import tool_outputs
 
 from .conftest import Kernel

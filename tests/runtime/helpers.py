@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from forkagent_jupyter.messages_api.tokens import ByteTokenizer, flatten
-from forkagent_jupyter.runtime.fork import FORK_TAG
-from forkagent_jupyter.runtime.permissions import AllowAll
-from forkagent_jupyter.runtime.session import Session
+from forkagent_jupyter.runtime.loop.fork import FORK_TAG
+from forkagent_jupyter.runtime.permissions.gate import AllowAll
+from forkagent_jupyter.runtime.session.session import Session
 
 
 def breakpoint_tokens(body: dict[str, Any]) -> list[int]:

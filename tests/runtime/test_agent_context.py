@@ -12,8 +12,12 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
-from forkagent_jupyter.runtime.agent_context import memory_folder
-from forkagent_jupyter.runtime.agents import AgentFileError, load_agent_file, scan_agents
+from forkagent_jupyter.runtime.config.agent_definitions import (
+    AgentFileError,
+    load_agent_file,
+    scan_agents,
+)
+from forkagent_jupyter.runtime.config.skills_and_memory import memory_folder
 from tests.reported import tool_outputs
 
 pytestmark = pytest.mark.anyio

@@ -11,7 +11,11 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
-from forkagent_jupyter.runtime.permissions import CallbackPolicy, PermissionGate, ScriptedPolicy
+from forkagent_jupyter.runtime.permissions.gate import (
+    CallbackPolicy,
+    PermissionGate,
+    ScriptedPolicy,
+)
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from forkagent_jupyter.runtime.agents import (
+from forkagent_jupyter.runtime.config.agent_definitions import (
     GENERAL_PURPOSE,
     MODEL_ALIASES,
     AgentDefinition,
@@ -228,7 +228,9 @@ def test_strict_raises_lenient_skips_scan_lists(
         "lines, then '---')",
     ]
 
-    with caplog.at_level(logging.WARNING, logger="forkagent_jupyter.runtime.agents"):
+    with caplog.at_level(
+        logging.WARNING, logger="forkagent_jupyter.runtime.config.agent_definitions"
+    ):
         agents = load_agents(tmp_path, strict=False)
     assert sorted(agents) == ["a-good", "general-purpose"]
     assert "b-bad.md:3: field 'maxTurns'" in caplog.text and "c-bad.md" in caplog.text

@@ -17,8 +17,8 @@ import pytest
 from forkagent_jupyter.emulator import Emulator
 from forkagent_jupyter.emulator.faults import Fault
 from forkagent_jupyter.runtime.errors import ConfigError, UsageError
-from forkagent_jupyter.runtime.permissions import AllowAll
-from forkagent_jupyter.runtime.session import Session
+from forkagent_jupyter.runtime.permissions.gate import AllowAll
+from forkagent_jupyter.runtime.session.session import Session
 
 pytestmark = pytest.mark.anyio
 
@@ -52,10 +52,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]
 
 def _sessions_stderr(code: str, tmp_path: Path) -> str:
     """Make Sessions in a fresh process (the notice is said once per process); its stderr."""
-    script = (
-        "from forkagent_jupyter.runtime.session import Session\n"
-        f"workdir = {str(tmp_path)!r}\n" + code
-    )
+    script = f"from forkagent_jupyter.runtime import Session\nworkdir = {str(tmp_path)!r}\n" + code
     done = subprocess.run(
         [sys.executable, "-c", script],
         env=dict(os.environ, PYTHONPATH=str(ROOT)),

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.runtime.errors import ConfigError, UsageError
-from forkagent_jupyter.runtime.session import Session
+from forkagent_jupyter.runtime.session.session import Session
 
 pytestmark = pytest.mark.anyio
 

@@ -13,8 +13,8 @@ import pytest
 from forkagent_jupyter.emulator import Fault
 from forkagent_jupyter.messages_api.usage import Usage, cost_usd
 from forkagent_jupyter.runtime.errors import UsageError
-from forkagent_jupyter.runtime.fork import FORK_TAG
-from forkagent_jupyter.runtime.session import Session
+from forkagent_jupyter.runtime.loop.fork import FORK_TAG
+from forkagent_jupyter.runtime.session.session import Session
 from tests.reported import tool_outputs
 
 from .helpers import breakpoint_tokens
@@ -259,7 +259,7 @@ async def test_bad_input_and_offline_backend(tmp_path: Any, make_session: Any) -
 
 
 async def test_an_offline_session_batches_through_the_in_process_emulator(tmp_path: Any) -> None:
-    from forkagent_jupyter.runtime.permissions import AllowAll
+    from forkagent_jupyter.runtime.permissions.gate import AllowAll
 
     offline = Session(
         backend="offline", workdir=tmp_path, home=tmp_path, permission_policy=AllowAll()
@@ -286,7 +286,7 @@ async def test_an_offline_session_batches_through_the_in_process_emulator(tmp_pa
 async def test_a_new_session_resumes_polling_from_the_transcripts(
     emulator: Any, make_session: Any, tmp_path: Any
 ) -> None:
-    from forkagent_jupyter.runtime.batch import resume_batches
+    from forkagent_jupyter.runtime.batch.fan_out import resume_batches
 
     emulator.batches.options.processing_seconds = 600.0
     first = make_session(auto_respond=False)

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from forkagent_jupyter.runtime.budget import BudgetError
 from forkagent_jupyter.runtime.errors import UsageError
+from forkagent_jupyter.runtime.model.budget import BudgetError
 
 from .test_lifecycle import SLEEP
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.emulator.brains import Reply
-from forkagent_jupyter.runtime.agents import (
+from forkagent_jupyter.runtime.config.agent_definitions import (
     MODEL_ALIASES,
     AgentFileWarning,
     agent_listing,

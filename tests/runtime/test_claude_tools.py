@@ -11,10 +11,10 @@ import nbformat
 import pytest
 
 from forkagent_jupyter.emulator.brains import Reply
-from forkagent_jupyter.kernel.cards import card_text
-from forkagent_jupyter.runtime.permissions import DenyAll
+from forkagent_jupyter.kernel.cards.hub import card_text
+from forkagent_jupyter.runtime.permissions.gate import DenyAll
 from forkagent_jupyter.runtime.tools import builtin_tools, claude_code_tools
-from forkagent_jupyter.runtime.tools.agents import agent_tools
+from forkagent_jupyter.runtime.workers.agent_tools import agent_tools
 
 pytestmark = pytest.mark.anyio
 

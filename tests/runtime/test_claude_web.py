@@ -11,7 +11,7 @@ import pytest
 
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
 from forkagent_jupyter.messages_api.usage import WEB_SEARCH_USD, Usage, cost_usd
-from forkagent_jupyter.runtime.permissions import DenyAll
+from forkagent_jupyter.runtime.permissions.gate import DenyAll
 
 pytestmark = pytest.mark.anyio
 

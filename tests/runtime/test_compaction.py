@@ -15,13 +15,13 @@ import pytest
 from forkagent_jupyter.emulator import Emulator, Reply
 from forkagent_jupyter.messages_api.catalog import DEFAULT_CATALOG
 from forkagent_jupyter.messages_api.tokens import ByteTokenizer, count_input_tokens
-from forkagent_jupyter.runtime.compaction import COMPACT_REQUEST_TAG, SUMMARY_TAG, turn_starts
 from forkagent_jupyter.runtime.errors import UsageError
 from forkagent_jupyter.runtime.events import Compacted
-from forkagent_jupyter.runtime.fork import FORK_TAG
-from forkagent_jupyter.runtime.offline import OfflineModel
-from forkagent_jupyter.runtime.permissions import AllowAll
-from forkagent_jupyter.runtime.session import Session
+from forkagent_jupyter.runtime.loop.compaction import COMPACT_REQUEST_TAG, SUMMARY_TAG, turn_starts
+from forkagent_jupyter.runtime.loop.fork import FORK_TAG
+from forkagent_jupyter.runtime.model.offline import OfflineModel
+from forkagent_jupyter.runtime.permissions.gate import AllowAll
+from forkagent_jupyter.runtime.session.session import Session
 from tests.reported import tool_outputs
 
 pytestmark = pytest.mark.anyio
@@ -365,7 +365,7 @@ async def test_the_offline_model_refuses_a_request_over_the_window(tmp_path: Pat
 
 def test_a_platforms_model_id_has_its_models_window() -> None:
     from forkagent_jupyter.messages_api.catalog import DEFAULT_CATALOG
-    from forkagent_jupyter.runtime.compaction import window_for
+    from forkagent_jupyter.runtime.loop.compaction import window_for
 
     # a Bedrock inference profile of Sonnet 4.6: its 200k window, not the default model's 1M
     assert window_for("us.anthropic.claude-sonnet-4-6-v1:0") == 200_000

@@ -15,7 +15,7 @@ KEY = "sk-ant-api03-" + "Kq7" * 14
 
 PROGRAM = """
 import subprocess
-from forkagent_jupyter.runtime.credentials import anthropic_client
+from forkagent_jupyter.runtime.model.credentials import anthropic_client
 import os
 assert anthropic_client() is not None
 seen = subprocess.run(

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from forkagent_jupyter.runtime.fork import (
+from forkagent_jupyter.runtime.loop.fork import (
     FORK_PLACEHOLDER,
     FORK_TAG,
     build_fork_messages,
     child_directive,
 )
-from forkagent_jupyter.runtime.model import ModelRequest, build_request
+from forkagent_jupyter.runtime.model.client import ModelRequest, build_request
 
 ASSISTANT_WITH_CALLS = {
     "role": "assistant",

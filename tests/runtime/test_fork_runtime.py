@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from forkagent_jupyter.runtime.fork import FORK_RECURSION_ERROR, FORK_TAG
+from forkagent_jupyter.runtime.loop.fork import FORK_RECURSION_ERROR, FORK_TAG
 from tests.reported import tool_outputs
 
 from .helpers import breakpoint_tokens, dumps, first_fork_requests

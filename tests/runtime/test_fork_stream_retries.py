@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.emulator.faults import Fault
-from forkagent_jupyter.runtime.tasks import Task
+from forkagent_jupyter.runtime.tasks.registry import Task
 from tests.reported import tool_outputs
 
 pytestmark = pytest.mark.anyio

@@ -15,10 +15,10 @@ import anyio
 import pytest
 
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
-from forkagent_jupyter.runtime.agents import AgentFileError, load_agent_file
+from forkagent_jupyter.runtime.config.agent_definitions import AgentFileError, load_agent_file
+from forkagent_jupyter.runtime.config.hooks import parse_hooks
 from forkagent_jupyter.runtime.errors import UsageError
-from forkagent_jupyter.runtime.hooks import parse_hooks
-from forkagent_jupyter.runtime.permissions import Deny, ScriptedPolicy
+from forkagent_jupyter.runtime.permissions.gate import Deny, ScriptedPolicy
 from tests.reported import tool_outputs
 
 pytestmark = pytest.mark.anyio

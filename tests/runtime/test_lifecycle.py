@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.emulator.faults import Fault
-from forkagent_jupyter.runtime.agents import AgentFileWarning
+from forkagent_jupyter.runtime.config.agent_definitions import AgentFileWarning
 from forkagent_jupyter.runtime.errors import UsageError
 from forkagent_jupyter.runtime.tools import builtin_tools
-from forkagent_jupyter.runtime.tools.agents import agent_tools
 from forkagent_jupyter.runtime.tools.base import DESCRIBE_CHARS, ToolSet
+from forkagent_jupyter.runtime.workers.agent_tools import agent_tools
 from tests.reported import tool_outputs
 
 from .helpers import start_lead
@@ -235,7 +235,7 @@ async def test_plan_mode_refuses_task_stop_and_keeps_the_worker(
     """TaskStop needs no approval, yet it ends a worker: plan mode refuses it (the model is
     told so) and the worker runs on; reading its output stays allowed."""
     from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
-    from forkagent_jupyter.runtime.permissions import Allow, CallbackPolicy, PermissionRequest
+    from forkagent_jupyter.runtime.permissions.gate import Allow, CallbackPolicy, PermissionRequest
 
     asked, answer = asyncio.Event(), asyncio.Event()
 

@@ -18,10 +18,10 @@ import anyio
 import pytest
 
 from forkagent_jupyter.emulator.brains import Reply
-from forkagent_jupyter.runtime.fork import FORK_TAG
-from forkagent_jupyter.runtime.mcp_config import expand, read_servers, tool_name
-from forkagent_jupyter.runtime.permission_rules import Rule
-from forkagent_jupyter.runtime.permissions import Deny, ScriptedPolicy
+from forkagent_jupyter.runtime.config.mcp_config import expand, read_servers, tool_name
+from forkagent_jupyter.runtime.loop.fork import FORK_TAG
+from forkagent_jupyter.runtime.permissions.gate import Deny, ScriptedPolicy
+from forkagent_jupyter.runtime.permissions.rules import Rule
 
 from .helpers import dumps, first_fork_requests
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
-from forkagent_jupyter.runtime.mcp_servers import McpServers
+from forkagent_jupyter.runtime.mcp.servers import McpServers
 
 from .test_mcp import DEMO, approve, gone, mcp_json, stdio, tool_names
 

@@ -13,9 +13,9 @@ from typing import Any
 import anyio
 import pytest
 
+from forkagent_jupyter.runtime.config.mcp_config import approve_server
 from forkagent_jupyter.runtime.errors import ConfigError
-from forkagent_jupyter.runtime.mcp_config import approve_server
-from forkagent_jupyter.runtime.mcp_servers import McpServers, describe
+from forkagent_jupyter.runtime.mcp.servers import McpServers, describe
 
 from .test_mcp import DEMO, approve, stdio
 from .test_mcp_agents import agent_file, start

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from forkagent_jupyter.runtime.permission_rules import Rule
-from forkagent_jupyter.runtime.permissions import (
+from forkagent_jupyter.runtime.permissions.gate import (
     Allow,
     AllowAll,
     CallbackPolicy,
@@ -19,11 +18,12 @@ from forkagent_jupyter.runtime.permissions import (
     PermissionRequest,
     ScriptedPolicy,
 )
-from forkagent_jupyter.runtime.tools.agents import TaskOutputTool, TaskStopTool
+from forkagent_jupyter.runtime.permissions.rules import Rule
 from forkagent_jupyter.runtime.tools.base import Tool, ToolContext
 from forkagent_jupyter.runtime.tools.files import EditTool, GlobTool, GrepTool, ReadTool, WriteTool
 from forkagent_jupyter.runtime.tools.python import PythonTool
 from forkagent_jupyter.runtime.tools.shell import BashTool
+from forkagent_jupyter.runtime.workers.agent_tools import TaskOutputTool, TaskStopTool
 
 from .tools.helpers import call
 

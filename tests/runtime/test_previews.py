@@ -18,7 +18,7 @@ import pytest
 
 from forkagent_jupyter.emulator import Reply
 from forkagent_jupyter.emulator.brains import OfflineBrain, ScriptedBrain, last_user_text
-from forkagent_jupyter.runtime.permissions import (
+from forkagent_jupyter.runtime.permissions.gate import (
     Allow,
     CallbackPolicy,
     PermissionRequest,

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
+from forkagent_jupyter.runtime.config.hook_approval import approve
+from forkagent_jupyter.runtime.config.mcp_config import approve_server
+from forkagent_jupyter.runtime.config.settings import read_settings
 from forkagent_jupyter.runtime.errors import ConfigError
-from forkagent_jupyter.runtime.hook_approval import approve
-from forkagent_jupyter.runtime.mcp_config import approve_server
-from forkagent_jupyter.runtime.settings import read_settings
 from tests.reported import tool_outputs
 
 from .test_hooks import LOG, bash, on, read_log, script, settings

@@ -13,9 +13,9 @@ import pytest
 from forkagent_jupyter.emulator import Emulator, Fault, WallClock
 from forkagent_jupyter.messages_api.ratelimits import RateLimit
 from forkagent_jupyter.messages_api.usage import Usage
-from forkagent_jupyter.runtime.pacer import RATE_WAIT, Pacer
-from forkagent_jupyter.runtime.session import Session
-from forkagent_jupyter.runtime.tasks import Task
+from forkagent_jupyter.runtime.model.pacer import RATE_WAIT, Pacer
+from forkagent_jupyter.runtime.session.session import Session
+from forkagent_jupyter.runtime.tasks.registry import Task
 
 from .helpers import first_fork_requests, paced_session
 

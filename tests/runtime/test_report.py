@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from forkagent_jupyter.messages_api.usage import Usage, cost_usd, usage_counts
-from forkagent_jupyter.runtime.permissions import AllowAll
-from forkagent_jupyter.runtime.report import cost_report
-from forkagent_jupyter.runtime.session import Session
+from forkagent_jupyter.runtime.permissions.gate import AllowAll
+from forkagent_jupyter.runtime.session.report import cost_report
+from forkagent_jupyter.runtime.session.session import Session
 
 pytestmark = pytest.mark.anyio
 

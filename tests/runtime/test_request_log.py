@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from forkagent_jupyter.runtime.permissions import AllowAll
-from forkagent_jupyter.runtime.request_log import (
+from forkagent_jupyter.runtime.model.request_log import (
     RequestLog,
     breakpoints,
     prefix_bytes,
     shared_prefix,
 )
-from forkagent_jupyter.runtime.session import Session
+from forkagent_jupyter.runtime.permissions.gate import AllowAll
+from forkagent_jupyter.runtime.session.session import Session
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from forkagent_jupyter.runtime.transcripts import TranscriptStore
+from forkagent_jupyter.runtime.transcripts.store import TranscriptStore
 from tests.reported import tool_outputs
 
 pytestmark = pytest.mark.anyio
@@ -84,7 +84,7 @@ async def test_fork_transcripts_share_the_parents_file(make_session: Any, tmp_pa
 
 
 async def test_truncated_last_line_is_skipped(tmp_path: Path) -> None:
-    from forkagent_jupyter.runtime.transcripts import AgentMeta
+    from forkagent_jupyter.runtime.transcripts.store import AgentMeta
 
     store = TranscriptStore(tmp_path, "s1")
     t = store.open(AgentMeta(agent_id="a1", kind="fork"))

@@ -12,7 +12,7 @@ import pytest
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain, last_user_text
 from forkagent_jupyter.emulator.faults import Fault
 from forkagent_jupyter.runtime.errors import UsageError
-from forkagent_jupyter.runtime.session import STOPPED_BY_USER
+from forkagent_jupyter.runtime.session.session import STOPPED_BY_USER
 from tests.reported import tool_outputs
 
 from .helpers import start_lead
@@ -131,8 +131,8 @@ async def test_a_bulk_stop_of_a_resumed_agent_keeps_its_earlier_report(
 async def test_agent_rules_match_the_agent_type(
     emulator: Any, make_session: Any, tmp_path: Path
 ) -> None:
-    from forkagent_jupyter.runtime.permission_rules import Rule
-    from forkagent_jupyter.runtime.tools.agents import AgentInput, AgentTool
+    from forkagent_jupyter.runtime.permissions.rules import Rule
+    from forkagent_jupyter.runtime.workers.agent_tools import AgentInput, AgentTool
 
     agents = tmp_path / ".forkagent" / "agents"
     agents.mkdir(parents=True)

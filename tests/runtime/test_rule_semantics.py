@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.emulator.brains import Reply
-from forkagent_jupyter.runtime.permission_rules import Rule
-from forkagent_jupyter.runtime.permissions import (
+from forkagent_jupyter.runtime.permissions.gate import (
     Allow,
     AllowAll,
     Deny,
     PermissionGate,
     ScriptedPolicy,
 )
+from forkagent_jupyter.runtime.permissions.rules import Rule
 from forkagent_jupyter.runtime.tools import builtin_tools
 from forkagent_jupyter.runtime.tools.base import Tool, ToolContext
 from forkagent_jupyter.runtime.tools.files import EditTool, ReadTool, WriteTool

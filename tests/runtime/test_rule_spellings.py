@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.emulator.brains import Reply
-from forkagent_jupyter.runtime.permission_rules import Rule
-from forkagent_jupyter.runtime.permissions import Allow, Deny, PermissionGate, ScriptedPolicy
-from forkagent_jupyter.runtime.shell_programs import programs
+from forkagent_jupyter.runtime.permissions.gate import Allow, Deny, PermissionGate, ScriptedPolicy
+from forkagent_jupyter.runtime.permissions.rules import Rule
+from forkagent_jupyter.runtime.permissions.shell_programs import programs
 from forkagent_jupyter.runtime.tools.base import Tool, ToolContext
 from forkagent_jupyter.runtime.tools.files import ReadTool, WriteTool
 from forkagent_jupyter.runtime.tools.python import PythonTool
@@ -365,7 +365,7 @@ WORD_CASES = [
 def test_the_reader_splits_words_as_bash_does(words: str) -> None:
     import subprocess
 
-    from forkagent_jupyter.runtime.shell_syntax import parse_script
+    from forkagent_jupyter.runtime.permissions.shell_syntax import parse_script
 
     line = "printf '<%s>' " + words
     out = subprocess.run(["bash", "-c", line], capture_output=True, text=True, check=True).stdout

@@ -13,8 +13,8 @@ from pydantic import BaseModel
 
 from forkagent_jupyter.emulator import Emulator
 from forkagent_jupyter.emulator.brains import Reply
-from forkagent_jupyter.runtime.permissions import AllowAll
-from forkagent_jupyter.runtime.session import Session
+from forkagent_jupyter.runtime.permissions.gate import AllowAll
+from forkagent_jupyter.runtime.session.session import Session
 from forkagent_jupyter.runtime.tools import builtin_tools
 from forkagent_jupyter.runtime.tools.base import Tool, ToolContext
 

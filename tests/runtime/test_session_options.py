@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.runtime.errors import ConfigError, UsageError
-from forkagent_jupyter.runtime.options import SessionOptions, quoted
-from forkagent_jupyter.runtime.session import Session
+from forkagent_jupyter.runtime.session.options import SessionOptions, quoted
+from forkagent_jupyter.runtime.session.session import Session
 
 pytestmark = pytest.mark.anyio
 
@@ -43,7 +43,7 @@ async def test_options_given_whole_and_keywords_over_them(make_session: Any, emu
 
 
 async def test_no_model_is_the_default_model(make_session: Any) -> None:
-    from forkagent_jupyter.runtime.model import default_model_name
+    from forkagent_jupyter.runtime.model.client import default_model_name
 
     assert SessionOptions().model == default_model_name()
     assert make_session().model == default_model_name() != ""
@@ -56,7 +56,7 @@ async def test_the_model_takes_aliases_and_refuses_what_no_id_looks_like(
     """`sonnet`, `opus`, `haiku` (Claude Code's aliases) are their model ids; any id of one
     word is kept (a Bedrock id, a Vertex id, a Foundry deployment); spaces, quotes and other
     characters were sent to the API as they were and failed at the first request."""
-    from forkagent_jupyter.runtime.model_names import MODEL_ALIASES
+    from forkagent_jupyter.runtime.model.names import MODEL_ALIASES
 
     session = make_session(model="haiku")
     assert session.model == MODEL_ALIASES["haiku"]

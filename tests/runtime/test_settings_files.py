@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.emulator.brains import Reply
-from forkagent_jupyter.runtime.permissions import Allow, Deny, ScriptedPolicy
-from forkagent_jupyter.runtime.settings import describe, read_settings
+from forkagent_jupyter.runtime.config.settings import describe, read_settings
+from forkagent_jupyter.runtime.permissions.gate import Allow, Deny, ScriptedPolicy
 from forkagent_jupyter.runtime.tools.base import ToolContext
 from forkagent_jupyter.runtime.tools.files import ReadTool, WriteTool
 from forkagent_jupyter.runtime.tools.shell import BashTool

@@ -37,10 +37,10 @@ import pytest
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, last_user_text
 from forkagent_jupyter.emulator.faults import Fault
 from forkagent_jupyter.runtime.errors import UsageError
-from forkagent_jupyter.runtime.notifications import Command
-from forkagent_jupyter.runtime.permissions import AllowAll
-from forkagent_jupyter.runtime.session import STOPPED_BY_USER, Session
-from forkagent_jupyter.runtime.tasks import Task
+from forkagent_jupyter.runtime.permissions.gate import AllowAll
+from forkagent_jupyter.runtime.session.session import STOPPED_BY_USER, Session
+from forkagent_jupyter.runtime.tasks.notifications import Command
+from forkagent_jupyter.runtime.tasks.registry import Task
 
 from .helpers import git, make_repo
 

@@ -15,8 +15,8 @@ import pytest
 from forkagent_jupyter.emulator.faults import Fault
 from forkagent_jupyter.runtime.errors import UsageError
 from forkagent_jupyter.runtime.events import LoopEvent, Retrying, Stop, TextDelta
-from forkagent_jupyter.runtime.retry import StreamRetry
-from forkagent_jupyter.runtime.session import fold_turn
+from forkagent_jupyter.runtime.model.retry import StreamRetry
+from forkagent_jupyter.runtime.session.session import fold_turn
 
 from .test_conversation import CODE_TURN, assert_valid_history
 

@@ -13,7 +13,7 @@ import pytest
 
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain, last_user_text
 from forkagent_jupyter.emulator.faults import Fault
-from forkagent_jupyter.runtime.permissions import ScriptedPolicy
+from forkagent_jupyter.runtime.permissions.gate import ScriptedPolicy
 from tests.reported import tool_outputs
 
 from .helpers import make_repo, until

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from forkagent_jupyter.runtime.snapshot import AnsweredNotifications, TaskSnapshot
-from forkagent_jupyter.runtime.tasks import task_snapshot
-from forkagent_jupyter.runtime.transcripts import (
+from forkagent_jupyter.runtime.tasks.registry import task_snapshot
+from forkagent_jupyter.runtime.tasks.snapshot import AnsweredNotifications, TaskSnapshot
+from forkagent_jupyter.runtime.transcripts.store import (
     AgentMeta,
     TranscriptStore,
     answered_notifications,

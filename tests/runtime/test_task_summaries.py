@@ -9,11 +9,10 @@ from typing import Any
 
 import pytest
 
-from forkagent_jupyter.kernel.delivery import MIME, notification_bundle
+from forkagent_jupyter.kernel.frontend.delivery import MIME, notification_bundle
 from forkagent_jupyter.messages_api.usage import Usage
-from forkagent_jupyter.runtime.notifications import CommandQueue
-from forkagent_jupyter.runtime.snapshot import TaskSnapshot
-from forkagent_jupyter.runtime.tasks import (
+from forkagent_jupyter.runtime.tasks.notifications import CommandQueue
+from forkagent_jupyter.runtime.tasks.registry import (
     DESCRIPTION_LIMIT,
     Task,
     TaskRegistry,
@@ -21,6 +20,7 @@ from forkagent_jupyter.runtime.tasks import (
     task_description,
     task_snapshot,
 )
+from forkagent_jupyter.runtime.tasks.snapshot import TaskSnapshot
 
 pytestmark = pytest.mark.anyio
 

@@ -8,8 +8,8 @@ import pytest
 
 from forkagent_jupyter.messages_api.usage import Usage
 from forkagent_jupyter.runtime.errors import UsageError
-from forkagent_jupyter.runtime.notifications import CommandQueue, format_task_notification
-from forkagent_jupyter.runtime.tasks import Task, TaskRegistry
+from forkagent_jupyter.runtime.tasks.notifications import CommandQueue, format_task_notification
+from forkagent_jupyter.runtime.tasks.registry import Task, TaskRegistry
 
 pytestmark = pytest.mark.anyio
 

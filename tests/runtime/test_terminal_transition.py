@@ -16,8 +16,8 @@ import pytest
 
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, last_user_text
 from forkagent_jupyter.emulator.faults import Fault
-from forkagent_jupyter.runtime.tools.agents import TaskOutputInput, TaskOutputTool
-from forkagent_jupyter.runtime.worktree import create_worktree
+from forkagent_jupyter.runtime.workers.agent_tools import TaskOutputInput, TaskOutputTool
+from forkagent_jupyter.runtime.workers.worktree import create_worktree
 from tests.reported import tool_outputs
 
 from .helpers import git, make_repo
@@ -54,7 +54,7 @@ def worktrees(repo: Path) -> list[str]:
 
 async def start_isolated(session: Any, repo: Path, prompt: str, **kw: Any) -> Any:
     """A general-purpose agent in its own worktree, started as the Agent tool does."""
-    from forkagent_jupyter.runtime.workers import new_agent_id
+    from forkagent_jupyter.runtime.workers.workers import new_agent_id
 
     agent_id = new_agent_id()
     worktree = await create_worktree(repo, agent_id)

@@ -17,10 +17,10 @@ from forkagent_jupyter.messages_api.tokens import ByteTokenizer, count_output_to
 from forkagent_jupyter.messages_api.usage import Usage, cost_usd
 from forkagent_jupyter.messages_api.validation import verify_thinking
 from forkagent_jupyter.runtime.errors import ModelError, UsageError
-from forkagent_jupyter.runtime.model import ModelRequest
-from forkagent_jupyter.runtime.offline import OfflineModel
-from forkagent_jupyter.runtime.permissions import AllowAll
-from forkagent_jupyter.runtime.session import Session
+from forkagent_jupyter.runtime.model.client import ModelRequest
+from forkagent_jupyter.runtime.model.offline import OfflineModel
+from forkagent_jupyter.runtime.permissions.gate import AllowAll
+from forkagent_jupyter.runtime.session.session import Session
 from tests.reported import tool_outputs
 
 from .helpers import first_fork_requests

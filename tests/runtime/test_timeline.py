@@ -12,11 +12,11 @@ import pytest
 from forkagent_jupyter.emulator import Emulator, WallClock
 from forkagent_jupyter.emulator.faults import Fault
 from forkagent_jupyter.messages_api.ratelimits import RateLimit
-from forkagent_jupyter.runtime.permissions import Allow, Deny, PermissionRequest
-from forkagent_jupyter.runtime.session import Session
-from forkagent_jupyter.runtime.tasks import Task
-from forkagent_jupyter.runtime.timeline import aload_timeline, describe
-from forkagent_jupyter.runtime.timeline_figure import details, draw, png, row_at
+from forkagent_jupyter.runtime.permissions.gate import Allow, Deny, PermissionRequest
+from forkagent_jupyter.runtime.session.session import Session
+from forkagent_jupyter.runtime.tasks.registry import Task
+from forkagent_jupyter.runtime.transcripts.timeline import aload_timeline, describe
+from forkagent_jupyter.runtime.transcripts.timeline_figure import details, draw, png, row_at
 
 from .helpers import paced_session
 

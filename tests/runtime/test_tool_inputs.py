@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
-from forkagent_jupyter.runtime.tools.agents import TaskOutputTool, TaskStopTool
+from forkagent_jupyter.runtime.workers.agent_tools import TaskOutputTool, TaskStopTool
 
 from .helpers import until
 

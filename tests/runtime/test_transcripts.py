@@ -12,7 +12,7 @@ import pytest
 
 from forkagent_jupyter.runtime.errors import UsageError
 from forkagent_jupyter.runtime.history import append_message
-from forkagent_jupyter.runtime.transcripts import (
+from forkagent_jupyter.runtime.transcripts.store import (
     INTERRUPTED_RESULT,
     MAX_OPEN_FILES,
     RESET_EVENT,
@@ -451,8 +451,8 @@ def test_a_full_disk_loses_nothing_and_the_transcript_catches_up(
 async def test_a_session_on_a_full_disk_catches_up_when_space_returns(
     small_disk: Any, tmp_path: Path
 ) -> None:
-    from forkagent_jupyter.runtime.permissions import AllowAll
-    from forkagent_jupyter.runtime.session import Session
+    from forkagent_jupyter.runtime.permissions.gate import AllowAll
+    from forkagent_jupyter.runtime.session.session import Session
 
     root = small_disk.path / "sessions"
     work = tmp_path / "work"

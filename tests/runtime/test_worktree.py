@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from forkagent_jupyter.runtime.errors import ConfigError
-from forkagent_jupyter.runtime.worktree import (
+from forkagent_jupyter.runtime.workers.worktree import (
     Worktree,
     WorktreeError,
     create_worktree,

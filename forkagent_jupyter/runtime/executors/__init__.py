@@ -1,5 +1,8 @@
 """Where agents' Python runs: the notebook's namespace on a thread, or a worker process
-started from a snapshot of the kernel. See `plane.ComputePlane`."""
+started from a snapshot of the kernel (sandboxed: `sandbox`, `confine`), or a Dask cluster.
+See `plane.ComputePlane`.
+
+May import: the leaves only (errors, secrets, history, output)."""
 
 from __future__ import annotations
 

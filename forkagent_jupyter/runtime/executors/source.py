@@ -87,7 +87,7 @@ def _evaluate(code: CodeType, namespace: dict[str, Any]) -> Any:
 
 
 def safe_repr(value: Any) -> str:
-    from ..tools.output import cap_output  # here: the tools package imports this one
+    from ..output import cap_output  # here: the tools package imports this one
 
     try:
         text = repr(value)

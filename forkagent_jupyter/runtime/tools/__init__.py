@@ -1,4 +1,9 @@
-"""Built-in tools, one module per family."""
+"""Built-in tools, one module per family: files, edits, search, listing, shell and background
+shells, Python, the namespace, todos, the web. What a tool may ask of the session is declared
+in `services` as protocols, so a tool imports nothing above it.
+
+May import: model, tasks, executors, messages_api and the leaves. The Agent tools live in
+workers/, the MCP tool in mcp/."""
 
 from __future__ import annotations
 

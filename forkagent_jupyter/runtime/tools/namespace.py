@@ -13,8 +13,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..executors import CallFailedError
+from ..output import cap_output
 from .base import Tool, ToolContext, ToolError
-from .output import cap_output
 
 __all__ = ["DescribeDataTool", "VariablesTool", "summarize_value"]
 

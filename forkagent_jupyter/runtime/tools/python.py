@@ -27,8 +27,8 @@ from ..executors import (
     ThreadRunner,
     execute_source,
 )
+from ..output import as_shown, cap_output
 from .base import Tool, ToolContext, ToolError, ToolOutput
-from .output import as_shown, cap_output
 
 __all__ = [
     "DEFAULT_EXECUTOR",

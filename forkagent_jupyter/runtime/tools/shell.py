@@ -18,9 +18,9 @@ import signal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..executors.sandbox import confined
+from ..output import MAX_OUTPUT, HeadTail, cap_output
 from ..secrets import scrubbed_env
 from .base import Tool, ToolContext, ToolError
-from .output import MAX_OUTPUT, HeadTail, cap_output
 from .shells import BackgroundShell, ShellRegistry
 
 __all__ = ["BashInput", "BashTool", "cap_output"]

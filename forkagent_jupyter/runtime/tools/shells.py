@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .output import HeadTail, cap_output
+from ..output import HeadTail, cap_output
 
 __all__ = ["BackgroundShell", "ShellRegistry"]
 

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..tasks import Todo
+from ..tasks.registry import Todo
 from .base import Tool, ToolContext
 
 __all__ = ["TodoWriteTool"]

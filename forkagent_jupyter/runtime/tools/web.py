@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ...messages_api.usage import Usage, cost_usd
 from ..events import ModelResponse
-from ..model import ModelClient, ModelRequest
+from ..model.client import ModelClient, ModelRequest
 from .base import InputT, Tool, ToolContext, ToolError
 
 __all__ = ["WebAccess", "WebFetchTool", "WebSearchTool"]

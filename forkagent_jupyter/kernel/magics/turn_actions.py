@@ -1,0 +1,63 @@
+"""The parent conversation's magics: `%%agent` cells and `%compact` (on `AgentCore`)."""
+
+from __future__ import annotations
+
+from argparse import Namespace
+from typing import Any
+
+from IPython.core.error import UsageError
+
+from ..core import AgentCore, interruptible
+from ..interpolation import interpolate
+from ..said import said_as
+from .agent_magics import agent_options, compact_options
+
+__all__ = ["TurnActions"]
+
+
+class TurnActions(AgentCore):
+    """`%%agent` (awaited or in the background) and `%compact`."""
+
+    async def run_cell(self, line: str, body: str) -> None:
+        """An `%%agent` cell, awaited at top level: streams the answer into this cell."""
+        await self.run_turn(agent_options(line), body)
+
+    async def run_turn(self, opts: Namespace, body: str) -> None:
+        """One `%%agent` turn with its parsed options."""
+        prompt = interpolate(body, self.shell.user_ns)
+        if not prompt.strip():
+            raise UsageError("%%agent: the cell is empty; write what the agent should do.")
+        self._within_budget("%%agent", "The turn was")
+        model, thinking = self.session.model, self.session.thinking
+        try:  # both for this cell only: a refused one leaves the other as it was
+            if opts.think is not None:
+                with said_as("%%agent --think"):
+                    self.session.thinking = opts.think
+            if opts.model:
+                with said_as("%%agent --model"):
+                    self.session.model = opts.model
+            if opts.new:  # after the options were taken: a refused one loses no conversation
+                self.session.reset()
+            async with interruptible():
+                await self.ui.run_turn(prompt)
+        finally:
+            self.session.model = model
+            self.session.thinking = thinking
+
+    def start_cell(self, opts: Namespace, body: str) -> Any:
+        """`%%agent` without an await (run_cell_magic from code): run in the background."""
+        return self._spawn(self.run_turn(opts, body))
+
+    async def compact(self, args: str) -> None:
+        """`%compact [--keep N]`: compact the parent conversation now and show what changed."""
+        keep: int | None = compact_options(args).keep
+        if keep is not None and keep < 1:
+            raise UsageError(f"%compact: --keep needs a number of turns >= 1, not {keep}")
+        self._within_budget("%compact", "The compaction was")
+        with said_as("%compact"):
+            async with interruptible():
+                event = await self.session.compact(keep)
+        self.ui.show_compaction(event)
+
+    def start_compact(self, args: str) -> Any:
+        return self._start(self.compact(args))

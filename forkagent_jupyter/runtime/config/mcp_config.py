@@ -1,0 +1,345 @@
+"""MCP server configurations, read as Claude Code reads them.
+
+Where servers come from, weakest first (a later one replaces an earlier one of the same name):
+the top-level `mcpServers` of `~/.claude.json` (user), the `mcpServers` of the project's entry
+in `~/.claude.json` (`projects.<workdir>.mcpServers`: local), and `.mcp.json` in the session's
+work directory (project). A project server (a file that comes with the repository, not one the
+person wrote) is started only once the person approves it, as in Claude Code:
+`enableAllProjectMcpServers: true` or its name in `enabledMcpjsonServers` in their own settings
+(`~/.claude/settings.json`, `.claude/settings.local.json`; not the committed
+`.claude/settings.json`), and never when a settings file names it in `disabledMcpjsonServers`.
+An unapproved one does not replace a server of the same name from `~/.claude.json`
+(`read_config` returns it apart, with why). An agent file's `mcpServers` adds servers for that
+agent's run (`agent_servers`); a server an agent file of the project defines inline is the
+project's too, and starts only once approved by the same keys (`approval`).
+
+A server is `{"command": ..., "args": [...], "env": {...}}` (stdio; `"type": "stdio"` may be
+said) or `{"type": "http", "url": ..., "headers": {...}}` (streamable HTTP). In `command`,
+`args`, `env`, `url` and `headers`, `${VAR}` is the environment's VAR and `${VAR:-default}`
+falls back to `default`; a VAR that is not set and has no default makes the server refused.
+What cannot be used (a file that is not JSON, a server of the wrong shape) is one line naming
+the file and the server; the other servers load. `read_servers` does blocking I/O: call it on
+a thread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import ConfigError
+from .settings import COMMITTED, committed, read_settings
+
+__all__ = [
+    "AGENT_APPROVE_HINT",
+    "APPROVE_HINT",
+    "HttpServer",
+    "McpConfig",
+    "ServerSpec",
+    "StdioServer",
+    "agent_servers",
+    "approval",
+    "approve_server",
+    "expand",
+    "parse_servers",
+    "read_config",
+    "read_servers",
+    "tool_name",
+]
+
+MAX_BYTES = 5_000_000
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_SERVER = re.compile(r"[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*")
+"""A server name a rule can name: no `__` and no `_` at either end (`mcp__a__b` names tool b
+of server a, so a server `a__b` would be out of reach of a deny of `mcp__a__b`)."""
+
+
+class StdioServer(BaseModel):
+    """A server the session starts as a subprocess and talks to over stdin/stdout."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    type: Literal["stdio"] = "stdio"
+    command: str = Field(min_length=1)
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class HttpServer(BaseModel):
+    """A server already running somewhere, reached over streamable HTTP."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    type: Literal["http"]
+    url: str = Field(pattern=r"^https?://")
+    headers: dict[str, str] = Field(default_factory=dict)
+
+
+ServerConfig = StdioServer | HttpServer
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """One configured server: its name, what it is, where it was configured."""
+
+    name: str
+    config: ServerConfig
+    source: str
+    cwd: Path | None = None
+
+
+def expand(text: str, env: Mapping[str, str]) -> str:
+    """`${VAR}` and `${VAR:-default}` replaced; KeyError(VAR) for a VAR neither set nor
+    defaulted."""
+
+    def one(m: re.Match[str]) -> str:
+        value = env.get(m.group(1))
+        if value is None or (value == "" and m.group(2) is not None):
+            if m.group(2) is None:
+                raise KeyError(m.group(1))
+            return m.group(2)
+        return value
+
+    return _VAR.sub(one, text)
+
+
+def _expanded(raw: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    out = dict(raw)
+    for key in ("command", "url"):
+        if isinstance(out.get(key), str):
+            out[key] = expand(out[key], env)
+    if isinstance(out.get("args"), list):
+        out["args"] = [expand(a, env) if isinstance(a, str) else a for a in out["args"]]
+    for key in ("env", "headers"):
+        if isinstance(out.get(key), dict):
+            out[key] = {k: expand(v, env) if isinstance(v, str) else v for k, v in out[key].items()}
+    return out
+
+
+def _one(name: str, raw: Any, env: Mapping[str, str]) -> ServerConfig | str:
+    """The server, or why it cannot be used."""
+    if not isinstance(raw, dict):
+        return "is not an object"
+    kind = raw.get("type", "stdio")
+    if kind == "streamable-http":
+        kind = "http"
+    if kind not in ("stdio", "http"):
+        return f"type {kind!r} is not supported (stdio or http)"
+    try:
+        data = _expanded({**raw, "type": kind}, env)
+    except KeyError as exc:
+        return f"the environment variable {exc.args[0]} is not set (write ${{VAR:-default}})"
+    try:
+        if kind == "http":
+            return HttpServer.model_validate(data)
+        return StdioServer.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(server)"
+        return f"field {where}: {err['msg']}"
+
+
+def parse_servers(
+    data: Any, source: str, env: Mapping[str, str], cwd: Path | None = None
+) -> tuple[list[ServerSpec], list[str]]:
+    """The servers of one `mcpServers` object, and one line per server refused."""
+    if not isinstance(data, dict):
+        return [], [f"{source}: mcpServers is not an object"]
+    specs: list[ServerSpec] = []
+    problems: list[str] = []
+    for name, raw in data.items():
+        if not isinstance(name, str) or not _SERVER.fullmatch(name):
+            problems.append(
+                f"{source}: server {name!r}: a server name is letters, digits, '-' and single "
+                "'_' between them"
+            )
+            continue
+        made = _one(name, raw, env)
+        if isinstance(made, str):
+            problems.append(f"{source}: server {name!r}: {made}")
+        else:
+            specs.append(ServerSpec(name, made, source, cwd))
+    return specs, problems
+
+
+def _read_json(path: Path, shown: str, problems: list[str]) -> Any:
+    try:
+        raw = path.read_bytes()[: MAX_BYTES + 1]
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        problems.append(f"{shown}: cannot be read ({exc.strerror or exc})")
+        return None
+    if len(raw) > MAX_BYTES:
+        problems.append(f"{shown}: is larger than 5 MB")
+        return None
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        problems.append(f"{shown}: is not JSON ({exc})")
+        return None
+
+
+APPROVE_HINT = (
+    "to approve a project server, run %mcp approve NAME (it starts at the next turn), or add "
+    "its name to enabledMcpjsonServers (or set enableAllProjectMcpServers: true) in "
+    ".claude/settings.local.json or ~/.claude/settings.json (read at the next session)"
+)
+
+
+@dataclass
+class McpConfig:
+    """The servers to start by name, the project's servers not approved (name -> (server,
+    why)), and one line per problem."""
+
+    servers: dict[str, ServerSpec]
+    unapproved: dict[str, tuple[ServerSpec, str]]
+    problems: list[str]
+
+
+def _approval(workdir: Path, home: Path, problems: list[str]) -> Callable[[str], str | None]:
+    """Why a project server may not start (None: approved), from the person's settings."""
+    read = read_settings(workdir, home)
+    keys = ("enableAllProjectMcpServers", "enabledMcpjsonServers", "disabledMcpjsonServers")
+    problems.extend(f"{src}: {what} {why}" for what, src, why in read.refused if what in keys)
+    disabled = dict(read.mcp_disabled)
+    enabled = {name for name, _ in read.mcp_enabled}
+    every = read.mcp_enable_all is not None and read.mcp_enable_all[0] is True
+
+    def why(name: str) -> str | None:
+        if name in disabled:
+            return f"disabled (disabledMcpjsonServers in {disabled[name]})"
+        if every or name in enabled:
+            return None
+        return "not approved"
+
+    return why
+
+
+def approve_server(workdir: Path, name: str) -> str:
+    """Add `name` to `enabledMcpjsonServers` in the project's `.claude/settings.local.json` (the
+    person's own file; the other keys kept) and say so in one line (what that changes in a
+    running session: `McpServers.approve`). ConfigError (one line, the file untouched) when the
+    name or the file cannot take it. Blocking: call it on a thread."""
+    if not _SERVER.fullmatch(name):
+        raise ConfigError(f"{name!r} is not a server name")
+    path = workdir / ".claude" / "settings.local.json"
+    shown = ".claude/settings.local.json"
+    if committed(path):
+        raise ConfigError(f"{shown}: {COMMITTED}")
+    problems: list[str] = []
+    data = _read_json(path, shown, problems)
+    if problems:
+        raise ConfigError(problems[0] + "; not changed")
+    data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise ConfigError(f"{shown}: is not a JSON object; not changed")
+    names = data.get("enabledMcpjsonServers", [])
+    if not isinstance(names, list):
+        raise ConfigError(f"{shown}: enabledMcpjsonServers is not a list; not changed")
+    if name not in names:
+        data["enabledMcpjsonServers"] = [*names, name]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        tmp.replace(path)
+    return f"MCP server '{name}' approved in {shown} (enabledMcpjsonServers)"
+
+
+AGENT_APPROVE_HINT = (
+    "to approve it, add its name to enabledMcpjsonServers (or set "
+    "enableAllProjectMcpServers: true) in .claude/settings.local.json or "
+    "~/.claude/settings.json, or run %mcp approve NAME; it starts at the agent's next launch"
+)
+
+
+def approval(workdir: Path, home: Path) -> Callable[[str], str | None]:
+    """Why a server the project defines (in `.mcp.json` or inline in a project agent file)
+    may not start (None: approved), from the person's settings. Blocking: call it on a
+    thread."""
+    return _approval(workdir, home, [])
+
+
+def read_servers(
+    workdir: Path, home: Path, env: Mapping[str, str] | None = None
+) -> tuple[dict[str, ServerSpec], list[str]]:
+    """The servers to start by name (see the module doc), and one line per problem."""
+    config = read_config(workdir, home, env)
+    return config.servers, config.problems
+
+
+def read_config(workdir: Path, home: Path, env: Mapping[str, str] | None = None) -> McpConfig:
+    """The configured servers (see the module doc and `McpConfig`)."""
+    env = os.environ if env is None else env
+    problems: list[str] = []
+    found: dict[str, ServerSpec] = {}
+    user = _read_json(home / ".claude.json", "~/.claude.json", problems)
+    layers: list[tuple[Any, str, bool]] = []  # (mcpServers, source, the project's)
+    if isinstance(user, dict):
+        if "mcpServers" in user:
+            layers.append((user["mcpServers"], "~/.claude.json", False))
+        project = (user.get("projects") or {}) if isinstance(user.get("projects"), dict) else {}
+        entry = project.get(str(workdir))
+        if isinstance(entry, dict) and "mcpServers" in entry:
+            layers.append((entry["mcpServers"], f"~/.claude.json (project {workdir})", False))
+    elif user is not None:
+        problems.append("~/.claude.json: is not a JSON object")
+    shared = _read_json(workdir / ".mcp.json", ".mcp.json", problems)
+    if isinstance(shared, dict):
+        layers.append((shared.get("mcpServers", {}), ".mcp.json", True))
+    elif shared is not None:
+        problems.append(".mcp.json: is not a JSON object")
+    unapproved: dict[str, tuple[ServerSpec, str]] = {}
+    approval = _approval(workdir, home, problems) if shared is not None else None
+    for data, source, theirs in layers:
+        specs, refused = parse_servers(data, source, env, workdir)
+        problems.extend(refused)
+        for spec in specs:
+            why = approval(spec.name) if approval is not None and theirs else None
+            if why is None:
+                found[spec.name] = spec
+            else:
+                unapproved[spec.name] = (spec, why)
+    return McpConfig(found, unapproved, problems)
+
+
+def agent_servers(
+    entries: Any, source: str, env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> tuple[list[str], list[ServerSpec], list[str]]:
+    """An agent file's `mcpServers`: (names of configured servers it uses, its own servers,
+    problems). Each entry is a server name or `{name: server}`; a mapping of names to servers
+    is read the same way."""
+    env = os.environ if env is None else env
+    if entries is None:
+        return [], [], []
+    if isinstance(entries, dict):
+        entries = [{k: v} for k, v in entries.items()]
+    if not isinstance(entries, list):
+        return [], [], [f"{source}: mcpServers is not a list"]
+    named: list[str] = []
+    own: list[ServerSpec] = []
+    problems: list[str] = []
+    for entry in entries:
+        if isinstance(entry, str):
+            named.append(entry)
+        elif isinstance(entry, dict):
+            specs, refused = parse_servers(entry, source, env, cwd)
+            own.extend(specs)
+            problems.extend(refused)
+        else:
+            problems.append(f"{source}: mcpServers entry {entry!r} is not a name or a server")
+    return named, own, problems
+
+
+def tool_name(server: str, tool: str) -> str:
+    """The name the model sees: `mcp__<server>__<tool>`, characters the API does not take in a
+    tool name made `_`."""
+    return f"mcp__{_UNSAFE.sub('_', server)}__{_UNSAFE.sub('_', tool)}"

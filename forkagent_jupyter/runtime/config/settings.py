@@ -1,0 +1,365 @@
+"""Settings files, read as Claude Code reads them: permission rules, the default mode and the
+additional directories.
+
+Files, weakest first (a `.forkagent` file sits just above the `.claude` file of its level):
+`~/.claude/settings.json`, `~/.forkagent/settings.json` (user), `.claude/settings.json`,
+`.forkagent/settings.json` (project, shared), `.claude/settings.local.json`,
+`.forkagent/settings.local.json` (project, personal), the project being the session's work
+directory. `permissions.allow`, `ask`, `deny` and `additionalDirectories` add up across files;
+`permissions.defaultMode` is the strongest file's. A project file cannot turn on
+`bypassPermissions` (anyone, the model included, may have written it): that value is refused
+there and honoured only in the user's own file. `hooks` (see `hooks.py`) add up across files;
+a command hook of a project file (`.claude/settings.json`, `.forkagent/settings.json`: someone
+else's) is used only once the person approved it (`enableAllProjectHooks`: the strongest of
+their files; `enabledProjectHooks`, exact commands: add up; read from user and local files
+only), else it is in `unapproved_hooks`.
+`disableAllHooks: true` in any of the files turns every hook off (the files' and the agent
+files'): it only takes away, so a project file may say it too.
+The approval of the project's `.mcp.json` servers (`enableAllProjectMcpServers`: the strongest
+file's; `enabledMcpjsonServers`, `disabledMcpjsonServers`: add up) is read from the person's own
+files only (user and local): the committed project file cannot approve its own servers (its
+`disabledMcpjsonServers` still counts).
+A `settings.local.json` that git tracks was committed by someone (Claude Code keeps the file out
+of git): it is read as a project file, so it approves nothing and its hooks need approving.
+
+What cannot be honoured (a file that is not JSON, a field of the wrong type, a rule that does
+not parse, an unknown mode, a folder that does not exist) is one refused entry naming the file
+and why; it never stops the rest. `read_settings` does blocking I/O: call it on a thread.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..secrets import scrubbed_env
+from .hooks import HookEntry, HookTrust, parse_hooks
+
+__all__ = [
+    "SETTINGS_MODES",
+    "SettingsFile",
+    "SettingsRead",
+    "committed",
+    "hook_trust",
+    "read_settings",
+    "settings_files",
+]
+
+Scope = Literal["user", "project", "local"]
+SETTINGS_MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
+MAX_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class SettingsFile:
+    path: Path
+    scope: Scope
+
+
+@dataclass
+class SettingsRead:
+    """What the settings files say, each item with the file it came from."""
+
+    rules: list[tuple[Literal["allow", "ask", "deny"], str, str]] = field(default_factory=list)
+    mode: tuple[str, str] | None = None
+    directories: list[tuple[Path, str]] = field(default_factory=list)
+    refused: list[tuple[str, str, str]] = field(default_factory=list)  # (what, source, why)
+    files: list[str] = field(default_factory=list)  # the files found
+    hooks: list[HookEntry] = field(default_factory=list)  # every file's, weakest first
+    project_hooks: list[HookEntry] = field(default_factory=list)  # those of project files
+    unapproved_hooks: list[HookEntry] = field(default_factory=list)  # not run (not approved)
+    hooks_enable_all: tuple[bool, str] | None = None  # enableAllProjectHooks, its file
+    hooks_enabled: list[tuple[str, str]] = field(default_factory=list)  # (command, source)
+    hooks_disabled: str | None = None  # the file that says disableAllHooks: true
+    mcp_enable_all: tuple[bool, str] | None = None  # enableAllProjectMcpServers, its file
+    mcp_enabled: list[tuple[str, str]] = field(default_factory=list)  # (server, source)
+    mcp_disabled: list[tuple[str, str]] = field(default_factory=list)  # (server, source)
+
+
+def settings_files(workdir: Path, home: Path) -> list[SettingsFile]:
+    """The settings files of a project, weakest first (see the module doc)."""
+    out: list[SettingsFile] = []
+    for base, name, scope in (
+        (home, "settings.json", "user"),
+        (workdir, "settings.json", "project"),
+        (workdir, "settings.local.json", "local"),
+    ):
+        for folder in (".claude", ".forkagent"):
+            out.append(SettingsFile(base / folder / name, scope))  # type: ignore[arg-type]
+    return out
+
+
+def _committed(files: list[SettingsFile]) -> set[Path]:
+    """The `local` files among `files` that git tracks (someone committed them): the file as
+    named (a committed symlink) or what it resolves to (through a committed `.claude` symlink
+    too), each asked of the repository it lies in. The repository's own git configuration
+    runs nothing here (no fsmonitor); an answer git does not give counts as committed."""
+    out: set[Path] = set()
+    for file in files:
+        if file.scope != "local" or not (file.path.is_symlink() or file.path.exists()):
+            continue
+        named = file.path.parent.resolve() / file.path.name
+        if any(_tracked(p) for p in dict.fromkeys([named, file.path.resolve()])):
+            out.add(file.path)
+    return out
+
+
+def committed(path: Path) -> bool:
+    """Whether the person's local settings file `path` is in git (so read as the project's:
+    an approval written there would not count). Blocking: call it on a thread."""
+    return bool(_committed([SettingsFile(path, "local")]))
+
+
+COMMITTED = (
+    "is tracked by git (someone committed it), so it is read as the project's and cannot "
+    "approve; approve in ~/.claude/settings.json instead; not changed"
+)
+
+
+def _tracked(path: Path) -> bool:
+    env = scrubbed_env()
+    env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_OPTIONAL_LOCKS="0")
+    command = ["git", "-c", "core.fsmonitor=false", "ls-files", "--error-unmatch", "--", str(path)]
+    try:
+        done = subprocess.run(
+            command,
+            cwd=path.parent,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=20,
+        )
+    except OSError:  # no git (or no such folder): nothing is tracked
+        return False
+    except subprocess.TimeoutExpired:
+        return True
+    said = done.stderr.decode("utf-8", "replace")
+    if done.returncode == 0:
+        return True
+    return not ("did not match any file" in said or "not a git repository" in said)
+
+
+def _shown(path: Path, workdir: Path, home: Path) -> str:
+    roots = sorted(((workdir, ""), (home, "~/")), key=lambda r: len(str(r[0])), reverse=True)
+    for root, label in roots:  # the closer folder names it
+        try:
+            return label + path.relative_to(root).as_posix()
+        except ValueError:
+            continue
+    return str(path)
+
+
+def _read_one(file: SettingsFile, source: str, out: SettingsRead, workdir: Path) -> None:
+    try:
+        raw = file.path.read_bytes()[: MAX_BYTES + 1]
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        out.refused.append(("the file", source, f"cannot be read ({exc.strerror or exc})"))
+        return
+    out.files.append(source)
+    if len(raw) > MAX_BYTES:
+        out.refused.append(("the file", source, "is larger than 1 MB"))
+        return
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        out.refused.append(("the file", source, f"is not JSON ({exc})"))
+        return
+    if not isinstance(data, dict):
+        out.refused.append(("the file", source, "is not a JSON object"))
+        return
+    _read_mcp_approval(data, file, source, out)
+    _read_hook_approval(data, file, source, out)
+    for key, why in NOT_READ.items():
+        if key in data:
+            out.refused.append((key, source, why))
+    off = data.get("disableAllHooks")
+    if off is True:
+        out.hooks_disabled = source
+    elif off not in (None, False):
+        out.refused.append(("disableAllHooks", source, "is not true or false"))
+    if "hooks" in data:
+        hooks, refused = parse_hooks(data["hooks"], source)
+        out.hooks.extend(hooks)
+        if file.scope == "project":
+            out.project_hooks.extend(hooks)
+        out.refused.extend(("the hooks", source, why) for why in refused)
+    perms = data.get("permissions", {})
+    if not isinstance(perms, dict):
+        out.refused.append(("permissions", source, "is not an object"))
+        return
+    for kind in ("allow", "ask", "deny"):
+        values = perms.get(kind, [])
+        if not isinstance(values, list):
+            out.refused.append((f"permissions.{kind}", source, "is not a list of rules"))
+            continue
+        for value in values:
+            out.rules.append((kind, value if isinstance(value, str) else repr(value), source))
+    mode = perms.get("defaultMode")
+    if mode is not None:
+        if mode not in SETTINGS_MODES:
+            out.refused.append(
+                (f"defaultMode {mode!r}", source, f"is not one of {', '.join(SETTINGS_MODES)}")
+            )
+        elif mode == "bypassPermissions" and file.scope != "user":
+            out.refused.append(
+                (
+                    "defaultMode 'bypassPermissions'",
+                    source,
+                    "a project's file cannot turn it on (set it in ~/.claude/settings.json or "
+                    "with permission_mode)",
+                )
+            )
+        else:
+            out.mode = (str(mode), source)
+    dirs = perms.get("additionalDirectories", [])
+    if not isinstance(dirs, list):
+        out.refused.append(("permissions.additionalDirectories", source, "is not a list"))
+        return
+    for entry in dirs:
+        if not isinstance(entry, str) or not entry.strip():
+            out.refused.append((f"additionalDirectories {entry!r}", source, "is not a path"))
+            continue
+        path = Path(entry).expanduser()
+        path = (path if path.is_absolute() else workdir / path).resolve()
+        if not path.is_dir():
+            out.refused.append((f"additionalDirectories {entry!r}", source, "is not a folder"))
+            continue
+        out.directories.append((path, source))
+
+
+NOT_READ = {
+    "model": "is not read here: the session's model is ForkAgent.model (or FORKAGENT_MODEL)",
+    "env": "is not applied here: the tools run with the kernel's environment, without secrets",
+    "apiKeyHelper": "is not run here: the key comes from ANTHROPIC_API_KEY or the backend's own",
+}
+"""Claude Code settings a person may count on that this session does not honour: each is one
+refused entry (shown by %permissions), never dropped silently."""
+
+MCP_APPROVAL_KEYS = ("enableAllProjectMcpServers", "enabledMcpjsonServers")
+
+
+def _refuse_self_approval(
+    data: dict[str, Any],
+    file: SettingsFile,
+    source: str,
+    out: SettingsRead,
+    keys: tuple[str, ...],
+    what: str,
+) -> None:
+    """A project's committed file that says any of the approval `keys` (of its own `what`)
+    gets one refused entry per key: only the person's own files approve."""
+    if file.scope != "project":
+        return
+    for key in keys:
+        if key in data:
+            out.refused.append(
+                (
+                    key,
+                    source,
+                    f"a project's committed file cannot approve its own {what} (set it in "
+                    ".claude/settings.local.json or ~/.claude/settings.json)",
+                )
+            )
+
+
+def _read_mcp_approval(
+    data: dict[str, Any], file: SettingsFile, source: str, out: SettingsRead
+) -> None:
+    """The `.mcp.json` approval keys of one file (see the module doc)."""
+    _refuse_self_approval(data, file, source, out, MCP_APPROVAL_KEYS, "MCP servers")
+    value = data.get("enableAllProjectMcpServers")
+    if value is not None and file.scope != "project":
+        if isinstance(value, bool):
+            out.mcp_enable_all = (value, source)
+        else:
+            out.refused.append(("enableAllProjectMcpServers", source, "is not true or false"))
+    for key, into in (
+        ("enabledMcpjsonServers", out.mcp_enabled),
+        ("disabledMcpjsonServers", out.mcp_disabled),
+    ):
+        names = data.get(key)
+        if names is None or (key == "enabledMcpjsonServers" and file.scope == "project"):
+            continue
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            out.refused.append((key, source, "is not a list of server names"))
+            continue
+        into.extend((n, source) for n in names)
+
+
+HOOK_APPROVAL_KEYS = ("enableAllProjectHooks", "enabledProjectHooks")
+
+
+def _read_hook_approval(
+    data: dict[str, Any], file: SettingsFile, source: str, out: SettingsRead
+) -> None:
+    """The project-hook approval keys of one file: the person's files only (see the doc)."""
+    _refuse_self_approval(data, file, source, out, HOOK_APPROVAL_KEYS, "hooks")
+    if file.scope == "project":
+        return
+    value = data.get("enableAllProjectHooks")
+    if value is not None:
+        if isinstance(value, bool):
+            out.hooks_enable_all = (value, source)
+        else:
+            out.refused.append(("enableAllProjectHooks", source, "is not true or false"))
+    commands = data.get("enabledProjectHooks")
+    if commands is not None:
+        if not isinstance(commands, list) or not all(isinstance(c, str) for c in commands):
+            out.refused.append(("enabledProjectHooks", source, "is not a list of commands"))
+        else:
+            out.hooks_enabled.extend((c, source) for c in commands)
+
+
+def hook_trust(read: SettingsRead) -> HookTrust:
+    """What the person approved of the project's hooks, from their own files (nothing runs
+    when a file says disableAllHooks)."""
+    every = read.hooks_enable_all is not None and read.hooks_enable_all[0] is True
+    commands = frozenset(c for c, _ in read.hooks_enabled)
+    return HookTrust(every, commands, disabled_by=read.hooks_disabled)
+
+
+def read_settings(workdir: Path, home: Path) -> SettingsRead:
+    """Read every settings file of the project (blocking: call it on a thread)."""
+    out = SettingsRead()
+    files = settings_files(workdir, home)
+    committed = _committed(files)
+    for file in files:
+        if file.path in committed:  # someone else's, whatever its name says
+            file = SettingsFile(file.path, "project")
+        _read_one(file, _shown(file.path, workdir, home), out, workdir)
+    if out.hooks_disabled is not None:  # every hook off: none runs, none waits for approval
+        out.hooks, out.project_hooks = [], []
+        return out
+    trust = hook_trust(out)
+    theirs = {id(e) for e in out.project_hooks if not trust.allows(e)}
+    out.unapproved_hooks = [e for e in out.hooks if id(e) in theirs]
+    out.hooks = [e for e in out.hooks if id(e) not in theirs]
+    return out
+
+
+def describe(data: dict[str, Any]) -> str:
+    """The text `%permissions` shows for `PermissionGate.summary()`."""
+    lines = [f"Permission mode: {data['mode']} ({data['mode_source']})"]
+    for kind in ("deny", "ask", "allow"):
+        rules = data[kind]
+        lines.append(f"{kind} ({len(rules)}):")
+        width = max((len(r["rule"]) for r in rules), default=0)
+        lines.extend(f"  {r['rule']:<{width}}  {r['source']}" for r in rules)
+    if data["directories"]:
+        lines.append("additional directories:")
+        lines.extend(f"  {d['path']}  {d['source']}" for d in data["directories"])
+    if data["refused"]:
+        lines.append(f"refused ({len(data['refused'])}):")
+        lines.extend(
+            f"  {r['kind']} {r['rule']}  {r['source']}: {r['reason']}" for r in data["refused"]
+        )
+    if data["files"]:
+        lines.append("settings files read: " + ", ".join(data["files"]))
+    else:
+        lines.append("no settings file found (~/.claude/settings.json, .claude/settings.json, ...)")
+    return "\n".join(lines)

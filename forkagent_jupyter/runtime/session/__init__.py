@@ -1,0 +1,8 @@
+"""The public API, `Session`, and what only it uses: its options (`options`), settings changed
+live (`live_settings`), the compute plane's settings (`compute_settings`), spending and the
+budget (`spending`), the parent's turns (`parent_turns`), the automatic answer to
+notifications (`responder`), what each agent is given to run with (`agent_setup`), the default
+prompt (`prompts`), a turn's outcome (`turn_result`) and the cost report (`report`).
+
+The top room of the runtime: it may import every other room; none imports it.
+"""

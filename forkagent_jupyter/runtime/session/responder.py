@@ -1,0 +1,170 @@
+"""The parent's answers to its notifications: what happens when a command is queued (the
+transcript notes it, Notification hooks run, a worker is woken or the parent answers), the
+parent turns that answer them by themselves (`auto_respond`), and the `AutoTurn`s handed to
+the host (the notebook shows them as cells) and kept in the parent's transcript."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol
+
+from ..config.hooks import Hooks
+from ..events import LoopEvent
+from ..model.budget import CostBudget
+from ..tasks.notifications import Command, CommandQueue
+from ..tasks.registry import Task, task_snapshot
+from ..tasks.snapshot import AnsweredNotifications, TaskSnapshot
+from ..workers.workers import AgentRun, Workers
+from .turn_result import STOPPED_BY_USER, AutoTurn, Turn, fold_turn
+
+__all__ = ["ParentTurn", "Responder", "ResponderHost"]
+
+ParentTurn = Callable[[list[str]], AsyncIterator[LoopEvent]]
+"""One parent turn that reads these texts (the session's turn path)."""
+
+
+class ResponderHost(Protocol):
+    """What the responder reads of its session (`Session` is one), at the time of use."""
+
+    queue: CommandQueue
+    budget: CostBudget
+    main: AgentRun
+    hooks: Hooks
+    workers: Workers
+
+    @property
+    def auto_respond(self) -> bool: ...
+
+
+class Responder:
+    """Answers the parent's notifications; `auto_turns` are every answer so far and
+    `on_auto_turn` (the host's) is called with each as it is made."""
+
+    def __init__(
+        self,
+        host: ResponderHost,
+        *,
+        turn: ParentTurn,
+        lock: asyncio.Lock,
+        changed: asyncio.Event,
+        jobs: set[asyncio.Task[Any]],
+    ) -> None:
+        self.host = host
+        self.turn = turn
+        self.lock = lock
+        """The parent's turn lock: an answer waits for a turn in flight."""
+        self.changed = changed
+        """Set whenever the session may have become idle."""
+        self.jobs = jobs
+        """The session's background jobs (Notification hooks), awaited when it closes."""
+        self.auto_turns: list[AutoTurn] = []
+        self.on_auto_turn: Callable[[AutoTurn], None] | None = None
+        self.listeners: list[Callable[[str, LoopEvent], None]] = []
+        self.job: asyncio.Task[None] | None = None
+
+    def subscribe(self, listener: Callable[[str, LoopEvent], None]) -> Callable[[], None]:
+        """Call `listener(origin, event)` for the events of the automatic answers."""
+        self.listeners.append(listener)
+        return lambda: self.listeners.remove(listener)
+
+    def on_command(self, command: Command) -> None:
+        """A command was queued (the queue's `on_enqueue`)."""
+        host = self.host
+        self.changed.set()
+        queued = command.owner == "main" and command.mode == "task-notification"
+        if queued and command.task_id and host.main.transcript is not None:
+            host.main.transcript.append_event(
+                "notification", {"task": command.task_id, "run": command.run}
+            )
+        if command.owner == "main" and host.hooks.has("Notification"):
+            about = {"agent_id": "main", "task_id": command.task_id, "message": command.text}
+            try:
+                job = asyncio.get_running_loop().create_task(host.hooks.run("Notification", about))
+            except RuntimeError:  # enqueued off the event loop: no hook
+                return
+            self.jobs.add(job)
+            job.add_done_callback(self.jobs.discard)
+        if command.owner != "main":
+            host.workers.wake(command.owner)
+        elif host.auto_respond and (self.job is None or self.job.done()):
+            self.job = asyncio.get_running_loop().create_task(self.respond())
+
+    def budget_raised(self) -> None:
+        """A new budget: notifications that waited are answered if it allows."""
+        host = self.host
+        if host.budget.reached() or not host.queue.pending("main"):
+            return
+        if host.auto_respond and (self.job is None or self.job.done()):
+            self.job = asyncio.get_running_loop().create_task(self.respond())
+
+    async def respond(self) -> None:
+        """Answer pending notifications in one parent turn each time the parent is free."""
+        host = self.host
+        await asyncio.sleep(0)  # let notifications that arrive together be read together
+        while host.queue.pending("main") and not host.budget.reached():
+            async with self.lock:
+                commands = host.queue.drain("main")
+                if not commands:
+                    break
+                self.note_read(commands)
+                texts = [c.text for c in commands]
+                turn = await fold_turn(self.turn(texts), self.emit)
+            self.answered(commands, turn)
+        self.changed.set()
+
+    def note_read(self, commands: list[Command]) -> None:
+        """The parent's transcript notes when these notifications reached its conversation
+        (the timeline draws their arrival)."""
+        transcript = self.host.main.transcript
+        ids = [c.task_id for c in commands if c.task_id and c.mode == "task-notification"]
+        if ids and transcript is not None:
+            transcript.append_event("notifications_read", {"tasks": ids})
+
+    def answered(self, commands: list[Command], turn: Turn) -> None:
+        """The parent read these notifications in `turn`: record them with its answer and
+        hand them to the host."""
+        snapshots = [
+            c.snapshot or TaskSnapshot(task_id=c.task_id or "", notification=c.text)
+            for c in commands
+        ]  # a notification that reports no task of the registry (a batch's digest): its text
+        self.deliver(AutoTurn(snapshots, turn))
+
+    def stopped_by_user(self, stopped: list[Task]) -> None:
+        """Tasks the user stopped: their notifications are not handed to the parent model
+        (it did not ask) but still go to the host, shown with no answer."""
+        shown = [t for t in stopped if t.notification]
+        if shown:
+            self.deliver(AutoTurn([task_snapshot(t) for t in shown], Turn(text=STOPPED_BY_USER)))
+
+    def deliver(self, auto: AutoTurn) -> None:
+        self.auto_turns.append(auto)
+        self.record(auto)
+        if self.on_auto_turn is not None:
+            self.on_auto_turn(auto)
+
+    def record(self, auto: AutoTurn) -> None:
+        """Keep the answered notifications in the parent's transcript, each reported run as it
+        ended, so they can be shown again later (also after a restart)."""
+        transcript = self.host.main.transcript
+        if transcript is None:
+            return
+        record = AnsweredNotifications(tasks=auto.snapshots, answer=auto.turn.text)
+        transcript.append_event("notifications_answered", record.model_dump())
+
+    def emit(self, event: LoopEvent) -> None:
+        for listener in list(self.listeners):
+            listener("notification", event)
+
+    def busy(self) -> bool:
+        """An answer is in flight, or notifications wait for one."""
+        if self.job is not None and not self.job.done():
+            return True
+        waiting = self.host.auto_respond and not self.host.budget.reached()
+        return waiting and bool(self.host.queue.pending("main"))
+
+    async def aclose(self) -> None:
+        """Cancel an answer in flight."""
+        if self.job is not None and not self.job.done():
+            self.job.cancel()
+            await asyncio.wait({self.job})

@@ -1,0 +1,115 @@
+"""The files of an agent's transcript, and what they hold besides its records.
+
+<root>/<session>/agents/<agent_id>.jsonl      records: {"type": "message"|"event", ...,
+                                              "seq": n, "t": unix time}, one per line
+<root>/<session>/agents/<agent_id>.meta.json  `AgentMeta` (kind, parent, worktree, ...)
+<root>/<session>/tasks/<agent_id>.output      plain text to `tail -f`: progress, result
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import AgentError
+
+__all__ = [
+    "REPLACE_EVENTS",
+    "RESET_EVENT",
+    "AgentMeta",
+    "LoadedTranscript",
+    "TranscriptError",
+    "WorktreeRecord",
+    "fingerprint",
+    "is_file_id",
+    "meta_path",
+    "transcript_path",
+]
+
+RESET_EVENT = "reset"
+REPLACE_EVENTS = ("compacted", "resumed")
+"""Events whose `messages` replace the history from there on (the messages before stay in
+the file: a transcript keeps everything)."""
+_FILE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}")
+
+
+class TranscriptError(AgentError):
+    """A transcript on disk is damaged beyond its last line."""
+
+
+def fingerprint(value: Any) -> str:
+    """sha256 of `value`'s exact JSON (key order kept), e.g. of the system blocks or tools."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class WorktreeRecord(BaseModel):
+    """An agent's git worktree, enough to work in it again after a restart."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    repo_root: str
+    path: str
+    branch: str
+    base_commit: str
+    parent_workdir: str
+    workdir: str
+
+
+class AgentMeta(BaseModel):
+    """What a transcript needs besides its messages to resume the agent."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    agent_id: str
+    kind: str
+    """Either 'fork', 'main', or the agent type's name."""
+    description: str = ""
+    name: str | None = None
+    model: str = ""
+    owner: str = "main"
+    """The parent: the agent that launched this one and receives its notification."""
+    inherits_from: str | None = None
+    inherits_count: int = 0
+    inherits_seq: int | None = None
+    """The parent's last record number when this agent was opened (None: not known)."""
+    worktree_path: str | None = None
+    """The agent's git worktree while it exists (None once removed, or never isolated)."""
+    worktree: WorktreeRecord | None = None
+    """Where the agent was isolated (kept after the worktree is removed): a resume runs
+    there again, never in the parent's checkout."""
+    system_hash: str | None = None
+    tools_hash: str | None = None
+    created_at: float = Field(default_factory=time.time)
+
+    def cache_mismatches(self, *, system: Any | None = None, tools: Any | None = None) -> list[str]:
+        """Which of `system`/`tools` differ from what the agent ran with (unknown: no)."""
+        pairs = (("system", system, self.system_hash), ("tools", tools, self.tools_hash))
+        return [n for n, value, h in pairs if value is not None and h and fingerprint(value) != h]
+
+
+class LoadedTranscript(NamedTuple):
+    meta: AgentMeta
+    messages: list[dict[str, Any]]
+    """The history, repaired so that a resumed request is valid."""
+    session_dir: Path
+    repairs: list[str]
+    """What the repair changed, for people (empty when nothing)."""
+
+
+def is_file_id(agent_id: str) -> bool:
+    return bool(_FILE_ID.fullmatch(agent_id))
+
+
+def meta_path(session_dir: Path, agent_id: str) -> Path:
+    return session_dir / "agents" / f"{agent_id}.meta.json"
+
+
+def transcript_path(session_dir: Path, agent_id: str) -> Path:
+    return session_dir / "agents" / f"{agent_id}.jsonl"

@@ -1,0 +1,482 @@
+"""The tools through which a model manages other agents: Agent, SendMessage, TaskStop,
+TaskOutput. They act on the session's `Workers` (ctx.services.workers) on behalf of the
+calling agent (ctx.services.agent_run)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
+
+from ..errors import ConfigError, UsageError
+from ..loop.fork import FORK_RECURSION_ERROR
+from ..tasks.registry import Task
+from ..tools.base import Tool, ToolContext, ToolError
+from ..tools.shells import ShellRegistry
+from .worktree import Worktree, create_worktree
+
+__all__ = [
+    "AgentTool",
+    "SendMessageTool",
+    "SyncAgentTool",
+    "TaskOutputTool",
+    "TaskStopTool",
+    "agent_tool",
+    "agent_tools",
+]
+
+
+def new_agent_id() -> str:
+    from .workers import new_agent_id as make
+
+    return make()
+
+
+def _workers(ctx: ToolContext) -> tuple[Any, Any]:
+    workers = ctx.services.workers
+    run = ctx.services.agent_run
+    if workers is None or run is None:
+        raise ToolError("Background agents are not available in this session.")
+    return workers, run
+
+
+def launched_text(task: Task) -> str:
+    where = f"\nProgress is written to {task.output_file}." if task.output_file else ""
+    return (
+        f"Started background agent {task.id} ({task.description}).\n"
+        "It works on its own; when it finishes you receive a <task-notification> with its "
+        "result in a later message. Do not wait for it, guess its result, or redo its work: "
+        "continue with other things, or tell the user briefly what you started and end your "
+        f"reply.\nTo give it more instructions use SendMessage with to: '{task.id}'; to "
+        f"stop it, TaskStop.{where}"
+    )
+
+
+def moved_text(task: Task) -> str:
+    """The Agent call's result when the user moved its agent to the background."""
+    return (
+        f"The user moved agent {task.id} ({task.description}) to the background; it is still "
+        "working. Its result comes in a later message as a <task-notification>: do not wait "
+        "for it or guess it; continue with other things, or end your reply."
+    )
+
+
+def finished_text(task: Task) -> str:
+    """A synchronous named agent's answer, as the Agent call's result."""
+    u = task.usage
+    duration = int(((task.ended_at or task.started_at) - task.started_at) * 1000)
+    return (
+        f"{task.result}\n\nagentId: {task.id} (use SendMessage with to: '{task.id}' to "
+        f"continue it)\n<usage>total_tokens: {u.total_input_tokens + u.output_tokens}\n"
+        f"tool_uses: {task.tool_uses}\nduration_ms: {duration}</usage>"
+    )
+
+
+_removing: set[asyncio.Task[Any]] = set()
+
+
+async def _new_worktree(ctx: ToolContext, agent_id: str) -> Worktree:
+    """A worktree for a new agent; if the call is cancelled while git creates it, it is
+    removed once created (no run will own it)."""
+    creating = asyncio.ensure_future(create_worktree(ctx.workdir, agent_id))
+
+    def orphaned(done: asyncio.Future[Worktree]) -> None:
+        if not done.cancelled() and done.exception() is None:
+            job = asyncio.ensure_future(done.result().finish())
+            _removing.add(job)
+            job.add_done_callback(_removing.discard)
+
+    try:
+        return await asyncio.shield(creating)
+    except asyncio.CancelledError:
+        creating.add_done_callback(orphaned)
+        raise
+
+
+class AgentInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    description: str = Field(description="A short label for the task (3-6 words).")
+    prompt: str = Field(
+        description="The task. Without subagent_type this is a fork directive: the worker "
+        "already knows the whole conversation, so say only what it should do and report."
+    )
+    subagent_type: str | None = Field(
+        default=None,
+        description="A named agent type to run instead of a fork of this conversation: one "
+        "of the available agent types listed in the conversation.",
+    )
+    model: str | None = Field(
+        default=None, description="Model for a named agent (forks always use yours)."
+    )
+    # not offered while forking is on (every agent then runs in the background), and
+    # ignored if sent anyway; `SyncAgentInput` offers it
+    run_in_background: SkipJsonSchema[bool | None] = None
+    name: str | None = Field(
+        default=None, description="A name to address the agent with in SendMessage."
+    )
+    isolation: Literal["worktree"] | None = Field(
+        default=None, description="'worktree' runs the agent in its own git worktree."
+    )
+    fork_turns: int | None = Field(
+        default=None,
+        ge=1,
+        description="For a fork: inherit only the last N turns of this conversation (cheaper "
+        "for a task that needs no older context); default: all of it.",
+    )
+
+
+class SyncAgentInput(AgentInput):
+    """The Agent tool's input when forking is off: the caller chooses background or not."""
+
+    prompt: str = Field(description="The task, with everything the agent needs to know.")
+    fork_turns: SkipJsonSchema[int | None] = None  # refused with a subagent_type (no forks)
+    run_in_background: bool | None = Field(
+        default=None,
+        description="true runs the agent in the background (its result comes later as a "
+        "<task-notification>); by default you wait for its answer here, unless its "
+        "definition says it runs in the background.",
+    )
+
+
+class AgentTool(Tool[AgentInput]):
+    """The Agent tool of a session with forking on: every agent it starts, fork or named,
+    runs in the background and reports back in a notification."""
+
+    name = "Agent"
+    description = (
+        "Start another agent in the background. Without subagent_type it forks you: a worker "
+        "that inherits this whole conversation and carries out one directive - use several "
+        "in one message to work on independent parts in parallel. With subagent_type (one of "
+        "the available agent types listed in the conversation) it starts that named agent "
+        "with only your prompt as context. Either way the call returns at once and the "
+        "agent's result comes back later as a <task-notification> message."
+    )
+    input_model = AgentInput
+    forking = True
+    concurrency_safe = True  # several agents start (or are waited for) side by side
+    needs_approval = False
+    allowed_in_plan = True  # its workers inherit plan mode
+
+    def describe(self, args: AgentInput) -> str:
+        return f"Agent ({args.subagent_type or 'fork'}): {args.description}"
+
+    def permission_subject(self, args: AgentInput) -> str:
+        """The agent type, so that `Agent(reviewer)` allows or denies that type ("fork" for
+        a fork of the caller)."""
+        return args.subagent_type or "fork"
+
+    async def run(self, args: AgentInput, ctx: ToolContext) -> str:
+        workers, parent = _workers(ctx)
+        call = ctx.call
+        tool_use_id = call.tool_use_id if call else None
+        agent_type = args.subagent_type
+        if agent_type is not None and args.fork_turns is not None:
+            raise ToolError(
+                "fork_turns applies to forks only (no subagent_type): a named agent starts "
+                "with nothing but your prompt. Drop one of the two."
+            )
+        forking = bool(workers.forking)
+        if agent_type is None and not forking:
+            agent_type = "general-purpose"
+        agent_id = new_agent_id()
+        definition = None if agent_type is None else await workers.definition(agent_type)
+        isolation = args.isolation or (definition.isolation if definition else None)
+        worktree = None
+        notes = await _start_servers(ctx, agent_id, definition)
+        try:
+            if isolation == "worktree":
+                if parent.is_fork and agent_type is None:
+                    raise ToolError(FORK_RECURSION_ERROR)
+                worktree = await _new_worktree(ctx, agent_id)
+            if agent_type is None:
+                history = call.history if call else None
+                task = workers.fork(
+                    parent,
+                    args.prompt,
+                    description=args.description,
+                    tool_use_id=tool_use_id,
+                    history=history,
+                    name=args.name,
+                    agent_id=agent_id,
+                    worktree=worktree,
+                    turns=args.fork_turns,
+                )
+                return launched_text(task)
+            assert definition is not None
+            run = workers.named(
+                parent,
+                definition,
+                args.prompt,
+                description=args.description,
+                tool_use_id=tool_use_id,
+                name=args.name,
+                model=args.model,
+                agent_id=agent_id,
+                worktree=worktree,
+            )
+        except Exception as exc:
+            if worktree is not None:  # no run owns it: remove it (it is unchanged)
+                await worktree.finish()
+            servers = ctx.services.mcp
+            if notes is not None and servers is not None:  # no run owns its servers: stop them
+                await servers.stop_agent(agent_id)
+            if isinstance(exc, (UsageError, ConfigError)):
+                raise ToolError(str(exc)) from None
+            raise
+        # With forking on every agent runs in the background. Without, a named agent runs
+        # while the caller waits, unless the call or its definition asks for the background.
+        background = (
+            forking or bool(args.run_in_background) or bool(definition and definition.background)
+        )
+        if notes and run.task is not None:
+            run.task.notes.extend(notes)
+        task = workers.start(run)
+        if background:
+            return launched_text(task)
+        return await _wait_for(workers, run, task)
+
+
+async def _start_servers(ctx: ToolContext, agent_id: str, definition: Any) -> list[str] | None:
+    """Start a named agent's own MCP servers and wait (bounded) for those it requires; the
+    lines for its card (None: it has none). A required server that is not up is a ToolError
+    in one line."""
+    if definition is None or not (definition.mcpServers or definition.requiredMcpServers):
+        return None
+    servers = ctx.services.mcp
+    if servers is None:
+        if definition.requiredMcpServers:
+            raise ToolError("This session has no MCP servers; the agent requires some.")
+        return None
+    source = str(definition.path or definition.name)
+    try:
+        notes: list[str] = await servers.start_agent(
+            agent_id,
+            definition.mcpServers,
+            definition.requiredMcpServers,
+            source,
+            trusted=definition.source in ("user", "built-in"),  # a project's file: approve first
+        )
+    except ValueError as exc:
+        raise ToolError(f"Agent '{definition.name}' not started: {exc}") from None
+    return notes
+
+
+async def _wait_for(workers: Any, run: Any, task: Task) -> str:
+    """A synchronous agent's answer as the call's result. It moves to the background (its
+    result then comes as a notification) when the user asks or after
+    `workers.auto_background_after` seconds; it is stopped with the caller's turn."""
+    task.foreground = True
+    workers.registry.changed(task)
+    ended = asyncio.ensure_future(task.ended())
+    moved = asyncio.ensure_future(run.to_background.wait())
+    limit = workers.auto_background_after
+    try:
+        await asyncio.wait(
+            {ended, moved},
+            timeout=limit if limit is not None and limit > 0 else None,
+            return_when=asyncio.FIRST_COMPLETED,
+        )
+    except asyncio.CancelledError:
+        # the caller's turn was interrupted: its agent stops with it, and reports to no one
+        # (the caller never learnt its id)
+        if not task.done:
+            workers.registry.suppress(task)
+            workers.kill(task.id, "the turn that started it was interrupted")
+        raise
+    finally:
+        ended.cancel()
+        moved.cancel()
+        task.foreground = False
+    if not task.done:
+        if run.to_background.is_set():  # the user moved it: its notification reports it
+            return moved_text(task)
+        run.to_background.set()  # ran too long to wait for: it goes on in the background
+        workers.registry.changed(task)
+        return launched_text(task)
+    # reported here, as this call's result, and only here: its notification is never
+    # enqueued (suppressed before its clean-up ends); then wait for that clean-up
+    workers.registry.suppress(task)
+    await task.wait()
+    if task.status != "completed":
+        what = f"Agent {task.id} {task.status}: {task.error or 'no reason given'}"
+        if task.result:  # the text it wrote before it failed
+            what += f"\n\nIts partial result:\n{task.result}"
+        raise ToolError(what)
+    return finished_text(task)
+
+
+class SyncAgentTool(AgentTool):
+    """The Agent tool of a session with forking off: a named agent answers in the call
+    unless it is asked (or defined) to run in the background."""
+
+    description = (
+        "Start a named agent: subagent_type is one of the available agent types listed in "
+        "the conversation (without it: general-purpose); it starts with only your prompt as "
+        "context. You wait for its answer, which is this call's result, unless "
+        "run_in_background is true or the agent type runs in the background (its result "
+        "then comes back later as a <task-notification> message)."
+    )
+    input_model = SyncAgentInput
+    forking = False
+
+
+def agent_tool(forking: bool) -> AgentTool:
+    """The Agent tool for a session with forking on or off."""
+    return AgentTool() if forking else SyncAgentTool()
+
+
+class SendMessageInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    to: str = Field(
+        description="The agent's id or name, or '*' for every running agent you can reach."
+    )
+    message: str = Field(description="What to tell it.")
+    summary: str | None = Field(
+        default=None, description="A few words saying what the message is about (shown)."
+    )
+
+
+class SendMessageTool(Tool[SendMessageInput]):
+    name = "SendMessage"
+    description = (
+        "Send a message to a background agent you started (to: its id or name), or to every "
+        "running agent (to: '*'). A running agent reads it at its next step; a finished one "
+        "is resumed with it and reports back again."
+    )
+    input_model = SendMessageInput
+    concurrency_safe = True
+    needs_approval = False
+    allowed_in_plan = True  # a resumed worker inherits plan mode
+
+    def describe(self, args: SendMessageInput) -> str:
+        return f"SendMessage to {args.to}: {args.summary or args.message}"
+
+    async def run(self, args: SendMessageInput, ctx: ToolContext) -> str:
+        workers, caller = _workers(ctx)
+        try:
+            if args.to.strip() == "*":
+                return str(workers.broadcast(args.message, sender=caller.id))
+            return str(await workers.send(args.to, args.message))
+        except UsageError as exc:
+            raise ToolError(str(exc)) from None
+
+
+class TaskStopInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: str | None = Field(
+        default=None, description="The id (or name) of the agent or background shell to stop."
+    )
+    shell_id: str | None = Field(
+        default=None, description="The id of a background shell (Bash run_in_background)."
+    )
+
+
+class TaskStopTool(Tool[TaskStopInput]):
+    name = "TaskStop"
+    description = (
+        "Stop a running background agent (its partial result is reported back) or a "
+        "background shell command (shell_id)."
+    )
+    input_model = TaskStopInput
+    concurrency_safe = False  # it ends a worker that other calls of the reply may read
+    needs_approval = False  # the caller stops its own workers
+    allowed_in_plan = False  # it changes what runs: not while planning
+
+    async def run(self, args: TaskStopInput, ctx: ToolContext) -> str:
+        workers, _ = _workers(ctx)
+        key = args.shell_id or args.task_id
+        if not key:
+            raise ToolError("Missing required parameter: task_id (or shell_id).")
+        shell = _shells(ctx).get(key)
+        if shell is not None:
+            if shell.status != "running":
+                raise ToolError(f"Shell {shell.id} is not running (status: {shell.status}).")
+            shell.stop()
+            await shell.ended.wait()
+            return f"Stopped background shell {shell.id} ({shell.command})."
+        if args.shell_id:
+            raise ToolError(f"No background shell with id {args.shell_id}.")
+        try:
+            task = await workers.stop(key)
+        except UsageError as exc:
+            raise ToolError(str(exc)) from None
+        return f"Stopped task {task.id} ({task.description})."
+
+
+def _shells(ctx: ToolContext) -> ShellRegistry:
+    shells = ctx.services.shells
+    return shells if isinstance(shells, ShellRegistry) else ShellRegistry()
+
+
+class TaskOutputInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: str = Field(description="The id (or name) of the task.")
+    block: bool = Field(default=True, description="Wait for the task to finish.")
+    timeout: float = Field(
+        default=30.0, ge=0, le=600, description="Seconds to wait at most when block is true."
+    )
+
+
+class TaskOutputTool(Tool[TaskOutputInput]):
+    name = "TaskOutput"
+    description = (
+        "Read a background task's status and result, optionally waiting for it to finish. "
+        "Prefer waiting for its notification; use this only when you cannot go on without it."
+    )
+    input_model = TaskOutputInput
+    concurrency_safe = True
+    needs_approval = False
+    allowed_in_plan = True
+
+    async def run(self, args: TaskOutputInput, ctx: ToolContext) -> str:
+        workers, _ = _workers(ctx)
+        shell = _shells(ctx).get(args.task_id)
+        if shell is not None:  # a background shell: its output so far, or at its end
+            retrieval = "success"
+            if shell.status == "running":
+                if not args.block:
+                    retrieval = "not_ready"
+                else:
+                    try:
+                        await asyncio.wait_for(shell.ended.wait(), args.timeout)
+                    except asyncio.TimeoutError:
+                        retrieval = "timeout"
+            return shell.report(retrieval)
+        try:
+            task: Task = workers.registry.get(args.task_id)
+        except UsageError as exc:
+            raise ToolError(str(exc)) from None
+        retrieval = "success"
+        if not task.done:
+            if not args.block:
+                retrieval = "not_ready"
+            else:
+                try:  # until its status is final, not until its clean-up (git) is done
+                    await asyncio.wait_for(task.ended(), args.timeout)
+                except asyncio.TimeoutError:
+                    retrieval = "timeout"
+        if task.done:
+            workers.registry.suppress(task)  # read here: no notification needed any more
+        parts = [
+            f"<retrieval_status>{retrieval}</retrieval_status>",
+            f"<task_id>{task.id}</task_id>",
+            f"<task_type>{task.kind}</task_type>",
+            f"<status>{task.status}</status>",
+        ]
+        if task.result:
+            parts.append(f"<output>\n{task.result}\n</output>")
+        elif not task.done and task.preview:
+            parts.append(f"<output>\n{task.preview}\n</output>")
+        if task.error:
+            parts.append(f"<error>{task.error}</error>")
+        return "\n\n".join(parts)
+
+
+def agent_tools(forking: bool = True) -> list[Tool[Any]]:
+    return [agent_tool(forking), SendMessageTool(), TaskStopTool(), TaskOutputTool()]
