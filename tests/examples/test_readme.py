@@ -1,5 +1,5 @@
-"""Every Python and magic block of README.md, run as cells in a real kernel with no key (the
-offline model): the examples a new user copies work as written."""
+"""Every Python and magic block of README.md and of docs/*.md, run as cells in a real kernel
+with no key (the offline model): the examples a new user copies work as written."""
 
 from __future__ import annotations
 
@@ -16,10 +16,14 @@ pytestmark = pytest.mark.kernel
 _BLOCK = re.compile(r"(<!-- not run[^>]*-->\n)?^```(\w*)\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 
 
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
 def readme_blocks() -> list[str]:
-    """The blocks to run: ```python and bare ``` blocks (magics), not shell commands, not
-    those marked `<!-- not run ... -->` (each says why)."""
-    text = (ROOT / "README.md").read_text()
+    """The blocks to run, the README's first, then each page's of docs/: ```python and bare
+    ``` blocks (magics), not shell commands, not those marked `<!-- not run ... -->` (each
+    says why)."""
+    text = "\n".join(page.read_text() for page in PAGES)
     return [
         body
         for skip, lang, body in _BLOCK.findall(text)
