@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..runtime import guard_kernel
@@ -159,7 +160,27 @@ def load(shell: Any) -> KernelAgent | None:
     agent = KernelAgent(shell)
     agent.install()
     print(loaded_line(agent.settings), file=sys.stderr)
+    if not labextension_installed():
+        print(NO_LABEXTENSION, file=sys.stderr)
     return agent
+
+
+NO_LABEXTENSION = (
+    "forkagent: the JupyterLab extension is not installed (an install from source without "
+    "Node): notifications and answers show in the cell that started the work instead of as "
+    "new cells. A wheel carries the extension; from source it needs Node 20."
+)
+
+
+def labextension_installed(places: list[Path] | None = None) -> bool:
+    """Whether JupyterLab can find this package's extension: in one of Jupyter's
+    `labextensions` folders (`places`; default: Jupyter's search path), as a wheel or an
+    editable install puts it."""
+    if places is None:
+        from jupyter_core.paths import jupyter_path
+
+        places = [Path(p) for p in jupyter_path("labextensions")]
+    return any((place / "forkagent-jupyter" / "package.json").is_file() for place in places)
 
 
 def loaded_line(settings: ForkAgent) -> str:
