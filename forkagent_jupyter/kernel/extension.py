@@ -112,7 +112,8 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
 
     def uninstall(self) -> None:
         magics = self.shell.magics_manager.magics
-        magics["cell"].pop("agent", None)
+        for name in ("agent", "fork", "send"):
+            magics["cell"].pop(name, None)
         for name in (
             "fork",
             "send",

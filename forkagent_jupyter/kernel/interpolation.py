@@ -7,14 +7,18 @@ from typing import Any
 
 __all__ = ["interpolate"]
 
-_VAR = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)\}(?!\})")
+_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def interpolate(text: str, namespace: dict[str, Any]) -> str:
-    """`{name}` -> str(namespace[name]) for defined names; `{{`/`}}` -> literal braces."""
+    """`{name}` -> str(namespace[name]) for defined names; `{{`/`}}` -> literal braces. One
+    pass over `text`: a value is put in verbatim, its own braces untouched (a `{{` in code
+    that is substituted stays `{{`)."""
 
     def sub(match: re.Match[str]) -> str:
-        name = match.group(1)
-        return str(namespace[name]) if name in namespace else match.group(0)
+        token, name = match.group(0), match.group(1)
+        if name is None:
+            return token[0]  # `{{` -> `{`, `}}` -> `}`
+        return str(namespace[name]) if name in namespace else token
 
-    return _VAR.sub(sub, text).replace("{{", "{").replace("}}", "}")
+    return _TOKEN.sub(sub, text)

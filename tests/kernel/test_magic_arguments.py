@@ -72,13 +72,14 @@ def test_bad_arguments_are_one_line_naming_the_magic(
 
 def test_lines_that_read_files_are_awaited_where_an_await_is_allowed() -> None:
     """`%send` (a resume reads a transcript) and `%notifications` (reads the parent's) become
-    awaits at the top level of a cell; indented, in a function perhaps, they stay magics."""
+    awaits at the top level of a cell; indented, in a function perhaps, they stay magics
+    (called as IPython would, their line as written)."""
     cell = ["%send w1 it's {x}\n", "%notifications a b\n", "if True:\n", "    %send w1 hi\n"]
     assert transform_cell(cell) == [
         'await __forkagent__.send_line(" w1 it\'s {x}")\n',
         "await __forkagent__.notifications_line(get_ipython().var_expand(' a b'))\n",
         "if True:\n",
-        "    %send w1 hi\n",
+        "    get_ipython().run_line_magic('send', 'w1 hi')\n",
     ]
     assert transform_cell(["%send?\n"]) == ["%send?\n"]  # IPython shows the help
     assert vars(send_options(" w1 it's {x}")) == {"to": "w1", "message": "it's {x}"}

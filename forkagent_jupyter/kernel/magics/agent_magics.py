@@ -20,7 +20,14 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic import (
+    Magics,
+    cell_magic,
+    line_cell_magic,
+    line_magic,
+    magics_class,
+    no_var_expand,
+)
 from IPython.core.magic_arguments import argument, magic_arguments
 
 __all__ = [
@@ -64,6 +71,11 @@ _CELL = re.compile(r"^%%agent\b(.*)$")
 _AWAITED = re.compile(r"^(\s*)%tasks(\s+--(?:wait|pull|timeline|memory)\b.*)$")
 _COMPACT = re.compile(r"^(\s*)%compact\b(?![?])(.*)$")
 _TOP_LEVEL = re.compile(r"^()%(send|notifications|permissions|mcp|hooks)\b(?![?])(.*)$")
+_PROSE = re.compile(r"^(\s*)%(fork|send)(\s.*)$")
+"""A `%fork` or `%send` line not otherwise rewritten: its prose goes to the magic as written.
+IPython would read a line ending in `?` (`%fork ... the mean price?`) as a help request for its
+last word; a line that asks for the magic's own help (`%fork ?`, `%fork -h`) is left to it."""
+_SEND_CELL = re.compile(r"^%%send\b(.*)$")
 """`%send`, `%notifications`, `%permissions`, `%mcp` and `%hooks` lines awaited when not
 indented (an indented line may be in a function, where an await is not allowed: those run
 the magic, see `KernelAgent.send`)."""
@@ -130,6 +142,13 @@ def _parse_line(magic: Any, line: str, name: str, text: str | None = None) -> Na
             if not value or value.startswith("--"):
                 raise UsageError(f"{name}: option {option} needs a value")
             words.append(value)
+        head, _ = _first_word(rest)
+        option = head.partition("=")[0]
+        if re.match(r"^-[A-Za-z][\w-]*$", option) and option not in options:  # `-name x`
+            if f"-{option}" in options:
+                raise UsageError(f"{name}: {option} has one dash: did you mean -{option}?")
+            listed = ", ".join(sorted(o for o in options if o.startswith("--")))
+            raise UsageError(f"{name}: unknown option {option} (options: {listed})")
         positionals = [a.dest for a in parser._actions if not a.option_strings]
         for _ in positionals[: positionals.index(text)]:
             word, rest = _first_word(rest)
@@ -173,6 +192,10 @@ def transform_cell(lines: list[str]) -> list[str]:
     if first:
         body = "".join(lines[1:])
         return [f"await __forkagent__.run_cell({first.group(1).strip()!r}, {body!r})\n"]
+    send_cell = _SEND_CELL.match(lines[0].rstrip("\n"))
+    if send_cell and send_cell.group(1).strip() not in HELP_WORDS:  # `%%send TO` + message
+        line = send_cell.group(1).strip() + "\n" + "".join(lines[1:])
+        return [f"await __forkagent__.send_line({line!r})\n"]
     out = []
     for line in lines:
         if _asks_help(line):
@@ -193,6 +216,10 @@ def transform_cell(lines: list[str]) -> list[str]:
                 repr(rest) if top.group(2) == "send" else f"get_ipython().var_expand({rest!r})"
             )
             line = f"await __forkagent__.{top.group(2)}_line({expanded})\n"
+        prose = None if top else _PROSE.match(line.rstrip("\n"))
+        if prose:
+            indent, name, rest = prose.groups()
+            line = f"{indent}get_ipython().run_line_magic({name!r}, {rest.strip()!r})\n"
         out.append(line)
     return out
 
@@ -268,19 +295,27 @@ class AgentMagics(Magics):  # type: ignore[misc]
         help="inherit only the last N turns of the conversation (default: all of it; the "
         "system prompt and tools always)",
     )
-    @argument("directive", nargs="?", help="what the worker should do (the rest of the line)")
+    @argument(
+        "directive",
+        nargs="?",
+        help="what the worker should do: the rest of the line, or the cell's body (%%%%fork)",
+    )
     @no_var_expand  # `{name}` is ours (interpolate); IPython's expansion is slow on long lines
-    @line_magic
+    @line_cell_magic
     @_shows_help
-    def fork(self, line: str) -> Any:
+    def fork(self, line: str, cell: str | None = None) -> Any:
         """Fork the parent conversation into a background worker; returns at once.
 
         The worker's Python runs in its own process, started from a snapshot of the kernel
         taken now: in parallel with you and the other workers, stopped at once by %stop, and
         unable to change your variables (bring values back with %tasks --pull ID NAME...).
-        With --shared it runs in your namespace instead, one call at a time.
+        With --shared it runs in your namespace instead, one call at a time. As a cell,
+        `%%fork [options]`, the directive is the cell's body, as written (several lines,
+        code included).
         """
         args = parse_line(self.fork, line, "%fork", text="directive")
+        if cell is not None:
+            args.directive = "\n".join(part for part in (args.directive, cell) if part.strip())
         if args.batch or args.over:
             given = {k: v for k, v in vars(args).items() if v not in (None, False)}
             return self.host.fork_batch(args.directive, given)
@@ -294,13 +329,14 @@ class AgentMagics(Magics):  # type: ignore[misc]
 
     @magic_arguments()
     @argument("to", nargs="?", help="worker id or name")
-    @argument("message", nargs="?", help="the message (the rest of the line)")
+    @argument("message", nargs="?", help="the message: the rest of the line, or the cell's body")
     @no_var_expand
-    @line_magic
+    @line_cell_magic
     @_shows_help
-    def send(self, line: str) -> Any:
-        """Message a worker: queued if it is running, resumed if it has finished."""
-        args = send_options(line)
+    def send(self, line: str, cell: str | None = None) -> Any:
+        """Message a worker: queued if it is running, resumed if it has finished. As a cell,
+        `%%send TO`, the message is the cell's body."""
+        args = send_options(line if cell is None else f"{line.strip()}\n{cell}")
         return self.host.send(args.to, args.message)
 
     @magic_arguments()

@@ -1,0 +1,68 @@
+"""What a person writes to a worker reaches it as written: a question mark at the end of a
+`%fork` or `%send` line, several lines in a `%%fork` or `%%send` cell, a variable whose value
+has braces, an option with one dash."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from forkagent_jupyter.kernel.interpolation import interpolate
+
+from .conftest import Kernel
+
+pytestmark = pytest.mark.kernel
+
+
+def _result(kernel: Kernel, name: str) -> str:
+    waited = kernel.execute(f"%tasks --wait {name}", timeout=120)
+    assert waited.status == "ok", waited.texts()
+    return str(kernel.value(f"__forkagent__.session.task({name!r}).result"))
+
+
+def test_a_line_that_ends_in_a_question_mark_is_the_magics(kernel: Kernel, emulator: Any) -> None:
+    """IPython reads a trailing `?` as a help request for the last word ("Object `price` not
+    found."): the worker was never started."""
+    kernel.execute("from forkagent_jupyter.kernel import api\napi.allow('Python')")
+    asked = kernel.execute("%fork --name q what is `py: 6 * 7` and the mean price?")
+    assert asked.status == "ok", asked.texts()
+    assert "not found" not in asked.texts()
+    assert "the mean price?" in kernel.value("__forkagent__.session.task('q').description")
+    assert "42" in _result(kernel, "q")
+    followed = kernel.execute("%send q and now `py: 6 * 8`, the median?")
+    assert followed.status == "ok" and "not found" not in followed.texts(), followed.texts()
+    assert "48" in _result(kernel, "q")
+    # the magic's own help is still a help request
+    helped = kernel.execute("%fork ?")
+    assert helped.texts().startswith("%fork"), helped.texts()
+
+
+def test_a_fork_cell_and_a_send_cell_carry_several_lines(kernel: Kernel, emulator: Any) -> None:
+    """`%%fork` takes its directive from the cell's body and `%%send` its message; a `{name}`
+    value is put in verbatim, its own `{{` and `}}` kept (the worker's f-string prints `{x}`,
+    not 5)."""
+    kernel.execute("from forkagent_jupyter.kernel import api\napi.allow('Python')")
+    kernel.execute("code = 'x = 5\\nprint(f\"{{x}}\" * 2)'")
+    started = kernel.execute("%%fork --name m\nRun this, then report:\n```python\n{code}\n```\n")
+    assert started.status == "ok", started.texts()
+    first = _result(kernel, "m")
+    assert "{x}{x}" in first and "55" not in first, first
+    sent = kernel.execute("%%send m\nAnd this one:\n```python\nprint(6 * 7)\n```\n")
+    assert sent.status == "ok", sent.texts()
+    assert "42" in _result(kernel, "m")
+
+
+def test_an_option_with_one_dash_is_refused(kernel: Kernel) -> None:
+    """`%fork -name x ...` had started an unnamed worker whose directive began `-name x`."""
+    refused = kernel.execute("%fork -name x profile the columns")
+    assert refused.status == "error"
+    assert "-name has one dash: did you mean --name?" in refused.texts()
+    assert kernel.value("len(__forkagent__.session.tasks) if __forkagent__._session else 0") == 0
+
+
+def test_interpolation_substitutes_a_value_verbatim() -> None:
+    namespace = {"code": 'd = {{"a": 1}}\nf"{{x}}"', "n": 3}
+    assert interpolate("run {code}; n={n}; {{lit}} {missing}", namespace) == (
+        'run d = {{"a": 1}}\nf"{{x}}"; n=3; {lit} {missing}'
+    )
