@@ -20,6 +20,7 @@ that want the runtime's own data::
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from .extension import KernelAgent
 
 __all__ = [
+    "Answered",
+    "Notifications",
     "agent",
     "allow",
     "answer",
@@ -166,16 +169,37 @@ async def timeline(*ids: str) -> Any:
     return await agent().timeline(list(ids))
 
 
-def notifications() -> Any:
-    """Every `<task-notification>` the parent received so far, each with the parent's answer,
-    as Markdown (what the JupyterLab extension inserts as new cells)."""
-    from .render.markdown import SafeMarkdown, fenced
+@dataclass(frozen=True)
+class Answered:
+    """One automatic turn of the parent: the `<task-notification>`s it read (their XML) and
+    its answer."""
 
-    parts = []
-    for auto in session().auto_turns:
-        xml = "\n\n".join(fenced(note, "xml") for note in auto.notifications)
-        parts.append(f"{xml}\n\n**parent:** {auto.turn.text}")
-    return SafeMarkdown("\n\n---\n\n".join(parts) or "*No notifications yet.*")
+    notifications: tuple[str, ...]
+    answer: str
+
+
+class Notifications(list[Answered]):
+    """What `api.notifications()` returns: a list, newest last; shown as a cell's value, the
+    notifications as XML blocks, each followed by the parent's answer."""
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from .render.markdown import SafeMarkdown, fenced
+
+        parts = []
+        for answered in self:
+            xml = "\n\n".join(fenced(note, "xml") for note in answered.notifications)
+            parts.append(f"{xml}\n\n**parent:** {answered.answer}")
+        shown = SafeMarkdown("\n\n---\n\n".join(parts) or "*No notifications yet.*")
+        return shown._repr_mimebundle_(include, exclude)
+
+
+def notifications() -> Notifications:
+    """Every `<task-notification>` the parent received so far, with the parent's answer to
+    each (`.notifications`, `.answer`); a cell that ends with it shows them as the JupyterLab
+    extension's inserted cells do."""
+    return Notifications(
+        Answered(tuple(auto.notifications), auto.turn.text) for auto in session().auto_turns
+    )
 
 
 def use_dask(client: Any) -> None:

@@ -54,6 +54,11 @@ def test_a_result_with_code_blocks_stays_inside_its_notification(kernel: Kernel)
     blocks = _xml_blocks(data["text/html"])
     assert len(blocks) == 1 and _whole(blocks[0]) and "inside" in blocks[0]
     assert "**parent:**" in data["text/markdown"]
+    # data, not only a display: api.notifications() had returned a display object (len raised)
+    assert kernel.value("len(api.notifications())") == 1
+    answered = kernel.value("api.notifications()[0].answer")
+    assert "reported back" in answered
+    assert "inside" in kernel.value("api.notifications()[0].notifications[0]")
 
 
 def test_with_auto_respond_off_the_next_cell_reads_and_shows_them(kernel: Kernel) -> None:
