@@ -149,6 +149,7 @@ async def test_every_tool_that_writes_files_is_asked(make_session: Any, home: Pa
     )
     calls: list[tuple[Tool[Any], dict[str, Any]]] = [
         (WRITE, {"file_path": ".git/config", "content": "[core]\n"}),
+        (WRITE, {"file_path": ".git/hooks/pre-\ncommit", "content": "#!/bin/sh\n"}),
         (EDIT, {"file_path": ".git/config", "old_string": "[core]", "new_string": "[core]\n"}),
         (MULTI, {"file_path": ".git/config", "edits": [{"old_string": "a", "new_string": "b"}]}),
         (
@@ -164,6 +165,7 @@ async def test_every_tool_that_writes_files_is_asked(make_session: Any, home: Pa
     for tool, raw in calls:
         decision = await _check(session, tool, raw)
         assert isinstance(decision, Deny) and SAID in decision.message, (tool.name, decision)
+        assert "\n" not in decision.message  # one line, whatever the file's name
 
 
 @pytest.fixture

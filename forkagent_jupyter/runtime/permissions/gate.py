@@ -405,6 +405,7 @@ class PermissionGate:
             reason = runs_later(path, [self.rules.home])
             if reason is not None:
                 shown = shown_path(facts.root, path)
+                shown = shown if shown.isprintable() else repr(shown)  # one line, whatever the name
                 return (
                     f"{shown} runs later without being asked ({reason}), so a change to it "
                     "is always approved by the user"
