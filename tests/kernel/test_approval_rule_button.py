@@ -62,3 +62,27 @@ async def test_without_an_exact_rule_the_button_is_disabled() -> None:
     always = next(b for b in _buttons(prompt) if b.description.startswith("Allow for session"))
     assert always.disabled and always.description == "Allow for session"
     assert "allow it once" in always.tooltip
+
+
+async def test_a_call_asked_in_every_mode_says_why_and_offers_no_rule() -> None:
+    """A write to a file that runs later is asked even in acceptEdits: the card says why,
+    and no rule is offered (none would ever let it through)."""
+    why = (
+        ".git/config runs later without being asked (git runs the commands a repository's "
+        "configuration and hooks name), so a change to it is always approved by the user"
+    )
+    request = PermissionRequest(
+        tool_name="Write",
+        input={"file_path": ".git/config", "content": "[core]\n"},
+        agent_id="a",
+        task_id="t",
+        summary="Write .git/config (1 lines)",
+        preview="+[core]",
+        reason=why,
+    )
+    prompt = ApprovalPrompt(request)
+    assert "runs later without being asked (git runs the commands a repository&#x27;s" in _html(
+        prompt
+    )
+    always = next(b for b in _buttons(prompt) if b.description.startswith("Allow for session"))
+    assert always.disabled

@@ -18,6 +18,7 @@ import pytest
 
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
 from tests.reported import tool_outputs
+from tests.runtime.helpers import git, make_repo
 
 from .conftest import Kernel
 from .test_compute import SESSION, _card_outputs, setup, status
@@ -249,6 +250,38 @@ def test_a_hook_cannot_drive_the_kernel_through_its_connection_file(
     )
     emulator.brain = OfflineBrain()
     ran = kernel.execute("%%agent\nhello", timeout=180)
+    assert ran.status == "ok", ran.texts()
+    outcome = json.loads((tmp_path / "kernel_drive.json").read_text())["route"]
+    kernel.execute("import time; time.sleep(2)")  # a request that got through runs by now
+    assert kernel.value("'driven' in globals()") is False, outcome
+    assert outcome.startswith("blocked"), outcome
+
+
+def test_the_runtimes_own_git_runs_confined(
+    kernel: Kernel, tmp_path: Path, user_home: Path
+) -> None:
+    """What git runs for the runtime (here a filter driver from the person's own git
+    configuration, which still runs: it is theirs) runs like Bash, where the kernel's
+    connection file and Jupyter's runtime folder are covered: making an agent's worktree
+    cannot be a way to drive the kernel."""
+    repo = make_repo(tmp_path / "repo")
+    (repo / ".gitattributes").write_text("*.csv filter=probe\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "attributes")
+    shutil.copy(DRIVE_KERNEL, tmp_path / "drive_kernel.py")
+    pid = kernel.value("__import__('os').getpid()")
+    smudge = tmp_path / "smudge.sh"
+    smudge.write_text(
+        f"cd {tmp_path} && {sys.executable} drive_kernel.py {pid} >/dev/null 2>&1\ncat\n"
+    )
+    (user_home / ".gitconfig").write_text(f'[filter "probe"]\n\tsmudge = sh {smudge}\n')
+    ran = kernel.execute(
+        "from pathlib import Path\n"
+        "from forkagent_jupyter.runtime.workers.worktree import create_worktree\n"
+        f"wt = await create_worktree(Path({str(repo)!r}), 'a0123456789')\n"
+        "print(wt.path)",
+        timeout=120,
+    )
     assert ran.status == "ok", ran.texts()
     outcome = json.loads((tmp_path / "kernel_drive.json").read_text())["route"]
     kernel.execute("import time; time.sleep(2)")  # a request that got through runs by now

@@ -384,6 +384,24 @@ async def test_a_long_line_is_clipped_and_no_rule_offers_no_always() -> None:
 
 
 @pytest.mark.anyio
+async def test_a_call_asked_in_every_mode_says_why_on_one_line() -> None:
+    request = PermissionRequest(
+        tool_name="Write",
+        input={"file_path": ".bashrc\x1b[8m", "content": "x"},
+        agent_id="a",
+        task_id=None,
+        summary="Write .bashrc (1 lines)",
+        preview="+x",
+        reason=".bashrc\x1b[8m runs later without being asked (a shell runs it when it starts)",
+    )
+    question = TerminalAsk(kernel=None, connected=lambda: False).question(ApprovalPrompt(request))
+    assert question.startswith(
+        "forkagent: the parent asks to run Write .bashrc (1 lines)\n  (.bashrc\\x1b[8m runs "
+        "later without being asked (a shell runs it when it starts))\n  +x\n"
+    )
+
+
+@pytest.mark.anyio
 async def test_a_reply_to_a_question_decided_elsewhere_does_not_answer_the_next() -> None:
     """A console sends its reply with no parent, and keeps showing a question that was decided
     elsewhere: the "y" typed there must not approve the next question, which it never showed.

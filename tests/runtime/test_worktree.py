@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 import pytest
 
+from forkagent_jupyter.runtime.config.settings import committed
 from forkagent_jupyter.runtime.errors import ConfigError
 from forkagent_jupyter.runtime.workers.worktree import (
     Worktree,
@@ -244,3 +246,79 @@ def test_worktree_notice_says_where_and_what_to_do() -> None:
     assert "isolated git worktree" in text
     for idea in ("inherited", "path", "read a file again before you edit", "stays in this"):
         assert idea in text
+
+
+PAYLOAD = """import glob, json, os, sys
+marker = sys.argv[1]
+found = []
+for path in glob.glob(os.path.expanduser("~/.local/share/jupyter/runtime/kernel-*.json")):
+    try:
+        found.append(json.load(open(path)).get("key", ""))
+    except OSError as exc:
+        found.append(str(exc))
+with open(marker, "a") as out:
+    out.write(f"{sys.argv[2]} ran, read {found}\\n")
+"""
+
+
+def poison(repo: Path, marker: Path) -> None:
+    """What a model that may edit files unasked writes into a repository (the issue's attack,
+    and its kin): commands in `.git/config`, in a file it includes, in hooks, and a filter
+    driver that a committed `.gitattributes` names."""
+    (repo / "payload.py").write_text(PAYLOAD)
+    (repo / ".gitattributes").write_text("*.csv filter=evil\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "attributes")
+    run = f"{sys.executable} {repo / 'payload.py'} {marker}"
+    gitdir = repo / ".git"
+    (gitdir / "fsm.sh").write_text(f"{run} fsmonitor\n")
+    (gitdir / "extra.cfg").write_text(f"[core]\n\tpager = {run} pager\n")
+    for hook in ("post-checkout", "reference-transaction", "pre-auto-gc"):
+        (gitdir / "hooks" / hook).write_text(f"#!/bin/sh\n{run} {hook}\n")
+        (gitdir / "hooks" / hook).chmod(0o755)
+    with (gitdir / "config").open("a") as config:
+        config.write(
+            "[core]\n\tfsmonitor = sh .git/fsm.sh\n"
+            f"[include]\n\tpath = {gitdir / 'extra.cfg'}\n"
+            f'[filter "evil"]\n\tsmudge = {run} smudge\n\tclean = {run} clean\n'
+            f"\tprocess = {run} process\n\trequired = true\n"
+        )
+    (repo / "data.csv").touch()  # status looks at its content again (through the clean filter)
+
+
+async def test_a_repositorys_own_files_run_nothing_when_the_runtime_calls_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The issue's attack: `.git/config` with `core.fsmonitor = sh .git/fsm.sh` (and hooks, a
+    filter driver, an included file) written by the model; the runtime's own git (a worktree
+    made, checked and removed; the check whether a settings file is committed) runs none of
+    it, and a `GIT_DIR` in the kernel's environment does not point it elsewhere."""
+    repo = make_repo(tmp_path / "repo")
+    marker = tmp_path / "ran.txt"
+    poison(repo, marker)
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "elsewhere"))
+    wt = await create_worktree(repo, AGENT)
+    assert (wt.path / "data.csv").read_text() == "a,b\n1,2\n"
+    assert not await wt.has_changes()
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.local.json").write_text("{}")
+    assert not await asyncio.to_thread(committed, repo / ".claude" / "settings.local.json")
+    assert not (await wt.finish()).kept
+    assert not marker.exists(), marker.read_text()
+    monkeypatch.delenv("GIT_DIR")
+    assert branches(repo) == ["main"]
+
+
+async def test_the_persons_own_filter_drivers_still_run(tmp_path: Path, user_home: Path) -> None:
+    """A filter driver from the person's own (global) configuration is theirs (Git LFS is
+    one): a worktree's checkout still runs it; the same name defined by the repository's
+    configuration is turned off."""
+    (user_home / ".gitconfig").write_text('[filter "upper"]\n\tsmudge = tr a-z A-Z\n')
+    repo = make_repo(tmp_path / "repo")
+    (repo / ".gitattributes").write_text("*.csv filter=upper\n*.md filter=local\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "attributes")
+    git(repo, "config", "filter.local.smudge", "tr a-z A-Z")
+    wt = await create_worktree(repo, AGENT)
+    assert (wt.path / "data.csv").read_text() == "A,B\n1,2\n"
+    assert (wt.path / "analysis" / "notes.md").read_text() == "# notes\n"

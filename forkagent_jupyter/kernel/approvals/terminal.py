@@ -211,8 +211,9 @@ class TerminalAsk:
         rule = request.suggested_rule
         always = f"[a]lways ({printable(rule)}, this session) / " if rule else ""
         who, summary = printable(self.who(prompt)), printable(request.summary)
+        reason = f"  ({printable(request.reason)})\n" if request.reason else ""
         return (
-            f"forkagent: {who} asks to run {summary}\n{preview}"
+            f"forkagent: {who} asks to run {summary}\n{reason}{preview}"
             f"{HINT}\nAllow {printable(request.tool_name)}? [y]es / {always}[n]o: "
         )
 

@@ -56,6 +56,8 @@ class ApprovalPrompt(WholeText, w.VBox):  # type: ignore[misc]
         )
         if rule:  # the whole rule, however long: what the click adds
             body = w.VBox([body, w.HTML(f"Allow for session adds <code>{esc(rule)}</code>")])
+        if request.reason:  # why it is asked although the mode or a rule would allow it
+            body = w.VBox([w.HTML(f"<i>{esc(request.reason)}.</i>"), body])
         deny = w.Button(description="Deny", button_style="danger", tooltip="Deny this call")
         once.on_click(lambda _b: self.answer("allow"))
         always.on_click(lambda _b: self.answer("always"))

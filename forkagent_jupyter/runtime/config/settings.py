@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..secrets import scrubbed_env
+from ..executors.own_git import run_git_sync
 from .hooks import HookEntry, HookTrust, parse_hooks
 
 __all__ = [
@@ -95,8 +95,9 @@ def settings_files(workdir: Path, home: Path) -> list[SettingsFile]:
 def _committed(files: list[SettingsFile]) -> set[Path]:
     """The `local` files among `files` that git tracks (someone committed them): the file as
     named (a committed symlink) or what it resolves to (through a committed `.claude` symlink
-    too), each asked of the repository it lies in. The repository's own git configuration
-    runs nothing here (no fsmonitor); an answer git does not give counts as committed."""
+    too), each asked of the repository it lies in. git runs as the runtime's own git does
+    (`executors.own_git`: confined, nothing the repository's configuration names runs); an
+    answer git does not give counts as committed."""
     out: set[Path] = set()
     for file in files:
         if file.scope != "local" or not (file.path.is_symlink() or file.path.exists()):
@@ -120,26 +121,15 @@ COMMITTED = (
 
 
 def _tracked(path: Path) -> bool:
-    env = scrubbed_env()
-    env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_OPTIONAL_LOCKS="0")
-    command = ["git", "-c", "core.fsmonitor=false", "ls-files", "--error-unmatch", "--", str(path)]
     try:
-        done = subprocess.run(
-            command,
-            cwd=path.parent,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=20,
-        )
-    except OSError:  # no git (or no such folder): nothing is tracked
-        return False
+        done = run_git_sync("ls-files", "--error-unmatch", "--", str(path), cwd=path.parent)
     except subprocess.TimeoutExpired:
         return True
-    said = done.stderr.decode("utf-8", "replace")
-    if done.returncode == 0:
+    if done.code == 127:  # no git (or no such folder): nothing is tracked
+        return False
+    if done.code == 0:
         return True
-    return not ("did not match any file" in said or "not a git repository" in said)
+    return not ("did not match any file" in done.err or "not a git repository" in done.err)
 
 
 def _shown(path: Path, workdir: Path, home: Path) -> str:

@@ -1,6 +1,7 @@
 """Who may do what: the gate every tool call passes (`gate`), the modes (`modes`), the answers
-and policies (`policies`), the rule language (`rules`, `matching`, `rulebook`) and what a
-shell command really runs (`shell_syntax`, `shell_programs`).
+and policies (`policies`), the rule language (`rules`, `matching`, `rulebook`), what a
+shell command really runs (`shell_syntax`, `shell_programs`) and the files that run later
+without anyone choosing to run them, whose writing is always asked (`runs_later`).
 
 May import: config, tools and the leaves. Imported by: loop, mcp, workers, session.
 """

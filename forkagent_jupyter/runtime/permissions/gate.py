@@ -11,8 +11,10 @@ order (Claude Code's order: deny, then ask, then allow, in every mode):
 3. mode `plan` denies every tool not `allowed_in_plan`, telling the model it is planning;
 4. a matching **ask rule** puts the call to the policy whatever the mode and the allow rules
    say (so does a Bash line whose program name is computed when it runs, `$CMD x`, while a
-   Bash deny rule with a spec is in force: the deny rule could not be checked against it);
-   mode `dontAsk` and a session without a policy deny it;
+   Bash deny rule with a spec is in force: the deny rule could not be checked against it;
+   and so does a write to a settings or agent file, or to a file that some program runs
+   later on its own, `runs_later`: `.git/`, `ipykernel_launcher.py`, IPython's startup
+   folder...); mode `dontAsk` and a session without a policy deny it;
 5. mode `bypassPermissions` allows;
 6. tools that do not `needs_approval` (Read, Glob, Grep, TaskOutput...) are allowed;
 7. a matching **allow rule** allows;
@@ -55,6 +57,7 @@ from pydantic import BaseModel, ValidationError
 from ..config.settings import SettingsRead
 from ..secrets import redact
 from ..tools.base import Tool, ToolContext, ToolError, describe_call, format_validation_error
+from ..tools.paths import shown_path
 from .matching import (
     CallFacts,
     allowed_by,
@@ -81,6 +84,7 @@ from .policies import (
 )
 from .rulebook import RefusedRule, RuleBook, RuleKind
 from .rules import EDITING_TOOLS, READING_TOOLS, Rule
+from .runs_later import runs_later
 
 __all__ = [
     "Allow",
@@ -113,9 +117,12 @@ and the rule that did (or the rule "allow for session" added)."""
 @dataclass(frozen=True)
 class _Ask:
     """The rules and the mode leave the call to the policy; `why` it must be asked even
-    where an allow rule or the mode would let it through (None: nothing forces asking)."""
+    where an allow rule or the mode would let it through (None: nothing forces asking);
+    `always`: no rule can ever let it through (a settings file, a file that runs later), so
+    "allow for session" has nothing to add."""
 
     why: str | None
+    always: bool = False
 
 
 class PermissionGate:
@@ -314,7 +321,9 @@ class PermissionGate:
     ) -> Verdict:
         ruled = self._by_rules(tool, facts, ctx, hook_asks)
         if isinstance(ruled, _Ask):
-            return await self._by_policy(tool, args, ctx, raw_input, facts, waited, ruled.why)
+            return await self._by_policy(
+                tool, args, ctx, raw_input, facts, waited, ruled.why, ruled.always
+            )
         return ruled
 
     def _by_rules(
@@ -342,8 +351,12 @@ class PermissionGate:
             )
         asked = matching(self.rules.ask, facts)
         must_ask = str(asked) if asked is not None else unfollowed(self.rules, facts)
-        if must_ask is None and name in EDIT_TOOLS and touches_settings(facts, self.rules.home):
+        writes = name in EDIT_TOOLS or (bool(facts.paths) and name not in READ_TOOLS)
+        if must_ask is None and writes and touches_settings(facts, self.rules.home):
             must_ask = "settings file"
+        later = self._runs_later(facts) if must_ask is None and writes else None
+        if later is not None:
+            must_ask = "runs later"
         if must_ask is None and hook_asks:
             must_ask = "hook"
         if must_ask is None:
@@ -363,6 +376,8 @@ class PermissionGate:
             "hooks, which run commands) is always "
             "approved by the user"
             if must_ask == "settings file"
+            else later
+            if later is not None
             else "a PreToolUse hook asks for the user's approval"
             if must_ask == "hook"
             else "the command's program is computed when it runs, so the deny rules cannot "
@@ -379,7 +394,23 @@ class PermissionGate:
                 "mode",
                 None,
             )
-        return _Ask(why if must_ask is not None else None)
+        return _Ask(
+            why if must_ask is not None else None, must_ask in ("settings file", "runs later")
+        )
+
+    def _runs_later(self, facts: CallFacts) -> str | None:
+        """Why the call writes a file that runs later without anyone choosing to run it
+        (`runs_later`), in one line, or None."""
+        for path in facts.paths:
+            reason = runs_later(path, [self.rules.home])
+            if reason is not None:
+                shown = shown_path(facts.root, path)
+                shown = shown if shown.isprintable() else repr(shown)  # one line, whatever the name
+                return (
+                    f"{shown} runs later without being asked ({reason}), so a change to it "
+                    "is always approved by the user"
+                )
+        return None
 
     async def _by_policy(
         self,
@@ -390,11 +421,12 @@ class PermissionGate:
         facts: CallFacts,
         waited: list[float],
         why: str | None,
+        always: bool = False,
     ) -> Verdict:
         """Step 10: the policy decides, on the call as the tool presents it; what it allowed
         must still hold when it answers."""
         name = tool.name
-        suggestion = suggest_rule(facts, ctx.workdir)
+        suggestion = None if always else suggest_rule(facts, ctx.workdir)
         if self.policy is None and why is not None:
             return Deny(f"{name} refused: {why}, and no one can answer."), "no-policy", None
         if self.policy is None:
@@ -423,6 +455,7 @@ class PermissionGate:
             subject=facts.subject,
             outside_paths=tuple(str(p) for p in facts.outside),
             suggested_rule=suggestion,
+            reason=why,
         )
         waited.append(time.time())
         try:

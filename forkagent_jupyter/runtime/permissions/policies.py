@@ -50,7 +50,10 @@ class PermissionRequest:
     """What a policy is asked about. `summary` is the call's one line (`Tool.describe`) and
     `preview` what a person approves (`Tool.preview`: the diff a file change would make);
     `outside_paths` lists real paths outside the work directory (only present when a rule let
-    them through); `suggested_rule` is what "allow for session" would add."""
+    them through); `suggested_rule` is what "allow for session" would add (None: no rule can
+    say exactly this call, or no rule would ever let it through); `reason` why the call is
+    asked even where the mode or a rule would allow it (a file that runs later, a settings
+    file, an ask rule), or None."""
 
     tool_name: str
     input: dict[str, Any]
@@ -61,6 +64,7 @@ class PermissionRequest:
     subject: str = ""
     outside_paths: tuple[str, ...] = ()
     suggested_rule: str | None = None
+    reason: str | None = None
 
 
 @runtime_checkable

@@ -21,8 +21,9 @@ worktree and deletes its branch. A git
 failure counts as a change (fail closed: an agent's work is never deleted by mistake).
 `finish` is idempotent and safe to call concurrently: every call gets the first outcome.
 
-Git runs in subprocesses through asyncio (the event loop is never blocked), with the
-credential variables removed from its environment and prompts disabled.
+Git runs in subprocesses through asyncio (the event loop is never blocked), as the runtime's
+own git always runs (`executors.own_git`): confined like Bash, without credentials, with the
+commands a repository's configuration names (fsmonitor, hooks, filters...) turned off.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
 from ..errors import ConfigError
-from ..secrets import scrubbed_env
+from ..executors.own_git import run_git
 
 __all__ = [
     "WORKTREES_DIR",
@@ -56,24 +57,12 @@ class WorktreeError(ConfigError):
 
 
 async def _git(*args: str, cwd: Path) -> tuple[int, str]:
-    """(exit code, stdout and stderr) of one git command; 127 if git cannot be started."""
-    env = scrubbed_env()
-    env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_OPTIONAL_LOCKS="0")
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            "git",
-            *args,
-            cwd=str(cwd),
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-        )
-    except OSError as exc:  # git missing, or cwd gone
-        return 127, f"cannot run git: {exc.strerror or exc}"
-    out, _ = await proc.communicate()
-    code = proc.returncode if proc.returncode is not None else 1
-    return code, out.decode("utf-8", errors="replace").rstrip()
+    """(exit code, output) of one git command (`own_git`: confined, nothing the repository's
+    files name runs): its stdout when it succeeded, else what it said; 127 if git cannot be
+    started."""
+    done = await run_git(*args, cwd=cwd)
+    text = done.out if done.code == 0 else (done.err.strip() or done.out)
+    return done.code, text.rstrip()
 
 
 def _porcelain_paths(status: str) -> list[str]:
