@@ -46,7 +46,16 @@ from ..secrets import SECRET_ENV_VARS, known_secrets
 from .confine import MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_REC, cover, mount, write
 from .confine import drop_capabilities as _drop_capabilities
 
-__all__ = ["STATE", "confined", "enter", "guard_kernel", "readable", "scrub_memory", "seal"]
+__all__ = [
+    "STATE",
+    "confined",
+    "enter",
+    "guard_kernel",
+    "kernel_files",
+    "readable",
+    "scrub_memory",
+    "seal",
+]
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
@@ -170,6 +179,13 @@ def _kernel_paths() -> list[str]:
             if folder.is_dir() and folder != here and folder not in here.parents:
                 paths.append(str(folder))
     return paths
+
+
+def kernel_files() -> list[Path]:
+    """The kernel's connection file and Jupyter's runtime folder, real paths: whoever reads
+    one can have a kernel run any code (its signing key), so the file tools refuse them in
+    every mode (permissions/gate.py) as `confined` covers them for the programs it starts."""
+    return [Path(p).resolve() for p in _kernel_paths()]
 
 
 _CONFINE = Path(__file__).with_name("confine.py")

@@ -3,7 +3,10 @@
 The loop asks `PermissionGate.check` once per tool call, after validating the input. In
 order (Claude Code's order: deny, then ask, then allow, in every mode):
 
-1. a matching **deny rule** denies, in every mode (`bypassPermissions` too);
+1. a matching **deny rule** denies, in every mode (`bypassPermissions` too); so does a file
+   tool's call that names the kernel's connection file or a file in Jupyter's runtime folder
+   (`sandbox.kernel_files`: their key has a kernel run any code), and searches never show
+   them;
 2. **containment**: a path outside the work directory and the additional directories
    (symlinks and `..` resolved) is denied unless an allow rule *with a spec* for that tool
    matches it (`Read(//data/**)`); this holds in every mode and for tools that need no
@@ -50,11 +53,13 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from ..config.settings import SettingsRead
+from ..executors.sandbox import kernel_files
 from ..secrets import redact
 from ..tools.base import Tool, ToolContext, ToolError, describe_call, format_validation_error
 from ..tools.paths import shown_path
@@ -62,6 +67,7 @@ from .matching import (
     CallFacts,
     allowed_by,
     call_facts,
+    kernel_secret,
     matching,
     outside_denial,
     read_guard,
@@ -277,11 +283,20 @@ class PermissionGate:
         waited: list[float] = []  # when the policy was asked and when it answered
         try:
             facts = self._facts(tool, args, ctx)
+            hidden = kernel_files() if facts.paths else []
             if facts.paths and tool.name in READ_TOOLS:
-                ctx.services.read_guard = read_guard(self.rules, ctx.workdir)
-            decision, by, rule = await self._decide(
-                tool, args, ctx, raw_input, facts, waited, hook_asks
+                ctx.services.read_guard = read_guard(self.rules, ctx.workdir, hidden)
+            secret = next(
+                (s for p in facts.paths if (s := kernel_secret(p, hidden)) is not None), None
             )
+            decision: Allow | Deny
+            if secret is not None:
+                decision = _kernel_secret_denial(tool.name, facts.root, secret)
+                by, rule = "kernel", None
+            else:
+                decision, by, rule = await self._decide(
+                    tool, args, ctx, raw_input, facts, waited, hook_asks
+                )
         except Exception as exc:  # a bad path (NUL byte...) or a bug: refuse, never crash
             log.warning("permission check of %s failed: %s", tool.name, redact(repr(exc)))
             decision = Deny(f"{tool.name} refused: its input could not be checked ({exc}).")
@@ -535,3 +550,12 @@ class PermissionGate:
         if denied is not None:
             return Deny(f"{tool.name} call denied by the rule {denied}.")
         return outside_denial(self.rules, facts, ctx.workdir)
+
+
+def _kernel_secret_denial(name: str, root: Path, secret: Path) -> Deny:
+    """The one line a file tool's call gets for a path in the kernel's secrets."""
+    what = "the kernel's connection file" if secret.is_file() else "Jupyter's runtime folder"
+    return Deny(
+        f"{name} refused: {shown_path(root, secret)} is {what}; it holds the key that has a "
+        "kernel run any code, so no tool reads or writes it, in any mode."
+    )

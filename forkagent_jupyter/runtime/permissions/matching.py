@@ -27,6 +27,7 @@ __all__ = [
     "CallFacts",
     "allowed_by",
     "call_facts",
+    "kernel_secret",
     "matching",
     "outside_denial",
     "read_guard",
@@ -64,12 +65,24 @@ def call_facts(book: RuleBook, tool: Tool[Any], args: BaseModel, ctx: ToolContex
     return CallFacts(tool.name, tool.permission_subject(args), paths, forms, outside, root)
 
 
-def read_guard(book: RuleBook, workdir: Path) -> Callable[[Path], bool]:
-    """For Glob and Grep: hide files that a deny or ask rule for any reading tool matches
-    (the same for every call, so parallel searches sharing `ctx.services` agree)."""
+def kernel_secret(path: Path, secrets: list[Path]) -> Path | None:
+    """The kernel secret (its connection file, Jupyter's runtime folder) `path` is or lies
+    in, if any."""
+    return next((s for s in secrets if path == s or is_inside(s, path)), None)
+
+
+def read_guard(
+    book: RuleBook, workdir: Path, secrets: list[Path] | None = None
+) -> Callable[[Path], bool]:
+    """For Glob and Grep: hide files that a deny or ask rule for any reading tool matches,
+    and the kernel's secrets (the same for every call, so parallel searches sharing
+    `ctx.services` agree)."""
     root = real(workdir)
+    hidden = secrets or []
 
     def allowed(path: Path) -> bool:
+        if kernel_secret(path, hidden) is not None:
+            return False
         shown = shown_path(root, path)
         forms = [shown, str(path)] if shown != str(path) else [str(path)]
         return not any(
