@@ -84,7 +84,7 @@ if TYPE_CHECKING:
     from .session.turn_result import AutoTurn, Turn
     from .tasks.registry import Task
     from .tasks.snapshot import TaskSnapshot
-    from .transcripts.store import answered_notifications
+    from .transcripts.store import answered_notifications, answers_covering
     from .transcripts.timeline import Timeline, aload_timeline, load_timeline
     from .transcripts.timeline import describe as describe_timeline
     from .transcripts.timeline_figure import draw as draw_timeline
@@ -153,6 +153,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "RequestLog": ("model.request_log", "RequestLog"),
     # transcripts and the timeline
     "answered_notifications": ("transcripts.store", "answered_notifications"),
+    "answers_covering": ("transcripts.store", "answers_covering"),
     "Timeline": ("transcripts.timeline", "Timeline"),
     "load_timeline": ("transcripts.timeline", "load_timeline"),
     "aload_timeline": ("transcripts.timeline", "aload_timeline"),
@@ -213,6 +214,7 @@ __all__ = [
     "WorkerProcess",
     "aload_timeline",
     "answered_notifications",
+    "answers_covering",
     "anthropic_client",
     "approve_hooks",
     "cost_report",

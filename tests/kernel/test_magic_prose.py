@@ -66,3 +66,27 @@ def test_interpolation_substitutes_a_value_verbatim() -> None:
     assert interpolate("run {code}; n={n}; {{lit}} {missing}", namespace) == (
         'run d = {{"a": 1}}\nf"{{x}}"; n=3; {lit} {missing}'
     )
+
+
+def test_notifications_of_two_tasks_answered_apart_are_both_shown(
+    kernel: Kernel, emulator: Any
+) -> None:
+    """`%notifications A B` showed only the newest answer that named one of them when the
+    parent had answered A and B in separate turns; a name with no record is one line."""
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    for name, code in (("first", "6 * 7"), ("second", "6 * 8")):
+        kernel.execute(f"%fork --name {name} compute `py: {code}`")
+        kernel.execute(f"%tasks --wait {name}", timeout=120)
+        kernel.execute("await __forkagent__.session.idle()", timeout=120)  # answered, alone
+        answered = "len(__forkagent__.session.auto_turns)"
+        assert kernel.value(answered) == (1 if name == "first" else 2)
+    shown = kernel.execute("%notifications first second nosuch")
+    assert shown.status == "ok", shown.texts()
+    notes = [
+        m["content"]["data"]["application/vnd.forkagent.notification+json"]
+        for m in shown.messages
+        if m["msg_type"] == "display_data"
+        and "application/vnd.forkagent.notification+json" in m["content"]["data"]
+    ]
+    assert sorted(n["name"] for n in notes) == ["first", "second"], notes
+    assert "none recorded yet for nosuch" in shown.texts()

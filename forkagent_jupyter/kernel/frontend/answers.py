@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 from IPython.display import display
 
-from ...runtime import AutoTurn, TaskSnapshot, answered_notifications
+from ...runtime import AutoTurn, TaskSnapshot, answers_covering
 from ..comm.protocol import InsertCellMessage, jsonable
 from ..parents import in_latest_request
 from ..render.markdown import SafeMarkdown, fenced
@@ -151,17 +152,20 @@ class AnswerDelivery:
                 found = await session.store.aagent_id_for(key)
             ids.append(found or key)
         root = session.store.root if session.store is not None else None
-        record = None
-        if root is not None:
-            record = await asyncio.to_thread(answered_notifications, root, ids)
-        if record is None:
+        records = await asyncio.to_thread(answers_covering, root, ids) if root else []
+        shown = {s.task_id for record in records for s in record.tasks}
+        missing = [key for key, found in zip(keys, ids, strict=True) if found not in shown]
+        if not records:
             asked = " ".join(keys)
             asked = asked if len(asked) <= 80 else asked[:77] + "..."
             raise UsageError(
                 f"%notifications: no recorded notification for {asked} "
                 "(notifications are recorded when the parent answers them)"
             )
-        for snapshot in record.tasks:
-            display(jsonable(notification_bundle(snapshot)), raw=True)
-        if record.answer.strip():
-            display(answer_bundle(record.answer), raw=True)
+        for record in records:  # each turn that answered one of them, oldest first
+            for snapshot in record.tasks:
+                display(jsonable(notification_bundle(snapshot)), raw=True)
+            if record.answer.strip():
+                display(answer_bundle(record.answer), raw=True)
+        if missing:
+            print(f"%notifications: none recorded yet for {' '.join(missing)}", file=sys.stderr)

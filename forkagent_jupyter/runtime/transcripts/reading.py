@@ -28,6 +28,7 @@ from .writer import flush_all
 __all__ = [
     "INTERRUPTED_RESULT",
     "answered_notifications",
+    "answers_covering",
     "continue_at",
     "read_meta",
     "read_metas",
@@ -44,13 +45,12 @@ INTERRUPTED_RESULT = (
 )
 
 
-def answered_notifications(root: Path, task_ids: list[str]) -> AnsweredNotifications | None:
-    """The newest recorded answer of the parent to notifications of exactly these tasks (or,
-    failing that, of any of them), from any session's parent transcript under `root`."""
+def _answers(root: Path) -> list[tuple[float, AnsweredNotifications]]:
+    """Every recorded answer of the parent to notifications, with when it was recorded, from
+    any session's parent transcript under `root`."""
     root = Path(root)
     flush_all()
-    wanted = set(task_ids)
-    best: tuple[float, int, AnsweredNotifications] | None = None
+    found: list[tuple[float, AnsweredNotifications]] = []
     sessions = [p for p in root.iterdir() if p.is_dir()] if root.is_dir() else []
     for session in sessions:
         try:
@@ -66,11 +66,34 @@ def answered_notifications(root: Path, task_ids: list[str]) -> AnsweredNotificat
             except ValidationError as exc:
                 log.warning("skipping a notifications record in %s: %s", session, exc)
                 continue
-            ids = {t.task_id for t in answered.tasks}
-            score = 2 if ids == wanted else 1 if ids & wanted else 0
-            if score and (best is None or (score, record.get("t", 0)) > (best[1], best[0])):
-                best = (float(record.get("t", 0)), score, answered)
+            found.append((float(record.get("t", 0)), answered))
+    return found
+
+
+def answered_notifications(root: Path, task_ids: list[str]) -> AnsweredNotifications | None:
+    """The newest recorded answer of the parent to notifications of exactly these tasks (or,
+    failing that, of any of them), from any session's parent transcript under `root`."""
+    wanted = set(task_ids)
+    best: tuple[int, float, AnsweredNotifications] | None = None
+    for t, answered in _answers(root):
+        ids = {s.task_id for s in answered.tasks}
+        score = 2 if ids == wanted else 1 if ids & wanted else 0
+        if score and (best is None or (score, t) > best[:2]):
+            best = (score, t, answered)
     return best[2] if best else None
+
+
+def answers_covering(root: Path, task_ids: list[str]) -> list[AnsweredNotifications]:
+    """For each of these tasks, the newest recorded answer of the parent to a notification of
+    it; each answer once, oldest first (tasks answered in separate turns give one each)."""
+    answers = _answers(root)
+    chosen: dict[int, tuple[float, AnsweredNotifications]] = {}
+    for task_id in dict.fromkeys(task_ids):
+        covering = [(t, a) for t, a in answers if any(s.task_id == task_id for s in a.tasks)]
+        if covering:
+            newest = max(covering, key=lambda pair: pair[0])
+            chosen[id(newest[1])] = newest
+    return [a for _, a in sorted(chosen.values(), key=lambda pair: pair[0])]
 
 
 def continue_at(path: Path) -> int:

@@ -60,6 +60,7 @@ from .files import (
 from .reading import (
     INTERRUPTED_RESULT,
     answered_notifications,
+    answers_covering,
     continue_at,
     read_meta,
     read_metas,
@@ -79,6 +80,7 @@ __all__ = [
     "TranscriptStore",
     "WorktreeRecord",
     "answered_notifications",
+    "answers_covering",
     "fingerprint",
     "repair_for_resume",
 ]
