@@ -9,6 +9,7 @@ is the CI size; ``--check`` fails when a bound is broken.
 The bounds are stated where they are measured (``fork_cache.BOUNDS``, ``compute_load.BOUNDS``,
 ``kernel_load.RTT_RATIO_MAX``, ``stream_faults.SIGMAS``, ``batch_fanout.BOUNDS``,
 ``long_session.BOUNDS``, ``resume_read.BOUNDS``, ``rate_limits.BOUNDS``,
+``comm_flood.BOUNDS``,
 ``browser_fanout.BOUNDS`` and friends) and
 collected here; every bound is a ratio or a count within one run, never an absolute time of
 this machine.
@@ -46,6 +47,7 @@ BENCHMARKS: dict[str, tuple[bool, list[str]]] = {
     "resume_read": (True, []),
     "rate_limits": (True, []),
     "browser_fanout": (True, []),
+    "comm_flood": (True, []),
 }
 
 

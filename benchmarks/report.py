@@ -354,6 +354,32 @@ def _resume_read(r: dict[str, Any]) -> list[str]:
     return out
 
 
+def _comm_flood(r: dict[str, Any]) -> list[str]:
+    out = ["### The kernel after a flood of junk on the comm (`comm_flood`)", ""]
+    rows = [
+        [
+            label,
+            f"{r[key]['messages']:,}",
+            f"{r[key]['send_s']:.2f} s",
+            f"{r[key]['answer_after_flood_s']:.2f} s",
+            f"{r[key]['answer_vs_send']:.2f}",
+            f"{r[key]['dropped']:,}",
+        ]
+        for label, key in (("at the door", "door"), ("in the handler", "handler"))
+        if key in r
+    ]
+    out += _table(
+        ["junk dropped", "messages", "sent in", "cell answered after", "ratio", "counted"], rows
+    )
+    if r.get("handler_vs_door") is not None:
+        out += [
+            f"Idle round trip {r['idle_rtt_ms_median']:.1f} ms; dropped in the handler, the "
+            f"answer waited {r['handler_vs_door']:.1f}x as long as with the door.",
+            "",
+        ]
+    return out
+
+
 def _rate_limits(r: dict[str, Any]) -> list[str]:
     t = r["tier"]
     out = ["### A fan-out at a rate limit: paced vs the SDK's retries alone (`rate_limits`)", ""]
@@ -437,6 +463,7 @@ SECTIONS = {
     "long_session": _long_session,
     "resume_read": _resume_read,
     "rate_limits": _rate_limits,
+    "comm_flood": _comm_flood,
 }
 
 

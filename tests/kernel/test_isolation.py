@@ -54,6 +54,30 @@ def test_a_pickle_frame_on_the_workers_socket_runs_nothing_in_the_kernel(kernel:
     assert "sent what is not a message of the protocol" in error
 
 
+def test_a_4_gb_length_on_the_workers_socket_ends_it_and_says_why(kernel: Kernel) -> None:
+    """A length the kernel would wait for ever to read (its task running for ever) ends the
+    worker at once: the card and the notification say why."""
+    setup(kernel)
+    probe = (
+        "import gc, struct; "
+        "sock = [o for o in gc.get_objects() if type(o).__name__ == '_Worker'][0].conn.sock; "
+        "sock.sendall(struct.pack('!I', 2**32 - 1))"
+    )
+    kernel.execute(f"%fork --name liar lie `py: {probe}`")
+    kernel.run_approving("%tasks --wait liar", timeout=90)  # for ever before
+    assert status(kernel, "liar") == "failed"
+    why = "sent a message of 4,096 MB, more than the 256 MB one may have, and was ended"
+    assert kernel.value(f"{SESSION}.registry.get('liar').error") == f"the worker's process {why}"
+    kernel.drain()
+    said = {  # message type -> how many said why: widgets' states, notification displays
+        kind: sum(why in json.dumps(m["content"]) for m in kernel.iopub if m["msg_type"] == kind)
+        for kind in ("comm_msg", "update_display_data")
+    }
+    assert said["comm_msg"] and said["update_display_data"], said
+    notes = kernel.execute("from forkagent_jupyter.kernel import api\napi.notifications()")
+    assert why in notes.texts()
+
+
 def test_a_pull_decodes_data_and_refuses_objects_unless_trusted(kernel: Kernel) -> None:
     setup(kernel)
     kernel.execute("x = 1")

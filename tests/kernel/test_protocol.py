@@ -13,7 +13,7 @@ from typing import Any, get_args, get_type_hints
 
 import pytest
 
-from forkagent_jupyter.kernel.comm import protocol
+from forkagent_jupyter.kernel.comm import protocol, tally
 from forkagent_jupyter.kernel.comm.bridge import Bridge
 
 from .conftest import OUTBOUND
@@ -180,6 +180,32 @@ def test_what_the_kernel_does_not_take_is_dropped_with_a_log_line(
     [line] = [r.getMessage() for r in caplog.records]
     assert line.startswith("forkagent comm: dropped a malformed message from the frontend: ")
     assert "\n" not in line
+
+
+def test_a_flood_of_junk_is_said_in_a_few_lines_and_a_count(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """10,000 junk messages wrote 10,000 lines: now the first few say why, one counts the rest
+    (at the end of the spell; here, where no loop runs, when it is flushed)."""
+    bridge, handled = _bridge()
+    with caplog.at_level(logging.WARNING, logger="forkagent_jupyter.kernel.comm.bridge"):
+        for n in range(10_000):
+            bridge._on_msg({"content": {"data": {"type": "junk", "n": n}}})
+        bridge._on_msg({"content": {"data": EXAMPLES["frontend_to_kernel"][1]}})
+        bridge.tally.flush()
+        bridge.tally.flush()  # nothing more to say
+    assert handled == [EXAMPLES["frontend_to_kernel"][1]]  # what is a message still acts
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == tally.LINES + 1
+    assert lines[0].startswith("forkagent comm: dropped a malformed message from the frontend: ")
+    assert "'n': 0}" in lines[0] and f"'n': {tally.LINES - 1}}}" in lines[tally.LINES - 1]
+    more = 10_000 - tally.LINES
+    assert re.fullmatch(
+        rf"forkagent comm: dropped {more:,} more messages from the frontend in \d+ s, "
+        rf"without a line each \({more:,} malformed\)",
+        lines[-1],
+    ), lines[-1]
+    assert bridge.tally.total == 10_000
 
 
 def test_a_message_that_acts_has_exactly_its_keys_but_a_hello_may_say_more() -> None:

@@ -8,8 +8,11 @@ extension nothing is open, `connected` is False and callers use their display-id
 The messages and their keys are typed in `protocol.py` (mirroring the extension's
 `protocol.ts`): `broadcast` takes an `Outbound`, and a message from the frontend reaches its
 handler (`on_approve`, `on_stop`) only as its validated type; anything else (not an object, an
-unknown type, a missing or mistyped field) is dropped with one line in the kernel's log (the
-Jupyter server's terminal), never a traceback in a cell.
+unknown type, a missing or mistyped field) is dropped, said in the kernel's log (the Jupyter
+server's terminal; a line each for a few, a count for a flood: `tally`), never a traceback in
+a cell. Under ipykernel the dropping happens at the `door`, on the thread that receives the
+kernel's shell messages, before the kernel spends anything on them: a flood of junk on the
+comm does not keep the kernel from answering.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from .door import Door, malformed_line
 from .protocol import (
     TARGET,
     VERSION,
@@ -28,10 +32,11 @@ from .protocol import (
     State,
     Stop,
     Welcome,
+    inbound_or_none,
     jsonable,
     parse_hello,
-    parse_inbound,
 )
+from .tally import Tally
 
 __all__ = ["TARGET", "VERSION", "Bridge"]
 
@@ -57,6 +62,10 @@ class Bridge:
         self.loop: Any = None
         self.snapshot: Callable[[], State] | None = None
         """What a newly connected frontend is told at once (tasks, pending approvals)."""
+        self.tally = Tally(lambda: self.log)
+        """Messages dropped (at the door, or here without one), as the log says them."""
+        self.door: Door | None = None
+        self._ids: frozenset[str] = frozenset()  # the open comms, for the door's thread
 
     @property
     def log(self) -> logging.Logger:
@@ -77,8 +86,14 @@ class Bridge:
             self.loop = None
         if self.manager is not None:
             self.manager.register_target(TARGET, self._on_open)
+        door = Door(self.kernel, lambda: self._ids, self.tally)
+        self.door = door if door.install() else None
 
     def unregister(self) -> None:
+        if self.door is not None:
+            self.door.remove()
+            self.door = None
+        self.tally.flush()
         if self.manager is not None:
             try:
                 self.manager.unregister_target(TARGET, self._on_open)
@@ -87,6 +102,7 @@ class Bridge:
         for comm in list(self.comms.values()):
             comm.close()
         self.comms.clear()
+        self._ids = frozenset()
 
     @property
     def connected(self) -> bool:
@@ -94,6 +110,7 @@ class Bridge:
 
     def _on_open(self, comm: Any, open_msg: dict[str, Any]) -> None:
         self.comms[comm.comm_id] = comm
+        self._ids = frozenset(self.comms)
         # Trust the frontend's subshell for replies on this comm, so an approval sent during
         # a busy main shell is handled at once (ipykernel 7.4 routing; see DESIGN.md).
         if hasattr(comm, "_reply_subshell_for"):
@@ -101,6 +118,7 @@ class Bridge:
 
         def closed(_msg: dict[str, Any]) -> None:
             self.comms.pop(comm.comm_id, None)
+            self._ids = frozenset(self.comms)
 
         comm.on_msg(self._on_msg)
         comm.on_close(closed)
@@ -124,12 +142,10 @@ class Bridge:
         comm.send(jsonable(welcome))
 
     def _on_msg(self, msg: dict[str, Any]) -> None:
-        try:
-            message = parse_inbound(_data(msg))
-        except ValueError as exc:
-            self.log.warning(
-                "forkagent comm: dropped a malformed message from the frontend: %s", exc
-            )
+        data = _data(msg)
+        message = inbound_or_none(data)
+        if message is None:  # without a door, or sent before its comm was open there
+            self.tally.drop("malformed", lambda: malformed_line(data))
             return
         # The message may be handled in a subshell thread: run the handler on the main loop.
         if self.loop is not None and self.loop.is_running():
@@ -157,4 +173,5 @@ class Bridge:
             except Exception:
                 log.debug("dropping a closed forkagent comm", exc_info=True)
                 self.comms.pop(comm.comm_id, None)
+                self._ids = frozenset(self.comms)
         return sent

@@ -16,6 +16,7 @@ import array
 import base64
 import builtins
 import contextlib
+import dataclasses
 import gc
 import io
 import os
@@ -41,7 +42,7 @@ from .progress import text_progress
 from .pulled import encode_pulled
 from .source import NotInWorkerError, run_source, safe_repr
 from .tree import kill_tree, lead_group
-from .wire import FrameSocket
+from .wire import FrameSocket, FrameTooLargeError, pull_limit
 
 __all__ = ["SETUP_FAILED", "become_snapshot", "describe_status", "serve_worker"]
 
@@ -326,10 +327,13 @@ class _Worker:
                 self.images.append(png)
         self.flush()  # keep the order of prints, clears and displays
         try:
-            self.conn.send(("output", display))
-        except TypeError:  # a value in the bundle is not data: its text forms still go
-            data = {k: v for k, v in display.data.items() if isinstance(v, (str, bytes))}
-            self.conn.send(("output", Display(data, {})))
+            try:
+                self.conn.send(("output", display))
+            except TypeError:  # a value in the bundle is not data: its text forms still go
+                data = {k: v for k, v in display.data.items() if isinstance(v, (str, bytes))}
+                self.conn.send(("output", Display(data, {})))
+        except FrameTooLargeError as exc:  # the kernel would end this process for it
+            self.write("stderr", f"[a display was left out: it was {exc}]\n")
 
     def publish(self, data: Any, metadata: Any = None, *_args: Any, **_kwargs: Any) -> None:
         self.display(Display(dict(data or {}), dict(metadata or {})))
@@ -399,7 +403,12 @@ class _Worker:
                     held = held_values(self.namespace, self.before)
                 except Exception:
                     held = ([], 0)
-                self.conn.send(("done", call_id, ran, held))
+                try:
+                    self.conn.send(("done", call_id, ran, held))
+                except FrameTooLargeError as exc:  # its figures: the card has shown them
+                    note = f"[this call's figures were left out of its result: it was {exc}]\n"
+                    ran = dataclasses.replace(ran, stderr=ran.stderr + note, images=())
+                    self.conn.send(("done", call_id, ran, held))
             elif kind == "call":
                 try:
                     result: Any = ("ok", request[2](self.namespace, *request[3]))
@@ -410,7 +419,12 @@ class _Worker:
             elif kind == "pull":
                 trust = bool(request[3]) if len(request) > 3 else False
                 values, errors = encode_pulled(self.namespace, list(request[2]), trust)
-                self.conn.send(("pulled", call_id, values, errors))
+                try:
+                    self.conn.send(("pulled", call_id, values, errors), pull_limit())
+                except FrameTooLargeError as exc:
+                    why = f"cannot come back: the reply would be {exc}; pull fewer or smaller ones"
+                    errors.update(dict.fromkeys(values, why))
+                    self.conn.send(("pulled", call_id, {}, errors))
 
 
 def _forward_kernel_streams(out: _PipeStream, err: _PipeStream) -> None:

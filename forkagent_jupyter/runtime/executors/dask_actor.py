@@ -31,7 +31,7 @@ from ..secrets import scrubbed_env
 from .base import Display, ExecResult, Output, StreamText
 from .child import describe_status
 from .dask_child import bind_names
-from .wire import MessageError, encode, read_message
+from .wire import FrameTooLargeError, MessageError, encode, frame_limit, read_message
 
 __all__ = ["DaskAgent"]
 
@@ -77,11 +77,12 @@ class DaskAgent:
         assert self._reader is not None and self._writer is not None
         if self.ended is not None:
             raise _LostError(self.ended)
+        limit = frame_limit(reply)
         try:
             self._writer.write(encode(message))
             await self._writer.drain()
             while True:
-                received = await read_message(self._reader)
+                received = await read_message(self._reader, limit)
                 if received[0] == "output" and isinstance(received[1], (StreamText, Display)):
                     self.outputs.append((next(self._seq), received[1]))
                 elif received[0] == reply and received[1:2] == message[1:2]:
@@ -92,7 +93,11 @@ class DaskAgent:
             raise _LostError(await self._how_it_ended()) from None
         except MessageError as exc:
             await self.kill()
-            self.ended = f"the worker's process sent what is not a message of the protocol ({exc})"
+            self.ended = (
+                f"the worker's process sent {exc}, and was ended"
+                if isinstance(exc, FrameTooLargeError)
+                else f"the worker's process sent what is not a message of the protocol ({exc})"
+            )
             raise _LostError(self.ended) from None
 
     async def _how_it_ended(self) -> str:

@@ -38,7 +38,7 @@ from .forksafety import settle, survey
 from .memory import Held, parse_held
 from .pulled import decode_pulled
 from .tree import kill_tree
-from .wire import READ_LIMIT, MessageError, encode, read_message
+from .wire import READ_LIMIT, FrameTooLargeError, MessageError, encode, frame_limit, read_message
 
 __all__ = ["ProcessRunner", "RunnerPlane", "Snapshot", "fork_supported"]
 
@@ -347,13 +347,15 @@ class ProcessRunner:
     # -- requests ----------------------------------------------------------------------------
 
     async def _request(self, message: tuple[Any, ...], reply: str) -> tuple[Any, ...]:
-        """Send a request and wait for its reply, handing outputs to the sink meanwhile."""
+        """Send a request and wait for its reply, handing outputs to the sink meanwhile. A
+        frame longer than the reply may be (`wire.frame_limit`) ends the process."""
         assert self._reader is not None and self._writer is not None
+        limit = frame_limit(reply)
         try:
             self._writer.write(encode(message))
             await self._writer.drain()
             while True:
-                received = await read_message(self._reader)
+                received = await read_message(self._reader, limit)
                 if received[0] == "output" and isinstance(
                     received[1], (StreamText, Display, ClearOutput)
                 ):
@@ -366,6 +368,10 @@ class ProcessRunner:
             if self._killed:
                 raise asyncio.CancelledError from None
             raise await self._lost() from None
+        except FrameTooLargeError as exc:
+            why = f"the worker's process sent {exc}, and was ended"
+            self.kill(why)
+            raise WorkerLostError(why) from None
         except MessageError as exc:
             why = f"the worker's process sent what is not a message of the protocol ({exc})"
             self.kill(why)

@@ -5,12 +5,22 @@ a worker runs). Everything a worker sends back is data (`datacodec`), never a pi
 worker runs code the model wrote, and unpickling a frame it wrote would run that code in the
 kernel. The kernel reads with asyncio (never blocking its loop); the worker side blocks, as a
 worker process has nothing else to do.
+
+A frame from a worker has a size limit, checked against its length before anything is set
+aside for it: `MESSAGE_LIMIT` for every message but a pull's reply, `pull_limit()` (half the
+machine's memory) for that. A worker whose frame says more is ended at once
+(`FrameTooLargeError`): a 4 GB length written by its code left the kernel waiting for ever for
+a body that never came (and holding 4 GB had it come). A worker that is not hostile never
+sends one (`FrameSocket.send` refuses first, and the worker leaves out what did not fit). A
+frame within its limit whose body never comes is like code that never returns: its task runs
+until it is stopped.
 """
 
 from __future__ import annotations
 
 import asyncio
 import mmap
+import os
 import pickle
 import socket
 import struct
@@ -19,9 +29,25 @@ from typing import Any
 
 from . import datacodec
 
-__all__ = ["READ_LIMIT", "FrameSocket", "MessageError", "encode", "read_frame", "read_message"]
+__all__ = [
+    "MESSAGE_LIMIT",
+    "READ_LIMIT",
+    "FrameSocket",
+    "FrameTooLargeError",
+    "MessageError",
+    "encode",
+    "frame_limit",
+    "pull_limit",
+    "read_frame",
+    "read_message",
+]
 
 _HEADER = struct.Struct("!I")
+_MAX_FRAME = (1 << 32) - 1  # what a frame's 4-byte length can say
+
+MESSAGE_LIMIT = 256 << 20
+"""The largest frame a worker may send but a pull's reply: its outputs (at most 1 M characters
+of text a call, a figure, a table's HTML), results and reports are far smaller."""
 
 
 def _encode(message: Any) -> bytes:
@@ -33,6 +59,35 @@ class MessageError(Exception):
     """A worker sent a frame that is not a message of the protocol (it is not trusted)."""
 
 
+class FrameTooLargeError(MessageError):
+    """A frame longer than its limit: refused from its length, before its body is read."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"a message of {_mb(size)}, more than the {_mb(limit)} one may have")
+        self.size = size
+        self.limit = limit
+
+
+def _mb(size: int) -> str:
+    return f"{size / 2**20:,.0f} MB" if size >= 2**20 else f"{size:,} bytes"
+
+
+def pull_limit() -> int:
+    """The largest reply to a pull: half this machine's memory (the kernel holds the frame and
+    the values decoded from it at once), at most what a frame's length can say, at least
+    `MESSAGE_LIMIT`."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return _MAX_FRAME
+    return max(MESSAGE_LIMIT, min(_MAX_FRAME, memory // 2))
+
+
+def frame_limit(reply: str) -> int:
+    """The limit of each frame read while waiting for the reply `reply`."""
+    return pull_limit() if reply == "pulled" else MESSAGE_LIMIT
+
+
 class FrameSocket:
     """The worker side of a connection: blocking, thread-safe sends (of data) and receives
     (of the kernel's pickled requests)."""
@@ -41,8 +96,13 @@ class FrameSocket:
         self.sock = sock
         self._send_lock = threading.Lock()
 
-    def send(self, message: Any) -> None:
+    def send(self, message: Any, limit: int | None = None) -> None:
+        """Send `message` as data; FrameTooLargeError (nothing sent) when it is longer than
+        `limit` (default `MESSAGE_LIMIT`), which the kernel would end this process for."""
         body = datacodec.dumps(message)
+        limit = MESSAGE_LIMIT if limit is None else limit
+        if len(body) > limit:
+            raise FrameTooLargeError(len(body), limit)
         with self._send_lock:  # header and body apart: a pulled 1 GB frame is not copied again
             self.sock.sendall(_HEADER.pack(len(body)))
             self.sock.sendall(body)
@@ -70,12 +130,16 @@ _CHUNK = 1 << 22
 _BIG = 1 << 20  # a frame this large is decoded off the loop
 
 
-async def read_frame(reader: asyncio.StreamReader) -> bytes | memoryview:
-    """The next frame's bytes (asyncio.IncompleteReadError at EOF). A large frame is read in
-    chunks into one anonymous mapping (its pages are zeroed by the OS as they are first
-    written), so no step of the loop copies or clears all of it."""
+async def read_frame(reader: asyncio.StreamReader, limit: int | None = None) -> bytes | memoryview:
+    """The next frame's bytes (asyncio.IncompleteReadError at EOF; FrameTooLargeError, its
+    body left unread, when its length is over `limit`, default `MESSAGE_LIMIT`). A large
+    frame is read in chunks into one anonymous mapping (its pages are zeroed by the OS as they
+    are first written), so no step of the loop copies or clears all of it."""
     head = await reader.readexactly(_HEADER.size)
     size = _HEADER.unpack(head)[0]
+    limit = MESSAGE_LIMIT if limit is None else limit
+    if size > limit:
+        raise FrameTooLargeError(size, limit)
     if size <= _CHUNK:
         return await reader.readexactly(size)
     body = memoryview(mmap.mmap(-1, size))
@@ -87,11 +151,12 @@ async def read_frame(reader: asyncio.StreamReader) -> bytes | memoryview:
     return body
 
 
-async def read_message(reader: asyncio.StreamReader) -> tuple[Any, ...]:
+async def read_message(reader: asyncio.StreamReader, limit: int | None = None) -> tuple[Any, ...]:
     """The next message from a worker: a tuple headed by its kind, decoded as data
-    (MessageError for anything else; asyncio.IncompleteReadError at EOF). A large one is
-    decoded on a thread: the kernel's loop goes on meanwhile."""
-    body = await read_frame(reader)
+    (MessageError for anything else, FrameTooLargeError for a frame over `limit`;
+    asyncio.IncompleteReadError at EOF). A large one is decoded on a thread: the kernel's loop
+    goes on meanwhile."""
+    body = await read_frame(reader, limit)
     try:
         if len(body) < _BIG:
             message = datacodec.loads(body)
