@@ -300,9 +300,11 @@ class ForkAgent(CheckedSettings):
     ).tag(config=True, session=False)  # the approval card's clock (approvals/widget_policy.py)
     headless_approval_timeout = Float(
         20.0,
-        help="Seconds an approval waits when no frontend can answer it (a notebook run by "
-        "nbclient, papermill or nbconvert, without the JupyterLab extension) before it counts "
-        "as a denial; a line on stderr says at once how to allow the tool.",
+        help="Seconds a worker's approval waits when no frontend can answer it (a notebook "
+        "run by nbclient, papermill or nbconvert, without the JupyterLab extension) before it "
+        "counts as a denial (a later cell may answer it with api.answer); a line on stderr "
+        "says at once how to allow the tool. The parent's own call is refused at once there: "
+        "no cell runs while it waits.",
     ).tag(config=True, above=0, maximum=7 * 24 * 3600, session=False)  # as approval_timeout
     max_workers = Int(
         16,

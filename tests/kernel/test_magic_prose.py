@@ -90,3 +90,16 @@ def test_notifications_of_two_tasks_answered_apart_are_both_shown(
     ]
     assert sorted(n["name"] for n in notes) == ["first", "second"], notes
     assert "none recorded yet for nosuch" in shown.texts()
+
+
+def test_a_parents_call_nobody_can_answer_is_refused_at_once(kernel: Kernel) -> None:
+    """Without a frontend (nbclient, papermill: allow_stdin false) and without api.allow, each
+    %%agent cell waited headless_approval_timeout (20 s) before `Not approved`, though no
+    other cell can run meanwhile to answer: it is refused at once, saying how to allow."""
+    from .test_terminal import console_cell
+
+    kernel.execute("%config ForkAgent.headless_approval_timeout = 600")  # old code: a hang
+    ran = console_cell(kernel, "%%agent\nCount them. `py: 6 * 7`", allow_stdin=False)
+    said = ran.execution.texts()
+    assert "Not approved" in said and "api.allow('Python')" in said, said
+    assert kernel.value("len(__forkagent__.ui.pending)") == 0

@@ -38,6 +38,16 @@ def headless_notice(request: PermissionRequest, timeout: float) -> str:
     )
 
 
+def _unanswerable(request: PermissionRequest) -> str:
+    """Why the parent's own call is refused at once in a headless run, and how to allow it."""
+    return (
+        f"Not approved: {request.tool_name} ({request.summary}) needs an approval, and this "
+        "notebook runs without a frontend (nbclient, papermill, nbconvert), where nobody can "
+        f"answer while the cell runs. Allow it before the cell: api.allow({request.tool_name!r}) "
+        "(from forkagent_jupyter.kernel import api), or %config ForkAgent.permission_mode."
+    )
+
+
 class WidgetPolicy:
     """The notebook's PermissionPolicy: a prompt on the worker's card (or in the running
     cell for the parent's own calls), answered by buttons or by the JupyterLab extension."""
@@ -48,6 +58,12 @@ class WidgetPolicy:
 
     async def decide(self, request: PermissionRequest) -> Allow | Deny:
         ui = self.ui
+        if request.task_id is None and ui.headless():
+            # the parent's own call: its cell runs until the call is decided, and a headless
+            # client runs no other cell meanwhile, so nobody can answer it: said at once
+            refused = _unanswerable(request)
+            in_latest_request(print, refused, file=sys.stderr, flush=True)
+            return Deny(message=refused)
         prompt = ApprovalPrompt(request)
         ui.pending[prompt.request_id] = prompt
         ui.strip.add(prompt)
