@@ -127,13 +127,15 @@ def _word_regex(key: str, *, loose: bool, any_: str) -> str:
 class _BashSpec:
     """A Bash rule's spec, compiled: `strict` matches word keys (allow rules), `loose` the
     words' text with the program's path dropped (deny rules); `literals` are its leading
-    words without a wildcard (what must appear in a line the matcher cannot follow)."""
+    words without a wildcard (what must appear in a line the matcher cannot follow);
+    `redirects` the files its redirections write (a line it allows writes exactly those)."""
 
     strict: re.Pattern[str]
     loose: re.Pattern[str]
     multi: bool
     wild: bool
     literals: tuple[str, ...]
+    redirects: tuple[str, ...]
 
 
 def _compile_bash(spec: str) -> _BashSpec:
@@ -170,7 +172,8 @@ def _compile_bash(spec: str) -> _BashSpec:
             break
         literals.append(program_name(tok) if not literals else tok)
     wild = prefix or any(_WILD in tok for tok in stream)
-    return _BashSpec(build(False), build(True), multi, wild, tuple(literals))
+    redirects = tuple(w.key for w in script.writes)
+    return _BashSpec(build(False), build(True), multi, wild, tuple(literals), redirects)
 
 
 def _strict_key(words: list[Word]) -> str:
@@ -293,6 +296,34 @@ class Rule:
     def prefix(self) -> bool:
         return self.spec is not None and self.spec.endswith(":*")
 
+    @property
+    def exact(self) -> bool:
+        """A Bash rule that names one command line (no wildcard, no prefix): the files the
+        line's words name are the person's to write, as the rule wrote them."""
+        return (
+            self.tool == "Bash"
+            and self.spec is not None
+            and not self.words_only
+            and (not _bash(self.spec).wild)
+        )
+
+    @property
+    def names_redirects(self) -> bool:
+        """An exact Bash rule whose command writes files through redirections (`Bash(make
+        > log.txt)`): it allows only lines writing exactly those."""
+        return self.exact and bool(_bash(self.spec or "").redirects)
+
+    @property
+    def program(self) -> str | None:
+        """The program a Bash rule with a spec names (None: it starts with a wildcard)."""
+        if self.spec is None:
+            return None
+        if self.words_only:
+            words = _spec_words(self.spec)
+            return words[0] if words else None
+        literals = _bash(self.spec).literals
+        return literals[0] if literals else None
+
     # -- paths ---------------------------------------------------------------------------
 
     def path_patterns(self, root: Path | None = None) -> list[str]:
@@ -326,7 +357,9 @@ class Rule:
         spec = _bash(self.spec)
         if not script.judgeable:
             return False
-        if spec.multi:
+        if spec.redirects and spec.redirects != tuple(w.key for w in script.writes):
+            return False
+        if spec.multi or spec.redirects:
             return spec.strict.fullmatch("\x00".join(script.stream())) is not None
         return bool(script.commands) and all(self.allows_part(c.words) for c in script.commands)
 
@@ -336,7 +369,9 @@ class Rule:
         if self.words_only:
             return False
         spec = _bash(self.spec)
-        return not spec.multi and spec.strict.fullmatch(_strict_key(words)) is not None
+        if spec.multi or spec.redirects:  # the whole line only
+            return False
+        return spec.strict.fullmatch(_strict_key(words)) is not None
 
     def denies_command(self, command: str) -> bool:
         """Deny side: whether this rule matches anything `command` would run, seen through
