@@ -446,6 +446,9 @@ async def test_a_file_a_bash_call_writes_is_decided_like_a_write_of_it(
         assert isinstance(await decide(accepting, command), Allow), command
     assert await decide(accepting, f"sort -o {outside} in.txt") == Deny("asked")
     assert await decide(accepting, "tar -xf a.tar") == Deny("asked")
+    feeding = gate("acceptEdits", allow=[*allow, "Bash(ls:*)", "Bash(xargs:*)", "Bash(find:*)"])
+    for command in ("ls | xargs cp in.txt", "ls | xargs nice tee", "find . -exec cp in.txt {} ;"):
+        assert await decide(feeding, command) == Deny("asked"), command  # names from input
     # an Edit allow rule lets the write through, outside the work directory too
     editing = gate("default", allow=[*allow, f"Edit(/{tmp_path}/elsewhere.txt)", "Edit(/out/**)"])
     assert isinstance(await decide(editing, f"sort -o {outside} in.txt"), Allow)
@@ -496,6 +499,7 @@ async def test_edit_rules_hold_against_the_files_a_bash_call_writes(
         "unzip a.zip",  # names of its choosing, where *.lock may be
         "sort -o $OUT in.txt",  # a name the rules cannot tell
         "cd secrets && sort -o x in.txt",
+        "find secrets -type d -exec cp in.txt {} ';'",
     ):
         assert await decide(command) == Deny("asked"), command
     assert isinstance(await decide("sort -o ok.txt in.txt; echo hi >/dev/null"), Allow)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from .shell_git import git_runs
 from .shell_syntax import ACTIVE, RESERVED, Script, Word, parse_script
-from .shell_writes import Written, writes
+from .shell_writes import WRITERS, Written, writes
 
 __all__ = [
     "OPTION_RUNNERS",
@@ -148,8 +148,10 @@ def _opts(*names: str) -> frozenset[str]:
     return frozenset(names)
 
 
-# What follows each runner: ("cmd", words) a command, ("as", words) the same command read
-# another way (git without its global options: matched, its writes already counted),
+# What follows each runner: ("cmd", words) a command, ("fed", words) one given more words
+# when it runs (`xargs`, `parallel`, `find -exec ... {}`: the files it writes are not all in
+# its words), ("as", words) the same command read another way (git without its global
+# options: matched, its writes already counted),
 # ("code", text) shell code, ("value", text) an assignment's value (code that may run later),
 # ("unseen", reason), ("opaque", reason), ("unknown_git", reason), or ("none", None) when it
 # runs nothing.
@@ -398,11 +400,11 @@ def _code_runner(name: str, args: list[Word]) -> list[_Step] | None:
             "--process-slot-var",
         )  # fmt: skip
         rest = _skip(args, with_value)
-        return [("cmd", rest)] if rest else [("none", None)]
+        return [("fed", rest)] if rest else [("none", None)]
     if name == "parallel":
         cut = next((k for k, a in enumerate(args) if a.text in (":::", "::::", ":::+")), len(args))
         rest = _skip(args[:cut], _opts("-j", "-S", "--jobs", "-a", "--arg-file", "-d"))
-        return [("cmd", rest), ("code", _join(rest))]
+        return [("fed", rest), ("code", _join(rest))]
     if name == "find":
         steps = []
         k = 0
@@ -411,7 +413,7 @@ def _code_runner(name: str, args: list[Word]) -> list[_Step] | None:
                 end = next(
                     (j for j in range(k + 1, len(args)) if args[j].text in (";", "+")), len(args)
                 )
-                steps.append(("cmd", args[k + 1 : end]))
+                steps.append(("fed", args[k + 1 : end]))
                 k = end
             k += 1
         return steps or [("none", None)]
@@ -500,8 +502,11 @@ class _Walker:
         self.out.computed = saved[0]
         del self.out.unseen[saved[1] :]
 
-    def command(self, words: list[Word], depth: int, *, counted: bool = False) -> None:
-        """One command found; `counted`: its writes are counted already (git read again)."""
+    def command(
+        self, words: list[Word], depth: int, *, counted: bool = False, fed: bool = False
+    ) -> None:
+        """One command found; `counted`: its writes are counted already (git read again);
+        `fed`: it gets more words when it runs (from `xargs` and the like)."""
         k = 0
         while k < len(words) and _ASSIGNMENT.match(words[k].text):
             k += 1
@@ -523,16 +528,27 @@ class _Walker:
             found = writes(name, words[1:])
             self.out.writes += found.found
             self.out.unread_writes += found.unread
+            if fed and name in WRITERS:
+                self.out.unread_writes.append(
+                    f"{name} is given file names when it runs (xargs, find -exec)"
+                )
         if name in _CHANGES_DIR or (name in ("env", "sudo") and _chdir(words[1:])):
             self.out.changes_dir = True
-        self.steps(_follow(name, words[1:]), depth)
+        self.steps(_follow(name, words[1:]), depth, fed=fed)
         if is_interpreter(name) and name not in SHELLS and len(words) > 1:
             self.out.unseen.append(f"{name} runs code the rules cannot read")
 
-    def steps(self, steps: list[_Step], depth: int) -> None:
+    def steps(self, steps: list[_Step], depth: int, *, fed: bool = False) -> None:
+        """Follow what a command runs (`fed`: it was given more words, and so is what it
+        runs in turn: `xargs nice tee`)."""
         for kind, value in steps:
-            if kind in ("cmd", "as") and isinstance(value, list):
-                self.command(value, depth + 1, counted=kind == "as")
+            if kind in ("cmd", "as", "fed") and isinstance(value, list):
+                self.command(
+                    value,
+                    depth + 1,
+                    counted=kind == "as",
+                    fed=kind == "fed" or (fed and kind == "cmd"),
+                )
             elif kind == "code" and isinstance(value, str):
                 self.code(value, depth)
             elif kind == "value" and isinstance(value, str):
