@@ -90,7 +90,8 @@ BASH_TABLE = [
     ("Bash(npm run test:*)", "npm run test:unit", False),
     ("Bash(npm run test:*)", "npm run test -- -k x", True),
     ("Bash(cd src && make)", "cd src && make", True),  # an exact rule may name a whole line
-    ("Bash", "anything $(at all) > /etc/x", True),
+    ("Bash", "anything $(at all) > /tmp/x", True),
+    ("Bash", "anything > /etc/x", False),  # a file that runs later: asked like a Write of it
 ]
 
 
@@ -413,3 +414,125 @@ async def test_a_grep_deny_rule_also_hides_files_from_glob(ctx: ToolContext, wor
     assert isinstance(await check(gate, GLOB, ctx, pattern="**/*.txt"), Allow)
     assert "private" not in (await call(GLOB, ctx, pattern="**/*.txt")).content
     assert isinstance(await check(gate, READ, ctx, file_path="private/notes.txt"), Allow)
+
+
+# -- Bash calls that write files ---------------------------------------------------------------
+
+
+async def test_a_file_a_bash_call_writes_is_decided_like_a_write_of_it(
+    ctx: ToolContext, work: Path, tmp_path: Path
+) -> None:
+    """A Bash allow rule allowed any file its command wrote (`sort -o`, a redirection, `cp`):
+    the write is decided as a Write of that file would be."""
+    (work / "in.txt").write_text("b\na\n")
+    (work / "secrets").mkdir()
+    outside = tmp_path / "elsewhere.txt"
+    allow = ["Bash(sort:*)", "Bash(echo:*)", "Bash(cp:*)", "Bash(tar:*)"]
+
+    def gate(mode: Any, **rules: Any) -> PermissionGate:
+        return PermissionGate(mode=mode, policy=ScriptedPolicy(default=Deny("asked")), **rules)
+
+    async def decide(g: PermissionGate, command: str) -> Any:
+        return await check(g, BASH, ctx, command=command)
+
+    # default: the command is allowed, the file it writes is asked, as a Write of it is
+    default = gate("default", allow=allow)
+    assert isinstance(await decide(default, "sort in.txt"), Allow)
+    for command in ("sort -o out.txt in.txt", "sort in.txt > out.txt", "cp in.txt copy.txt"):
+        assert await decide(default, command) == Deny("asked"), command
+    # acceptEdits: an ordinary file in the work directory is allowed, as a Write would be;
+    # outside it, or a folder filled with names of the command's choosing, is asked
+    accepting = gate("acceptEdits", allow=allow)
+    for command in ("sort -o out.txt in.txt", "echo hi > out.txt", "cp in.txt secrets/"):
+        assert isinstance(await decide(accepting, command), Allow), command
+    assert await decide(accepting, f"sort -o {outside} in.txt") == Deny("asked")
+    assert await decide(accepting, "tar -xf a.tar") == Deny("asked")
+    feeding = gate("acceptEdits", allow=[*allow, "Bash(ls:*)", "Bash(xargs:*)", "Bash(find:*)"])
+    for command in ("ls | xargs cp in.txt", "ls | xargs nice tee", "find . -exec cp in.txt {} ;"):
+        assert await decide(feeding, command) == Deny("asked"), command  # names from input
+    # an Edit allow rule lets the write through, outside the work directory too
+    editing = gate("default", allow=[*allow, f"Edit(/{tmp_path}/elsewhere.txt)", "Edit(/out/**)"])
+    assert isinstance(await decide(editing, f"sort -o {outside} in.txt"), Allow)
+    assert isinstance(await decide(editing, "echo hi >> out/log.txt"), Allow)
+    # a rule naming the exact line names its file ("allow for session" adds one)
+    exact = gate("default", allow=["Bash(sort -o sorted.txt in.txt)", "Bash(sort in.txt > s.txt)"])
+    assert isinstance(await decide(exact, "sort -o sorted.txt in.txt"), Allow)
+    assert isinstance(await decide(exact, "sort in.txt > s.txt"), Allow)
+    assert await decide(exact, "sort -o other.txt in.txt") == Deny("asked")
+    assert await decide(exact, "sort in.txt > other.txt") == Deny("asked")
+    assert await decide(exact, "sort in.txt") == Deny("asked")
+    # dontAsk refuses a write no rule allows
+    refused = await decide(gate("dontAsk", allow=allow), "sort -o out.txt in.txt")
+    assert isinstance(refused, Deny) and "dontAsk" in refused.message
+    assert not (work / "out.txt").exists() and not outside.exists()
+
+
+@pytest.mark.parametrize("mode", ["default", "acceptEdits", "bypassPermissions"])
+async def test_edit_rules_hold_against_the_files_a_bash_call_writes(
+    ctx: ToolContext, work: Path, mode: Any
+) -> None:
+    (work / "in.txt").write_text("b\na\n")
+    (work / "secrets").mkdir()
+    gate = PermissionGate(
+        mode=mode,
+        policy=ScriptedPolicy(default=Deny("asked")),
+        allow=["Bash"],
+        deny=["Edit(secrets/**)"],
+        ask=["Write(*.lock)"],
+    )
+
+    async def decide(command: str) -> Any:
+        return await check(gate, BASH, ctx, command=command)
+
+    for command in (
+        "sort -o secrets/x in.txt",
+        "echo x > secrets/y",
+        "cp in.txt secrets/",
+        "tee -a secrets/z < in.txt",
+        "tar -xf a.tar -C secrets",
+        "ln -s ../in.txt secrets/w",
+        "sort -o x in.txt; mv x secrets",
+    ):
+        denied = await decide(command)
+        assert isinstance(denied, Deny) and "Edit(secrets/**)" in denied.message, command
+    for command in (
+        "sort -o deps.lock in.txt",  # the ask rule
+        "unzip a.zip",  # names of its choosing, where *.lock may be
+        "sort -o $OUT in.txt",  # a name the rules cannot tell
+        "cd secrets && sort -o x in.txt",
+        "find secrets -type d -exec cp in.txt {} ';'",
+    ):
+        assert await decide(command) == Deny("asked"), command
+    assert isinstance(await decide("sort -o ok.txt in.txt; echo hi >/dev/null"), Allow)
+    assert sorted(p.name for p in work.iterdir()) == ["in.txt", "link.txt", "secrets", "src"]
+
+
+async def test_a_bash_write_to_a_settings_file_is_asked_in_every_mode(
+    ctx: ToolContext, work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    (work / "in.txt").write_text("{}\n")
+    (work / "conf.json").write_text("{}\n")
+    (work / ".forkagent").mkdir()
+    (work / ".forkagent" / "settings.json").symlink_to("../conf.json")  # replaced, not followed
+    (work / ".claude").mkdir()
+    (work / "notes.md").symlink_to(".claude/settings.local.json")  # written through
+    for mode in ("default", "acceptEdits", "bypassPermissions"):
+        gate = PermissionGate(
+            mode=mode, allow=["Bash"], policy=ScriptedPolicy(default=Deny("asked"))
+        )
+        gate.rules.home = home
+        for command in (
+            "echo '{}' > .claude/settings.json",
+            "cp in.txt .mcp.json",
+            "git log --output=.forkagent/settings.local.json",
+            "sort -o ~/.claude/settings.json in.txt",
+            "tee ~/.claude.json < in.txt",
+            "install in.txt .claude/agents/helper.md",
+            "tar -xf a.tar -C .claude",
+            "sed -i s/a/b/ .forkagent/settings.json",
+            "echo x >> notes.md",
+        ):
+            assert await check(gate, BASH, ctx, command=command) == Deny("asked"), (mode, command)
+        assert isinstance(await check(gate, BASH, ctx, command="cp in.txt notes.json"), Allow)

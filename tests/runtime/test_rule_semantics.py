@@ -237,6 +237,62 @@ async def test_the_four_path_forms(
     assert not await edits("Edit(/*.py)", "src/b.py")  # anchored at the project
 
 
+async def test_braces_in_a_path_rule_stand_for_each_alternative(
+    ctx: ToolContext, work: Path, tmp_path: Path
+) -> None:
+    """`Read(data/{a,b}.csv)` loaded and matched nothing (the braces were read as literal
+    characters): the deny let both files be read, and the allow rule outside never matched.
+    Braces expand as the Glob tool's and bash's do; an escaped brace is literal."""
+    from .tools.helpers import call
+
+    (work / "data").mkdir()
+    for name in ("a.csv", "b.csv", "c.csv", "{a,b}.csv"):
+        (work / "data" / name).write_text(f"{name}\n")
+    for folder in ("in", "out1", "out2", "out3"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "x.txt").write_text("x\n")
+    policy = ScriptedPolicy(default=Deny("asked"))
+    gate = PermissionGate(
+        policy=policy,
+        deny=["Read(data/{a,b}.csv)", "Edit(src/{gen,build{1..2}}/**)"],
+        allow=[f"Read(/{tmp_path}/{{in,out{{1,2}}}}/*.txt)", "Edit(/notes/{*.md,*.txt})"],
+    )
+    assert gate.rules.refused == []
+    for name in ("a.csv", "b.csv"):
+        denied = await check(gate, READ, ctx, file_path=f"data/{name}")
+        assert isinstance(denied, Deny) and "Read(data/{a,b}.csv)" in denied.message, name
+    assert isinstance(await check(gate, READ, ctx, file_path="data/c.csv"), Allow)
+    assert isinstance(await check(gate, READ, ctx, file_path="data/{a,b}.csv"), Allow)
+    assert isinstance(await check(gate, GREP, ctx, pattern="csv", path="data"), Allow)
+    found = await call(GREP, ctx, pattern="csv", path="data", output_mode="files_with_matches")
+    assert "c.csv" in found.content and "/a.csv" not in found.content
+    assert "/b.csv" not in found.content
+    for folder in ("in", "out1", "out2"):
+        path = str(tmp_path / folder / "x.txt")
+        assert isinstance(await check(gate, READ, ctx, file_path=path), Allow), folder
+    outside = await check(gate, READ, ctx, file_path=str(tmp_path / "out3" / "x.txt"))
+    assert isinstance(outside, Deny) and "outside the work directory" in outside.message
+    for path in ("src/gen/x.py", "src/build1/x.py", "src/build2/deep/x.py"):
+        written = await check(gate, WRITE, ctx, file_path=path, content="x")
+        assert isinstance(written, Deny) and "Edit(src/" in written.message, path
+    assert await check(gate, WRITE, ctx, file_path="src/build3/x.py", content="x") == Deny("asked")
+    assert isinstance(await check(gate, WRITE, ctx, file_path="notes/a.md", content="x"), Allow)
+    assert isinstance(await check(gate, WRITE, ctx, file_path="notes/b.txt", content="x"), Allow)
+    assert await check(gate, WRITE, ctx, file_path="notes/c.py", content="x") == Deny("asked")
+
+    literal = PermissionGate(mode="bypassPermissions", deny=["Read(data/\\{a,b\\}.csv)"])
+    assert isinstance(await check(literal, READ, ctx, file_path="data/{a,b}.csv"), Deny)
+    assert isinstance(await check(literal, READ, ctx, file_path="data/a.csv"), Allow)
+
+
+def test_a_path_rule_whose_braces_stand_for_too_many_is_refused_in_one_line() -> None:
+    gate = PermissionGate(deny=["Read(" + "{a,b}" * 9 + ")", "Read(data/{a,b}.csv)"])
+    (refused,) = gate.rules.refused
+    assert refused.text == "Read(" + "{a,b}" * 9 + ")" and refused.kind == "deny"
+    assert "more than 256" in refused.reason and "\n" not in str(refused)
+    assert [str(r) for r in gate.rules.deny] == ["Read(data/{a,b}.csv)"]
+
+
 async def test_files_an_ask_rule_covers_are_left_out_of_searches(
     ctx: ToolContext, work: Path
 ) -> None:

@@ -372,3 +372,298 @@ def test_the_reader_splits_words_as_bash_does(words: str) -> None:
     want = out[1:-1].split("><") if out else []
     (command,) = parse_script(line).commands
     assert [w.text for w in command.words[2:]] == want
+
+
+# -- options that write files: decided like a Write of the file ------------------------------
+
+# Each wrote the project's or the person's settings under allowed Bash rules before (the
+# issue's `git log --output=` and the rest of the table), in acceptEdits and in bypass.
+WRITES_SETTINGS = [
+    "git log --output=.claude/settings.local.json",
+    "git log -1 --output .claude/settings.local.json",
+    "git --no-pager log --output=.claude/settings.local.json",
+    "git diff --output=.claude/settings.local.json HEAD~1",
+    "git show --output=.claude/settings.local.json",
+    "git -C .claude log --output=settings.local.json",
+    "git archive -o .claude/settings.local.json HEAD",
+    "git log --output ~/.claude/settings.json",
+    "sort -o .claude/settings.local.json in.txt",
+    "sort --output=.claude/settings.local.json in.txt",
+    "sort in.txt -o.claude/settings.local.json",
+    "sort --out .claude/settings.local.json in.txt",
+    "sort -ro .claude/settings.local.json in.txt",
+    "find in.txt -fprint .claude/settings.local.json",
+    "find in.txt -fprint0 .claude/settings.local.json",
+    "find in.txt -fprintf .claude/settings.local.json '%p'",
+    "find in.txt -fls .claude/settings.local.json",
+    "tee .claude/settings.local.json < in.txt",
+    "tee -a ~/.claude/settings.json < in.txt",
+    "dd if=in.txt of=.claude/settings.local.json",
+    "cp in.txt .claude/settings.local.json",
+    "cp settings.local.json .claude/",
+    "cp -t .claude settings.local.json",
+    "mv settings.local.json .claude",
+    "install -m 644 in.txt .claude/settings.local.json",
+    "ln -s ../in.txt .claude/settings.local.json",
+    "curl -s -o .claude/settings.local.json file://{work}/in.txt",
+    "curl -so.claude/settings.local.json file://{work}/in.txt",
+    "wget -q -O .claude/settings.local.json http://127.0.0.1:9/x",
+    "tar -cf .claude/settings.local.json in.txt",
+    "tar -xf pack.tar",
+    "tar xf pack.tar",
+    "unzip -oq pack.zip",
+    "gunzip -k .claude/settings.local.json.gz",
+    "sed -i s/permissions/x/ .claude/settings.json",
+    "sed -n 'w .claude/settings.local.json' in.txt",
+    "patch -p1 < fix.diff",
+    "split -l 1 in.txt .claude/agents/x",
+    "echo '{}' > .claude/settings.local.json",
+]
+# Still run: what they write is an ordinary file in the work directory.
+WRITES_ORDINARY = [
+    "git log --output=log.txt",
+    "sort -o sorted.txt in.txt",
+    "cp in.txt copy.txt",
+    "tee t.txt < in.txt",
+    "echo hi > hi.txt",
+]
+WRITERS_ALLOWED = [
+    "Bash(git:*)", "Bash(sort:*)", "Bash(find:*)", "Bash(tee:*)", "Bash(dd:*)", "Bash(cp:*)",
+    "Bash(mv:*)", "Bash(install:*)", "Bash(ln:*)", "Bash(curl:*)", "Bash(wget:*)", "Bash(tar:*)",
+    "Bash(unzip:*)", "Bash(gunzip:*)", "Bash(sed:*)", "Bash(patch:*)", "Bash(split:*)",
+    "Bash(echo:*)",
+]  # fmt: skip
+
+
+def _git(cwd: Path, *args: str) -> str:
+    import subprocess
+
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A git repository with two commits, a `.claude` folder holding the project's settings,
+    a remote (`origin`, a bare repository) and what the writing spellings need."""
+    import gzip
+    import tarfile
+    import zipfile
+
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    root = tmp_path / "repo"
+    (root / ".claude" / "agents").mkdir(parents=True)
+    (root / "sub").mkdir()
+    (root / "sub" / "keep.txt").write_text("keep\n")
+    (root / ".claude" / "settings.json").write_text('{"permissions": {}}\n')
+    (root / "in.txt").write_text("b\na\n")
+    (root / "settings.local.json").write_text('{"permissions": {"defaultMode": "x"}}\n')
+    (root / ".claude" / "settings.local.json.gz").write_bytes(gzip.compress(b"{}\n"))
+    staged = tmp_path / "staged"
+    (staged / ".claude").mkdir(parents=True)
+    (staged / ".claude" / "settings.local.json").write_text("{}\n")
+    with tarfile.open(root / "pack.tar", "w") as tar:
+        tar.add(staged / ".claude", arcname=".claude")
+    with zipfile.ZipFile(root / "pack.zip", "w") as archive:
+        archive.write(staged / ".claude" / "settings.local.json", ".claude/settings.local.json")
+    (root / "fix.diff").write_text(
+        "--- /dev/null\n+++ b/.claude/settings.local.json\n@@ -0,0 +1 @@\n+{}\n"
+    )
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "add", "in.txt", "sub")
+    _git(root, "commit", "-qm", "one")
+    (root / "in.txt").write_text("c\nb\na\n")
+    _git(root, "commit", "-qam", "two")
+    _git(root, "config", "alias.pp", "push")  # an alias set earlier, by anyone
+    _git(tmp_path, "init", "-q", "--bare", "remote.git")
+    _git(root, "remote", "add", "origin", str(tmp_path / "remote.git"))
+    return root
+
+
+def _claude_folder(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): p.read_bytes().hex()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() or p.is_symlink()
+    }
+
+
+@pytest.mark.parametrize("mode", ["acceptEdits", "bypassPermissions"])
+async def test_a_file_an_option_writes_is_decided_like_a_write_of_it(
+    emulator: Any, make_session: Any, repo: Path, mode: Any
+) -> None:
+    """`git log --output=.claude/settings.local.json` under an allowed `Bash(git log:*)`
+    turned the next turn into bypassPermissions: writing a settings file with an option (or
+    any of the table's options and operands) is asked like a Write of it, in every mode."""
+    home = repo.parent / "home"
+    before = _claude_folder(repo / ".claude")
+    session = make_session(
+        workdir=repo,
+        home=home,
+        permission_mode=mode,
+        allow=WRITERS_ALLOWED,
+        permission_policy=None,
+    )
+    spelled = [c.replace("{work}", str(repo)) for c in WRITES_SETTINGS]
+    emulator.script(
+        Reply(tuple(call("Bash", command=c) for c in spelled)),
+        Reply(tuple(call("Bash", command=c) for c in WRITES_ORDINARY)),
+        Reply.text("done"),
+    )
+    turn = await session.ask("write the settings")
+    results = [(c.input["command"], c.is_error, c.result) for c in turn.tool_calls]
+    assert len(results) == len(WRITES_SETTINGS) + len(WRITES_ORDINARY)
+    for command, is_error, result in results[: len(WRITES_SETTINGS)]:
+        assert is_error, (command, result)
+        assert "settings or agent file" in result and "no one can answer" in result, (
+            command,
+            result,
+        )
+    assert _claude_folder(repo / ".claude") == before
+    assert not (home / ".claude" / "settings.json").exists()
+    assert (repo / "settings.local.json").exists()  # not moved
+    for command, is_error, result in results[len(WRITES_SETTINGS) :]:
+        assert not is_error, (command, result)
+    for name in ("log.txt", "sorted.txt", "copy.txt", "t.txt", "hi.txt"):
+        assert (repo / name).is_file(), name
+
+
+# -- git: global options, aliases ------------------------------------------------------------
+
+# Each pushed under `allow Bash` + `deny Bash(git push:*)` before (the issue's 11, then more of
+# the same kind).
+GIT_PUSHES = [
+    "git -C . push origin main",
+    "git -C. push origin main",
+    "git --git-dir=.git push origin main",
+    "git --work-tree=. push origin main",
+    "git --exec-path=/usr/lib/git-core push origin main",
+    "git --no-pager push origin main",
+    "git -P push origin main",
+    "git --literal-pathspecs push origin main",
+    "git -C sub push origin main",
+    "git -c alias.p=push p origin main",
+    "git config alias.pq push && git pq origin main",
+    "git --git-dir .git push origin main",
+    "git -C sub -C .. push origin main",
+    "git -c alias.p='!git push' p origin main",
+    "git -c alias.a=b -c alias.b=push a origin main",
+    "git -c alias.P=push p origin main",
+    "git --no-optional-locks -c color.ui=never push origin main",
+    "git config --global alias.pr push; git pr origin main",
+    "git config set alias.ps push; git ps origin main",
+    "git pp origin main",  # an alias someone set earlier: asked, and nobody can answer
+    "git -c core.pager='git push origin main' log -1",
+]
+GIT_HARMLESS = [
+    "git status --short",
+    "git -C sub status --short",
+    "git --no-pager log --oneline -1",
+    "git -c user.name=x log -1 --oneline",
+    "git config --get alias.pp",
+    "git help push >/dev/null 2>&1; true",
+]
+
+
+async def test_every_spelling_of_a_denied_git_command_is_refused_and_the_remote_stays_empty(
+    emulator: Any, make_session: Any, repo: Path
+) -> None:
+    session = make_session(
+        workdir=repo,
+        home=repo.parent / "home",
+        allow=["Bash"],
+        deny=["Bash(git push:*)"],
+        permission_policy=None,
+    )
+    emulator.script(
+        Reply(tuple(call("Bash", command=c) for c in GIT_PUSHES)),
+        Reply(tuple(call("Bash", command=c) for c in GIT_HARMLESS)),
+        Reply.text("done"),
+    )
+    config = (repo / ".git" / "config").read_text()
+    turn = await session.ask("publish it")
+    results = [(c.input["command"], c.is_error, c.result) for c in turn.tool_calls]
+    assert len(results) == len(GIT_PUSHES) + len(GIT_HARMLESS)
+    for command, is_error, result in results[: len(GIT_PUSHES)]:
+        assert is_error, (command, result)
+        assert "Bash(git push:*)" in result, (command, result)
+    assert _git(repo.parent / "remote.git", "for-each-ref") == ""  # nothing was pushed
+    assert (repo / ".git" / "config").read_text() == config  # no alias was set
+    for command, is_error, result in results[len(GIT_PUSHES) :]:
+        assert not is_error, (command, result)
+
+
+@pytest.mark.parametrize("mode", ["default", "acceptEdits", "bypassPermissions", "dontAsk"])
+async def test_git_deny_rules_hold_in_every_mode(repo: Path, mode: Any) -> None:
+    gate = PermissionGate(mode=mode, allow=["Bash"], deny=["Bash(git push:*)"])
+    ctx = ToolContext(workdir=repo)
+    for command in GIT_PUSHES:
+        assert isinstance(await check(gate, BASH, ctx, command=command), Deny), command
+
+
+async def test_git_run_through_code_or_aliases_is_never_allowed_by_a_narrower_rule(
+    emulator: Any, make_session: Any, repo: Path
+) -> None:
+    """`Bash(git:*)` let `git -c alias.x='!cmd' x` and `git -c core.fsmonitor=cmd status` run
+    any command, and `git config alias...` change what a later git word runs: a rule with a
+    spec allows none of them (they are asked); `Bash(git log:*)` does not allow `git -c
+    alias.log=push log` or `git -c core.pager=sh log`."""
+    session = make_session(
+        workdir=repo,
+        home=repo.parent / "home",
+        allow=["Bash(git:*)"],
+        permission_policy=None,
+    )
+    running = [
+        "git -c alias.x='!touch pwned' x",
+        "git -c core.fsmonitor='touch pwned; false' status",
+        "git --config-env=core.pager=PAGER log -1",
+        "git config alias.y '!touch pwned'",
+        "git config core.pager 'touch pwned'",
+        "git -c diff.external='touch pwned' diff HEAD~1",
+        "git -c core.hooksPath=hooks commit --allow-empty -qm x",
+    ]
+    emulator.script(
+        Reply(tuple(call("Bash", command=c) for c in running)),
+        Reply((call("Bash", command="git log --oneline -1"),)),
+        Reply.text("done"),
+    )
+    config = (repo / ".git" / "config").read_text()
+    head = _git(repo, "rev-parse", "HEAD")
+    turn = await session.ask("look")
+    *asked, plain = turn.tool_calls
+    for c in asked:
+        assert c.is_error and "needs the user's approval" in c.result, (c.input, c.result)
+    assert not plain.is_error
+    assert not (repo / "pwned").exists()
+    assert (repo / ".git" / "config").read_text() == config
+    assert _git(repo, "rev-parse", "HEAD") == head
+
+    narrow = PermissionGate(allow=["Bash(git log:*)"], policy=ScriptedPolicy(default=Deny("no")))
+    ctx = ToolContext(workdir=repo)
+    for command in ("git -c alias.log=push log", "git -c core.pager=sh log", "git -C sub log"):
+        assert await check(narrow, BASH, ctx, command=command) == Deny("no"), command
+    assert isinstance(await check(narrow, BASH, ctx, command="git log -1"), Allow)
+
+
+def test_the_matcher_reads_git_as_git_does() -> None:
+    def runs(command: str) -> list[list[str]]:
+        return [[w.text for w in ws] for ws in programs(command).commands]
+
+    assert ["git", "push"] in runs("git -C . --no-pager -c a.b=c push")
+    assert ["git", "push", "origin"] in runs("git -c alias.p=push p origin")
+    assert ["git", "log", "--oneline"] in runs("git -c alias.l='log --oneline' l")
+    assert ["rm", "-rf", "x"] in runs("git -c alias.x='!rm -rf x' x")
+    assert ["git", "push"] in runs("git config alias.pp push")
+    assert programs("git -c core.pager=less log").opaque
+    assert not programs("git -c user.name=x log").opaque
+    assert programs("git pp").unknown_git and not programs("git status").unknown_git
+    assert programs("git -c alias.pp=push pp").unknown_git == []

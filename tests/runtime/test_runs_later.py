@@ -304,3 +304,30 @@ async def test_a_named_agent_with_the_home_folder_cannot_write_ipythons_startup(
     results = _agent_results(session)
     assert [k for k, v in results.items() if v == "allow"] == [str(home / "notes.txt")], results
     assert SAID in results[str(startup)] and not startup.exists()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "echo '[core] fsmonitor = sh x' >> .git/config",
+        "cp payload.py ipykernel_launcher.py",
+        "printf 'import os' | tee .ipython/profile_default/startup/00.py",
+        "git log --output=.bashrc",
+        "tar -xf payload.tar -C .git/hooks",
+    ],
+)
+async def test_a_bash_line_that_writes_a_file_that_runs_later_is_asked(
+    make_session: Any, home: Path, line: str
+) -> None:
+    """What a Write of the file would be asked for, a Bash line's writes are too, in every
+    mode: `bypassPermissions` and a Bash allow rule do not let them through."""
+    from forkagent_jupyter.runtime.tools.shell import BashTool
+
+    git(home, "init", "-q")
+    (home / ".ipython" / "profile_default" / "startup").mkdir(parents=True)
+    session = make_session(
+        workdir=home, home=home, permission_mode="bypassPermissions", permission_policy=None
+    )
+    session.gate.add_rule("Bash")
+    refused = await _check(session, BashTool(), {"command": line})
+    assert isinstance(refused, Deny) and "runs later" in refused.message, refused

@@ -15,12 +15,15 @@ order (Claude Code's order: deny, then ask, then allow, in every mode):
 4. a matching **ask rule** puts the call to the policy whatever the mode and the allow rules
    say (so does a Bash line whose program name is computed when it runs, `$CMD x`, while a
    Bash deny rule with a spec is in force: the deny rule could not be checked against it;
-   and so does a write to a settings or agent file, or to a file that some program runs
-   later on its own, `runs_later`: `.git/`, `ipykernel_launcher.py`, IPython's startup
-   folder...); mode `dontAsk` and a session without a policy deny it;
+   and one that runs code through git, or a git subcommand that may be an alias, while a
+   Bash or git rule it could not be checked against is: `matching.unfollowed`; and so does
+   a write to a settings or agent file, or to a file that some program runs later on its
+   own, `runs_later`: `.git/`, `ipykernel_launcher.py`, IPython's startup folder..., by a
+   file tool or by a Bash line); mode `dontAsk` and a session without a policy deny it;
 5. mode `bypassPermissions` allows;
 6. tools that do not `needs_approval` (Read, Glob, Grep, TaskOutput...) are allowed;
-7. a matching **allow rule** allows;
+7. a matching **allow rule** allows (a Bash rule allows a line that writes files only if
+   a Write of each would be allowed, step 8 included, or if it names the exact line);
 8. mode `acceptEdits` allows the tools that edit files (their paths are inside by step 2);
 9. mode `dontAsk` denies (what no rule allows is refused, without asking);
 10. otherwise the `PermissionPolicy` decides - in `bubble` (the mode of forked workers) the
@@ -41,6 +44,10 @@ command (none for a line with an unquoted `*`, which a rule reads as a wildcard,
 lines), the exact file with glob characters escaped, the exact agent type; never a prefix,
 and a remembered rule that would widen a wrapper, shell or interpreter (`Bash(sh:*)`) is
 refused. A bare deny rule removes its tools from what the model is offered (`offered`).
+A Bash call that writes files (a redirection, `sort -o`, `git log --output=`, `cp`...) is
+decided like a Write of each too (`matching`): an Edit deny or ask rule for one denies or asks
+it (steps 1 and 4), as does a settings or agent file (always asked, like a Write of it), and
+the Bash allow rule alone does not allow the writes (step 7).
 Every decision is logged (`gate.log`). Rule syntax and matching: `permission_rules`; one call
 against the rules in force: `rule_matching`; the answers and policies: `permission_policies`;
 the modes: `permission_modes`.
@@ -66,15 +73,19 @@ from ..tools.paths import shown_path
 from .matching import (
     CallFacts,
     allowed_by,
+    bash_allowed_by,
     call_facts,
     kernel_secret,
     matching,
+    names_its_writes,
     outside_denial,
     read_guard,
     suggest_rule,
     touches_settings,
     unfollowed,
     widens_a_runner,
+    write_asks,
+    writes_allowed,
 )
 from .modes import MODES, PermissionMode, worker_mode
 from .policies import (
@@ -365,41 +376,35 @@ class PermissionGate:
                 None,
             )
         asked = matching(self.rules.ask, facts)
-        must_ask = str(asked) if asked is not None else unfollowed(self.rules, facts)
+        why: str | None = None  # why it must be asked, whatever the mode and allow rules say
+        always = False  # asked in every mode, and no remembered rule could let it through
         writes = name in EDIT_TOOLS or (bool(facts.paths) and name not in READ_TOOLS)
-        if must_ask is None and writes and touches_settings(facts, self.rules.home):
-            must_ask = "settings file"
-        later = self._runs_later(facts) if must_ask is None and writes else None
-        if later is not None:
-            must_ask = "runs later"
-        if must_ask is None and hook_asks:
-            must_ask = "hook"
-        if must_ask is None:
+        if asked is not None:
+            why = f"the rule {asked} asks for the user's approval"
+        elif writes and touches_settings(facts, self.rules.home):
+            why = (
+                "a change to a settings or agent file (they hold the permission rules and "
+                "hooks, which run commands) is always approved by the user"
+            )
+            always = True
+        elif writes and (later := self._runs_later(facts)) is not None:
+            why, always = later, True
+        elif name == "Bash":
+            why = unfollowed(self.rules, facts) or write_asks(self.rules, facts)
+        if why is None and hook_asks:
+            why = "a PreToolUse hook asks for the user's approval"
+        if why is None:
             if mode == "bypassPermissions":
                 return Allow(), "mode", None
             if not tool.needs_approval:
                 return Allow(), "no-approval", None
-            allowed = allowed_by(self.rules, facts)
+            allowed = self._allowed(facts, mode)
             if allowed is not None:
                 return Allow(), "rule", str(allowed)
             if mode == "acceptEdits" and name in EDIT_TOOLS:
                 return Allow(), "mode", None
-        why = (
-            f"the rule {asked} asks for the user's approval"
-            if asked is not None
-            else "a change to a settings or agent file (they hold the permission rules and "
-            "hooks, which run commands) is always "
-            "approved by the user"
-            if must_ask == "settings file"
-            else later
-            if later is not None
-            else "a PreToolUse hook asks for the user's approval"
-            if must_ask == "hook"
-            else "the command's program is computed when it runs, so the deny rules cannot "
-            "be checked against it"
-        )
         if mode == "dontAsk":
-            if must_ask is not None:
+            if why is not None:
                 return Deny(f"{name} refused: {why}, and this session does not ask."), "mode", None
             return (
                 Deny(
@@ -409,9 +414,21 @@ class PermissionGate:
                 "mode",
                 None,
             )
-        return _Ask(
-            why if must_ask is not None else None, must_ask in ("settings file", "runs later")
-        )
+        return _Ask(why, always)
+
+    def _allowed(self, facts: CallFacts, mode: PermissionMode) -> Rule | None:
+        """The allow rule that allows the call (step 7); for a Bash line that writes files,
+        only if those writes are allowed too (`writes_allowed`)."""
+        if facts.tool != "Bash":
+            return allowed_by(self.rules, facts)
+        used = bash_allowed_by(self.rules, facts)
+        if not used:
+            return None
+        if (facts.writes or facts.unread) and not writes_allowed(
+            self.rules, facts, accept_edits=mode == "acceptEdits", named=names_its_writes(used)
+        ):
+            return None
+        return used[0]
 
     def _runs_later(self, facts: CallFacts) -> str | None:
         """Why the call writes a file that runs later without anyone choosing to run it

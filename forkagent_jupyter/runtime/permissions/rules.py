@@ -13,7 +13,10 @@ the *real* paths the call touches (symlinks followed), read as Claude Code reads
 `//abs/path` from the filesystem root, `/path` from the project root (the work directory),
 `~/path` from the home folder, `path` or `./path` from the work directory (a spec without a
 `/` matches a name at any depth). `**` crosses folders, `*` does not; a spec that matches a
-folder covers everything in it (see `tools.paths`); `\\*` is a literal star.
+folder covers everything in it (see `tools.paths`); `\\*` is a literal star. Braces expand as
+in bash and in the Glob tool (`data/{a,b}.csv` is `data/a.csv` and `data/b.csv`; nested,
+with globs, `{1..3}` ranges; `\\{` is a literal brace), each alternative read as a spec of
+its own; a spec whose braces stand for more than `MAX_BRACE_EXPANSION` is refused.
 
 Bash: the spec is a command line read by `shell_syntax`, so spacing and quoting of plain
 words do not matter, but quoted and unquoted `$`, globs and `~` do (`'$HOME'` is not
@@ -37,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..tools.paths import rule_match
+from ..tools.paths import MAX_BRACE_EXPANSION, expand_braces, rule_match
 from .shell_programs import program_name, programs
 from .shell_syntax import ACTIVE, Script, Word, parse_script
 
@@ -124,13 +127,15 @@ def _word_regex(key: str, *, loose: bool, any_: str) -> str:
 class _BashSpec:
     """A Bash rule's spec, compiled: `strict` matches word keys (allow rules), `loose` the
     words' text with the program's path dropped (deny rules); `literals` are its leading
-    words without a wildcard (what must appear in a line the matcher cannot follow)."""
+    words without a wildcard (what must appear in a line the matcher cannot follow);
+    `redirects` the files its redirections write (a line it allows writes exactly those)."""
 
     strict: re.Pattern[str]
     loose: re.Pattern[str]
     multi: bool
     wild: bool
     literals: tuple[str, ...]
+    redirects: tuple[str, ...]
 
 
 def _compile_bash(spec: str) -> _BashSpec:
@@ -167,7 +172,8 @@ def _compile_bash(spec: str) -> _BashSpec:
             break
         literals.append(program_name(tok) if not literals else tok)
     wild = prefix or any(_WILD in tok for tok in stream)
-    return _BashSpec(build(False), build(True), multi, wild, tuple(literals))
+    redirects = tuple(w.key for w in script.writes)
+    return _BashSpec(build(False), build(True), multi, wild, tuple(literals), redirects)
 
 
 def _strict_key(words: list[Word]) -> str:
@@ -267,6 +273,11 @@ class Rule:
                 return cls(tool, spec, source, words_only=True)
         elif tool == "WebFetch" and not spec.startswith("domain:"):
             raise ValueError(f"{text!r}: a WebFetch rule is WebFetch(domain:example.com)")
+        elif tool in PATH_TOOLS:
+            try:
+                _alternatives(spec)
+            except ValueError as exc:
+                raise ValueError(f"{text!r}: {exc}") from None
         return rule
 
     def __str__(self) -> str:
@@ -285,29 +296,54 @@ class Rule:
     def prefix(self) -> bool:
         return self.spec is not None and self.spec.endswith(":*")
 
+    @property
+    def exact(self) -> bool:
+        """A Bash rule that names one command line (no wildcard, no prefix): the files the
+        line's words name are the person's to write, as the rule wrote them."""
+        return (
+            self.tool == "Bash"
+            and self.spec is not None
+            and not self.words_only
+            and (not _bash(self.spec).wild)
+        )
+
+    @property
+    def names_redirects(self) -> bool:
+        """An exact Bash rule whose command writes files through redirections (`Bash(make
+        > log.txt)`): it allows only lines writing exactly those."""
+        return self.exact and bool(_bash(self.spec or "").redirects)
+
+    @property
+    def program(self) -> str | None:
+        """The program a Bash rule with a spec names (None: it starts with a wildcard)."""
+        if self.spec is None:
+            return None
+        if self.words_only:
+            words = _spec_words(self.spec)
+            return words[0] if words else None
+        literals = _bash(self.spec).literals
+        return literals[0] if literals else None
+
     # -- paths ---------------------------------------------------------------------------
 
-    def path_pattern(self, root: Path | None = None) -> str:
-        """The spec as a path glob: `//abs` -> `/abs`, `/path` -> under `root` (the project),
-        `~/path` -> under the home folder, `./path` -> `path` (relative)."""
+    def path_patterns(self, root: Path | None = None) -> list[str]:
+        """The spec as path globs, one per alternative its braces stand for: `//abs` ->
+        `/abs`, `/path` -> under `root` (the project), `~/path` -> under the home folder,
+        `./path` -> `path` (relative)."""
         assert self.spec is not None
-        spec = self.spec
-        if spec.startswith("//"):
-            return spec[1:]
-        if spec.startswith("/"):
-            base = escape_glob(str(root)) if root is not None else ""
-            return base.rstrip("/") + spec
-        if spec == "~" or spec.startswith("~/"):
-            home = escape_glob(str(Path("~").expanduser()))
-            return home + spec[1:]
-        return spec[2:] if spec.startswith("./") else spec
+        try:
+            specs = _alternatives(self.spec)
+        except ValueError:  # a rule of a tool whose specs are not paths
+            specs = (self.spec,)
+        return [_path_pattern(spec, root) for spec in specs]
 
     def matches_path(self, forms: list[str], root: Path | None = None) -> bool:
         """Whether the spec matches one of a path's forms (relative and/or absolute)."""
         if self.spec is None:
             return True
-        pattern = self.path_pattern(root)
-        return any(rule_match(pattern, form) for form in forms)
+        return any(
+            rule_match(pattern, form) for pattern in self.path_patterns(root) for form in forms
+        )
 
     # -- commands ------------------------------------------------------------------------
 
@@ -321,7 +357,9 @@ class Rule:
         spec = _bash(self.spec)
         if not script.judgeable:
             return False
-        if spec.multi:
+        if spec.redirects and spec.redirects != tuple(w.key for w in script.writes):
+            return False
+        if spec.multi or spec.redirects:
             return spec.strict.fullmatch("\x00".join(script.stream())) is not None
         return bool(script.commands) and all(self.allows_part(c.words) for c in script.commands)
 
@@ -331,7 +369,9 @@ class Rule:
         if self.words_only:
             return False
         spec = _bash(self.spec)
-        return not spec.multi and spec.strict.fullmatch(_strict_key(words)) is not None
+        if spec.multi or spec.redirects:  # the whole line only
+            return False
+        return spec.strict.fullmatch(_strict_key(words)) is not None
 
     def denies_command(self, command: str) -> bool:
         """Deny side: whether this rule matches anything `command` would run, seen through
@@ -364,6 +404,24 @@ class Rule:
         if self.prefix:
             return subject.startswith(self.spec[:-2])
         return subject == self.spec
+
+
+@functools.lru_cache(maxsize=1024)
+def _alternatives(spec: str) -> tuple[str, ...]:
+    """A path spec's alternatives (its braces expanded); ValueError past the limit."""
+    return tuple(expand_braces(spec, MAX_BRACE_EXPANSION))
+
+
+def _path_pattern(spec: str, root: Path | None) -> str:
+    if spec.startswith("//"):
+        return spec[1:]
+    if spec.startswith("/"):
+        base = escape_glob(str(root)) if root is not None else ""
+        return base.rstrip("/") + spec
+    if spec == "~" or spec.startswith("~/"):
+        home = escape_glob(str(Path("~").expanduser()))
+        return home + spec[1:]
+    return spec[2:] if spec.startswith("./") else spec
 
 
 def _loose_stream(script: Script) -> list[str]:

@@ -11,6 +11,15 @@ interpreter (`python -c`, `node -e`, `awk`, a script file, a shell reading stdin
 whose name is computed (`$CMD`, `$(...)`, a glob). A deny rule then holds against the call if
 its words appear anywhere in the line.
 
+git is read as git reads itself (`shell_git`): its global options before the subcommand
+(`git -C . push` runs `git push`), the aliases `-c` sets, and what makes it run code the
+rules cannot check (`opaque`: never allowed by a rule with a spec, asked while a Bash deny or
+ask rule with a spec is in force) or a subcommand that may be an alias (`unknown_git`).
+
+Every command found also says what it writes (`shell_writes`), and so does every
+redirection (`writes`); `changes_dir` says the line moves to another folder first (`cd`,
+`pushd`, `env -C`), so a relative path in it may not be where the line starts.
+
 `runs_code` names the programs (runners, shells, interpreters) a rule never widens from.
 """
 
@@ -20,7 +29,9 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+from .shell_git import git_runs
 from .shell_syntax import ACTIVE, RESERVED, Script, Word, parse_script
+from .shell_writes import WRITERS, Written, writes
 
 __all__ = [
     "OPTION_RUNNERS",
@@ -50,13 +61,13 @@ OPTION_RUNNERS = frozenset(
     {
         "ssh", "scp", "sftp", "rsync", "tar", "gtar", "bsdtar", "sort", "gdb", "lldb", "vim",
         "vi", "nvim", "ex", "view", "vimdiff", "emacs", "less", "more", "man", "make", "gmake",
-        "zip", "at", "batch", "crontab",
+        "zip", "at", "batch", "crontab", "split",
     }
 )  # fmt: skip
 """Programs that run a command given in an option, a file or their input (`ssh -o
 ProxyCommand=...`, `rsync -e`, `tar -I` / `--checkpoint-action=exec=`, `sort
---compress-program`, `gdb -ex 'shell ...'`, `vim -c '!...'`, `make --eval`, `at`): not
-followed; a deny rule holds if its words appear in the line."""
+--compress-program`, `gdb -ex 'shell ...'`, `vim -c '!...'`, `make --eval`, `at`,
+`split --filter`): not followed; a deny rule holds if its words appear in the line."""
 
 
 def is_interpreter(name: str) -> bool:
@@ -71,12 +82,17 @@ def program_name(word: str) -> str:
 
 @dataclass
 class Programs:
-    """Every command the line would run (as word lists, the program as written), and the
-    reasons some of it could not be followed."""
+    """Every command the line would run (as word lists, the program as written), the
+    reasons some of it could not be followed, and what it writes (module doc)."""
 
     commands: list[list[Word]] = field(default_factory=list)
     unseen: list[str] = field(default_factory=list)
     computed: bool = False  # a program's name is computed when the line runs
+    opaque: list[str] = field(default_factory=list)
+    unknown_git: list[str] = field(default_factory=list)
+    writes: list[Written] = field(default_factory=list)
+    unread_writes: list[str] = field(default_factory=list)
+    changes_dir: bool = False
 
 
 # -- option skipping ----------------------------------------------------------------------
@@ -132,9 +148,13 @@ def _opts(*names: str) -> frozenset[str]:
     return frozenset(names)
 
 
-# What follows each runner: ("cmd", words) a command, ("code", text) shell code, ("value",
-# text) an assignment's value (code that may run later), ("unseen",
-# reason), or ("none", None) when it runs nothing.
+# What follows each runner: ("cmd", words) a command, ("fed", words) one given more words
+# when it runs (`xargs`, `parallel`, `find -exec ... {}`: the files it writes are not all in
+# its words), ("as", words) the same command read another way (git without its global
+# options: matched, its writes already counted),
+# ("code", text) shell code, ("value", text) an assignment's value (code that may run later),
+# ("unseen", reason), ("opaque", reason), ("unknown_git", reason), or ("none", None) when it
+# runs nothing.
 _Step = tuple[str, "list[Word] | str | None"]
 
 _SIMPLE_RUNNERS: dict[str, tuple[frozenset[str], int]] = {
@@ -248,6 +268,7 @@ def _assignment_steps(words: list[Word], *, any_name: bool = False) -> list[_Ste
 def _follow(name: str, args: list[Word]) -> list[_Step]:
     """What the runner `name` runs, given its arguments (none: it runs nothing)."""
     for family in (
+        _git_runner,
         _prefix_runner,
         _code_in_builtin,
         _changed_context,
@@ -258,6 +279,21 @@ def _follow(name: str, args: list[Word]) -> list[_Step]:
         if steps is not None:
             return steps
     return []
+
+
+def _git_runner(name: str, args: list[Word]) -> list[_Step] | None:
+    """git: itself without its global options, its aliases, the code it runs (`shell_git`)."""
+    if name != "git":
+        return None
+    runs = git_runs(Word.plain("git"), args)
+    steps: list[_Step] = [("as", words) for words in runs.also]
+    steps += [("cmd", words) for words in runs.commands]
+    steps += [("code", code) for code in runs.code]
+    steps += [("opaque", reason) for reason in runs.opaque]
+    steps += [("unseen", reason) for reason in runs.unseen]
+    if runs.unknown is not None:
+        steps.append(("unknown_git", runs.unknown))
+    return steps
 
 
 def _prefix_runner(name: str, args: list[Word]) -> list[_Step] | None:
@@ -364,11 +400,11 @@ def _code_runner(name: str, args: list[Word]) -> list[_Step] | None:
             "--process-slot-var",
         )  # fmt: skip
         rest = _skip(args, with_value)
-        return [("cmd", rest)] if rest else [("none", None)]
+        return [("fed", rest)] if rest else [("none", None)]
     if name == "parallel":
         cut = next((k for k, a in enumerate(args) if a.text in (":::", "::::", ":::+")), len(args))
         rest = _skip(args[:cut], _opts("-j", "-S", "--jobs", "-a", "--arg-file", "-d"))
-        return [("cmd", rest), ("code", _join(rest))]
+        return [("fed", rest), ("code", _join(rest))]
     if name == "find":
         steps = []
         k = 0
@@ -377,7 +413,7 @@ def _code_runner(name: str, args: list[Word]) -> list[_Step] | None:
                 end = next(
                     (j for j in range(k + 1, len(args)) if args[j].text in (";", "+")), len(args)
                 )
-                steps.append(("cmd", args[k + 1 : end]))
+                steps.append(("fed", args[k + 1 : end]))
                 k = end
             k += 1
         return steps or [("none", None)]
@@ -386,8 +422,6 @@ def _code_runner(name: str, args: list[Word]) -> list[_Step] | None:
 
 def _script_runner(name: str, args: list[Word]) -> list[_Step] | None:
     """`git -c`, `source` and the shells: a script or a command string."""
-    if name == "git" and any(a.text == "-c" or a.text.startswith("--config-env") for a in args):
-        return [("unseen", "git -c can set a command for git to run")]
     if name in ("source", "."):
         return [("unseen", f"{name} runs a script file")]
     if name in OPTION_RUNNERS:
@@ -424,6 +458,23 @@ def _strip(words: list[Word]) -> list[Word]:
     return words[k:]
 
 
+_CHANGES_DIR = frozenset({"cd", "pushd", "popd"})
+
+
+def _chdir(args: list[Word]) -> bool:
+    """`env -C DIR` / `sudo -D DIR` (or `--chdir`): the command runs in another folder (read
+    loosely: a `-C` of the command it runs counts too)."""
+    return any(
+        a.text.startswith("--chdir")
+        or (
+            a.text.startswith("-")
+            and not a.text.startswith("--")
+            and ("C" in a.text or "D" in a.text)
+        )
+        for a in args
+    )
+
+
 class _Walker:
     def __init__(self) -> None:
         self.out = Programs()
@@ -431,6 +482,7 @@ class _Walker:
     def script(self, script: Script, depth: int) -> None:
         if script.broken:
             self.out.unseen.append("the command line does not parse")
+        self.out.writes += [Written(target, redirect=True) for target in script.writes]
         for simple in script.commands:
             self.command(simple.words, depth)
         for sub in script.substitutions:
@@ -450,7 +502,11 @@ class _Walker:
         self.out.computed = saved[0]
         del self.out.unseen[saved[1] :]
 
-    def command(self, words: list[Word], depth: int) -> None:
+    def command(
+        self, words: list[Word], depth: int, *, counted: bool = False, fed: bool = False
+    ) -> None:
+        """One command found; `counted`: its writes are counted already (git read again);
+        `fed`: it gets more words when it runs (from `xargs` and the like)."""
         k = 0
         while k < len(words) and _ASSIGNMENT.match(words[k].text):
             k += 1
@@ -468,20 +524,41 @@ class _Walker:
             self.out.unseen.append(f"the program name {head.text!r} is computed when it runs")
             return
         name = program_name(head.text)
-        self.steps(_follow(name, words[1:]), depth)
+        if not counted:
+            found = writes(name, words[1:])
+            self.out.writes += found.found
+            self.out.unread_writes += found.unread
+            if fed and name in WRITERS:
+                self.out.unread_writes.append(
+                    f"{name} is given file names when it runs (xargs, find -exec)"
+                )
+        if name in _CHANGES_DIR or (name in ("env", "sudo") and _chdir(words[1:])):
+            self.out.changes_dir = True
+        self.steps(_follow(name, words[1:]), depth, fed=fed)
         if is_interpreter(name) and name not in SHELLS and len(words) > 1:
             self.out.unseen.append(f"{name} runs code the rules cannot read")
 
-    def steps(self, steps: list[_Step], depth: int) -> None:
+    def steps(self, steps: list[_Step], depth: int, *, fed: bool = False) -> None:
+        """Follow what a command runs (`fed`: it was given more words, and so is what it
+        runs in turn: `xargs nice tee`)."""
         for kind, value in steps:
-            if kind == "cmd" and isinstance(value, list):
-                self.command(value, depth + 1)
+            if kind in ("cmd", "as", "fed") and isinstance(value, list):
+                self.command(
+                    value,
+                    depth + 1,
+                    counted=kind == "as",
+                    fed=kind == "fed" or (fed and kind == "cmd"),
+                )
             elif kind == "code" and isinstance(value, str):
                 self.code(value, depth)
             elif kind == "value" and isinstance(value, str):
                 self.value(value, depth)
             elif kind == "unseen" and isinstance(value, str):
                 self.out.unseen.append(value)
+            elif kind == "opaque" and isinstance(value, str):
+                self.out.opaque.append(value)
+            elif kind == "unknown_git" and isinstance(value, str):
+                self.out.unknown_git.append(value)
 
 
 @functools.lru_cache(maxsize=256)

@@ -9,8 +9,10 @@ enough to answer two questions safely:
   *active* (an unquoted `$ * ? [ ~ {` the shell would expand) or literal, so that `'$HOME'`
   and `$HOME` are different words to a rule;
 - whether anything in it cannot be judged from its words (command or process substitution,
-  output written to a file, a here-document, unbalanced quotes): such a line is never allowed
-  by a rule with a spec. The bodies of substitutions are parsed too (deny rules look inside).
+  a here-document, unbalanced quotes): such a line is never allowed by a rule with a spec.
+  The bodies of substitutions are parsed too (deny rules look inside);
+- the files its redirections write (`Script.writes`): a line that writes a file is decided
+  like a Write of it as well (`matching`).
 
 A word's `key` encodes it for matching: an active character is preceded by `ACTIVE`, so two
 words have the same key exactly when the shell would treat them the same.
@@ -18,6 +20,7 @@ words have the same key exactly when the shell would treat them the same.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 __all__ = ["ACTIVE", "Script", "Simple", "Word", "parse_script"]
@@ -28,6 +31,8 @@ ACTIVE = "\x02"
 _EXPANDING = frozenset("$*?[~{")
 _OPERATORS = ("&&", "||", ";;&", ";;", ";&", "|&", ";", "|", "&", "\n", "(", ")")
 _MAX_DEPTH = 12
+_NO_FILE = re.compile(r"/dev/(?:null|stdout|stderr|tty|fd/\d+)")
+"""Redirection targets that write no file."""
 RESERVED = frozenset(
     {"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until"}
 )
@@ -62,11 +67,13 @@ class Simple:
 @dataclass
 class Script:
     """A parsed command line: simple commands and the operators between them (`items`
-    alternate), the parsed bodies of its substitutions, and what makes it unjudgeable."""
+    alternate), the parsed bodies of its substitutions, the files its redirections write
+    (`writes`: `>`, `>>`, `>|`, `&>`, `<>`, `>&FILE`; not `/dev/null`, `/dev/stdout`...), and
+    what makes it unjudgeable."""
 
     items: list[Simple | str] = field(default_factory=list)
     substitutions: list[Script] = field(default_factory=list)
-    file_writes: bool = False
+    writes: list[Word] = field(default_factory=list)
     heredoc: bool = False
     broken: bool = False  # unbalanced quotes or brackets, a redirection without a target
 
@@ -76,9 +83,9 @@ class Script:
 
     @property
     def judgeable(self) -> bool:
-        """Whether its words say everything it does: no substitution, no output to a file,
-        no here-document, nothing broken."""
-        return not (self.substitutions or self.file_writes or self.heredoc or self.broken)
+        """Whether its words (and the files it writes) say everything it does: no
+        substitution, no here-document, nothing broken."""
+        return not (self.substitutions or self.heredoc or self.broken)
 
     def stream(self) -> list[str]:
         """The line as a sequence of word keys and operators (for exact comparison)."""
@@ -170,11 +177,10 @@ class _Lexer:
     def _redirect_target(self, op: str, target: Word) -> None:
         if op in ("<<", "<<-"):
             self.script.heredoc = True
-        elif op in (">&", "<&"):
-            if not (target.text.isdigit() or target.text == "-"):
-                self.script.file_writes = True
-        elif op not in ("<", "<<<") and target.text != "/dev/null":
-            self.script.file_writes = True
+        elif op in (">&", "<&") and (target.text.isdigit() or target.text == "-"):
+            return
+        elif op not in ("<", "<<<") and not _NO_FILE.fullmatch(target.text):
+            self.script.writes.append(target)
 
     def end_simple(self, op: str | None) -> None:
         self.end_word()

@@ -17,11 +17,13 @@ Two glob dialects share one translator:
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import re
 from pathlib import Path
 
 __all__ = [
+    "MAX_BRACE_EXPANSION",
     "NOISE_DIRS",
     "expand_braces",
     "glob_match",
@@ -198,12 +200,90 @@ def rule_match(pattern: str, path: str) -> bool:
     return _rule_regex(pattern).fullmatch(path) is not None
 
 
-def expand_braces(pattern: str) -> list[str]:
-    """`*.{py,ipynb}` -> [`*.py`, `*.ipynb`] (nested and repeated braces too)."""
-    m = re.search(r"\{([^{}]*,[^{}]*)\}", pattern)
-    if m is None:
+MAX_BRACE_EXPANSION = 256
+"""The most patterns one pattern's braces may expand to (a rule past it is refused)."""
+
+_MAX_SEQUENCE = 10_000
+_RANGE = re.compile(r"(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?|([A-Za-z])\.\.([A-Za-z])(?:\.\.(-?\d+))?")
+
+
+def expand_braces(pattern: str, limit: int | None = None) -> list[str]:
+    """The patterns `pattern`'s braces stand for, as bash expands them: `*.{py,ipynb}` ->
+    [`*.py`, `*.ipynb`], nested (`{a,b{1,2}}`), repeated, with ranges (`{1..3}`, `{a..c}`,
+    `{01..10..3}`). A brace with neither a top-level comma nor a range (`{x}`, `{}`), and an
+    escaped one (`\\{`), is literal. ValueError (one line) past `limit` patterns."""
+    return _expand(pattern, limit)
+
+
+def _expand(pattern: str, limit: int | None) -> list[str]:
+    group = _brace_group(pattern)
+    if group is None:
         return [pattern]
+    start, end, choices = group
+    tails = _expand(pattern[end + 1 :], limit)
     out: list[str] = []
-    for choice in m.group(1).split(","):
-        out.extend(expand_braces(pattern[: m.start()] + choice + pattern[m.end() :]))
+    for choice in choices:
+        for head in _expand(choice, limit):
+            for tail in tails:
+                out.append(pattern[:start] + head + tail)
+                if limit is not None and len(out) > limit:
+                    raise ValueError(f"its braces expand to more than {limit} patterns")
     return out
+
+
+def _brace_group(pattern: str) -> tuple[int, int, list[str]] | None:
+    """The first brace that expands: its `{` and `}` indices and its choices (None: none)."""
+    i, n = 0, len(pattern)
+    while i < n:
+        if pattern[i] == "\\":
+            i += 2
+            continue
+        if pattern[i] == "{":
+            found = _choices(pattern, i)
+            if found is not None:
+                return i, found[0], found[1]
+        i += 1
+    return None
+
+
+def _choices(pattern: str, open_: int) -> tuple[int, list[str]] | None:
+    depth, cuts, j = 0, [open_], open_
+    while j < len(pattern):
+        c = pattern[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                body = pattern[open_ + 1 : j]
+                if len(cuts) > 1:
+                    cuts.append(j)
+                    return j, [pattern[a + 1 : b] for a, b in itertools.pairwise(cuts)]
+                sequence = _sequence(body)
+                return None if sequence is None else (j, sequence)
+        elif c == "," and depth == 1:
+            cuts.append(j)
+        j += 1
+    return None
+
+
+def _sequence(body: str) -> list[str] | None:
+    """`1..5`, `05..10..2`, `a..e`: the items, as bash writes them (None: not a range)."""
+    m = _RANGE.fullmatch(body)
+    if m is None:
+        return None
+    if m.group(4) is not None:
+        first, last, step = ord(m.group(4)), ord(m.group(5)), abs(int(m.group(6) or 1)) or 1
+        items = range(first, last + 1, step) if first <= last else range(first, last - 1, -step)
+        return [chr(k) for k in items]
+    first, last = int(m.group(1)), int(m.group(2))
+    step = abs(int(m.group(3) or 1)) or 1
+    width = max(len(m.group(1)), len(m.group(2)))
+    padded = any(len(g.lstrip("-")) > 1 and g.lstrip("-").startswith("0") for g in m.group(1, 2))
+    numbers = range(first, last + 1, step) if first <= last else range(first, last - 1, -step)
+    if len(numbers) > _MAX_SEQUENCE:
+        raise ValueError(f"{{{body}}} has more than {_MAX_SEQUENCE} items")
+    return [str(k).zfill(width) if padded else str(k) for k in numbers]
