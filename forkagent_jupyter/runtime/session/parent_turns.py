@@ -26,13 +26,14 @@ from ..mcp.servers import McpServers
 from ..model.budget import CostBudget
 from ..model.timing import record_timing
 from ..permissions.gate import PermissionGate
-from ..tasks.notifications import CommandQueue
+from ..tasks.notifications import CommandQueue, Priority
 from ..tools.base import ToolSet
 from ..transcripts.store import TranscriptStore
 from ..workers.configs import with_mcp_tools
 from ..workers.workers import AgentRun
 from .agent_setup import AgentContexts
 from .responder import Responder
+from .turn_lock import TurnLock
 from .turn_result import fold_turn, replay
 
 __all__ = ["ParentHost", "ParentTurns"]
@@ -67,7 +68,7 @@ class ParentTurns:
         self,
         host: ParentHost,
         *,
-        lock: asyncio.Lock,
+        lock: TurnLock,
         changed: asyncio.Event,
         on_cost: Callable[[], None],
     ) -> None:
@@ -92,21 +93,26 @@ class ParentTurns:
         if not isinstance(prompt, str) or not prompt.strip():
             raise UsageError("The prompt is empty: write what the agent should do.")
         host.budget.check("The turn was")
-        async with self.lock:
-            # pending notifications go with the prompt, whether or not the parent answers
-            # them by itself (auto_respond): none waits unread
-            commands = host.queue.drain("main")
-            host.responder.note_read(commands)
-            texts = [c.text for c in commands]
-            seen: list[LoopEvent] = []
-            try:
-                async for event in self.turn([*texts, prompt], prompt):
-                    if commands:
-                        seen.append(event)
-                    yield event
-            finally:
-                if commands:  # delivered like the parent's own answers to notifications
-                    host.responder.answered(commands, await fold_turn(replay(seen)))
+        try:
+            async with self.lock.turn("next"):  # before an automatic answer that waits
+                # what waits to be read at the next opportunity goes with the prompt; a task's
+                # end too, unless the parent answers it by itself after this turn (auto_respond):
+                # none waits unread
+                upto: Priority = "next" if host.responder.will_answer() else "later"
+                commands = host.queue.drain("main", upto)
+                host.responder.note_read(commands)
+                texts = [c.text for c in commands]
+                seen: list[LoopEvent] = []
+                try:
+                    async for event in self.turn([*texts, prompt], prompt):
+                        if commands:
+                            seen.append(event)
+                        yield event
+                finally:
+                    if commands:  # delivered like the parent's own answers to notifications
+                        host.responder.answered(commands, await fold_turn(replay(seen)))
+        finally:
+            host.responder.kick()  # the notifications it left: answered now
 
     async def load_settings(self) -> dict[str, Any]:
         """The settings files read again and applied (`Session.load_settings`)."""
