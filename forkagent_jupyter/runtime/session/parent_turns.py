@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -19,6 +20,7 @@ from ..config.hooks import Hooks
 from ..config.settings import hook_trust, read_settings
 from ..errors import UsageError
 from ..events import Compacted, LoopEvent, Stop, UsageReport
+from ..history import last_assistant_text
 from ..loop.compaction import compact
 from ..loop.config import LoopState
 from ..loop.loop import run_turn
@@ -150,15 +152,36 @@ class ParentTurns:
             blocks.insert(0, {"type": "text", "text": listing})
             self.listed = listing
         main.state.append(main.history, {"role": "user", "content": blocks})
+        blocked = requests = 0
         try:
-            async for event in run_turn(main.config, main.history, main.state):
-                record_timing(main.transcript, event)
-                if isinstance(event, UsageReport):
-                    self.charge(event.usage, event.cost_usd)
-                    self.on_cost()
-                if isinstance(event, Stop) and host.hooks.has("Stop"):
-                    await host.hooks.run("Stop", {"agent_id": "main", "stop_reason": event.reason})
-                yield event
+            while True:  # again while a Stop hook sends the parent back to work
+                stop: Stop | None = None
+                async for event in run_turn(main.config, main.history, main.state):
+                    record_timing(main.transcript, event)
+                    if isinstance(event, UsageReport):
+                        self.charge(event.usage, event.cost_usd)
+                        self.on_cost()
+                    if isinstance(event, Stop):
+                        stop = event  # told once the Stop hooks let the turn end
+                    else:
+                        yield event
+                assert stop is not None
+                requests += stop.turns
+                about = {
+                    "agent_id": "main",
+                    "stop_reason": stop.reason,
+                    "last_assistant_message": last_assistant_text(main.history),
+                }
+                ended = stop.reason == "end_turn" and not host.budget.reached()
+                feedback = await host.hooks.stop_check(
+                    "Stop", about, None, blocked=blocked, may_go_on=ended
+                )
+                if feedback is None:
+                    yield replace(stop, turns=requests)
+                    return
+                blocked += 1
+                message = {"role": "user", "content": [{"type": "text", "text": feedback}]}
+                main.state.append(main.history, message)
         finally:
             self.changed.set()
 
