@@ -165,6 +165,9 @@ class Session:
         """The parent's answers to its notifications (`responder.py`)."""
         self.queue = CommandQueue(on_enqueue=self.responder.on_command)
         self.registry: TaskRegistry = TaskRegistry(self.queue, base=self.workdir)
+        self.shells.report_to(
+            self.queue, recipient=self.registry.recipient, files=self.store, base=self.workdir
+        )
         self.mcp.on_note = self.registry.note
         self.budget = CostBudget(lambda: self.cost_usd, o.max_cost_usd)
         self.workers = Workers(
@@ -590,7 +593,7 @@ class Session:
             await stop()
         await self.workers.stop_all()
         await self.mcp.aclose()
-        self.shells.stop_all()
+        await self.shells.aclose()
         await self.responder.aclose()
         if self._hook_jobs:  # Notification hooks still running: a moment, then stopped
             _done, late = await asyncio.wait(set(self._hook_jobs), timeout=5)

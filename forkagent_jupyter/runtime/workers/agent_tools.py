@@ -447,6 +447,7 @@ class TaskOutputTool(Tool[TaskOutputInput]):
                         await asyncio.wait_for(shell.ended.wait(), args.timeout)
                     except asyncio.TimeoutError:
                         retrieval = "timeout"
+            _shells(ctx).read(shell)  # its end read here: no notification any more
             return shell.report(retrieval)
         try:
             task: Task = workers.registry.get(args.task_id)

@@ -45,6 +45,7 @@ from ..model.timing import record_timing
 from ..tasks.notifications import CommandQueue
 from ..tasks.registry import Task, TaskRegistry
 from ..tools.base import ToolError
+from ..tools.shells import ShellRegistry
 from ..transcripts.store import LoadedTranscript, TranscriptStore
 from .agent_run import AgentRun, new_agent_id, open_transcript, outcome, own_text, partial
 from .fork_groups import ForkGroups
@@ -344,6 +345,9 @@ class Workers:
         task = run.task
         assert task is not None
         try:
+            shells = run.config.ctx.services.shells
+            if isinstance(shells, ShellRegistry):  # its background commands: not reported
+                shells.stop_agent(run.id)
             _kill_groups(run.shell_groups)
             await clean_worktree(run)
         finally:
