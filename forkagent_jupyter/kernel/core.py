@@ -5,6 +5,14 @@ event loop; the settings (`ForkAgent`), the comm (`Bridge`) and the console prom
 (`TerminalAsk`); background work started where no await is possible. The magics' actions
 build on it (`magics/turn_actions.py`, `magics/worker_actions.py`, `magics/view_actions.py`)
 and `extension.KernelAgent` puts them together.
+
+The person's prompts go before the parent's automatic answer to notifications. A prompt that
+waits for its turn in the session goes first by itself (runtime/session/turn_lock.py); an
+`%%agent` cell the kernel has queued behind the running cell does not wait there yet, so the
+session is told to hold its automatic answer back (`_answers_wait`) from the end of a cell
+while the kernel has further requests in hand, until the next cell starts, and for as long
+as an `%%agent` cell runs. A cell of other code does not hold it back: the answer comes while
+it runs, as before (`await session.idle()` in a cell waits for that answer).
 """
 
 from __future__ import annotations
@@ -65,6 +73,8 @@ class AgentCore:
         self._session: Session | None = None
         self._ui: KernelUI | None = None
         self._background: set[asyncio.Task[Any]] = set()
+        self._cell: str | None = None
+        """What runs now: "agent" (an `%%agent` cell), "code" (another cell), None."""
 
     @property
     def session(self) -> Session:
@@ -93,7 +103,25 @@ class AgentCore:
                     "kernel) to use another",
                 )
             self._resume_batches(self._session)
+            self._session.hold_answers(self._answers_wait)
         return self._session
+
+    def cell_started(self, source: str) -> None:
+        """A cell starts (pre_run_cell): an `%%agent` cell holds the automatic answer back."""
+        self._cell = "agent" if source.lstrip().startswith("%%agent") else "code"
+        if self._session is not None:
+            self._session.answers_may_go()
+
+    def cell_ended(self) -> None:
+        self._cell = None
+        if self._session is not None:
+            self._session.answers_may_go()
+
+    def _answers_wait(self) -> bool:
+        """Whether the automatic answer to notifications waits (see the module doc)."""
+        if self._cell is not None:
+            return self._cell == "agent"
+        return _requests_in_hand(getattr(self.shell, "kernel", None))
 
     def _resume_batches(self, session: Session) -> None:
         """Batches submitted before a restart are polled again (runtime/batch/fan_out.py)."""
@@ -167,3 +195,14 @@ class AgentCore:
             "here, not sent to the agent."
         )
         self._spawn(self.session.stop_all())
+
+
+def _requests_in_hand(kernel: Any) -> bool:
+    """Whether the kernel handles a request now or has one queued (an execute request waits
+    for the running cell's lock, ipykernel >= 7). Read off the lock ipykernel runs requests
+    under; a kernel without one has nothing to tell (False)."""
+    lock = getattr(kernel, "_main_asyncio_lock", None)
+    if not isinstance(lock, asyncio.Lock):
+        return False
+    waiters = getattr(lock, "_waiters", None) or ()
+    return lock.locked() or any(not w.cancelled() for w in waiters)

@@ -95,7 +95,8 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
         if self._session is not None and self._session.gate.mode != self.settings.permission_mode:
             self.set_quietly("permission_mode", self._session.gate.mode)
 
-    def _before_cell(self, _info: Any) -> None:
+    def _before_cell(self, info: Any) -> None:
+        self.cell_started(str(getattr(info, "raw_cell", "") or ""))
         self._mode_in_force()
         self.terminal.cell_started()  # approvals waiting are asked on stdin (a console)
         if self._ui is not None:
@@ -105,6 +106,7 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
             self._session.namespace_changed()
 
     def _after_cell(self, _result: Any) -> None:
+        self.cell_ended()
         self._mode_in_force()
         self.terminal.cell_ended()
         if self._ui is not None:

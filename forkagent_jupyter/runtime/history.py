@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["append_message", "blocks_of", "unanswered_tool_uses", "valid_text"]
+__all__ = [
+    "append_message",
+    "blocks_of",
+    "last_assistant_text",
+    "unanswered_tool_uses",
+    "valid_text",
+]
 
 
 def blocks_of(message: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -30,6 +36,18 @@ def append_message(history: list[dict[str, Any]], message: dict[str, Any]) -> No
         history[-1] = {"role": last["role"], "content": [*blocks_of(last), *blocks_of(message)]}
     else:
         history.append(message)
+
+
+def last_assistant_text(history: list[dict[str, Any]]) -> str:
+    """The text of the last assistant message that has any ("" when none has)."""
+    for message in reversed(history):
+        if message["role"] == "assistant":
+            text = "".join(
+                str(b.get("text", "")) for b in blocks_of(message) if b.get("type") == "text"
+            ).strip()
+            if text:
+                return text
+    return ""
 
 
 def unanswered_tool_uses(history: list[dict[str, Any]]) -> list[str]:

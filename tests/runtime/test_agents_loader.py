@@ -81,7 +81,8 @@ def test_defaults_name_from_file_and_tool_strings(tmp_path: Path) -> None:
     assert agent.background is False and agent.isolation is None
     assert agent.source == "user"
     everything = "---\ndescription: All tools\ntools: '*'\n---\n"
-    assert load_agent_file(write_agent(tmp_path, "all.md", everything)).tools is None
+    every = load_agent_file(write_agent(tmp_path, "all.md", everything))
+    assert every.tools == ["*"] and every.every_tool  # every tool, the agent tools too
 
 
 def test_windows_line_endings_and_empty_body(tmp_path: Path) -> None:

@@ -70,7 +70,7 @@ def test_lenient_yaml_as_claude_code_reads_it(tmp_path: Path) -> None:
     ]
     everything = agents["everything"]
     assert everything.description == "**Generalist**: takes any task that needs every tool"
-    assert everything.tools is None  # `tools: *`: every tool
+    assert everything.tools == ["*"]  # `tools: *`: every tool, the agent tools too
     assert agents["sql-pro"].description == (
         "Writes and tunes SQL; use for: slow queries, schema changes"
     )

@@ -14,9 +14,9 @@ from typing import Any
 import anyio
 import pytest
 
-from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
+from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain, last_user_text
 from forkagent_jupyter.runtime.config.agent_definitions import AgentFileError, load_agent_file
-from forkagent_jupyter.runtime.config.hooks import parse_hooks
+from forkagent_jupyter.runtime.config.hooks import STOP_BLOCK_LIMIT, parse_hooks
 from forkagent_jupyter.runtime.errors import UsageError
 from forkagent_jupyter.runtime.permissions.gate import Deny, ScriptedPolicy
 from tests.reported import tool_outputs
@@ -41,6 +41,32 @@ import json, sys
 json.load(sys.stdin)
 print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
                   "permissionDecision": sys.argv[1], "permissionDecisionReason": "said so"}}))
+"""
+
+STOP_ONCE = """
+import json, sys
+data = json.load(sys.stdin)
+with open(sys.argv[1], "a") as f:
+    f.write(json.dumps(data) + "\\n")
+if not data["stop_hook_active"]:
+    print("Say which unit the total is in.", file=sys.stderr)
+    sys.exit(2)
+"""
+BLOCK_JSON_ONCE = """
+import json, sys
+data = json.load(sys.stdin)
+with open(sys.argv[1], "a") as f:
+    f.write(json.dumps(data) + "\\n")
+if not data["stop_hook_active"]:
+    print(json.dumps({"decision": "block", "reason": "Give the unit too."}))
+"""
+NEVER_DONE = """
+import json, sys
+data = json.load(sys.stdin)
+with open(sys.argv[1], "a") as f:
+    f.write(json.dumps(data) + "\\n")
+print("Not done yet.", file=sys.stderr)
+sys.exit(2)
 """
 
 
@@ -409,3 +435,70 @@ async def test_a_pre_tool_use_check_of_a_type_not_run_here_asks_instead(
     assert not other.is_error and (tmp_path / "x.txt").read_text() == "x"
     refused = (await session.load_settings())["refused"]
     assert any("asked instead" in r["reason"] for r in refused), refused
+
+
+async def test_a_stop_hook_that_blocks_gives_the_parent_another_turn_with_its_reason(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    log = tmp_path / "stops.jsonl"
+    settings(tmp_path, {"Stop": on("", script(tmp_path, "stop_once.py", STOP_ONCE) + f" {log}")})
+    session = make_session()
+    emulator.script(Reply.text("The total is 42."), Reply.text("The total is 42 kg."))
+    turn = await session.ask("What is the total?")
+    assert turn.ok and turn.text.endswith("The total is 42 kg."), turn.text
+    _first, second_request = (r.body for r in emulator.api_requests())
+    assert last_user_text(second_request) == (
+        "Stop hook feedback:\nSay which unit the total is in."
+    )
+    assert "The total is 42." in str(second_request["messages"])  # its first answer, kept
+    first, again = read_log(log)
+    assert first["hook_event_name"] == "Stop" and first["stop_hook_active"] is False
+    assert first["last_assistant_message"] == "The total is 42."
+    assert again["stop_hook_active"] is True
+    assert again["last_assistant_message"] == "The total is 42 kg."
+    assert session.hooks.lines == []
+
+
+async def test_a_subagent_stop_hook_that_blocks_gives_the_agent_another_turn(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    """An agent file's Stop hook (run as SubagentStop) answers `decision: "block"` once: the
+    agent works on with the reason, and its caller gets the answer it gave then."""
+    log = tmp_path / "subagent.jsonl"
+    folder = tmp_path / "home" / ".claude" / "agents"  # the person's own: runs unasked
+    folder.mkdir(parents=True)
+    hook = script(tmp_path, "block_json.py", BLOCK_JSON_ONCE) + f" {log}"
+    (folder / "checker.md").write_text(
+        "---\nname: checker\ndescription: Checks totals\nhooks:\n"
+        f"  Stop:\n    - hooks:\n        - type: command\n          command: {hook}\n"
+        "---\nYou check totals.\n"
+    )
+    call = {"description": "check", "prompt": "CHECK the total", "subagent_type": "checker"}
+    brain = ScriptedBrain(when_empty=OfflineBrain())
+    brain.when_last_user_contains("DELEGATE", Reply.tool_use("Agent", call), times=1)
+    brain.when_last_user_contains("CHECK the total", Reply.text("It is 42."), times=1)
+    brain.when_last_user_contains("Give the unit too.", Reply.text("It is 42 kg."), times=1)
+    emulator.brain = brain
+    session = make_session(auto_respond=False, forking=False)
+    turn = await session.ask("DELEGATE the check")
+    [result] = turn.tool_calls
+    assert not result.is_error and result.result.startswith("It is 42 kg."), result.result
+    first, again = read_log(log)
+    assert first["hook_event_name"] == "SubagentStop" and first["agent_type"] == "checker"
+    assert first["stop_hook_active"] is False and first["last_assistant_message"] == "It is 42."
+    assert again["stop_hook_active"] is True and again["result"] == "It is 42 kg."
+
+
+async def test_a_stop_hook_that_always_blocks_is_let_through_after_the_limit(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    log = tmp_path / "stops.jsonl"
+    settings(tmp_path, {"Stop": on("", script(tmp_path, "never.py", NEVER_DONE) + f" {log}")})
+    session = make_session()
+    emulator.brain = ScriptedBrain(when_empty="ok")
+    turn = await session.ask("Finish.")
+    assert turn.ok
+    assert len(emulator.api_requests()) == 1 + STOP_BLOCK_LIMIT  # sent back LIMIT times
+    assert len(read_log(log)) == 1 + STOP_BLOCK_LIMIT  # the last block was let through
+    [line] = session.hooks.lines
+    assert f"the limit is {STOP_BLOCK_LIMIT}" in line and "Not done yet." in line

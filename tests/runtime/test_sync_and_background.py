@@ -14,6 +14,10 @@ import pytest
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain, last_user_text
 from forkagent_jupyter.emulator.faults import Fault
 from forkagent_jupyter.runtime.permissions.gate import ScriptedPolicy
+from forkagent_jupyter.runtime.tools import PythonTool
+from forkagent_jupyter.runtime.transcripts.files import transcript_path
+from forkagent_jupyter.runtime.transcripts.reading import read_records
+from forkagent_jupyter.runtime.workers.agent_tools import agent_tools
 from tests.reported import tool_outputs
 
 from .helpers import make_repo, until
@@ -120,7 +124,7 @@ async def test_a_long_synchronous_agent_moves_to_the_background_by_itself(
     assert task.id in note.text and "slept" in note.text  # its result, in the notification
 
 
-async def test_a_failing_synchronous_agent_returns_its_partial_text_with_the_error(
+async def test_a_failing_synchronous_agent_returns_its_partial_text_naming_the_failure(
     emulator: Any, make_session: Any, tmp_path: Path
 ) -> None:
     _define(tmp_path, "checker", "description: Checks numbers")
@@ -144,8 +148,11 @@ async def test_a_failing_synchronous_agent_returns_its_partial_text_with_the_err
     session = make_session(auto_respond=False, forking=False)
     turn = await session.ask("DELEGATE please")
     [result] = turn.tool_calls
-    assert result.is_error and "failed" in result.result and "boom" in result.result
-    assert "Found so far: the total is 41." in result.result  # the partial text, kept
+    # the text it wrote is the call's result, as the reference's; the failure is named
+    assert not result.is_error, result.result
+    assert result.result.startswith("Found so far: the total is 41.")
+    assert "failed before it finished" in result.result and "boom" in result.result
+    assert "agentId: " in result.result
     assert session.queue.drain("main") == []  # reported once
 
 
@@ -213,3 +220,73 @@ async def test_a_named_agent_without_permission_mode_keeps_a_wider_session_mode(
     )
     turn = await session.ask("DELEGATE please")
     assert tool_outputs(turn.tool_calls[0].result) == ["42"] and policy.requests == []
+
+
+AGENT_TOOLS = {"Agent", "SendMessage", "TaskStop", "TaskOutput"}
+
+
+def _tool_names(emulator: Any, needle: str) -> set[str]:
+    """The tools of the first request whose first message holds `needle`."""
+    body = next(r.body for r in emulator.api_requests() if needle in str(r.body["messages"][0]))
+    return {t["name"] for t in body["tools"]}
+
+
+async def test_an_agent_file_with_every_tool_keeps_the_agent_tools(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    _define(tmp_path, "lead", "description: Leads\ntools: '*'")
+    _define(tmp_path, "plain", "description: Works alone")
+    lead = {"description": "lead", "prompt": "LEAD IT", "subagent_type": "lead"}
+    plain = {"description": "plain", "prompt": "PLAIN IT", "subagent_type": "plain"}
+    calls = tuple({"type": "tool_use", "name": "Agent", "input": c} for c in (lead, plain))
+    emulator.brain = _delegating(Reply(calls))
+    session = make_session(auto_respond=False, forking=False)
+    await session.ask("DELEGATE please")
+    assert _tool_names(emulator, "LEAD IT") >= AGENT_TOOLS  # `*`: every tool, these too
+    assert not AGENT_TOOLS & _tool_names(emulator, "PLAIN IT")  # no list: all but these
+    assert "Read" in _tool_names(emulator, "PLAIN IT")
+
+
+def _launch_records(session: Any) -> list[dict[str, Any]]:
+    path = transcript_path(session.store.dir, "main")
+    return [r["data"] for r in read_records(path) if r.get("kind") == "async_launched"]
+
+
+async def test_the_launch_result_carries_the_prompt_and_whether_the_output_can_be_read(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    _define(tmp_path, "checker", "description: Checks numbers")
+    emulator.brain = _delegating(_agent_call("checker", "check `py: 6 * 7`"))
+    session = make_session(auto_respond=False)
+    turn = await session.ask("DELEGATE please")
+    [result] = turn.tool_calls
+    [task] = await session.wait(timeout=30)
+    output = f".forkagent/sessions/{session.session_id}/tasks/{task.id}.output"
+    assert f"output_file: {output}" in result.result
+    assert "read the end of that file (Read or Bash)" in result.result
+    await session.store.aflush()
+    [launch] = _launch_records(session)
+    assert launch == {
+        "status": "async_launched",
+        "agentId": task.id,
+        "description": "ask the agent",
+        "prompt": "check `py: 6 * 7`",
+        "outputFile": output,
+        "canReadOutputFile": True,
+    }
+
+
+async def test_a_caller_that_cannot_read_files_is_not_given_the_output_file(
+    emulator: Any, make_session: Any, tmp_path: Path
+) -> None:
+    _define(tmp_path, "checker", "description: Checks numbers")
+    emulator.brain = _delegating(_agent_call("checker", "check `py: 6 * 7`"))
+    session = make_session(auto_respond=False, tools=[PythonTool(), *agent_tools()])
+    turn = await session.ask("DELEGATE please")
+    [result] = turn.tool_calls
+    assert "Started background agent" in result.result and "output_file" not in result.result
+    assert "end your reply" in result.result
+    await session.wait(timeout=30)
+    await session.store.aflush()
+    [launch] = _launch_records(session)
+    assert launch["canReadOutputFile"] is False and launch["prompt"] == "check `py: 6 * 7`"

@@ -6,6 +6,7 @@ A definition file is Markdown with YAML front matter; the body is the agent's sy
     name: reviewer                  # optional: defaults to the file name without `.md`
     description: Reviews a change and reports problems
     tools: Read, Grep, Glob         # a YAML list or a comma-separated string; omit for all
+                                    # but the agent tools; '*' for all, those too
     disallowedTools: [Bash]
     model: inherit
     permissionMode: plan
@@ -173,7 +174,9 @@ class AgentDefinition(BaseModel):
     name: str = Field(pattern=NAME_PATTERN)
     description: _Text
     tools: list[str] | None = None
-    """Tool names the agent may use; None means every tool of the session."""
+    """Tool names the agent may use. None (no list) means every tool of the session but the
+    agent tools (Agent, SendMessage, TaskStop, TaskOutput); `["*"]` means every tool of the
+    session, the agent tools too."""
     disallowedTools: list[str] = Field(default_factory=list)  # noqa: N815 (file key)
     prompt: str = ""
     """The agent's system prompt (the file's Markdown body)."""
@@ -280,7 +283,12 @@ class AgentDefinition(BaseModel):
     @field_validator("tools")
     @classmethod
     def _star_means_all(cls, value: list[str] | None) -> list[str] | None:
-        return None if value is not None and "*" in value else value
+        return ["*"] if value is not None and "*" in value else value
+
+    @property
+    def every_tool(self) -> bool:
+        """Its list is `*`: every tool of the session, the agent tools too."""
+        return self.tools == ["*"]
 
 
 GENERAL_PURPOSE = AgentDefinition(
@@ -488,7 +496,7 @@ def unknown_agent_message(name: str, available: Iterable[str]) -> str:
 def missing_tools(agent: AgentDefinition, available: Collection[str]) -> list[str]:
     """The tools `agent`'s list names that it does not get here (no such tool in the
     session: an MCP tool, a tool this runtime does not have)."""
-    if agent.tools is None:
+    if agent.tools is None or agent.every_tool:
         return []
     denied = set(agent.disallowedTools)
     own = tuple(f"mcp__{name}" for name in agent.own_servers())
@@ -530,6 +538,8 @@ def agent_listing(
         missing = missing_tools(agent, available) if available is not None else []
         if agent.tools is None:
             tools = "all tools"
+        elif agent.every_tool:
+            tools = "all tools, Agent, SendMessage, TaskStop and TaskOutput too"
         else:
             given = [t for t in agent.tools if t not in missing]
             tools = ", ".join(given) or "none"

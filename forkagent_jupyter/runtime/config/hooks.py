@@ -19,8 +19,8 @@ off the event loop (asyncio subprocesses). What a hook answers:
 
 * exit 2: a block; stderr is the reason (PreToolUse: the call is not run and the model reads
   the reason; PostToolUse: the reason is added to the tool result; UserPromptSubmit: the
-  prompt is refused; Stop, SubagentStop, Notification: the reason is one line in
-  `Hooks.lines`, the agent is not kept going);
+  prompt is refused; Stop, SubagentStop: the agent is not let end, see below; Notification:
+  the reason is one line in `Hooks.lines`);
 * exit 0 with a JSON object on stdout: `decision: "block"` + `reason`, or for PreToolUse
   `hookSpecificOutput.permissionDecision` `allow` / `deny` / `ask` with
   `permissionDecisionReason`; `hookSpecificOutput.additionalContext` (UserPromptSubmit,
@@ -29,6 +29,15 @@ off the event loop (asyncio subprocesses). What a hook answers:
 * any other exit code, a timeout, a command that cannot start or output that is not the
   contract: one line (`Hooks.lines`, and the log); the session goes on as if the hook said
   nothing.
+
+`Stop` (the parent's turn ends) and `SubagentStop` (an agent's run ends) hooks are given
+`stop_hook_active` and `last_assistant_message` as well. A block (exit 2, or `decision:
+"block"`) gives the agent another turn, whose message is `Stop hook feedback:` and the
+reason, as the reference does; the hooks run again at its end with `stop_hook_active: true`.
+After `STOP_BLOCK_LIMIT` blocks in a row the agent ends anyway, with one line in
+`Hooks.lines`. `continue: false` lets it end. Only an agent that ended by itself (the
+model's `end_turn` or `max_tokens`) is sent back; after an error, a refusal or its turn limit
+a block is one line.
 
 Someone else's hooks run only once the person approved them: a command hook of the project's
 committed settings (`.claude/settings.json`, `.forkagent/settings.json`) or of a project agent
@@ -67,6 +76,7 @@ from ..secrets import scrubbed_env
 __all__ = [
     "APPROVE_HINT",
     "EVENTS",
+    "STOP_BLOCK_LIMIT",
     "HookEntry",
     "HookOutcome",
     "HookTrust",
@@ -96,6 +106,12 @@ OLDER_TOOL_NAMES = {"Agent": ("Task",)}
 DEFAULT_TIMEOUT = 60.0
 MAX_OUTPUT = 100_000
 MAX_LINES = 200
+STOP_BLOCK_LIMIT = 8
+"""How many times in a row Stop (or SubagentStop) hooks may send an agent back to work
+before it ends anyway: the reference's cap, so that a check that can never pass does not
+spend turns forever."""
+STOP_FEEDBACK = "Stop hook feedback:\n"
+"""What heads the message that gives an agent another turn (the hooks' reason follows)."""
 
 
 @dataclass(frozen=True)
@@ -154,6 +170,8 @@ class HookOutcome:
     decision: Literal["allow", "deny", "ask"] | None = None
     context: list[str] = field(default_factory=list)
     ran: int = 0
+    stopped: bool = False
+    """A hook answered `continue: false`: the agent stops (it is not kept going)."""
 
 
 def parse_hooks(data: Any, source: str) -> tuple[list[HookEntry], list[str]]:
@@ -366,7 +384,7 @@ class Hooks:
             elif event == "PreToolUse":
                 self._decide(outcome, "allow")
         if answer.get("continue") is False:
-            outcome.blocked = True
+            outcome.blocked = outcome.stopped = True
             stop = answer.get("stopReason")
             reasons.append(stop if isinstance(stop, str) and stop else reason or "stopped")
         permission = specific.get("permissionDecision")
@@ -381,6 +399,35 @@ class Hooks:
                 reasons.append(
                     f"the hook {entry.command!r} answered permissionDecision {permission!r}"
                 )
+
+    async def stop_check(
+        self,
+        event: Literal["Stop", "SubagentStop"],
+        payload: dict[str, Any],
+        subject: str | None,
+        *,
+        blocked: int,
+        may_go_on: bool,
+    ) -> str | None:
+        """Run the `event` hooks as an agent's turn ends (`blocked`: how many times in a row
+        they already sent it back; `may_go_on`: it ended by itself). The message of its next
+        turn when they block and the limit allows (see the module doc); None: it ends."""
+        if not self.has(event):
+            return None
+        said = await self.run(event, {**payload, "stop_hook_active": blocked > 0}, subject)
+        if not said.blocked or said.stopped:
+            return None
+        who = payload.get("agent_id", "main")
+        if not may_go_on:
+            self.note(f"{event} hook of {who}: {_one_line(said.reason)} (its run had ended)")
+            return None
+        if blocked >= STOP_BLOCK_LIMIT:
+            self.note(
+                f"{event} hooks sent {who} back {blocked} times in a row; it ended anyway "
+                f"(the limit is {STOP_BLOCK_LIMIT}): {_one_line(said.reason)}"
+            )
+            return None
+        return STOP_FEEDBACK + said.reason
 
     @staticmethod
     def _decide(outcome: HookOutcome, value: Literal["allow", "deny", "ask"]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -19,6 +20,7 @@ from ..config.hooks import Hooks
 from ..config.settings import hook_trust, read_settings
 from ..errors import UsageError
 from ..events import Compacted, LoopEvent, Stop, UsageReport
+from ..history import last_assistant_text
 from ..loop.compaction import compact
 from ..loop.config import LoopState
 from ..loop.loop import run_turn
@@ -26,13 +28,14 @@ from ..mcp.servers import McpServers
 from ..model.budget import CostBudget
 from ..model.timing import record_timing
 from ..permissions.gate import PermissionGate
-from ..tasks.notifications import CommandQueue
+from ..tasks.notifications import CommandQueue, Priority
 from ..tools.base import ToolSet
 from ..transcripts.store import TranscriptStore
 from ..workers.configs import with_mcp_tools
 from ..workers.workers import AgentRun
 from .agent_setup import AgentContexts
 from .responder import Responder
+from .turn_lock import TurnLock
 from .turn_result import fold_turn, replay
 
 __all__ = ["ParentHost", "ParentTurns"]
@@ -67,7 +70,7 @@ class ParentTurns:
         self,
         host: ParentHost,
         *,
-        lock: asyncio.Lock,
+        lock: TurnLock,
         changed: asyncio.Event,
         on_cost: Callable[[], None],
     ) -> None:
@@ -92,21 +95,26 @@ class ParentTurns:
         if not isinstance(prompt, str) or not prompt.strip():
             raise UsageError("The prompt is empty: write what the agent should do.")
         host.budget.check("The turn was")
-        async with self.lock:
-            # pending notifications go with the prompt, whether or not the parent answers
-            # them by itself (auto_respond): none waits unread
-            commands = host.queue.drain("main")
-            host.responder.note_read(commands)
-            texts = [c.text for c in commands]
-            seen: list[LoopEvent] = []
-            try:
-                async for event in self.turn([*texts, prompt], prompt):
-                    if commands:
-                        seen.append(event)
-                    yield event
-            finally:
-                if commands:  # delivered like the parent's own answers to notifications
-                    host.responder.answered(commands, await fold_turn(replay(seen)))
+        try:
+            async with self.lock.turn("next"):  # before an automatic answer that waits
+                # what waits to be read at the next opportunity goes with the prompt; a task's
+                # end too, unless the parent answers it by itself after this turn (auto_respond):
+                # none waits unread
+                upto: Priority = "next" if host.responder.will_answer() else "later"
+                commands = host.queue.drain("main", upto)
+                host.responder.note_read(commands)
+                texts = [c.text for c in commands]
+                seen: list[LoopEvent] = []
+                try:
+                    async for event in self.turn([*texts, prompt], prompt):
+                        if commands:
+                            seen.append(event)
+                        yield event
+                finally:
+                    if commands:  # delivered like the parent's own answers to notifications
+                        host.responder.answered(commands, await fold_turn(replay(seen)))
+        finally:
+            host.responder.kick()  # the notifications it left: answered now
 
     async def load_settings(self) -> dict[str, Any]:
         """The settings files read again and applied (`Session.load_settings`)."""
@@ -144,15 +152,36 @@ class ParentTurns:
             blocks.insert(0, {"type": "text", "text": listing})
             self.listed = listing
         main.state.append(main.history, {"role": "user", "content": blocks})
+        blocked = requests = 0
         try:
-            async for event in run_turn(main.config, main.history, main.state):
-                record_timing(main.transcript, event)
-                if isinstance(event, UsageReport):
-                    self.charge(event.usage, event.cost_usd)
-                    self.on_cost()
-                if isinstance(event, Stop) and host.hooks.has("Stop"):
-                    await host.hooks.run("Stop", {"agent_id": "main", "stop_reason": event.reason})
-                yield event
+            while True:  # again while a Stop hook sends the parent back to work
+                stop: Stop | None = None
+                async for event in run_turn(main.config, main.history, main.state):
+                    record_timing(main.transcript, event)
+                    if isinstance(event, UsageReport):
+                        self.charge(event.usage, event.cost_usd)
+                        self.on_cost()
+                    if isinstance(event, Stop):
+                        stop = event  # told once the Stop hooks let the turn end
+                    else:
+                        yield event
+                assert stop is not None
+                requests += stop.turns
+                about = {
+                    "agent_id": "main",
+                    "stop_reason": stop.reason,
+                    "last_assistant_message": last_assistant_text(main.history),
+                }
+                ended = stop.reason == "end_turn" and not host.budget.reached()
+                feedback = await host.hooks.stop_check(
+                    "Stop", about, None, blocked=blocked, may_go_on=ended
+                )
+                if feedback is None:
+                    yield replace(stop, turns=requests)
+                    return
+                blocked += 1
+                message = {"role": "user", "content": [{"type": "text", "text": feedback}]}
+                main.state.append(main.history, message)
         finally:
             self.changed.set()
 

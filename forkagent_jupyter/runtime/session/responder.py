@@ -1,7 +1,10 @@
 """The parent's answers to its notifications: what happens when a command is queued (the
 transcript notes it, Notification hooks run, a worker is woken or the parent answers), the
 parent turns that answer them by themselves (`auto_respond`), and the `AutoTurn`s handed to
-the host (the notebook shows them as cells) and kept in the parent's transcript."""
+the host (the notebook shows them as cells) and kept in the parent's transcript.
+
+An automatic answer is a `later` turn (turn_lock.py): a prompt the person is waiting to send
+goes first, and leaves the notifications to the answer that follows it."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from ..tasks.notifications import Command, CommandQueue
 from ..tasks.registry import Task, task_snapshot
 from ..tasks.snapshot import AnsweredNotifications, TaskSnapshot
 from ..workers.workers import AgentRun, Workers
+from .turn_lock import TurnLock
 from .turn_result import STOPPED_BY_USER, AutoTurn, Turn, fold_turn
 
 __all__ = ["ParentTurn", "Responder", "ResponderHost"]
@@ -46,7 +50,7 @@ class Responder:
         host: ResponderHost,
         *,
         turn: ParentTurn,
-        lock: asyncio.Lock,
+        lock: TurnLock,
         changed: asyncio.Event,
         jobs: set[asyncio.Task[Any]],
     ) -> None:
@@ -90,12 +94,22 @@ class Responder:
         elif host.auto_respond and (self.job is None or self.job.done()):
             self.job = asyncio.get_running_loop().create_task(self.respond())
 
+    def will_answer(self) -> bool:
+        """Whether notifications that wait are answered by an automatic turn (a prompt's turn
+        then leaves them to it)."""
+        return bool(self.host.auto_respond) and not self.host.budget.reached()
+
     def budget_raised(self) -> None:
         """A new budget: notifications that waited are answered if it allows."""
+        self.kick()
+
+    def kick(self) -> None:
+        """Answer the notifications that wait, if the parent answers by itself and none is
+        being answered (after a prompt's turn, which left them to this answer)."""
         host = self.host
-        if host.budget.reached() or not host.queue.pending("main"):
+        if not self.will_answer() or not host.queue.pending("main"):
             return
-        if host.auto_respond and (self.job is None or self.job.done()):
+        if self.job is None or self.job.done():
             self.job = asyncio.get_running_loop().create_task(self.respond())
 
     async def respond(self) -> None:
@@ -103,7 +117,7 @@ class Responder:
         host = self.host
         await asyncio.sleep(0)  # let notifications that arrive together be read together
         while host.queue.pending("main") and not host.budget.reached():
-            async with self.lock:
+            async with self.lock.turn("later"):  # after the prompts that wait
                 commands = host.queue.drain("main")
                 if not commands:
                     break

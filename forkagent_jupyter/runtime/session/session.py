@@ -51,6 +51,7 @@ from .parent_turns import ParentTurns
 from .prompts import default_system_prompt
 from .responder import Responder
 from .spending import Spending
+from .turn_lock import TurnLock
 from .turn_result import STOPPED_BY_USER, AutoTurn, ToolCall, Turn, fold_turn
 
 __all__ = [
@@ -144,7 +145,7 @@ class Session:
             root = Path(root or self.workdir / ".forkagent" / "sessions")
             self.store = TranscriptStore(root, self.session_id)
         self._hook_jobs: set[asyncio.Task[Any]] = set()
-        self._lock = asyncio.Lock()  # one parent turn at a time
+        self._lock = TurnLock()  # one parent turn at a time; prompts before automatic answers
         self._changed = asyncio.Event()  # set whenever the session may have become idle
         self.spending = Spending(self, changed=self._changed)
         """The session's totals and its budget's enforcement (`spending.py`)."""
@@ -164,6 +165,9 @@ class Session:
         """The parent's answers to its notifications (`responder.py`)."""
         self.queue = CommandQueue(on_enqueue=self.responder.on_command)
         self.registry: TaskRegistry = TaskRegistry(self.queue, base=self.workdir)
+        self.shells.report_to(
+            self.queue, recipient=self.registry.recipient, files=self.store, base=self.workdir
+        )
         self.mcp.on_note = self.registry.note
         self.budget = CostBudget(lambda: self.cost_usd, o.max_cost_usd)
         self.workers = Workers(
@@ -305,9 +309,23 @@ class Session:
     # -- turns ---------------------------------------------------------------------------
 
     def stream(self, prompt: str) -> AsyncIterator[LoopEvent]:
-        """Run one parent turn, yielding its events. Pending notifications are delivered
-        with the prompt (before it), so none is lost or read twice."""
+        """Run one parent turn, yielding its events. It goes before an automatic answer to
+        notifications that waits (`hold_answers`). Pending notifications are delivered with
+        the prompt (before it), so none is lost or read twice; with `auto_respond` on, a
+        task's end is left to the automatic answer that follows the turn."""
         return self.parent.stream(prompt)
+
+    def hold_answers(self, hold: Callable[[], bool] | None) -> None:
+        """Let the host hold the automatic answer to notifications back while `hold()` is
+        True: the notebook does so while the person's next `%%agent` cell is on its way, not
+        yet waiting for its turn here. Looked at again every few hundredths of a second
+        while an answer waits, and at `answers_may_go()`."""
+        self._lock.hold_later = hold
+        self._lock.wake()
+
+    def answers_may_go(self) -> None:
+        """The host's hold may have ended (`hold_answers`): look at it now."""
+        self._lock.wake()
 
     async def load_settings(self) -> dict[str, Any]:
         """Read the settings files again (on a thread) and apply their rules, default mode
@@ -575,7 +593,7 @@ class Session:
             await stop()
         await self.workers.stop_all()
         await self.mcp.aclose()
-        self.shells.stop_all()
+        await self.shells.aclose()
         await self.responder.aclose()
         if self._hook_jobs:  # Notification hooks still running: a moment, then stopped
             _done, late = await asyncio.wait(set(self._hook_jobs), timeout=5)

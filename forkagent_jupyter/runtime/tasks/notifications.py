@@ -1,9 +1,14 @@
 """The command queue and the `<task-notification>` envelope.
 
-Commands wait in one queue, first in first out. Each command names its owner: the agent that
-should read it (`main` for the parent conversation). A task's notification goes to the agent
-that launched the task, so a nested agent hears from its own workers and the parent never sees
-them.
+Commands wait in one queue. Each command names its owner: the agent that should read it
+(`main` for the parent conversation). A task's notification goes to the agent that launched
+the task, so a nested agent hears from its own workers and the parent never sees them.
+
+Each command has a priority, as in the reference's message queue: `now` before `next` before
+`later`, first in first out within one level. A task's end is `later` (it waits for the
+person's own prompts: a prompt's turn leaves it to the automatic answer that follows); what
+should be read at the next opportunity (a background command that seems to wait for input)
+is `next`.
 
 Every value interpolated into the XML is escaped, so a result that contains
 `</task-notification>` cannot close the envelope early.
@@ -21,12 +26,16 @@ from ...messages_api.usage import Usage
 from .snapshot import TaskSnapshot
 
 __all__ = [
+    "PRIORITY_RANK",
     "Command",
     "CommandQueue",
+    "Priority",
     "format_task_notification",
 ]
 
 CommandMode = Literal["prompt", "task-notification", "message"]
+Priority = Literal["now", "next", "later"]
+PRIORITY_RANK: dict[str, int] = {"now": 0, "next": 1, "later": 2}
 
 
 @dataclass(frozen=True)
@@ -41,11 +50,13 @@ class Command:
     """Which run of the task it reports (a resumed task has one report per run)."""
     snapshot: TaskSnapshot | None = None
     """The reported run as it ended (a task's notification; `text` is its `notification`)."""
+    priority: Priority = "later"
 
 
 @dataclass
 class CommandQueue:
-    """A thread-safe queue of commands, drained per owner in the order they came.
+    """A thread-safe queue of commands, drained per owner by priority, and in the order they
+    came within one priority.
 
     `on_enqueue` is called (outside the lock) after each enqueue, so a host can wake the
     owner; it must not block."""
@@ -63,21 +74,28 @@ class CommandQueue:
         task_id: str | None = None,
         run: int | None = None,
         snapshot: TaskSnapshot | None = None,
+        priority: Priority = "later",
     ) -> Command:
         with self._lock:
-            command = Command(text, owner, mode, task_id, run, snapshot)
+            command = Command(text, owner, mode, task_id, run, snapshot, priority)
             self._items.append(command)
         if self.on_enqueue is not None:
             self.on_enqueue(command)
         return command
 
-    def drain(self, owner: str) -> list[Command]:
-        """Remove and return the owner's commands, oldest first."""
+    def drain(self, owner: str, upto: Priority = "later") -> list[Command]:
+        """Remove and return the owner's commands of priority `upto` or more urgent, the
+        most urgent first, oldest first within one priority."""
+        limit = PRIORITY_RANK[upto]
+
+        def taken_here(c: Command) -> bool:
+            return c.owner == owner and PRIORITY_RANK[c.priority] <= limit
+
         with self._lock:
-            taken = [c for c in self._items if c.owner == owner]
+            taken = [c for c in self._items if taken_here(c)]
             if taken:
-                self._items = [c for c in self._items if c.owner != owner]
-        return taken
+                self._items = [c for c in self._items if not taken_here(c)]
+        return sorted(taken, key=lambda c: PRIORITY_RANK[c.priority])
 
     def discard(self, task_id: str, run: int | None = None) -> int:
         """Drop a task's notifications that were not read yet (of that `run` only, if given:
@@ -105,9 +123,14 @@ class CommandQueue:
                 break
         return count
 
-    def pending(self, owner: str | None = None) -> list[Command]:
+    def pending(self, owner: str | None = None, upto: Priority = "later") -> list[Command]:
+        limit = PRIORITY_RANK[upto]
         with self._lock:
-            return [c for c in self._items if owner is None or c.owner == owner]
+            return [
+                c
+                for c in self._items
+                if (owner is None or c.owner == owner) and PRIORITY_RANK[c.priority] <= limit
+            ]
 
     def __len__(self) -> int:
         with self._lock:
@@ -117,7 +140,7 @@ class CommandQueue:
 def format_task_notification(
     *,
     task_id: str,
-    status: str,
+    status: str | None,
     summary: str,
     output_file: str,
     tool_use_id: str | None = None,
@@ -128,12 +151,15 @@ def format_task_notification(
     worktree_path: str | None = None,
     worktree_branch: str | None = None,
 ) -> str:
-    """The `<task-notification>` XML a parent reads when a background task ends."""
+    """The `<task-notification>` XML a parent reads when a background task ends. Without a
+    `status` it reports a task that still runs (a background command that seems to wait for
+    input): a reader takes `<status>` as the end of the task."""
     lines = ["<task-notification>", f"<task-id>{escape(task_id)}</task-id>"]
     if tool_use_id:
         lines.append(f"<tool-use-id>{escape(tool_use_id)}</tool-use-id>")
     lines.append(f"<output-file>{escape(output_file)}</output-file>")
-    lines.append(f"<status>{escape(status)}</status>")
+    if status is not None:
+        lines.append(f"<status>{escape(status)}</status>")
     lines.append(f"<summary>{escape(summary)}</summary>")
     if result:
         lines.append(f"<result>{escape(result)}</result>")

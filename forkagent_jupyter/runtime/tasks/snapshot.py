@@ -65,7 +65,9 @@ class TaskSnapshot(BaseModel):
     name: str | None = None
     kind: str = ""
     status: str = ""
-    """`completed`, `failed` or `killed` ("" for a notification that reports no task)."""
+    """`completed`, `failed` or `killed`; `running` for a report of a task that still runs (a
+    background command that seems to wait for input); "" for a notification that reports no
+    task."""
     description: str = ""
     summary: str = ""
     result: str = ""

@@ -1,6 +1,7 @@
 """Bash: one shell command in the work directory, with a timeout and an output cap.
 
-The command runs in its own process group (session) with stdin closed and an environment
+The command runs in its own process group (session) with stdin closed (`/dev/null`: a command
+that asks gets end of input at once) and an environment
 without credentials (`ctx.env` if the host gave one, else `os.environ`; credential variables
 are removed from either). stdout and stderr share one pipe, so their output keeps its order.
 On timeout or cancellation the whole process group is killed. Memory stays bounded however
@@ -14,6 +15,7 @@ import contextlib
 import os
 import shutil
 import signal
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -48,9 +50,10 @@ class BashInput(BaseModel):
     )
     run_in_background: bool = Field(
         default=False,
-        description="Start the command and return at once with its shell id: read its output "
-        "with TaskOutput (task_id: the shell id), stop it with TaskStop (shell_id). It is "
-        "killed when you finish. For servers and long jobs you check on later.",
+        description="Start the command and return at once with its shell id; you are "
+        "notified when it ends. Read its output with TaskOutput (task_id: the shell id) or "
+        "its output file, stop it with TaskStop (shell_id). It is killed when you finish. "
+        "For servers and long jobs.",
     )
 
 
@@ -161,27 +164,43 @@ async def _start_background(args: BashInput, ctx: ToolContext) -> str:
     if not isinstance(registry, ShellRegistry):
         raise ToolError("Background commands are not available in this session.")
     proc, read_fd, _groups = await _spawn(args.command, ctx)
-    shell = BackgroundShell(registry.new_id(), args.command, ctx.agent_id, proc)
+    call = ctx.call
+    shell = BackgroundShell(
+        registry.new_id(),
+        args.command,
+        ctx.agent_id,
+        proc,
+        description=args.description,
+        tool_use_id=call.tool_use_id if call is not None else None,
+    )
+    registry.prepare(shell)
     loop = asyncio.get_running_loop()
     try:
         _transport, reader = await loop.connect_read_pipe(
-            lambda: _Collect(shell.sink, loop), os.fdopen(read_fd, "rb", buffering=0)
+            lambda: _Collect(shell, loop), os.fdopen(read_fd, "rb", buffering=0)
         )
     except BaseException:
         await _kill(proc)
         raise
     registry.add(shell, reader.done)
+    where = f"\nIts output file: {shell.output_file}" if shell.output_file else ""
     return (
         f"Started in the background as shell {shell.id}: {args.command}\n"
-        f"Read its output with TaskOutput (task_id: '{shell.id}'); stop it with TaskStop "
-        f"(shell_id: '{shell.id}'). It is killed when you finish."
+        "You will be notified when it ends (a <task-notification> in a later message). Read "
+        f"its output with TaskOutput (task_id: '{shell.id}'); stop it with TaskStop "
+        f"(shell_id: '{shell.id}'). It is killed when you finish.{where}"
     )
 
 
-class _Collect(asyncio.Protocol):
-    """Feeds the pipe into a HeadTail; `done` resolves at end of file."""
+class _Sink(Protocol):
+    def write(self, data: bytes) -> None: ...
 
-    def __init__(self, sink: HeadTail, loop: asyncio.AbstractEventLoop) -> None:
+
+class _Collect(asyncio.Protocol):
+    """Feeds the pipe into a HeadTail (or a background shell); `done` resolves at end of
+    file."""
+
+    def __init__(self, sink: _Sink, loop: asyncio.AbstractEventLoop) -> None:
         self.sink = sink
         self.done: asyncio.Future[None] = loop.create_future()
 

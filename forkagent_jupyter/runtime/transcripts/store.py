@@ -164,6 +164,12 @@ class TranscriptStore:
     def output_path(self, agent_id: str) -> Path:
         return self.dir / "tasks" / f"{agent_id}.output"
 
+    def append_output(self, task_id: str, data: bytes) -> None:
+        """Append `data` as it is to a task's output file, on the writer thread (a background
+        command's output; `b""` creates the file)."""
+        path = self.output_path(task_id)
+        self._writer.submit(lambda: self._write(path, data))
+
     def flush(self) -> None:
         """Wait until every record and meta change handed over so far is on disk (blocking:
         from a thread, or before reading the files back); what a full disk held back is

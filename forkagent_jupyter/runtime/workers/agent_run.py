@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from ..config.agent_definitions import AgentDefinition
 from ..events import Stop
-from ..history import blocks_of
+from ..history import blocks_of, last_assistant_text
 from ..loop.config import AgentConfig, LoopState
 from ..loop.fork import FORK_TAG
 from ..tasks.registry import Task, Todo
@@ -59,17 +59,6 @@ class AgentRun:
     todos: list[Todo] = field(default_factory=list)  # its todo list (TodoWrite)
 
 
-def _last_text(history: list[dict[str, Any]]) -> str:
-    for message in reversed(history):
-        if message["role"] == "assistant":
-            text = "".join(
-                str(b.get("text", "")) for b in blocks_of(message) if b.get("type") == "text"
-            ).strip()
-            if text:
-                return text
-    return ""
-
-
 def _own_start(run: AgentRun) -> int:
     """Where the run's own messages begin: a fork's after its directive (what comes before
     is the parent's, inherited); a named agent's at the start."""
@@ -87,7 +76,7 @@ def _own_start(run: AgentRun) -> int:
 
 def own_text(run: AgentRun) -> str:
     """The run's last text of its own (never the inherited conversation's)."""
-    return _last_text(run.history[_own_start(run) :])
+    return last_assistant_text(run.history[_own_start(run) :])
 
 
 def partial(run: AgentRun) -> str:

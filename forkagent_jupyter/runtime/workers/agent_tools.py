@@ -5,6 +5,7 @@ calling agent (ctx.services.agent_run)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -12,7 +13,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from ..errors import ConfigError, UsageError
 from ..loop.fork import FORK_RECURSION_ERROR
-from ..tasks.registry import Task
+from ..tasks.registry import Task, shown_path
 from ..tools.base import Tool, ToolContext, ToolError
 from ..tools.shells import ShellRegistry
 from .worktree import Worktree, create_worktree
@@ -42,15 +43,43 @@ def _workers(ctx: ToolContext) -> tuple[Any, Any]:
     return workers, run
 
 
-def launched_text(task: Task) -> str:
-    where = f"\nProgress is written to {task.output_file}." if task.output_file else ""
-    return (
+def launched_text(task: Task, prompt: str, ctx: ToolContext) -> str:
+    """The Agent call's result for an agent that runs in the background: the reference's
+    `async_launched` (id, description, prompt, output file and whether the caller can read
+    it), recorded whole in the caller's transcript; the model reads its id, what to do
+    meanwhile, and the output file only where it can read it (Read or Bash)."""
+    caller = ctx.services.agent_run
+    tools = getattr(getattr(caller, "config", None), "tools", None)
+    readers = [name for name in ("Read", "Bash") if tools is not None and tools.get(name)]
+    output = shown_path(task.output_file, ctx.workdir)
+    can_read = bool(readers and output)
+    transcript = getattr(caller, "transcript", None)
+    if transcript is not None:
+        launch = {
+            "status": "async_launched",
+            "agentId": task.id,
+            "description": task.description,
+            "prompt": prompt,
+            "outputFile": output,
+            "canReadOutputFile": can_read,
+        }
+        transcript.append_event("async_launched", launch)
+    text = (
         f"Started background agent {task.id} ({task.description}).\n"
         "It works on its own; when it finishes you receive a <task-notification> with its "
-        "result in a later message. Do not wait for it, guess its result, or redo its work: "
-        "continue with other things, or tell the user briefly what you started and end your "
-        f"reply.\nTo give it more instructions use SendMessage with to: '{task.id}'; to "
-        f"stop it, TaskStop.{where}"
+        "result in a later message. Do not wait for it, guess its result, or redo its work.\n"
+        f"To give it more instructions use SendMessage with to: '{task.id}'; to stop it, "
+        "TaskStop.\n"
+    )
+    if not can_read:
+        return text + (
+            "Tell the user briefly what you started and end your reply: its result comes in "
+            "a later message."
+        )
+    return text + (
+        "Work on something it does not touch, or tell the user briefly what you started and "
+        f"end your reply.\noutput_file: {output}\nIf asked how it is doing, read the end of "
+        f"that file ({' or '.join(readers)})."
     )
 
 
@@ -63,13 +92,16 @@ def moved_text(task: Task) -> str:
     )
 
 
-def finished_text(task: Task) -> str:
-    """A synchronous named agent's answer, as the Agent call's result."""
+def finished_text(task: Task, failure: str | None = None) -> str:
+    """A synchronous named agent's answer, as the Agent call's result; one that failed
+    after writing some text answers with that text, `failure` naming what went wrong (as the
+    reference returns a failed run's partial messages)."""
     u = task.usage
     duration = int(((task.ended_at or task.started_at) - task.started_at) * 1000)
+    ended = f"\n\n{failure}" if failure else ""
     return (
-        f"{task.result}\n\nagentId: {task.id} (use SendMessage with to: '{task.id}' to "
-        f"continue it)\n<usage>total_tokens: {u.total_input_tokens + u.output_tokens}\n"
+        f"{task.result}{ended}\n\nagentId: {task.id} (use SendMessage with to: '{task.id}' "
+        f"to continue it)\n<usage>total_tokens: {u.total_input_tokens + u.output_tokens}\n"
         f"tool_uses: {task.tool_uses}\nduration_ms: {duration}</usage>"
     )
 
@@ -204,7 +236,7 @@ class AgentTool(Tool[AgentInput]):
                     worktree=worktree,
                     turns=args.fork_turns,
                 )
-                return launched_text(task)
+                return launched_text(task, args.prompt, ctx)
             assert definition is not None
             run = workers.named(
                 parent,
@@ -235,8 +267,8 @@ class AgentTool(Tool[AgentInput]):
             run.task.notes.extend(notes)
         task = workers.start(run)
         if background:
-            return launched_text(task)
-        return await _wait_for(workers, run, task)
+            return launched_text(task, args.prompt, ctx)
+        return await _wait_for(workers, run, task, lambda: launched_text(task, args.prompt, ctx))
 
 
 async def _start_servers(ctx: ToolContext, agent_id: str, definition: Any) -> list[str] | None:
@@ -264,7 +296,7 @@ async def _start_servers(ctx: ToolContext, agent_id: str, definition: Any) -> li
     return notes
 
 
-async def _wait_for(workers: Any, run: Any, task: Task) -> str:
+async def _wait_for(workers: Any, run: Any, task: Task, launched: Callable[[], str]) -> str:
     """A synchronous agent's answer as the call's result. It moves to the background (its
     result then comes as a notification) when the user asks or after
     `workers.auto_background_after` seconds; it is stopped with the caller's turn."""
@@ -295,14 +327,18 @@ async def _wait_for(workers: Any, run: Any, task: Task) -> str:
             return moved_text(task)
         run.to_background.set()  # ran too long to wait for: it goes on in the background
         workers.registry.changed(task)
-        return launched_text(task)
+        return launched()
     # reported here, as this call's result, and only here: its notification is never
     # enqueued (suppressed before its clean-up ends); then wait for that clean-up
     workers.registry.suppress(task)
     await task.wait()
+    if task.status == "failed" and task.result:  # the text it wrote: the call's result
+        failure = task.error or "no reason given"
+        note = f"[The agent failed before it finished: {failure}. The text above is what it "
+        return finished_text(task, note + "wrote until then.]")
     if task.status != "completed":
         what = f"Agent {task.id} {task.status}: {task.error or 'no reason given'}"
-        if task.result:  # the text it wrote before it failed
+        if task.result:  # a stopped agent's text so far
             what += f"\n\nIts partial result:\n{task.result}"
         raise ToolError(what)
     return finished_text(task)
@@ -447,6 +483,7 @@ class TaskOutputTool(Tool[TaskOutputInput]):
                         await asyncio.wait_for(shell.ended.wait(), args.timeout)
                     except asyncio.TimeoutError:
                         retrieval = "timeout"
+            _shells(ctx).read(shell)  # its end read here: no notification any more
             return shell.report(retrieval)
         try:
             task: Task = workers.registry.get(args.task_id)

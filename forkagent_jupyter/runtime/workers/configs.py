@@ -50,13 +50,17 @@ def named_config(
     """A named agent's config: `tools` (the parent's), `named_tools` (those only a file that
     names them gets) and `own` (its own MCP servers' tools) filtered by its definition."""
     available = [*tools, *named_tools, *own]
-    names = definition.tools if definition.tools is not None else tools.names()
+    names = (
+        definition.tools
+        if definition.tools is not None and not definition.every_tool
+        else tools.names()
+    )
     wanted = {t.name for t in available if any(covers(n, t.name) for n in names)}
     wanted |= {t.name for t in own}  # its own servers' tools: its file asked for them
     wanted -= {
         t.name for t in available if any(covers(n, t.name) for n in definition.disallowedTools)
     }
-    if definition.tools is None:
+    if definition.tools is None:  # no list: all but the agent tools (`*`: those too)
         wanted -= {"Agent", "SendMessage", "TaskStop", "TaskOutput"}
     chosen = model or definition.model
     thinking = thinking_param(definition.thinking)

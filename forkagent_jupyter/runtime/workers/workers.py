@@ -33,6 +33,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from ..config.agent_definitions import AgentDefinition, AgentScan, unknown_agent_message
+from ..config.hooks import Hooks
 from ..errors import RunEndedError, UsageError
 from ..events import Stop
 from ..loop.compaction import last_turns, window_for
@@ -44,6 +45,7 @@ from ..model.timing import record_timing
 from ..tasks.notifications import CommandQueue
 from ..tasks.registry import Task, TaskRegistry
 from ..tools.base import ToolError
+from ..tools.shells import ShellRegistry
 from ..transcripts.store import LoadedTranscript, TranscriptStore
 from .agent_run import AgentRun, new_agent_id, open_transcript, outcome, own_text, partial
 from .fork_groups import ForkGroups
@@ -245,6 +247,8 @@ class Workers:
         hooks = run.config.hooks
         kind = run.definition.name if run.definition is not None else "fork"
         about = {"agent_id": run.id, "agent_type": kind}
+        blocked = 0  # times in a row its SubagentStop hooks sent it back to work
+        checked = False  # they ran for the end it came to
         try:
             if run.reisolate:
                 await recreate_worktree(run)
@@ -263,8 +267,16 @@ class Workers:
                 while not pending and self.registry.running(owner=run.id):
                     await self._next_for(run)
                     pending = self._take_inbox(run)
+                if pending:
+                    blocked = 0
+                elif hooks is not None:  # its end, unless its SubagentStop hooks send it back
+                    checked = True
+                    feedback = await self._stop_check(run, hooks, about, stop, blocked)
+                    pending = [feedback] if feedback is not None else []
+                    blocked += 1
                 if not pending:
                     break
+                checked = False
                 run.state.append(
                     run.history,
                     {"role": "user", "content": [{"type": "text", "text": t} for t in pending]},
@@ -279,12 +291,33 @@ class Workers:
             await self._end(run, "failed", error=f"{type(exc).__name__}: {exc}")
             return
         status, result, error = outcome(run, stop)
-        if hooks is not None and hooks.has("SubagentStop"):
-            ended = {**about, "status": status, "result": result, "error": error}
-            said = await hooks.run("SubagentStop", ended, kind)
-            if said.blocked:
-                hooks.note(f"SubagentStop hook of {run.id} ({kind}): {said.reason}")
+        if hooks is not None and not checked:  # it ended otherwise: they are told, no more
+            await self._stop_check(run, hooks, about, stop, blocked, may_go_on=False)
         await self._end(run, status, result, error)
+
+    async def _stop_check(
+        self,
+        run: AgentRun,
+        hooks: Hooks,
+        about: dict[str, Any],
+        stop: Stop | None,
+        blocked: int,
+        *,
+        may_go_on: bool = True,
+    ) -> str | None:
+        """Its SubagentStop hooks as its run ends: the message of another turn when they
+        block (config/hooks.py, `Hooks.stop_check`), else None."""
+        status, result, error = outcome(run, stop)
+        ended = {
+            **about,
+            "status": status,
+            "result": result,
+            "error": error,
+            "last_assistant_message": own_text(run),
+        }
+        return await hooks.stop_check(
+            "SubagentStop", ended, about["agent_type"], blocked=blocked, may_go_on=may_go_on
+        )
 
     async def _end(
         self,
@@ -312,6 +345,9 @@ class Workers:
         task = run.task
         assert task is not None
         try:
+            shells = run.config.ctx.services.shells
+            if isinstance(shells, ShellRegistry):  # its background commands: not reported
+                shells.stop_agent(run.id)
             _kill_groups(run.shell_groups)
             await clean_worktree(run)
         finally:
