@@ -189,10 +189,13 @@ class KernelUI:
         if card is None:
             cell, run = self._current_run()
             fresh = run not in self._run_notes
-            if fresh:  # once per run: the approvals strip, the cards, the notification area
+            if fresh:  # once per run: the cards, the notification area, and the approvals
+                # strip while any approval waits (an empty one is not shown: it took a row of
+                # every %fork cell's output, and printed its name in a text frontend)
                 self._run_notes[run] = f"forkagent-notes-{len(self._run_notes)}-{task.id}"
                 self._run_cards[run] = CardBox()
-                display(self.strip)
+                if self.strip.prompts:
+                    display(self.strip)
                 box = self._run_cards[run]
                 box.handle = display(box, display_id=True)
                 self.hub.boxes.append(box)
