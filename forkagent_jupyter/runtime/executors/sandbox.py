@@ -33,20 +33,41 @@ namespaces, a seccomp filter), the worker runs without them and `STATE.error` sa
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..secrets import SECRET_ENV_VARS, known_secrets
-from .confine import MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_REC, cover, mount, write
+from ..secrets import known_secrets, secret_names
+from .confine import (
+    MS_NODEV,
+    MS_NOEXEC,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_REC,
+    PREFIX,
+    cover,
+    mount,
+    write,
+)
 from .confine import drop_capabilities as _drop_capabilities
 
-__all__ = ["STATE", "confined", "enter", "guard_kernel", "readable", "scrub_memory", "seal"]
+__all__ = [
+    "STATE",
+    "confined",
+    "confinement_gap",
+    "enter",
+    "guard_kernel",
+    "readable",
+    "scrub_memory",
+    "seal",
+]
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
@@ -131,7 +152,7 @@ def kernel_secrets() -> list[bytes]:
     """Every credential value this process knows, and the kernel's signing key (call before
     `forget_secrets`, which forgets the list)."""
     values = {s.encode() for s in known_secrets()}
-    for name in SECRET_ENV_VARS:
+    for name in secret_names():
         value = os.environ.get(name)
         if value:
             values.add(value.encode())
@@ -151,9 +172,13 @@ def _kernel_session() -> object | None:
 
 
 def _kernel_paths() -> list[str]:
-    """The kernel's connection file and Jupyter's runtime folder (connection files of every
-    kernel, the server's token files)."""
+    """The kernel's connection file, Jupyter's runtime folder (connection files of every
+    kernel, the server's token files) and the file the server read its token from
+    (`JUPYTER_TOKEN_FILE`)."""
     paths: list[str] = []
+    token_file = os.environ.get("JUPYTER_TOKEN_FILE")
+    if token_file and Path(token_file).is_file():
+        paths.append(token_file)
     app_module = sys.modules.get("ipykernel.kernelapp")
     app_class = getattr(app_module, "IPKernelApp", None)
     if app_class is not None and app_class.initialized():
@@ -175,17 +200,57 @@ def _kernel_paths() -> list[str]:
 _CONFINE = Path(__file__).with_name("confine.py")
 
 
-def confined(argv: list[str]) -> list[str]:
-    """The command line that runs `argv` with the kernel's connection file and Jupyter's
-    runtime folder covered (confine.py), when this process is a kernel on Linux; else
-    `argv` itself. For the programs the kernel starts for the model (Bash), hooks and stdio MCP
-    servers."""
+def confined(argv: list[str], *, task: bool = False) -> list[str]:
+    """The command line that runs `argv` in namespaces of its own (confine.py: its own
+    processes only in /proc, the kernel's connection file and Jupyter's runtime folder
+    covered), when this process is a kernel on Linux; else `argv` itself. For the programs
+    the kernel starts for the model (Bash), hooks and stdio MCP servers. `task`: a background
+    shell, whose processes live until every one has ended (else they end with `argv`)."""
     if not sys.platform.startswith("linux"):
         return argv
     paths = _kernel_paths()
     if not paths:
         return argv
-    return [sys.executable, "-I", "-S", str(_CONFINE), *paths, "--", *argv]
+    options = ["--task"] if task else []
+    return [sys.executable, "-I", "-S", str(_CONFINE), *options, *paths, "--", *argv]
+
+
+_gap: list[str | None] = []
+"""The answer of `confinement_gap`, once known."""
+
+
+async def confinement_gap() -> str | None:
+    """Why `confined` cannot confine a program here (None: it can, or this process is not a
+    kernel and there is nothing of a kernel's to hide). Tried once per process, off the
+    event loop: a `Bash` call is asked where this is not None."""
+    if not _gap:
+        found = await asyncio.to_thread(_try_confining)
+        if not _gap:
+            _gap.append(found)
+    return _gap[0]
+
+
+def _try_confining() -> str | None:
+    if not _kernel_paths():
+        return None
+    if not sys.platform.startswith("linux"):
+        return "not on Linux, where a program of its own sees every process of your user"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", str(_CONFINE), "--check"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"the namespaces could not be tried ({exc})"
+    if done.returncode == 0:
+        return None
+    said = done.stderr.decode(errors="replace").strip().splitlines()
+    line = said[0] if said else f"exit code {done.returncode}"
+    return line.removeprefix(f"{PREFIX}: ")
 
 
 def seal(secrets: list[bytes]) -> None:

@@ -11,7 +11,9 @@ order (Claude Code's order: deny, then ask, then allow, in every mode):
 3. mode `plan` denies every tool not `allowed_in_plan`, telling the model it is planning;
 4. a matching **ask rule** puts the call to the policy whatever the mode and the allow rules
    say (so does a Bash line whose program name is computed when it runs, `$CMD x`, while a
-   Bash deny rule with a spec is in force: the deny rule could not be checked against it);
+   Bash deny rule with a spec is in force: the deny rule could not be checked against it; and
+   a call its tool cannot run with the protection it should have on this system,
+   `Tool.unconfined`: Bash in a kernel where no namespace can be made);
    mode `dontAsk` and a session without a policy deny it;
 5. mode `bypassPermissions` allows;
 6. tools that do not `needs_approval` (Read, Glob, Grep, TaskOutput...) are allowed;
@@ -312,13 +314,19 @@ class PermissionGate:
         waited: list[float],
         hook_asks: bool = False,
     ) -> Verdict:
-        ruled = self._by_rules(tool, facts, ctx, hook_asks)
+        unconfined = await tool.unconfined(args, ctx)
+        ruled = self._by_rules(tool, facts, ctx, hook_asks, unconfined)
         if isinstance(ruled, _Ask):
             return await self._by_policy(tool, args, ctx, raw_input, facts, waited, ruled.why)
         return ruled
 
     def _by_rules(
-        self, tool: Tool[Any], facts: CallFacts, ctx: ToolContext, hook_asks: bool
+        self,
+        tool: Tool[Any],
+        facts: CallFacts,
+        ctx: ToolContext,
+        hook_asks: bool,
+        unconfined: str | None = None,
     ) -> Verdict | _Ask:
         """Steps 1-9 of the module doc: what the rules and the mode decide, or that the
         policy must be asked."""
@@ -346,6 +354,8 @@ class PermissionGate:
             must_ask = "settings file"
         if must_ask is None and hook_asks:
             must_ask = "hook"
+        if must_ask is None and unconfined is not None:
+            must_ask = "unconfined"
         if must_ask is None:
             if mode == "bypassPermissions":
                 return Allow(), "mode", None
@@ -365,6 +375,8 @@ class PermissionGate:
             if must_ask == "settings file"
             else "a PreToolUse hook asks for the user's approval"
             if must_ask == "hook"
+            else f"{unconfined}, so it is approved by the user"
+            if must_ask == "unconfined"
             else "the command's program is computed when it runs, so the deny rules cannot "
             "be checked against it"
         )
