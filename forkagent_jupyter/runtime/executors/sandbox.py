@@ -12,7 +12,8 @@ A worker runs code the model wrote, in a copy-on-write copy of the kernel. Two m
   kernel's and the Jupyter server's /proc entries (environ, mem, cmdline) are not there to
   read; the kernel's connection file and Jupyter's runtime folder (connection files, the
   server's token) are covered; then it gives up every capability, so it cannot uncover them.
-  It keeps the network, the file system and your user's files as they are.
+  It keeps the network, the file system and your user's files as they are (a Dask child
+  does not keep the network: `enter(network=False)`).
 
 And in the kernel itself, `guard_kernel` (once, when the extension loads): the kernel makes
 itself non-dumpable, so its /proc entries (mem, environ, maps, ...) belong to root and no
@@ -72,6 +73,8 @@ __all__ = [
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWPID = 0x20000000
+_CLONE_NEWNET = 0x40000000
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 _PR_SET_PDEATHSIG, _PR_GET_DUMPABLE, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP = 1, 3, 4, 24
 _MEMORY_CAPS = {
     16: "CAP_SYS_MODULE",
@@ -350,14 +353,16 @@ def _overwrite(memmem: object, start: int, end: int, needle: ctypes.Array[ctypes
 # -- in each worker -----------------------------------------------------------------------------
 
 
-def enter(inherited: int, tell: int) -> None:
+def enter(inherited: int, tell: int, *, network: bool = True) -> None:
     """In a worker right after its fork (see the module doc). Returns in the sandboxed worker;
     the process that forked it never returns from here. `inherited` is the worker's socket,
     closed in the waiting process so that the kernel sees it close when the worker ends; the
     worker's pid (as the kernel sees it) is written to `tell` (nothing: this process is the
-    worker), then `tell` is closed."""
+    worker), then `tell` is closed. Without `network` the worker also gets a network
+    namespace of its own, with only a loopback of its own in it (a Dask child: the cluster's
+    scheduler and workers, which run code for whoever connects, are out of its reach)."""
     try:
-        _enter(inherited, tell)
+        _enter(inherited, tell, network)
     finally:
         with contextlib.suppress(OSError):
             os.close(tell)
@@ -384,10 +389,11 @@ def worker_pid(told: int, forked: int) -> int:
     return int(data) if data.strip().isdigit() else forked
 
 
-def _enter(inherited: int, tell: int) -> None:
+def _enter(inherited: int, tell: int, network: bool) -> None:
     libc = _libc()
     uid, gid = os.getuid(), os.getgid()
-    mapped = libc.unshare(_CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWNS) == 0
+    flags = _CLONE_NEWPID | _CLONE_NEWNS | (0 if network else _CLONE_NEWNET)
+    mapped = libc.unshare(_CLONE_NEWUSER | flags) == 0
     if mapped:
         try:
             write("/proc/self/setgroups", "deny")
@@ -396,7 +402,7 @@ def _enter(inherited: int, tell: int) -> None:
         except OSError as exc:
             STATE.error = f"the user namespace could not be set up ({exc})"
             return
-    elif libc.unshare(_CLONE_NEWPID | _CLONE_NEWNS) != 0:
+    elif libc.unshare(flags) != 0:
         STATE.error = f"namespaces are not available here ({os.strerror(ctypes.get_errno())})"
         return
     worker = os.fork()
@@ -412,6 +418,9 @@ def _enter(inherited: int, tell: int) -> None:
         _mount_views(libc)
     except OSError as exc:
         STATE.error = f"the worker's /proc could not be replaced ({exc})"
+    if not network:
+        with contextlib.suppress(OSError):
+            _loopback_up()
     _drop_capabilities(libc)
 
 
@@ -435,6 +444,19 @@ def _wait_and_mirror(worker: int, inherited: int) -> None:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, [number])
         os.kill(os.getpid(), number)
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
+def _loopback_up() -> None:
+    """The loopback of this process's own network namespace up (its code may serve itself on
+    127.0.0.1); nothing else is in that namespace."""
+    import fcntl
+    import socket
+    import struct
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        asked = fcntl.ioctl(sock, _SIOCGIFFLAGS, struct.pack("16sH14x", b"lo", 0))
+        flags = struct.unpack_from("16sH", asked)[1]
+        fcntl.ioctl(sock, _SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | _IFF_UP))
 
 
 def _mount_views(libc: ctypes.CDLL) -> None:
