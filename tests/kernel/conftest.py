@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import pytest
 from jupyter_client.manager import KernelManager
 from pydantic import ConfigDict, Field, TypeAdapter
+from traitlets import List, Unicode
 
 from forkagent_jupyter.emulator import Emulator
 from forkagent_jupyter.kernel.comm.protocol import Outbound
@@ -246,7 +247,35 @@ def api_key() -> str:
 
 
 @pytest.fixture
-def kernel(emulator: Emulator, tmp_path: Path, api_key: str) -> Iterator[Kernel]:
+def kernel_env() -> dict[str, str]:
+    """Variables added to the kernel's environment (a test module may override it)."""
+    return {}
+
+
+@pytest.fixture
+def kernel_parent() -> list[str]:
+    """A command line the kernel is started under, as its parent process (a test module may
+    override it: a stand-in for the Jupyter server); none by default."""
+    return []
+
+
+class _UnderParent(KernelManager):
+    """Starts the kernel's command line after `parent_argv` (a program that runs it)."""
+
+    parent_argv = List(Unicode())
+
+    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+        return [*self.parent_argv, *super().format_kernel_cmd(extra_arguments)]
+
+
+@pytest.fixture
+def kernel(
+    emulator: Emulator,
+    tmp_path: Path,
+    api_key: str,
+    kernel_env: dict[str, str],
+    kernel_parent: list[str],
+) -> Iterator[Kernel]:
     env = dict(os.environ)
     # as a user's kernel: ipykernel forwards output written to its file descriptors 1 and 2
     # into the running cell, except under pytest, which it detects by this variable
@@ -259,7 +288,8 @@ def kernel(emulator: Emulator, tmp_path: Path, api_key: str) -> Iterator[Kernel]
         # the loop guard in the kernel (tests/loop_guard.py)
         PYTHONSTARTUP=str(Path(__file__).with_name("loop_guard_startup.py")),
     )
-    km = KernelManager(kernel_name="python3")
+    env.update(kernel_env)
+    km = _UnderParent(kernel_name="python3", parent_argv=kernel_parent)
     km.start_kernel(env=env, cwd=str(tmp_path))
     k = Kernel(km)
     try:

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import os
+import secrets
+import shutil
 import signal
 from pathlib import Path
 from typing import Any
@@ -166,3 +169,55 @@ def test_a_lost_scheduler_fails_the_task_once_without_a_hang(kernel: Kernel) -> 
         for pid in worker_pids:  # the Dask worker and the agent's process, if still there
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pid), signal.SIGKILL)
+
+
+REACH_CLUSTER = Path(__file__).with_name("probes") / "reach_cluster.py"
+KEY = "sk-ant-api03-" + secrets.token_hex(24) + "Ab"
+
+
+@pytest.fixture
+def api_key() -> str:
+    return KEY
+
+
+def test_the_models_code_cannot_reach_a_cluster_the_kernel_made(
+    kernel: Kernel, tmp_path: Path
+) -> None:
+    """The kernel made a LocalCluster: its scheduler runs in the kernel, its workers hold the
+    kernel's environment (the API key). The model's code on it connects to neither: not by
+    the scheduler's address, not through its Dask worker, not to any port of the machine;
+    the person's `x` stays as it was and no key comes back."""
+    setup(kernel)
+    made = kernel.execute(
+        "from distributed import LocalCluster\n"
+        "cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, "
+        "dashboard_address=None)\n"
+        "x = 1",
+        timeout=120,
+    )
+    assert made.status == "ok", made.texts()
+    try:
+        address = kernel.value("cluster.scheduler_address")
+        on_dask(kernel, address)
+        shutil.copy(REACH_CLUSTER, tmp_path / "reach_cluster.py")
+        sha = hashlib.sha256(KEY.encode()).hexdigest()
+        code = f"SCHEDULER = {address!r}; KEY_SHA = {sha!r}; exec(open('reach_cluster.py').read())"
+        kernel.execute(f"%fork --name climber probe `py: {code}`")
+        kernel.run_approving("%tasks --wait climber", timeout=180)
+        assert status(kernel, "climber") == "completed"
+        assert kernel.value(f"{runner('climber')}.kind") == "dask"
+        pulled = kernel.execute("%tasks --pull climber found")
+        assert pulled.status == "ok", pulled.texts()
+        found = dict(kernel.value("found"))
+        assert set(found) == {
+            "the scheduler's address",
+            "environment or Dask config",
+            "its Dask worker's client",
+            "listening ports",
+        }
+        driven = [route for route, what in found.items() if "ran" in what or "KEY" in what]
+        assert driven == [], found
+        assert found["listening ports"] == "0 of 0 reached", found  # none of the machine's
+        assert kernel.value("x") == 1
+    finally:
+        kernel.execute("cluster.close()", timeout=60)

@@ -2,21 +2,26 @@
 real worker process of a real kernel. It must not run code in the kernel (no pickle on the
 way back, no pull that unpickles unasked, no connection file or signing key) and must not
 obtain the API key (not from the kernel's /proc entries, inherited objects, its own
-environment or memory)."""
+environment or memory) nor the Jupyter server's token. Every kernel here is started as a
+Jupyter server starts it: under a stand-in for the server (probes/jupyter_server.py) whose
+command line and environment hold its token, which the kernel's environment holds too."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import secrets
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
+from tests.pid_namespaces import namespace_of, own_namespace
 from tests.reported import tool_outputs
 from tests.runtime.helpers import git, make_repo
 
@@ -26,6 +31,10 @@ from .test_process_memory import _mb, _memory
 
 PROBE = Path(__file__).with_name("probes") / "steal.py"
 READ_KERNEL = Path(__file__).with_name("probes") / "read_kernel.py"
+SERVER = Path(__file__).with_name("probes") / "jupyter_server.py"
+TOKEN_PROBE = Path(__file__).with_name("probes") / "server_token.py"
+TOKEN = secrets.token_hex(24)  # as the Jupyter server makes one
+TOKEN_SHA = hashlib.sha256(TOKEN.encode()).hexdigest()
 
 pytestmark = pytest.mark.kernel
 
@@ -117,6 +126,20 @@ def api_key() -> str:
     return KEY
 
 
+@pytest.fixture
+def kernel_env() -> dict[str, str]:
+    return {"JUPYTER_TOKEN": TOKEN}
+
+
+@pytest.fixture
+def kernel_parent() -> list[str]:
+    return [sys.executable, str(SERVER), f"--ServerApp.token={TOKEN}", "--"]
+
+
+def kernel_pid(kernel: Kernel) -> int:
+    return int(kernel.value("__import__('os').getpid()"))
+
+
 def steal(kernel: Kernel, tmp_path: Path, name: str) -> dict[str, str]:
     """Run the probe (tests/kernel/probes/steal.py) in a new worker; what it found."""
     shutil.copy(PROBE, tmp_path / "steal.py")
@@ -177,12 +200,12 @@ def test_a_key_a_worker_prints_is_masked_on_its_card(kernel: Kernel) -> None:
     assert "Z" * 40 not in shown
 
 
-def _bash_probe(emulator: Any, tmp_path: Path) -> None:
+def _bash_probe(emulator: Any, tmp_path: Path, pid: int) -> None:
     """The model answers "SNOOP" with a Bash call that runs tests/kernel/probes/read_kernel.py
-    against the process that started the shell (the kernel)."""
+    against the kernel (process `pid`)."""
     shutil.copy(READ_KERNEL, tmp_path / "read_kernel.py")
     sha = hashlib.sha256(KEY.encode()).hexdigest()
-    call = {"command": f"{sys.executable} read_kernel.py $PPID {sha}"}
+    call = {"command": f"{sys.executable} read_kernel.py {pid} {sha}"}
     brain = ScriptedBrain(when_empty=OfflineBrain())
     brain.when_last_user_contains(
         "SNOOP", Reply(({"type": "tool_use", "name": "Bash", "input": call},)), times=2
@@ -207,14 +230,14 @@ def test_an_allowed_bash_cannot_read_the_kernels_memory(
     starts lack CAP_SYS_PTRACE and its kin): a Bash call the person allowed, the parent's or a
     fork's, reads nothing of the kernel's memory; workers' memory is still counted."""
     setup(kernel)
-    _bash_probe(emulator, tmp_path)
+    _bash_probe(emulator, tmp_path, kernel_pid(kernel))
     assert kernel.execute("api.allow('Bash')").status == "ok"
     ran = kernel.execute("%%agent\nSNOOP on the kernel", timeout=180)
     assert ran.status == "ok", ran.texts()
     routes = _routes(tmp_path)
     assert set(routes) == {*CLOSED, "cmdline"}, routes
     assert [r for r in CLOSED if not routes[r].startswith("blocked")] == [], routes
-    assert routes["cmdline"] == "no key"
+    assert routes["cmdline"] != "KEY"  # not there to read (a PID namespace of its own)
     assert kernel.value("__import__('ctypes').CDLL(None).prctl(3, 0, 0, 0, 0)") == 0
     # a fork's Bash is started by the kernel as well
     kernel.execute("%fork --name snoop SNOOP from a fork")
@@ -245,7 +268,7 @@ def test_an_allowed_bash_cannot_drive_the_kernel_through_its_connection_file(
     the person allowed runs where that file and Jupyter's runtime folder are covered."""
     setup(kernel)
     shutil.copy(DRIVE_KERNEL, tmp_path / "drive_kernel.py")
-    call = {"command": f"{sys.executable} drive_kernel.py $PPID"}
+    call = {"command": f"{sys.executable} drive_kernel.py {kernel_pid(kernel)}"}
     brain = ScriptedBrain(when_empty=OfflineBrain())
     brain.when_last_user_contains(
         "DRIVE", Reply(({"type": "tool_use", "name": "Bash", "input": call},)), times=1
@@ -260,17 +283,22 @@ def test_an_allowed_bash_cannot_drive_the_kernel_through_its_connection_file(
     assert outcome.startswith("blocked"), outcome
 
 
-def test_a_hook_cannot_drive_the_kernel_through_its_connection_file(
+def test_a_hook_cannot_drive_the_kernel_or_find_the_servers_token(
     kernel: Kernel, emulator: Any, tmp_path: Path
 ) -> None:
     """A hook the person approved may run a script the model can edit (acceptEdits): it runs,
-    like Bash, where the kernel's connection file and Jupyter's runtime folder are covered."""
+    like Bash, where the kernel's connection file and Jupyter's runtime folder are covered,
+    without the server's token in its environment and with a /proc of its own processes."""
     setup(kernel)
     shutil.copy(DRIVE_KERNEL, tmp_path / "drive_kernel.py")
-    hook = {"type": "command", "command": f"{sys.executable} drive_kernel.py $PPID"}
+    shutil.copy(TOKEN_PROBE, tmp_path / "server_token.py")
+    hooks = [
+        {"type": "command", "command": f"{sys.executable} drive_kernel.py {kernel_pid(kernel)}"},
+        {"type": "command", "command": f"{sys.executable} server_token.py {TOKEN_SHA} hook.json"},
+    ]
     (tmp_path / ".claude").mkdir(exist_ok=True)
     (tmp_path / ".claude" / "settings.local.json").write_text(
-        json.dumps({"hooks": {"UserPromptSubmit": [{"matcher": "", "hooks": [hook]}]}})
+        json.dumps({"hooks": {"UserPromptSubmit": [{"matcher": "", "hooks": hooks}]}})
     )
     emulator.brain = OfflineBrain()
     ran = kernel.execute("%%agent\nhello", timeout=180)
@@ -279,6 +307,99 @@ def test_a_hook_cannot_drive_the_kernel_through_its_connection_file(
     kernel.execute("import time; time.sleep(2)")  # a request that got through runs by now
     assert kernel.value("'driven' in globals()") is False, outcome
     assert outcome.startswith("blocked"), outcome
+    routes = json.loads((tmp_path / "hook.json").read_text())
+    assert len(_tried(routes)) == 5 and "TOKEN" not in _tried(routes).values(), routes
+    assert len(routes["processes"]) <= 4, routes  # its namespace's first, sh, probe, ps
+
+
+def _tried(routes: dict[str, Any]) -> dict[str, str]:
+    return {route: what for route, what in routes.items() if route != "processes"}
+
+
+def _open_fifo(path: Path, timeout: float = 60) -> None:
+    """Write to the FIFO `path` once its reader has opened it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError:  # ENXIO: nobody reads it yet
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    os.write(fd, b"go")
+    os.close(fd)
+
+
+def test_an_allowed_bash_finds_no_server_token_and_sees_only_its_own_processes(
+    kernel: Kernel, emulator: Any, tmp_path: Path
+) -> None:
+    """The token is in the kernel's environment and on the server's command line: a Bash call
+    the person allowed finds it in neither its environment nor any process's /proc entries
+    nor `ps`, which lists only the call's own processes (counted from here, the host)."""
+    setup(kernel)
+    assert kernel.value("__import__('os').environ['JUPYTER_TOKEN']") == TOKEN
+    shutil.copy(TOKEN_PROBE, tmp_path / "server_token.py")
+    os.mkfifo(tmp_path / "go")
+    call = {"command": f"{sys.executable} server_token.py {TOKEN_SHA} token.json go"}
+    brain = ScriptedBrain(when_empty=OfflineBrain())
+    brain.when_last_user_contains(
+        "HUNT", Reply(({"type": "tool_use", "name": "Bash", "input": call},)), times=1
+    )
+    emulator.brain = brain
+    assert kernel.execute("api.allow('Bash')").status == "ok"
+    start = len(kernel.iopub)
+    msg_id = kernel.start("%%agent\nHUNT for the server's token")
+    deadline = time.monotonic() + 180
+    while not (tmp_path / "token.json").exists():
+        assert time.monotonic() < deadline, "the probe did not run"
+        time.sleep(0.05)
+    namespace, members = namespace_of("server_token.py")  # the call's processes, from here
+    _open_fifo(tmp_path / "go")
+    kernel.drain(until_idle_of=msg_id, timeout=180)
+    routes = json.loads((tmp_path / "token.json").read_text())
+    assert set(_tried(routes)) == {
+        "own environment",
+        "own environ block",
+        "every process's cmdline",
+        "every process's environ",
+        "ps",
+    }
+    assert "TOKEN" not in _tried(routes).values(), routes
+    # ps listed the namespace's first process, the probe (the shell became it) and ps itself;
+    # the host counts the same namespace, the probe waiting on the FIFO and ps gone
+    assert namespace != own_namespace()
+    listed = [line for line in routes["processes"] if line.split()[1:2] != ["ps"]]
+    assert len(listed) == len(members) and any("confine.py" in m for m in members), members
+    assert any("server_token.py" in line for line in listed), listed
+    assert TOKEN not in json.dumps([m["content"] for m in kernel.iopub[start:]])
+
+
+def test_a_worker_finds_no_server_token(kernel: Kernel, tmp_path: Path) -> None:
+    """The token is a credential like the key: gone from the worker's environment, its
+    environment block and every copy in its memory; no other process's /proc is there."""
+    setup(kernel)
+    assert kernel.value("__import__('os').environ['JUPYTER_TOKEN']") == TOKEN
+    shutil.copy(TOKEN_PROBE, tmp_path / "server_token.py")
+    code = f"TOKEN_SHA = '{TOKEN_SHA}'; exec(open('server_token.py').read())"
+    start = len(kernel.iopub)
+    kernel.execute(f"%fork --name hunter probe `py: {code}`")
+    kernel.run_approving("%tasks --wait hunter", timeout=120)
+    assert status(kernel, "hunter") == "completed"
+    pulled = kernel.execute("%tasks --pull hunter found")
+    assert pulled.status == "ok", pulled.texts()
+    routes = _tried(dict(kernel.value("found")))
+    assert set(routes) == {
+        "own environment",
+        "own environ block",
+        "every process's cmdline",
+        "every process's environ",
+        "ps",
+        "own memory",
+    }
+    assert "TOKEN" not in routes.values(), routes
+    assert TOKEN not in json.dumps([m["content"] for m in kernel.iopub[start:]])
+    assert kernel.value("__import__('os').environ['JUPYTER_TOKEN']") == TOKEN  # the kernel's
 
 
 def test_the_runtimes_own_git_runs_confined(

@@ -373,6 +373,8 @@ async def test_a_hook_gets_no_credential(
     emulator: Any, make_session: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-should-not-leak")
+    monkeypatch.setenv("JUPYTER_TOKEN", "0123456789abcdef")  # the Jupyter server's
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "fedcba9876543210")
     seen = tmp_path / "env.txt"
     show = "import os, sys\nopen(sys.argv[1], 'w').write(repr(sorted(os.environ)))"
     settings(tmp_path, {"PostToolUse": on("Bash", script(tmp_path, "env.py", show) + f" {seen}")})
@@ -381,6 +383,7 @@ async def test_a_hook_gets_no_credential(
     await session.ask("go")
     names = seen.read_text()
     assert "CLAUDE_PROJECT_DIR" in names and "ANTHROPIC_API_KEY" not in names
+    assert "JUPYTER_TOKEN" not in names and "JUPYTERHUB_API_TOKEN" not in names
 
 
 @pytest.mark.parametrize("mode", ["default", "bypassPermissions"])

@@ -148,3 +148,42 @@ async def test_the_api_key_never_appears(
     results = [c.result for c in turn.tool_calls]
     assert all("[redacted]" in r for r in results[1:]), results
     assert "key=\n" in results[0] or "key=" in results[0]  # Bash never had it
+
+
+JUPYTER = {  # what docker-stacks and JupyterHub put in the server's (and kernel's) environment
+    "JUPYTER_TOKEN": "5f0c" * 12,
+    "JUPYTERHUB_API_TOKEN": "hub-api-" + "a1" * 16,
+    "JPY_API_TOKEN": "jpy-api-" + "b2" * 16,
+    "JUPYTERHUB_OAUTH_ACCESS_SCOPES": '["access:servers!server=alice/"]',
+    "JUPYTERHUB_COOKIE_SECRET": "cookie-" + "c3" * 16,
+    "JUPYTERHUB_CRYPT_KEY": "crypt-" + "d4" * 16,
+}
+NOT_SECRET = {
+    "JUPYTERHUB_USER": "alice",
+    "JUPYTERHUB_API_URL": "http://hub:8081/hub/api",
+    "JUPYTERHUB_SSL_KEYFILE": "/etc/jupyterhub/internal-ssl/server.key",
+    "JPY_SESSION_NAME": "/home/alice/analysis.ipynb",
+}
+
+
+async def test_jupyters_tokens_are_credentials(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The Jupyter server's and JupyterHub's tokens reach no program the runtime starts and
+    are masked wherever the API key is."""
+    from forkagent_jupyter.runtime.secrets import redact, scrubbed_env
+    from forkagent_jupyter.runtime.tools.shell import BashTool
+
+    from .tools.helpers import call as run_tool
+
+    for name, value in {**JUPYTER, **NOT_SECRET}.items():
+        monkeypatch.setenv(name, value)
+    env = scrubbed_env()
+    assert not set(JUPYTER) & set(env) and set(NOT_SECRET) <= set(env)
+    assert not set(JUPYTER) & set(scrubbed_env({**JUPYTER, "PATH": "/bin"}))
+    out = await run_tool(BashTool(), ToolContext(workdir=tmp_path), command="env")
+    assert not [name for name in JUPYTER if name in out.content], out.content
+    assert "JUPYTERHUB_USER=alice" in out.content
+    for name, value in JUPYTER.items():
+        assert redact(f"{name} is {value}.") == f"{name} is [redacted].", name
+    assert redact("alice's notebook") == "alice's notebook"

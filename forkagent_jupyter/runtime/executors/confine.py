@@ -1,24 +1,46 @@
-"""Run a program where the kernel's connection file and Jupyter's runtime folder are covered
-(Linux): `python -I -S confine.py PATH... -- PROGRAM ARGS...`.
+"""Run a program in namespaces of its own (Linux), where it sees only its own processes and the
+kernel's connection file and Jupyter's runtime folder are covered:
+`python -I -S confine.py [--task] PATH... -- PROGRAM ARGS...` (`--check`: only try).
 
-The kernel's connection file holds the key that signs its messages, and the runtime folder the
-connection files of every kernel and the server's token: a process that reads one can have a
-kernel run any code (the API key is in the kernel's environment). The programs the kernel
-starts for the model and for hooks (`Bash`, command hooks, stdio MCP servers) run as the user
-and would read them, so they start through this script: it enters a user and mount namespace
-of its own, mounts an empty folder over each folder PATH and /dev/null over each file PATH,
-gives up every capability (the mounts cannot be undone) and becomes PROGRAM. Where namespaces
-cannot be made, PROGRAM runs as it would have, and the first line on stderr says so. Standard
-library only: it starts for every call, before the package could be imported."""
+The programs the kernel starts for the model and for hooks (`Bash`, command hooks, stdio MCP
+servers) run as the user. As such they would read the kernel's connection file (the key that
+signs its messages: a process that has it can have a kernel run any code, and the API key is in
+the kernel's environment), Jupyter's runtime folder (connection files of every kernel, the
+server's token) and every process of the user in /proc (the Jupyter server's command line and
+environment: its token). So they start through this script. It enters a user, PID and mount
+namespace of its own and forks; the child is the first process (pid 1) of the new PID
+namespace: it mounts a /proc of that namespace (only the program's own processes are in it),
+an empty folder over each folder PATH and /dev/null over each file PATH, gives up every
+capability (the mounts cannot be undone), then starts PROGRAM and reaps every process of the
+namespace, passing on the signals it is sent. The process that started it (the one the kernel
+knows) waits, passes signals on too, and ends as PROGRAM ended.
+
+When the first process of a PID namespace ends, every process left in it is killed: a plain
+call's `cmd &` children end when PROGRAM ends. With `--task` (a background shell) the first
+process waits until every process of the namespace has ended, so they live as long as the
+task; killing the process the kernel knows ends them all.
+
+Where the namespaces cannot be made, PROGRAM runs as it would have (the connection file still
+covered where a mount namespace alone can be made), and the first line on stderr says so; the
+kernel asks before running a `Bash` call there (`sandbox.confinement_gap`). Standard library
+only: it starts for every call, before the package could be imported.
+"""
 
 import ctypes
 import os
+import select
+import signal
 import sys
 from pathlib import Path
 
-_CLONE_NEWNS, _CLONE_NEWUSER = 0x00020000, 0x10000000
+_CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 0x4000, 1 << 18
-_PR_CAPBSET_DROP = 24
+_PR_SET_PDEATHSIG, _PR_CAPBSET_DROP = 1, 24
+_PASSED_ON = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGWINCH")
+"""Signals the waiting processes pass on to the program (the first process of a PID namespace
+ignores a signal it has no handler for)."""
+PREFIX = "forkagent: this command is not confined"
+"""How the line on stderr begins where the namespaces cannot be made."""
 
 
 def write(path: str, text: str) -> None:
@@ -61,40 +83,171 @@ def drop_capabilities(libc: ctypes.CDLL) -> None:
     libc.capset(ctypes.byref(header), data)
 
 
-def confine(paths: list[str]) -> str | None:
-    """Cover `paths` in a namespace of this process's own; None when done, else why not."""
-    libc = ctypes.CDLL(None, use_errno=True)
+def unshare(libc: ctypes.CDLL, flags: int) -> str | None:
+    """This process in new namespaces of `flags`, inside a user namespace of its own where
+    one can be made (where not, as root, without one); None when done, else why not."""
     uid, gid = os.getuid(), os.getgid()
-    if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS) == 0:
+    if libc.unshare(_CLONE_NEWUSER | flags) == 0:
         try:
             write("/proc/self/setgroups", "deny")
             write("/proc/self/uid_map", f"{uid} {uid} 1")
             write("/proc/self/gid_map", f"{gid} {gid} 1")
         except OSError as exc:
             return f"the user namespace could not be set up ({exc})"
-    elif libc.unshare(_CLONE_NEWNS) != 0:
+        return None
+    if libc.unshare(flags) != 0:
         return f"namespaces are not available here ({os.strerror(ctypes.get_errno())})"
-    try:
-        mount(libc, "none", "/", None, MS_REC | MS_PRIVATE)
-        cover(libc, paths)
-    except OSError as exc:
-        return str(exc)
-    finally:
-        drop_capabilities(libc)
     return None
 
 
-def main(argv: list[str]) -> None:
-    split = argv.index("--")
-    paths, program = argv[:split], argv[split + 1 :]
-    why = confine(paths)
+def _cover_only(libc: ctypes.CDLL, paths: list[str]) -> None:
+    """Where no PID namespace can be made: the files covered in a mount namespace alone, if
+    that can be made."""
+    if unshare(libc, _CLONE_NEWNS) is None:
+        try:
+            mount(libc, "none", "/", None, MS_REC | MS_PRIVATE)
+            cover(libc, paths)
+        except OSError:
+            pass
+        finally:
+            drop_capabilities(libc)
+
+
+def confine(paths: list[str]) -> tuple[str | None, int]:
+    """Enter the namespaces and fork (see the module doc). Returns in the first process of
+    the new PID namespace, its /proc and `paths` done: (None, the descriptor on which to
+    report how PROGRAM ended) - or, where that failed, (why, -1) in this process itself. The
+    process that started never returns when the namespaces were made."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    why = unshare(libc, _CLONE_NEWNS | _CLONE_NEWPID)
     if why is not None:
-        print(f"forkagent: the kernel's connection file is not covered: {why}", file=sys.stderr)
+        _cover_only(libc, paths)
+        return why, -1
+    report_read, report = os.pipe()
+    alive, alive_write = os.pipe()
+    first = os.fork()
+    if first:
+        os.close(report)
+        os.close(alive)
+        _wait_and_mirror(first, report_read)
+    os.close(report_read)
+    os.close(alive_write)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if select.select([alive], [], [], 0)[0]:  # the process that started us is gone
+        os._exit(1)
+    os.close(alive)
+    try:
+        mount(libc, "none", "/", None, MS_REC | MS_PRIVATE)  # nothing leaks to the host
+        mount(libc, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        cover(libc, paths)
+    except OSError as exc:
+        why = str(exc)
+    finally:
+        drop_capabilities(libc)
+    return why, report
+
+
+def _pass_on(to: int, then_all: bool = False) -> None:
+    """Signals of `_PASSED_ON` this process is sent go to process `to`; once it has ended,
+    with `then_all` (only in the first process of the namespace: every process there is its
+    own), to every process left."""
+
+    def handler(number: int, _frame: object) -> None:
+        try:
+            os.kill(to, number)
+        except ProcessLookupError:
+            if then_all:
+                _kill_all(number)
+        except OSError:
+            pass
+
+    for name in _PASSED_ON:
+        signal.signal(getattr(signal, name), handler)
+
+
+def _kill_all(number: int) -> None:
+    """From pid 1 of the namespace: `number` to every other process there."""
+    try:
+        os.kill(-1, number)
+    except OSError:
+        pass
+
+
+def _wait_for(pid: int) -> int:
+    while True:
+        try:
+            return os.waitpid(pid, 0)[1]
+        except ChildProcessError:
+            return 0
+
+
+def _wait_and_mirror(first: int, report: int) -> None:
+    """The process the kernel knows: it waits for the first process of the namespace and ends
+    as the program ended (as reported on `report`; else as that process ended)."""
+    _pass_on(first)
+    status = _wait_for(first)
+    told = b""
+    try:
+        while chunk := os.read(report, 32):
+            told += chunk
+    except OSError:
+        pass
+    if told.strip().isdigit():
+        status = int(told)
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            signal.signal(number, signal.SIG_DFL)  # SIGKILL and SIGSTOP have no handler
+        except (OSError, ValueError):
+            pass
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [number])
+        os.kill(os.getpid(), number)
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
+def _run(program: list[str]) -> None:
     try:
         os.execvp(program[0], program)
     except OSError as exc:
         print(f"{program[0]}: {exc.strerror or exc}", file=sys.stderr)
-        sys.exit(127)
+        os._exit(127)
+
+
+def _first_process(program: list[str], task: bool, report: int) -> None:
+    """pid 1 of the namespace: start the program, reap every process (orphans come here),
+    pass signals on; end when the program ends (with `task`: when every process has)."""
+    child = os.fork()
+    if child == 0:
+        os.close(report)
+        _run(program)
+    _pass_on(child, then_all=True)
+    status = 0
+    while True:
+        try:
+            pid, got = os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+        if pid == child:
+            status = got
+            if not task:
+                break
+    os.write(report, str(status).encode())
+    os._exit(0)
+
+
+def main(argv: list[str]) -> None:
+    check = argv[:1] == ["--check"]
+    task = argv[:1] == ["--task"]
+    split = argv.index("--") if "--" in argv else len(argv)
+    paths, program = argv[int(check or task) : split], argv[split + 1 :]
+    why, report = confine(paths)
+    if why is not None:
+        print(f"{PREFIX}: {why}", file=sys.stderr, flush=True)
+    if check:
+        os._exit(0 if why is None else 1)
+    if report >= 0:
+        _first_process(program, task, report)
+    _run(program)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,14 @@ the names its code needs arrive with `bind_names` before the code that uses them
 It is a fresh interpreter (not a fork of the Dask worker, whose threads and sockets it must not
 share): matplotlib draws with Agg, and when IPython is installed a shell without a kernel is
 made, so `display()`, rich final values and figures reach the card as in a local worker.
+
+It runs in user, PID, mount and network namespaces of its own (`sandbox.enter`): the Dask
+worker's processes are not in its /proc, and its network holds only a loopback of its own, so
+the model's code cannot connect to the cluster's scheduler or workers (a Dask client there
+runs any function in the scheduler - in the kernel, when the kernel made the cluster - and in
+every worker, whose environment holds what the kernel's did). It talks to its actor over the
+socket it inherited. Where the namespaces cannot be made, it runs nothing: every request is
+answered with one line saying why (`refuse`).
 """
 
 from __future__ import annotations
@@ -17,9 +25,9 @@ import os
 import pickle
 import socket
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
-__all__ = ["bind_names", "main"]
+__all__ = ["bind_names", "main", "refusal", "refuse"]
 
 
 def bind_names(namespace: dict[str, Any], blobs: dict[str, bytes]) -> dict[str, str]:
@@ -61,9 +69,49 @@ def main(argv: list[str]) -> None:
         with contextlib.suppress(OSError):
             os.nice(int(argv[2]))
     os.environ["MPLBACKEND"] = os.environ.get("MPLBACKEND") or "agg"
-    sandbox.enter(int(argv[1]), -1)  # the Dask worker's /proc (its environment) out of sight
+    # the Dask worker's /proc (its environment) out of sight, the cluster out of reach
+    sandbox.enter(int(argv[1]), -1, network=False)
     sock = socket.socket(fileno=int(argv[1]))
+    if sandbox.STATE.error is not None:
+        refuse(sock, sandbox.STATE.error)
     serve_worker(sock, _namespace())
+
+
+def refusal(why: str) -> str:
+    """The one line every request gets where the child could not be cut off (`why`)."""
+    return (
+        "Refused: the model's code does not run on this Dask cluster, because its process "
+        f"could not be cut off from the cluster's network here ({why}); there it could "
+        "reach the scheduler and the other workers, which run code for anyone who connects "
+        "(the kernel's own, when the kernel made the cluster). Use local workers "
+        "(%config ForkAgent.executor = 'local'), or allow unprivileged user namespaces on "
+        "the cluster's machines."
+    )
+
+
+def refuse(sock: socket.socket, why: str) -> NoReturn:
+    """Answer every request with `refusal(why)`, running nothing; never returns."""
+    from .base import ExecResult
+    from .wire import FrameSocket
+
+    line = refusal(why)
+    conn = FrameSocket(sock)
+    try:
+        while True:
+            request = conn.recv()
+            kind, call_id = request[0], request[1] if len(request) > 1 else None
+            if kind == "run":
+                conn.send(("done", call_id, ExecResult(error=line), ([], 0)))
+            elif kind == "call":
+                conn.send(("called", call_id, ("error", line)))
+            elif kind == "pull":
+                conn.send(("pulled", call_id, {}, dict.fromkeys(request[2], line)))
+            else:
+                break
+    except (EOFError, OSError):
+        pass
+    finally:
+        os._exit(0)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ A worker runs code the model wrote, in a copy-on-write copy of the kernel. Two m
   kernel's and the Jupyter server's /proc entries (environ, mem, cmdline) are not there to
   read; the kernel's connection file and Jupyter's runtime folder (connection files, the
   server's token) are covered; then it gives up every capability, so it cannot uncover them.
-  It keeps the network, the file system and your user's files as they are.
+  It keeps the network, the file system and your user's files as they are (a Dask child
+  does not keep the network: `enter(network=False)`).
 
 And in the kernel itself, `guard_kernel` (once, when the extension loads): the kernel makes
 itself non-dumpable, so its /proc entries (mem, environ, maps, ...) belong to root and no
@@ -33,22 +34,35 @@ namespaces, a seccomp filter), the worker runs without them and `STATE.error` sa
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..secrets import SECRET_ENV_VARS, known_secrets
-from .confine import MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_REC, cover, mount, write
+from ..secrets import known_secrets, secret_names
+from .confine import (
+    MS_NODEV,
+    MS_NOEXEC,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_REC,
+    PREFIX,
+    cover,
+    mount,
+    write,
+)
 from .confine import drop_capabilities as _drop_capabilities
 
 __all__ = [
     "STATE",
     "confined",
+    "confinement_gap",
     "enter",
     "guard_kernel",
     "kernel_files",
@@ -60,6 +74,8 @@ __all__ = [
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWPID = 0x20000000
+_CLONE_NEWNET = 0x40000000
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 _PR_SET_PDEATHSIG, _PR_GET_DUMPABLE, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP = 1, 3, 4, 24
 _MEMORY_CAPS = {
     16: "CAP_SYS_MODULE",
@@ -140,7 +156,7 @@ def kernel_secrets() -> list[bytes]:
     """Every credential value this process knows, and the kernel's signing key (call before
     `forget_secrets`, which forgets the list)."""
     values = {s.encode() for s in known_secrets()}
-    for name in SECRET_ENV_VARS:
+    for name in secret_names():
         value = os.environ.get(name)
         if value:
             values.add(value.encode())
@@ -160,9 +176,13 @@ def _kernel_session() -> object | None:
 
 
 def _kernel_paths() -> list[str]:
-    """The kernel's connection file and Jupyter's runtime folder (connection files of every
-    kernel, the server's token files)."""
+    """The kernel's connection file, Jupyter's runtime folder (connection files of every
+    kernel, the server's token files) and the file the server read its token from
+    (`JUPYTER_TOKEN_FILE`)."""
     paths: list[str] = []
+    token_file = os.environ.get("JUPYTER_TOKEN_FILE")
+    if token_file and Path(token_file).is_file():
+        paths.append(token_file)
     app_module = sys.modules.get("ipykernel.kernelapp")
     app_class = getattr(app_module, "IPKernelApp", None)
     if app_class is not None and app_class.initialized():
@@ -191,17 +211,57 @@ def kernel_files() -> list[Path]:
 _CONFINE = Path(__file__).with_name("confine.py")
 
 
-def confined(argv: list[str]) -> list[str]:
-    """The command line that runs `argv` with the kernel's connection file and Jupyter's
-    runtime folder covered (confine.py), when this process is a kernel on Linux; else
-    `argv` itself. For the programs the kernel starts for the model (Bash), hooks and stdio MCP
-    servers."""
+def confined(argv: list[str], *, task: bool = False) -> list[str]:
+    """The command line that runs `argv` in namespaces of its own (confine.py: its own
+    processes only in /proc, the kernel's connection file and Jupyter's runtime folder
+    covered), when this process is a kernel on Linux; else `argv` itself. For the programs
+    the kernel starts for the model (Bash), hooks and stdio MCP servers. `task`: a background
+    shell, whose processes live until every one has ended (else they end with `argv`)."""
     if not sys.platform.startswith("linux"):
         return argv
     paths = _kernel_paths()
     if not paths:
         return argv
-    return [sys.executable, "-I", "-S", str(_CONFINE), *paths, "--", *argv]
+    options = ["--task"] if task else []
+    return [sys.executable, "-I", "-S", str(_CONFINE), *options, *paths, "--", *argv]
+
+
+_gap: list[str | None] = []
+"""The answer of `confinement_gap`, once known."""
+
+
+async def confinement_gap() -> str | None:
+    """Why `confined` cannot confine a program here (None: it can, or this process is not a
+    kernel and there is nothing of a kernel's to hide). Tried once per process, off the
+    event loop: a `Bash` call is asked where this is not None."""
+    if not _gap:
+        found = await asyncio.to_thread(_try_confining)
+        if not _gap:
+            _gap.append(found)
+    return _gap[0]
+
+
+def _try_confining() -> str | None:
+    if not _kernel_paths():
+        return None
+    if not sys.platform.startswith("linux"):
+        return "not on Linux, where a program of its own sees every process of your user"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", str(_CONFINE), "--check"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"the namespaces could not be tried ({exc})"
+    if done.returncode == 0:
+        return None
+    said = done.stderr.decode(errors="replace").strip().splitlines()
+    line = said[0] if said else f"exit code {done.returncode}"
+    return line.removeprefix(f"{PREFIX}: ")
 
 
 def seal(secrets: list[bytes]) -> None:
@@ -301,14 +361,16 @@ def _overwrite(memmem: object, start: int, end: int, needle: ctypes.Array[ctypes
 # -- in each worker -----------------------------------------------------------------------------
 
 
-def enter(inherited: int, tell: int) -> None:
+def enter(inherited: int, tell: int, *, network: bool = True) -> None:
     """In a worker right after its fork (see the module doc). Returns in the sandboxed worker;
     the process that forked it never returns from here. `inherited` is the worker's socket,
     closed in the waiting process so that the kernel sees it close when the worker ends; the
     worker's pid (as the kernel sees it) is written to `tell` (nothing: this process is the
-    worker), then `tell` is closed."""
+    worker), then `tell` is closed. Without `network` the worker also gets a network
+    namespace of its own, with only a loopback of its own in it (a Dask child: the cluster's
+    scheduler and workers, which run code for whoever connects, are out of its reach)."""
     try:
-        _enter(inherited, tell)
+        _enter(inherited, tell, network)
     finally:
         with contextlib.suppress(OSError):
             os.close(tell)
@@ -335,10 +397,11 @@ def worker_pid(told: int, forked: int) -> int:
     return int(data) if data.strip().isdigit() else forked
 
 
-def _enter(inherited: int, tell: int) -> None:
+def _enter(inherited: int, tell: int, network: bool) -> None:
     libc = _libc()
     uid, gid = os.getuid(), os.getgid()
-    mapped = libc.unshare(_CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWNS) == 0
+    flags = _CLONE_NEWPID | _CLONE_NEWNS | (0 if network else _CLONE_NEWNET)
+    mapped = libc.unshare(_CLONE_NEWUSER | flags) == 0
     if mapped:
         try:
             write("/proc/self/setgroups", "deny")
@@ -347,7 +410,7 @@ def _enter(inherited: int, tell: int) -> None:
         except OSError as exc:
             STATE.error = f"the user namespace could not be set up ({exc})"
             return
-    elif libc.unshare(_CLONE_NEWPID | _CLONE_NEWNS) != 0:
+    elif libc.unshare(flags) != 0:
         STATE.error = f"namespaces are not available here ({os.strerror(ctypes.get_errno())})"
         return
     worker = os.fork()
@@ -363,6 +426,9 @@ def _enter(inherited: int, tell: int) -> None:
         _mount_views(libc)
     except OSError as exc:
         STATE.error = f"the worker's /proc could not be replaced ({exc})"
+    if not network:
+        with contextlib.suppress(OSError):
+            _loopback_up()
     _drop_capabilities(libc)
 
 
@@ -386,6 +452,19 @@ def _wait_and_mirror(worker: int, inherited: int) -> None:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, [number])
         os.kill(os.getpid(), number)
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
+def _loopback_up() -> None:
+    """The loopback of this process's own network namespace up (its code may serve itself on
+    127.0.0.1); nothing else is in that namespace."""
+    import fcntl
+    import socket
+    import struct
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        asked = fcntl.ioctl(sock, _SIOCGIFFLAGS, struct.pack("16sH14x", b"lo", 0))
+        flags = struct.unpack_from("16sH", asked)[1]
+        fcntl.ioctl(sock, _SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | _IFF_UP))
 
 
 def _mount_views(libc: ctypes.CDLL) -> None:

@@ -16,10 +16,12 @@ order (Claude Code's order: deny, then ask, then allow, in every mode):
    say (so does a Bash line whose program name is computed when it runs, `$CMD x`, while a
    Bash deny rule with a spec is in force: the deny rule could not be checked against it;
    and one that runs code through git, or a git subcommand that may be an alias, while a
-   Bash or git rule it could not be checked against is: `matching.unfollowed`; and so does
-   a write to a settings or agent file, or to a file that some program runs later on its
-   own, `runs_later`: `.git/`, `ipykernel_launcher.py`, IPython's startup folder..., by a
-   file tool or by a Bash line); mode `dontAsk` and a session without a policy deny it;
+   Bash or git rule it could not be checked against is: `matching.unfollowed`; a write to a
+   settings or agent file, or to a file that some program runs later on its own,
+   `runs_later`: `.git/`, `ipykernel_launcher.py`, IPython's startup folder..., by a file
+   tool or by a Bash line; and a call its tool cannot run with the protection it should have
+   on this system, `Tool.unconfined`: Bash in a kernel where no namespace can be made); mode
+   `dontAsk` and a session without a policy deny it;
 5. mode `bypassPermissions` allows;
 6. tools that do not `needs_approval` (Read, Glob, Grep, TaskOutput...) are allowed;
 7. a matching **allow rule** allows (a Bash rule allows a line that writes files only if
@@ -345,7 +347,8 @@ class PermissionGate:
         waited: list[float],
         hook_asks: bool = False,
     ) -> Verdict:
-        ruled = self._by_rules(tool, facts, ctx, hook_asks)
+        unconfined = await tool.unconfined(args, ctx)
+        ruled = self._by_rules(tool, facts, ctx, hook_asks, unconfined)
         if isinstance(ruled, _Ask):
             return await self._by_policy(
                 tool, args, ctx, raw_input, facts, waited, ruled.why, ruled.always
@@ -353,7 +356,12 @@ class PermissionGate:
         return ruled
 
     def _by_rules(
-        self, tool: Tool[Any], facts: CallFacts, ctx: ToolContext, hook_asks: bool
+        self,
+        tool: Tool[Any],
+        facts: CallFacts,
+        ctx: ToolContext,
+        hook_asks: bool,
+        unconfined: str | None = None,
     ) -> Verdict | _Ask:
         """Steps 1-9 of the module doc: what the rules and the mode decide, or that the
         policy must be asked."""
@@ -393,6 +401,8 @@ class PermissionGate:
             why = unfollowed(self.rules, facts) or write_asks(self.rules, facts)
         if why is None and hook_asks:
             why = "a PreToolUse hook asks for the user's approval"
+        if why is None and unconfined is not None:
+            why = f"{unconfined}, so it is approved by the user"
         if why is None:
             if mode == "bypassPermissions":
                 return Allow(), "mode", None

@@ -150,6 +150,12 @@ class Tool(ABC, Generic[InputT]):
         )
         return f"{self.name}: {subject}" if subject else self.name
 
+    async def unconfined(self, args: InputT, ctx: ToolContext) -> str | None:
+        """Why this call cannot run with the protection it should have on this system (None:
+        it can). The gate then asks the person, whatever the rules and the mode say, and
+        refuses it where nobody can answer."""
+        return None
+
     async def preview(self, args: InputT, ctx: ToolContext) -> str:
         """The call in full, as a person should review it before approving it. Raises
         ToolError when the call would fail (it is then refused without asking anyone).

@@ -6,6 +6,12 @@ without credentials (`ctx.env` if the host gave one, else `os.environ`; credenti
 are removed from either). stdout and stderr share one pipe, so their output keeps its order.
 On timeout or cancellation the whole process group is killed. Memory stays bounded however
 much the command prints (the head and the tail are kept).
+
+In a kernel (Linux) the shell runs in namespaces of its own (`executors/confine.py`): its /proc
+shows only its own processes, and the kernel's connection file and Jupyter's runtime folder
+are covered. A process it starts with `&` ends when the call ends; a background shell's
+(`run_in_background`) live until every one has ended or TaskStop kills them. Where that
+cannot be done here, every call is asked (`unconfined`), whatever the rules and the mode say.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..executors.sandbox import confined
+from ..executors.sandbox import confined, confinement_gap
 from ..output import MAX_OUTPUT, HeadTail, cap_output
 from ..secrets import scrubbed_env
 from .base import Tool, ToolContext, ToolError
@@ -52,8 +58,10 @@ class BashInput(BaseModel):
         default=False,
         description="Start the command and return at once with its shell id; you are "
         "notified when it ends. Read its output with TaskOutput (task_id: the shell id) or "
-        "its output file, stop it with TaskStop (shell_id). It is killed when you finish. "
-        "For servers and long jobs.",
+        "its output file, stop it with TaskStop (shell_id). It is killed when you finish, or "
+        "stopped. For servers and long jobs you check on later: in a notebook's kernel a "
+        "process started with `&` by a call that is not in the background ends when that "
+        "call ends.",
     )
 
 
@@ -77,8 +85,21 @@ class BashTool(Tool[BashInput]):
         why = " ".join((args.description or "").split())
         return f"Bash: {command}" + (f"  # {why}" if why else "")
 
+    async def unconfined(self, args: BashInput, ctx: ToolContext) -> str | None:
+        why = await confinement_gap()
+        if why is None:
+            return None
+        return (
+            f"this system cannot run the command in namespaces of its own ({why}): it would "
+            "see every process of your user (the Jupyter server's command line and "
+            "environment, with its token) and the kernel's connection file"
+        )
+
     async def preview(self, args: BashInput, ctx: ToolContext) -> str:
         why = f"# {args.description.strip()}\n" if args.description else ""
+        unconfined = await self.unconfined(args, ctx)
+        if unconfined is not None:  # why it is asked even where a rule allows it
+            why = f"# asked: {unconfined}\n{why}"
         return why + args.command
 
     async def run(self, args: BashInput, ctx: ToolContext) -> str:
@@ -128,7 +149,7 @@ class BashTool(Tool[BashInput]):
 
 
 async def _spawn(
-    command: str, ctx: ToolContext
+    command: str, ctx: ToolContext, *, task: bool = False
 ) -> tuple[asyncio.subprocess.Process, int, set[int] | None]:
     """Start `command` in a fresh shell and session (its own process group) with stdin closed,
     its stdout and stderr on our own pipe (not asyncio's: we own the read end, so we can stop
@@ -138,7 +159,7 @@ async def _spawn(
     read_fd, write_fd = os.pipe()
     try:
         proc = await asyncio.create_subprocess_exec(
-            *confined([shutil.which("bash") or "/bin/sh", "-c", command]),
+            *confined([shutil.which("bash") or "/bin/sh", "-c", command], task=task),
             cwd=ctx.workdir,
             env=scrubbed_env(ctx.env),
             stdin=asyncio.subprocess.DEVNULL,
@@ -163,7 +184,7 @@ async def _start_background(args: BashInput, ctx: ToolContext) -> str:
     registry = ctx.services.shells
     if not isinstance(registry, ShellRegistry):
         raise ToolError("Background commands are not available in this session.")
-    proc, read_fd, _groups = await _spawn(args.command, ctx)
+    proc, read_fd, _groups = await _spawn(args.command, ctx, task=True)
     call = ctx.call
     shell = BackgroundShell(
         registry.new_id(),

@@ -1,5 +1,5 @@
-"""Run by a `Bash` call the person allowed (as a hostile model would write it): the process
-that started the shell is the kernel; its connection file (named on its command line, which
+"""Run by a `Bash` call the person allowed (as a hostile model would write it): the first
+argument is the kernel's pid; its connection file (named on its command line, which
 any process may read) is opened and, if readable, an execute_request signed with its key asks
 the kernel to set `driven = 1` in the person's namespace. The outcome is written to
 `kernel_drive.json`: "sent" or "blocked: <error>"."""
