@@ -79,13 +79,22 @@ def test_a_team_in_the_notebook(kernel: Kernel, emulator: Any) -> None:
     table = kernel.value("__forkagent__.ui.tasks_bundle([])['text/plain']")
     head = table.index("\nteam analysts · ana idle, bob idle\n")
     assert head < table.index("\n  ana (general-purpose) running") < table.index("\n  bob (")
-    # %stop team:NAME: both stopped, shown here, not handed to the agent
+    # ana's card's Stop button stops ana; %stop team:NAME then shuts the rest down, shown
+    # here and not handed to the agent
+    ana_id = kernel.value(f"{SESSION}.task('ana').id")
+    [button] = kernel.widget_comms(description="Stop", tooltip=f"Stop worker {ana_id}")
+    kernel.click(button)
+    _wait_until(kernel, f"{SESSION}.task('ana').settled")
+    assert kernel.value(f"{SESSION}.task('ana').status") == "killed"
+    assert kernel.value(f"{SESSION}.task('bob').status") == "running"  # still idle, waiting
+    kernel.execute(f"await {SESSION}.idle()")
     before = len(emulator.api_requests())
     stopped = kernel.execute("%stop team:analysts")
-    assert stopped.status == "ok" and "stopping team analysts (2 teammate(s))" in stopped.texts()
+    assert stopped.status == "ok" and "stopping team analysts (1 teammate(s))" in stopped.texts()
     _wait_until(kernel, f"all(t.settled for t in {SESSION}.tasks)")
     assert kernel.value(f"[t.status for t in {SESSION}.tasks]") == ["killed", "killed"]
     assert kernel.value(f"{box}.roster.value").count("killed") == 2
+    kernel.execute(f"await {SESSION}.idle()")
     later = emulator.api_requests()[before:]
     assert not any("<task-notification>" in str(r.body["messages"]) for r in later)
     wrong = kernel.execute("%send team:nobody hi")
