@@ -111,6 +111,18 @@ async def test_name_and_team_name_spawn_a_teammate_and_the_team_becomes_current(
     assert session.workers.teams.current == "analysts"
 
 
+async def test_two_spawns_in_one_reply_form_one_team(emulator: Any, make_session: Any) -> None:
+    brain = scripted(emulator)
+    ana = spawn("ana", "ANA-JOB", "analysts").blocks()[0]
+    bob = spawn("bob", "BOB-JOB").blocks()[0]  # name alone: the team of the call beside it
+    brain.when_last_user_contains("FORM", Reply((ana, bob)), times=1)
+    session = make_session(auto_respond=False)
+    turn = await session.ask("FORM a team")
+    assert [c.is_error for c in turn.tool_calls] == [False, False], turn.tool_calls
+    assert all("team_name: analysts" in c.result for c in turn.tool_calls)
+    assert sorted(t.name or "" for t in session.teams["analysts"]) == ["ana", "bob"]
+
+
 async def test_without_a_team_name_registers_an_ordinary_agent_for_send_message(
     emulator: Any, make_session: Any
 ) -> None:

@@ -246,6 +246,9 @@ class Teams:
         problem = name_problem(team_name, "a team's name")
         if problem is not None:
             raise ToolError(problem)
+        # current from now: a call beside this one in the same reply with `name` alone joins
+        # it too (the calls run side by side, this one's teammate not yet started)
+        self.current = team_name
         return team_name
 
     def refuse_background(self, caller: AgentRun, why: str = "") -> None:
