@@ -194,6 +194,8 @@ class AgentTool(Tool[AgentInput]):
     allowed_in_plan = True  # its workers inherit plan mode
 
     def describe(self, args: AgentInput) -> str:
+        if args.name and args.team_name:
+            return f"Agent (teammate {args.name} of {args.team_name}): {args.description}"
         return f"Agent ({args.subagent_type or 'fork'}): {args.description}"
 
     def permission_subject(self, args: AgentInput) -> str:
