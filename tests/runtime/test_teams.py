@@ -168,6 +168,31 @@ async def test_a_teammate_spawns_no_teammate_and_no_background_agent(
     assert not requests_of(emulator, "SUB-JOB") and not requests_of(emulator, "FORKED-JOB")
 
 
+async def test_without_forking_a_teammate_waits_for_its_sub_agent_but_starts_none_in_the_background(
+    emulator: Any, make_session: Any
+) -> None:
+    brain = scripted(emulator)
+    brain.when_last_user_contains("FORM", spawn("ana", "ANA-JOB go", "analysts"), times=1)
+    background = {"subagent_type": "general-purpose", "run_in_background": True}
+    brain.when_last_user_contains("ANA-JOB", spawn(None, "BG-JOB", **background), times=1)
+    waited = {"subagent_type": "general-purpose"}
+    brain.add_rule(
+        lambda r: "ANA-JOB" in json.dumps(r["messages"][0]) and len(r["messages"]) == 3,
+        spawn(None, "SYNC-JOB `py: 6 * 7`", **waited),
+        times=1,
+    )
+    session = make_session(auto_respond=False, forking=False)
+    await session.ask("FORM a team")
+    ana = session.tasks[0]
+    await until(lambda: ana.idle)
+    tried = results(session.history(ana.id))
+    assert tried[0][0] and "cannot start background agents" in tried[0][1], tried
+    assert not tried[1][0] and "agentId: " in tried[1][1], tried  # answered in the call
+    assert not requests_of(emulator, "BG-JOB")
+    [sub] = [t for t in session.tasks if t.id != ana.id]
+    assert sub.owner == ana.id and sub.status == "completed" and sub.team is None
+
+
 async def test_send_message_needs_a_summary_and_broadcasts_only_plain_text(
     emulator: Any, make_session: Any
 ) -> None:
