@@ -123,6 +123,30 @@ async def test_two_spawns_in_one_reply_form_one_team(emulator: Any, make_session
     assert sorted(t.name or "" for t in session.teams["analysts"]) == ["ana", "bob"]
 
 
+async def test_a_teammates_file_decides_its_tools_and_send_message_is_always_there(
+    emulator: Any, make_session: Any, tmp_path: Any
+) -> None:
+    folder = tmp_path / ".forkagent" / "agents"
+    folder.mkdir(parents=True)
+    (folder / "counter.md").write_text(
+        "---\ndescription: Counts\ntools: Read, Python\n---\nCount.\n"
+    )
+    (folder / "lister.md").write_text(
+        "---\ndescription: Lists\ndisallowedTools: Agent\n---\nList.\n"
+    )
+    brain = scripted(emulator)
+    ana = spawn("ana", "ANA-JOB", "analysts", subagent_type="counter").blocks()[0]
+    bob = spawn("bob", "BOB-JOB", "analysts", subagent_type="lister").blocks()[0]
+    brain.when_last_user_contains("FORM", Reply((ana, bob)), times=1)
+    session = make_session(auto_respond=False)
+    await session.ask("FORM a team")
+    await until(lambda: bool(requests_of(emulator, "ANA-JOB") and requests_of(emulator, "BOB-JOB")))
+    [ana_tools] = [[t["name"] for t in r["tools"]] for r in requests_of(emulator, "ANA-JOB")[:1]]
+    assert ana_tools == ["Read", "Python", "SendMessage"]
+    bob_tools = {t["name"] for t in requests_of(emulator, "BOB-JOB")[0]["tools"]}
+    assert {"SendMessage", "TaskStop", "TaskOutput"} <= bob_tools and "Agent" not in bob_tools
+
+
 async def test_without_a_team_name_registers_an_ordinary_agent_for_send_message(
     emulator: Any, make_session: Any
 ) -> None:

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict
 from ..config.agent_definitions import AgentDefinition
 from ..errors import UsageError
 from ..loop.config import AgentConfig
+from ..mcp.servers import covers
 from ..tasks.registry import Task, task_snapshot
 from ..tools.base import Tool, ToolError, ToolSet
 from .agent_run import AgentRun, open_transcript, text_since
@@ -326,7 +327,7 @@ class Teams:
             for tool in lead.config.tools
             if tool.name in wanted
             and tool.name not in have
-            and tool.name not in definition.disallowedTools
+            and not any(covers(rule, tool.name) for rule in definition.disallowedTools)
         ]
         text = "\n\n".join(b["text"] for b in config.system if b.get("type") == "text")
         gate = lead.config.gate.for_worker(
