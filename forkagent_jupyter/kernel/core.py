@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ..runtime import Session
     from .ui import KernelUI
 
-__all__ = ["AgentCore", "interruptible"]
+__all__ = ["AgentCore", "interruptible", "team_key"]
 
 WAKE_INTERVAL = 0.1
 
@@ -60,6 +60,17 @@ async def interruptible() -> AsyncIterator[None]:
     finally:
         if timer is not None:
             timer.cancel()
+
+
+def team_key(target: str) -> str | None:
+    """The team a `%send` or `%stop` target names: "team:NAME" or "NAME:*" -> NAME,
+    "team:*" -> "" (the team the parent leads now); None: it names one task."""
+    if target.startswith("team:"):
+        rest = target[len("team:") :]
+        return "" if rest == "*" else rest
+    if target.endswith(":*"):
+        return target[: -len(":*")]
+    return None
 
 
 class AgentCore:
@@ -166,6 +177,10 @@ class AgentCore:
         if key is None:
             self._stop_all()
             return
+        team = team_key(key)
+        if team is not None:
+            self._stop_team(team)
+            return
         batch = self.session.batches.get(key)
         if batch is not None:  # a batched fan-out: cancel the batch, stop its forks
             self._spawn(batch.stop())
@@ -181,6 +196,21 @@ class AgentCore:
         # at once, here: nothing is left to fail unseen in a background task
         self.session.stop_now(task.id)
         print(f"%stop: stopping {task.name or task.id}.")
+
+    def _stop_team(self, key: str) -> None:
+        """`%stop team:NAME`: the team's running members stopped (notifications shown here,
+        not sent to the agent)."""
+        with said_as("%stop"):
+            name, members = self.session.team(key)
+        running = [t for t in members if not t.done]
+        if not running:
+            print(f"%stop: no member of team {name} is running.")
+            return
+        print(
+            f"%stop: stopping team {name} ({len(running)} teammate(s)); their notifications "
+            "are shown here, not sent to the agent."
+        )
+        self._spawn(self.session.stop_team(name))
 
     def _stop_all(self) -> None:
         running = self.session.running()

@@ -17,17 +17,24 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import ipywidgets as w
 from IPython.display import display
 
 from ..runtime import AutoTurn, Compacted, CostBudget, Output, Session, Task, rate_wait
 from .approvals.widget_policy import WidgetPolicy, headless_notice
 from .cards.hub import ApprovalPrompt, CardBox, CardHub, PendingStrip, TaskCard, card_text
+from .cards.team_box import TeamBox
 from .comm.protocol import Approve, State, Stop
 from .frontend.answers import AnswerDelivery
 from .frontend.rows import FrontendRows
 from .host import Launch
-from .render.task_line import context_text, cost_text, memory_text, no_math, process_text
+from .render.task_line import (
+    context_text,
+    cost_text,
+    memory_text,
+    no_math,
+    process_text,
+    roster_text,
+)
 from .settings import session_settings
 from .views.turns import run_turn
 
@@ -45,6 +52,10 @@ def _waiting(task: Task) -> str:
     """' · waiting for rate limit (N s)' while its request waits, else ''."""
     waiting = rate_wait(task)
     return f" · {waiting}" if waiting else ""
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"  {line}" for line in text.splitlines())
 
 
 def budget_line(budget: CostBudget) -> str:
@@ -67,7 +78,8 @@ class KernelUI:
         self.launches: dict[str, Launch] = {}
         # per execute_request (not per cell: a re-run clears the cell's earlier output)
         self._run_notes: dict[str, str] = {}
-        self._run_cards: dict[str, w.VBox] = {}
+        self._run_cards: dict[str, CardBox] = {}
+        self.team_boxes: dict[str, TeamBox] = {}  # by team name (cards/team_box.py)
         self.workdir = Path.cwd()
         self.rows = FrontendRows(self)
         self.answers = AnswerDelivery(self)
@@ -124,6 +136,8 @@ class KernelUI:
             self.show_card(task)
         else:
             self.hub.mark(task)
+        if task.team is not None and task.team in self.team_boxes:
+            self.team_boxes[task.team].refresh_roster()
         self.tasks_changed()
 
     # -- the frontend's view (frontend/rows.py) ----------------------------------------------------
@@ -193,16 +207,13 @@ class KernelUI:
                 # strip while any approval waits (an empty one is not shown: it took a row of
                 # every %fork cell's output, and printed its name in a text frontend)
                 self._run_notes[run] = f"forkagent-notes-{len(self._run_notes)}-{task.id}"
-                self._run_cards[run] = CardBox()
                 if self.strip.prompts:
                     display(self.strip)
-                box = self._run_cards[run]
-                box.handle = display(box, display_id=True)
-                self.hub.boxes.append(box)
+            box = self._box_for(task, run)
             launch = Launch(cell, display_id=self._run_notes[run], run=run)
             self.launches[task.id] = launch
-            if not self.hub.collapse(task, self._run_cards[run]):
-                self.hub.add(self.make_card(task), self._run_cards[run])
+            if not self.hub.collapse(task, box):
+                self.hub.add(self.make_card(task), box)
             if fresh:
                 # empty until a notification comes (a text frontend prints nothing for it)
                 empty = {"text/html": "", "text/plain": ""}
@@ -214,6 +225,24 @@ class KernelUI:
             shown = self.launches.get(task.id)
             if shown is None or shown.run != self._current_run()[1]:
                 display(card)  # unless already shown by this cell (e.g. revived here)
+
+    def _box_for(self, task: Task, run: str) -> CardBox:
+        """Where a new task's card goes: its team's box (shown where the team's first member
+        was spawned), else the box of the cell run that started it; each shown when made."""
+        team = task.team
+        if team is not None:
+            box: CardBox | None = self.team_boxes.get(team)
+            if box is None:
+                session = self.agent.session
+                box = self.team_boxes[team] = TeamBox(team, lambda: session.teams.get(team, []))
+        else:
+            box = self._run_cards.get(run)
+            if box is None:
+                box = self._run_cards[run] = CardBox()
+        if box.handle is None:
+            box.handle = display(box, display_id=True)
+            self.hub.boxes.append(box)
+        return box
 
     # -- notifications (frontend/answers.py) -------------------------------------------------
 
@@ -271,7 +300,12 @@ class KernelUI:
         session = self.agent.session
         tasks = [session.task(i) for i in ids] if ids else session.tasks
         text = f"main (parent) · {self._parent_context()}\n"
-        text += "\n".join(card_text(t) for t in tasks) if tasks else "No tasks yet."
+        lines = []
+        for team, group in self._by_team(tasks):
+            if team is not None:  # a team: its roster, then its members' lines, indented
+                lines.append(roster_text(team, session.teams.get(team, group)))
+            lines += [card_text(t) if team is None else _indent(card_text(t)) for t in group]
+        text += "\n".join(lines) if tasks else "No tasks yet."
         budget = budget_line(session.budget)
         if budget:
             text += f"\n{budget}"
@@ -280,6 +314,15 @@ class KernelUI:
         for line in self.waiting_lines():
             text += f"\n{line}"
         return {"text/html": self.tasks_html(ids), "text/plain": text}
+
+    def _by_team(self, tasks: list[Task]) -> list[tuple[str | None, list[Task]]]:
+        """`tasks` grouped for %tasks: those in no team, then each team's, teams in the order
+        they were made (members in the order they joined)."""
+        groups: dict[str | None, list[Task]] = {None: []}
+        groups.update({team: [] for team in self.agent.session.teams})
+        for t in tasks:
+            groups.setdefault(t.team, []).append(t)
+        return [(team, group) for team, group in groups.items() if group]
 
     def waiting_lines(self) -> list[str]:
         """One line per approval still waiting for an answer (%tasks shows them)."""
@@ -301,20 +344,14 @@ class KernelUI:
         if not tasks:
             return f"{parent}<i>No tasks yet.</i>"
         rows = []
-        for t in tasks:
-            u = t.usage
-            done = sum(todo.status == "completed" for todo in t.todos)
-            todos = f" · todos {done}/{len(t.todos)}" if t.todos else ""
-            rows.append(
-                f"<tr><td><code>{_esc(t.name or t.id)}</code></td><td>{_esc(t.kind)}</td>"
-                f"<td>{_esc(t.status)}{todos}{_esc(_waiting(t))}</td>"
-                f"<td>{u.total_input_tokens:,} / {u.output_tokens:,}</td>"
-                f"<td>{u.cache_hit_ratio:.0%}</td>"
-                f"<td>{_esc(context_text(t.context_tokens, t.context_window, t.compactions))}"
-                f"{_esc(memory_text(t))}{_esc(' · ' + process_text(t) if process_text(t) else '')}"
-                "</td>"
-                f"<td>{cost_text(t.cost_usd)}</td><td>{t.elapsed:.1f}s</td></tr>"
-            )
+        for team, group in self._by_team(tasks):
+            if team is not None:
+                roster = roster_text(team, session.teams.get(team, group))
+                rows.append(
+                    f"<tr class='forkagent-team-row'><td colspan='8'><b>{_esc(roster)}</b>"
+                    "</td></tr>"
+                )
+            rows += [self._task_row(t) for t in group]
         head = (
             "<tr><th>task</th><th>kind</th><th>status</th><th>tokens in / out</th>"
             "<th>cache hit</th><th>context</th><th>cost</th><th>elapsed</th></tr>"
@@ -330,6 +367,23 @@ class KernelUI:
             f"<div class='forkagent-waiting'>{_esc(line)}</div>" for line in self.waiting_lines()
         )
         return table + spent + rates + waiting
+
+    def _task_row(self, t: Task) -> str:
+        """One task's row of the %tasks table."""
+        u = t.usage
+        done = sum(todo.status == "completed" for todo in t.todos)
+        todos = f" · todos {done}/{len(t.todos)}" if t.todos else ""
+        state = " (idle)" if t.idle else ""
+        process = " · " + process_text(t) if process_text(t) else ""
+        return (
+            f"<tr><td><code>{_esc(t.name or t.id)}</code></td><td>{_esc(t.kind)}</td>"
+            f"<td>{_esc(t.status)}{state}{todos}{_esc(_waiting(t))}</td>"
+            f"<td>{u.total_input_tokens:,} / {u.output_tokens:,}</td>"
+            f"<td>{u.cache_hit_ratio:.0%}</td>"
+            f"<td>{_esc(context_text(t.context_tokens, t.context_window, t.compactions))}"
+            f"{_esc(memory_text(t))}{_esc(process)}</td>"
+            f"<td>{cost_text(t.cost_usd)}</td><td>{t.elapsed:.1f}s</td></tr>"
+        )
 
     def _who(self, prompt: ApprovalPrompt) -> str:
         """Who asks for an approval, as a terminal question names it."""

@@ -389,3 +389,25 @@ def test_fan_out_on_a_dask_cluster(run_notebook: RunNotebook) -> None:
     pulled = ran.text("%tasks --pull correlations corr")
     assert "pulled from correlations: corr (DataFrame 4x4)" in pulled
     assert (ran.workdir / "findings" / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_teams(run_notebook: RunNotebook) -> None:
+    ran = run_notebook("05_teams.ipynb")
+    print(f"05_teams.ipynb executed in {ran.seconds:.1f} s")
+    formed = ran.text("%%agent\nForm a team")
+    assert "status: teammate_spawned" in formed and "team_name: analysts" in formed
+    assert "name: ana\n" in formed and "name: bob\n" in formed
+    # both cards in the team's box, under its roster
+    cards = ran.cards("%%agent\nForm a team")
+    assert [c for c in cards if "<b>ana</b>" in c] and [c for c in cards if "<b>bob</b>" in c]
+    waited = ran.text("%tasks --wait")
+    assert "team analysts · ana idle, bob idle" in waited
+    # bob's message reached ana's mailbox, signed by bob; the person's reached bob as "user"
+    told = ran.text('%tasks --wait\nprint(mailbox("ana"))')
+    assert "from bob: The south sold 367.5 in all." in told
+    reported = ran.text("%tasks --wait\nfor t in")
+    assert "ana running idle" in reported and "bob running idle" in reported
+    assert 'from user: call: SendMessage {"to": "team-lead"' in reported
+    stopped = ran.text("%stop team:analysts")
+    assert "stopping team analysts (2 teammate(s))" in stopped
+    assert "{'ana': 'killed', 'bob': 'killed'}" in ran.text("%tasks --wait\nprint({t.name")

@@ -31,8 +31,15 @@ class CardBox(WholeText, w.VBox):  # type: ignore[misc]
     """The cards started by one run of a cell: the first `VISIBLE_CARDS` as cards, the rest
     as one summary row (counts by status) until shown."""
 
-    def __init__(self, visible: int = VISIBLE_CARDS) -> None:
-        super().__init__(_dom_classes=["forkagent-cards"])
+    def __init__(
+        self,
+        visible: int = VISIBLE_CARDS,
+        *,
+        classes: tuple[str, ...] = (),
+        children: tuple[w.Widget, ...] = (),
+    ) -> None:
+        # every initial value in the widget's comm_open: no update message at creation
+        super().__init__(children=children, _dom_classes=["forkagent-cards", *classes])
         self.handle: Any = None  # its display, updated with the cards' text as they end
         self.visible = visible
         self.shown: list[TaskCard] = []
@@ -67,10 +74,14 @@ class CardBox(WholeText, w.VBox):  # type: ignore[misc]
         shown = "".join(card.html_text() for card in self.shown)
         return shown + "".join(f"<pre>{esc(card_text(t))}</pre>" for t in self.hidden)
 
+    def head(self) -> list[w.Widget]:
+        """What goes above the cards (a team's roster, `team_box.py`); nothing here."""
+        return []
+
     def layout_children(self) -> bool:
         """Set the children (the shown cards, then the summary row while tasks are
         collapsed); True if they changed (one message)."""
-        rows: list[w.Widget] = list(self.shown)
+        rows: list[w.Widget] = [*self.head(), *self.shown]
         if self.hidden:
             if self.row is None:
                 layout, html_style, button_style = shared_style()

@@ -328,7 +328,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
         return self.host.fork(args.directive, name=args.name, shared=args.shared, turns=args.turns)
 
     @magic_arguments()
-    @argument("to", nargs="?", help="worker id or name")
+    @argument("to", nargs="?", help="worker id or name; team:NAME or NAME:* for a whole team")
     @argument("message", nargs="?", help="the message: the rest of the line, or the cell's body")
     @no_var_expand
     @line_cell_magic
@@ -384,7 +384,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
 
     @magic_arguments()
     @argument("--all", action="store_true", help="stop every running task")
-    @argument("id", nargs="?", help="task id or name")
+    @argument("id", nargs="?", help="task id or name; team:NAME shuts a whole team down")
     @line_magic
     @_shows_help
     def stop(self, line: str) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from ..core import AgentCore
+from ..core import AgentCore, team_key
 from ..interpolation import interpolate
 from ..said import said_as
 from .agent_magics import send_options
@@ -67,6 +67,9 @@ class WorkerActions(AgentCore):
     async def asend(self, to: str, text: str) -> None:
         """`%send`: the message to a running agent, or resuming a finished one (one of an
         earlier session is read from its transcript on a thread)."""
+        if team_key(to) is not None:
+            self._send_team(to, text)
+            return
         with said_as("%send"):
             reply = await self.session.send(to, text)
         self.ui.show_card(self.session.task(to), note=reply)
@@ -75,12 +78,22 @@ class WorkerActions(AgentCore):
         """`%send` where no await is possible: at once to an agent this session holds; one to
         resume from disk is resumed in the background (its handle returned)."""
         text = interpolate(message, self.shell.user_ns)
+        if team_key(to) is not None:
+            self._send_team(to, text)
+            return None
         with said_as("%send"):
             reply = self.session.send_now(to, text)
         if reply is None:
             return self._start(self.asend(to, text))
         self.ui.show_card(self.session.task(to), note=reply)
         return None
+
+    def _send_team(self, target: str, text: str) -> None:
+        """`%send team:NAME msg` (or `NAME:*`, `team:*` for the current team): into the
+        mailbox of every running member, from "user"."""
+        with said_as("%send"):
+            reply = self.session.send_team(team_key(target) or "", text)
+        print(f"%send: {reply}")
 
     def background(self, key: str) -> None:
         """`%bg ID`, the card's "Run in background" button, `api.background`."""

@@ -22,9 +22,11 @@ __all__ = [
     "context_percent",
     "context_text",
     "cost_text",
+    "member_state",
     "memory_text",
     "no_math",
     "process_text",
+    "roster_text",
     "task_figures",
     "tokens_detail",
     "tokens_text",
@@ -97,3 +99,16 @@ def task_figures(task: Task, *, writes: bool = False) -> str:
         f"{tokens_text(task.usage, writes=writes)} · {context} · "
         f"{cost_text(task.cost_usd)}{memory_text(task)}"
     )
+
+
+def member_state(task: Task) -> str:
+    """A teammate's state in a roster: working, idle, or how it ended."""
+    if task.done:
+        return task.status
+    return "idle" if task.idle else "working"
+
+
+def roster_text(team: str, members: list[Task]) -> str:
+    """A team's line: "team analysts · ana working, bob idle, cyd killed"."""
+    roster = ", ".join(f"{t.name or t.id} {member_state(t)}" for t in members)
+    return f"team {team} · {roster or 'no members'}"

@@ -279,6 +279,12 @@ class PermissionGate:
         gate._unset_mode = unset
         return gate
 
+    def ask_for(self, mode: PermissionMode | None) -> None:
+        """A worker's gate asks for `mode` from now on, as `for_worker` would have made it (a
+        teammate whose plan its lead approved leaves `plan`); never wider than the session
+        allows (`worker_mode`)."""
+        self._asked_mode = mode
+
     # -- deciding ------------------------------------------------------------------------
 
     async def check(

@@ -501,6 +501,33 @@ class Session:
         once; its clean-up and notification follow on the loop."""
         self.workers.kill(task_id, None)
 
+    @property
+    def teams(self) -> dict[str, list[Task]]:
+        """Each team's members (their tasks, in the order they joined), by team name."""
+        teams = self.workers.teams
+        return {name: teams.members(team) for name, team in teams.teams.items()}
+
+    def team(self, key: str) -> tuple[str, list[Task]]:
+        """A team's name and members (`key`: its name, or "" for the team the parent leads
+        now); a UsageError naming the teams."""
+        found = self.workers.teams.resolve(key)
+        return found.name, self.workers.teams.members(found)
+
+    def send_team(self, key: str, message: str) -> str:
+        """The person's message to every running member of a team (`key` as for `team`);
+        what it reached."""
+        self.budget.check("The message was")
+        teams = self.workers.teams
+        return teams.broadcast(None, teams.resolve(key), message, None)
+
+    async def stop_team(self, key: str) -> list[Task]:
+        """Shut a team down at the person's request (`key` as for `team`): its running
+        members are stopped like `stop_all`'s tasks (shown, not handed to the model)."""
+        members = [t.id for t in self.team(key)[1] if not t.done]
+        stopped = await self.workers.stop_all(members)
+        self.responder.stopped_by_user(stopped)
+        return stopped
+
     async def stop_all(self) -> list[Task]:
         """Stop every running task at the user's request. Their notifications are not
         handed to the parent model (it did not ask; invariant 43) but still go to the host
@@ -510,17 +537,29 @@ class Session:
         return stopped
 
     async def wait(self, *task_ids: str, timeout: float | None = None) -> list[Task]:
-        """Wait for the given tasks (default: every task of the session) to end.
+        """Wait for the given tasks (default: every task of the session) to end; a teammate,
+        which does not end by itself, until it is idle.
 
         Tasks that already ended are returned as they are, so a caller that starts work and
         then waits sees every task even when some finished before the wait began.
         """
         tasks = [self.registry.get(t) for t in task_ids] or list(self.registry)
-        waiting = asyncio.gather(*(t.wait() for t in tasks))
+        waiting = asyncio.gather(*(self._ended_or_idle(t) for t in tasks))
         await asyncio.wait_for(waiting, timeout)
         if self.store is not None:  # their transcripts and output files are on disk
             await self.store.aflush()
         return tasks
+
+    async def _ended_or_idle(self, task: Task) -> None:
+        """Until `task` has ended, or (a teammate, which does not end by itself) is idle."""
+        if task.team is None:
+            await task.wait()
+            return
+        while not (task.settled or task.idle):
+            self._changed.clear()
+            if task.settled or task.idle:
+                break
+            await self._changed.wait()
 
     @property
     def tasks(self) -> list[Task]:
@@ -547,12 +586,13 @@ class Session:
         return run.history if run is not None else []
 
     def _busy(self) -> bool:
-        if self._lock.locked() or not all(t.settled for t in self.registry):
+        if self._lock.locked() or not all(t.settled or t.idle for t in self.registry):
             return True
         return self.responder.busy()
 
     async def idle(self) -> None:
-        """Wait until no task runs, no notification waits and no parent turn is in flight."""
+        """Wait until no task runs (but idle teammates), no notification waits and no parent
+        turn is in flight."""
         while self._busy():
             self._changed.clear()
             if not self._busy():

@@ -120,6 +120,8 @@ class Task:
     memory_mb: float | None = None  # what its finished worker process alone holds
     process: Rollup | None = None  # its running worker process's memory, sampled (memory.py)
     foreground: bool = False  # its caller waits for it (a synchronous named agent)
+    team: str | None = None  # the team it is a teammate of (workers/teams.py)
+    idle: bool = False  # a teammate between turns, waiting for its next message
     notes: list[str] = field(default_factory=list)  # what its definition asked for in vain
     todos: list[Todo] = field(default_factory=list)  # its todo list (TodoWrite)
     notification: str | None = None

@@ -20,7 +20,15 @@ from ..tasks.registry import Task, Todo
 from ..transcripts.store import AgentMeta, Transcript, TranscriptStore, WorktreeRecord, fingerprint
 from .worktree import Worktree
 
-__all__ = ["NO_OUTPUT", "AgentRun", "new_agent_id", "open_transcript", "outcome", "own_text"]
+__all__ = [
+    "NO_OUTPUT",
+    "AgentRun",
+    "new_agent_id",
+    "open_transcript",
+    "outcome",
+    "own_text",
+    "text_since",
+]
 
 NO_OUTPUT = "(no output)"
 
@@ -57,6 +65,11 @@ class AgentRun:
     resume_with: list[str] = field(default_factory=list)  # messages that came meanwhile
     shell_groups: set[int] = field(default_factory=set)  # its Bash calls' process groups
     todos: list[Todo] = field(default_factory=list)  # its todo list (TodoWrite)
+    team: str | None = None  # a teammate's team: it waits for mail between turns (teams.py)
+    mailbox: list[str] = field(default_factory=list)  # <teammate-message>s not read yet
+    turn_start: int = 0  # where a teammate's current turn begins in its history
+    reported: bool = False  # a teammate messaged its lead during the current turn
+    leaving: bool = False  # a teammate whose shutdown was approved: ends with this turn
 
 
 def _own_start(run: AgentRun) -> int:
@@ -77,6 +90,11 @@ def _own_start(run: AgentRun) -> int:
 def own_text(run: AgentRun) -> str:
     """The run's last text of its own (never the inherited conversation's)."""
     return last_assistant_text(run.history[_own_start(run) :])
+
+
+def text_since(run: AgentRun, start: int) -> str:
+    """The run's last text among its messages from `start` on ("" when it wrote none)."""
+    return _last_text(run.history[start:])
 
 
 def partial(run: AgentRun) -> str:

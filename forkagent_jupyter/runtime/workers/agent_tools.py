@@ -16,6 +16,7 @@ from ..loop.fork import FORK_RECURSION_ERROR
 from ..tasks.registry import Task, shown_path
 from ..tools.base import Tool, ToolContext, ToolError
 from ..tools.shells import ShellRegistry
+from .teams import TEAM_LEAD, Structured
 from .worktree import Worktree, create_worktree
 
 __all__ = [
@@ -83,6 +84,20 @@ def launched_text(task: Task, prompt: str, ctx: ToolContext) -> str:
     )
 
 
+def spawned_text(task: Task, notes: list[str]) -> str:
+    """The Agent call's result when it spawned a teammate."""
+    said = "".join(f"\n({note})" for note in notes)
+    return (
+        f"status: teammate_spawned\nagent_id: {task.id}\nname: {task.name}\n"
+        f"team_name: {task.team}\n"
+        f"{task.name} is running: it reads its instructions and your messages from its "
+        f"mailbox (SendMessage with to: '{task.name}', or to: '*' for the whole team). It does "
+        "not end when it finishes a turn: it waits for the next message, and tells you when "
+        "it goes idle unless it has just messaged you. To let it go, send it a "
+        f"shutdown_request.{said}"
+    )
+
+
 def moved_text(task: Task) -> str:
     """The Agent call's result when the user moved its agent to the background."""
     return (
@@ -127,6 +142,10 @@ async def _new_worktree(ctx: ToolContext, agent_id: str) -> Worktree:
         raise
 
 
+PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan", "dontAsk"]
+"""The modes a teammate may be asked for (the reference's); only `plan` changes anything."""
+
+
 class AgentInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -147,7 +166,19 @@ class AgentInput(BaseModel):
     # ignored if sent anyway; `SyncAgentInput` offers it
     run_in_background: SkipJsonSchema[bool | None] = None
     name: str | None = Field(
-        default=None, description="A name to address the agent with in SendMessage."
+        default=None,
+        description="A name for the agent: SendMessage reaches it by this name. With "
+        "team_name (or once you lead a team) it joins the team as a teammate.",
+    )
+    team_name: str | None = Field(
+        default=None,
+        description="Spawn the agent (with name) as a teammate of this team, made if new; "
+        "default: your current team, if you lead one.",
+    )
+    mode: PermissionMode | None = Field(
+        default=None,
+        description="Permission mode for a teammate: 'plan' makes it plan before it changes "
+        "anything (approve its plan with a plan_approval_response).",
     )
     isolation: Literal["worktree"] | None = Field(
         default=None, description="'worktree' runs the agent in its own git worktree."
@@ -184,7 +215,9 @@ class AgentTool(Tool[AgentInput]):
         "in one message to work on independent parts in parallel. With subagent_type (one of "
         "the available agent types listed in the conversation) it starts that named agent "
         "with only your prompt as context. Either way the call returns at once and the "
-        "agent's result comes back later as a <task-notification> message."
+        "agent's result comes back later as a <task-notification> message. With name and "
+        "team_name (or name alone once you lead a team) it spawns a teammate instead: a named "
+        "agent that stays, reads its mailbox and is reached with SendMessage."
     )
     input_model = AgentInput
     forking = True
@@ -193,6 +226,8 @@ class AgentTool(Tool[AgentInput]):
     allowed_in_plan = True  # its workers inherit plan mode
 
     def describe(self, args: AgentInput) -> str:
+        if args.name and args.team_name:
+            return f"Agent (teammate {args.name} of {args.team_name}): {args.description}"
         return f"Agent ({args.subagent_type or 'fork'}): {args.description}"
 
     def permission_subject(self, args: AgentInput) -> str:
@@ -205,16 +240,24 @@ class AgentTool(Tool[AgentInput]):
         call = ctx.call
         tool_use_id = call.tool_use_id if call else None
         agent_type = args.subagent_type
-        if agent_type is not None and args.fork_turns is not None:
-            raise ToolError(
-                "fork_turns applies to forks only (no subagent_type): a named agent starts "
-                "with nothing but your prompt. Drop one of the two."
-            )
         forking = bool(workers.forking)
-        if agent_type is None and not forking:
+        teams = workers.teams
+        joining = teams.joining(parent, args.name, args.team_name)  # a teammate's team
+        if joining is None and (forking or args.run_in_background):
+            why = " (with forking on, every agent runs in the background)" if forking else ""
+            teams.refuse_background(parent, why)
+        if (agent_type is not None or joining is not None) and args.fork_turns is not None:
+            raise ToolError(
+                "fork_turns applies to forks only (no subagent_type, no teammate): a named "
+                "agent starts with nothing but your prompt. Drop one of the two."
+            )
+        if agent_type is None and (joining is not None or not forking):
             agent_type = "general-purpose"
         agent_id = new_agent_id()
         definition = None if agent_type is None else await workers.definition(agent_type)
+        if joining is None and definition is not None and definition.background:
+            why = f" (agent type '{definition.name}' runs in the background by its file)"
+            teams.refuse_background(parent, why)
         isolation = args.isolation or (definition.isolation if definition else None)
         worktree = None
         notes = await _start_servers(ctx, agent_id, definition)
@@ -223,6 +266,30 @@ class AgentTool(Tool[AgentInput]):
                 if parent.is_fork and agent_type is None:
                     raise ToolError(FORK_RECURSION_ERROR)
                 worktree = await _new_worktree(ctx, agent_id)
+            if joining is not None:
+                assert definition is not None and args.name is not None
+                task = teams.spawn(
+                    parent,
+                    definition,
+                    args.prompt,
+                    name=args.name,
+                    team=joining,
+                    description=args.description,
+                    plan=args.mode == "plan",
+                    model=args.model,
+                    tool_use_id=tool_use_id,
+                    agent_id=agent_id,
+                    worktree=worktree,
+                )
+                if notes:
+                    task.notes.extend(notes)
+                said = []
+                if args.mode not in (None, "plan"):
+                    said.append(
+                        f"mode {args.mode!r} not applied: a teammate asks for approvals as its "
+                        "type's file says; only 'plan' changes that"
+                    )
+                return spawned_text(task, said)
             if agent_type is None:
                 history = call.history if call else None
                 task = workers.fork(
@@ -268,7 +335,13 @@ class AgentTool(Tool[AgentInput]):
         task = workers.start(run)
         if background:
             return launched_text(task, args.prompt, ctx)
-        return await _wait_for(workers, run, task, lambda: launched_text(task, args.prompt, ctx))
+        return await _wait_for(
+            workers,
+            run,
+            task,
+            lambda: launched_text(task, args.prompt, ctx),
+            hold=parent.team is not None,
+        )
 
 
 async def _start_servers(ctx: ToolContext, agent_id: str, definition: Any) -> list[str] | None:
@@ -296,15 +369,18 @@ async def _start_servers(ctx: ToolContext, agent_id: str, definition: Any) -> li
     return notes
 
 
-async def _wait_for(workers: Any, run: Any, task: Task, launched: Callable[[], str]) -> str:
+async def _wait_for(
+    workers: Any, run: Any, task: Task, launched: Callable[[], str], *, hold: bool = False
+) -> str:
     """A synchronous agent's answer as the call's result. It moves to the background (its
     result then comes as a notification) when the user asks or after
-    `workers.auto_background_after` seconds; it is stopped with the caller's turn."""
+    `workers.auto_background_after` seconds (not with `hold`: a teammate's agents stay in
+    the foreground); it is stopped with the caller's turn."""
     task.foreground = True
     workers.registry.changed(task)
     ended = asyncio.ensure_future(task.ended())
     moved = asyncio.ensure_future(run.to_background.wait())
-    limit = workers.auto_background_after
+    limit = None if hold else workers.auto_background_after
     try:
         await asyncio.wait(
             {ended, moved},
@@ -353,7 +429,9 @@ class SyncAgentTool(AgentTool):
         "the conversation (without it: general-purpose); it starts with only your prompt as "
         "context. You wait for its answer, which is this call's result, unless "
         "run_in_background is true or the agent type runs in the background (its result "
-        "then comes back later as a <task-notification> message)."
+        "then comes back later as a <task-notification> message). With name and team_name "
+        "(or name alone once you lead a team) it spawns a teammate instead: a named agent "
+        "that stays, reads its mailbox and is reached with SendMessage."
     )
     input_model = SyncAgentInput
     forking = False
@@ -368,20 +446,30 @@ class SendMessageInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     to: str = Field(
-        description="The agent's id or name, or '*' for every running agent you can reach."
+        description="Recipient: an agent's name or id (in a team: a teammate's name, "
+        "'team-lead' for a teammate's lead), or '*' for everyone in your team (outside a "
+        "team: every running agent you can reach)."
     )
-    message: str = Field(description="What to tell it.")
     summary: str | None = Field(
-        default=None, description="A few words saying what the message is about (shown)."
+        default=None,
+        description="A 5-10 word summary shown as a preview (required when message is plain text).",
+    )
+    message: str | Structured = Field(
+        description="Plain text, or a structured message to one teammate: a "
+        "shutdown_request (the lead asks it to end), a shutdown_response (a teammate's "
+        "answer, to 'team-lead'), a plan_approval_response (the lead's answer to a plan)."
     )
 
 
 class SendMessageTool(Tool[SendMessageInput]):
     name = "SendMessage"
     description = (
-        "Send a message to a background agent you started (to: its id or name), or to every "
-        "running agent (to: '*'). A running agent reads it at its next step; a finished one "
-        "is resumed with it and reports back again."
+        "Send a message to an agent: one you started (to: its id or name), a teammate (to: "
+        "its name; 'team-lead' reaches a teammate's lead), or everyone in your team (to: "
+        "'*'; outside a team, every running agent). A running agent reads it at its next "
+        "step, an idle teammate wakes up for it, a finished agent is resumed with it and "
+        "reports back again. Plain text needs a summary; a structured message goes to one "
+        "recipient, never to '*'."
     )
     input_model = SendMessageInput
     concurrency_safe = True
@@ -389,14 +477,43 @@ class SendMessageTool(Tool[SendMessageInput]):
     allowed_in_plan = True  # a resumed worker inherits plan mode
 
     def describe(self, args: SendMessageInput) -> str:
-        return f"SendMessage to {args.to}: {args.summary or args.message}"
+        said = args.message if isinstance(args.message, str) else args.message.type
+        return f"SendMessage to {args.to}: {args.summary or said}"
 
     async def run(self, args: SendMessageInput, ctx: ToolContext) -> str:
         workers, caller = _workers(ctx)
+        to, message = args.to.strip(), args.message
+        if not to:
+            raise ToolError("to is empty: name the recipient (a name or an agent id), or '*'.")
+        if isinstance(message, str) and not (args.summary or "").strip():
+            raise ToolError(
+                "summary is required when message is plain text: add a 5-10 word summary."
+            )
+        if not isinstance(message, str) and to == "*":
+            raise ToolError(
+                f"A structured message ({message.type}) cannot be broadcast (to: '*'): send "
+                "it to one teammate by name."
+            )
+        teams = workers.teams
         try:
-            if args.to.strip() == "*":
-                return str(workers.broadcast(args.message, sender=caller.id))
-            return str(await workers.send(args.to, args.message))
+            if not isinstance(message, str):
+                return str(teams.structured(caller, to, message))
+            team = teams.context(caller)
+            if to == "*":
+                if team is not None:
+                    return str(teams.broadcast(caller, team, message, args.summary))
+                return str(workers.broadcast(message, sender=caller.id))
+            address = teams.address(caller, to)
+            if address == "main":
+                return str(teams.send_lead(caller, message, args.summary))
+            if to == TEAM_LEAD:
+                raise UsageError(
+                    f"{TEAM_LEAD!r} is a teammate's name for its lead, and you are in no team."
+                )
+            sender = teams.sender(caller)
+            return str(
+                await workers.send(address or to, message, sender=sender, summary=args.summary)
+            )
         except UsageError as exc:
             raise ToolError(str(exc)) from None
 

@@ -18,6 +18,8 @@ results reliable:
   one resumes it in the background (from memory, or from its transcript after a restart), in
   its own worktree when it had one - never in the parent's checkout. A message that comes
   while the agent is ending resumes it once it has ended.
+* A teammate (teams.py) reads its mail as `<teammate-message>`s and does not end with its
+  turn: it waits, idle, for the next message until it is stopped or leaves.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from .fork_groups import ForkGroups
 from .new_runs import fork_run, named_run, restored_run
 from .run_worktree import clean_worktree, recreate_worktree, renew_worktree
 from .task_progress import apply_event, log_event, show_rate_wait, waits_for_rate
+from .teams import FROM_USER, Teams, teammate_message
 from .worktree import Worktree
 
 __all__ = ["AgentRun", "ForkRefusedError", "Workers", "new_agent_id"]
@@ -94,10 +97,14 @@ class Workers:
         self.queue = queue
         self._definitions = definitions
         self._named_config = named_config
+        self.named_config = named_config
+        """A named agent's config (`session/agent_setup.py`); a teammate's starts from it."""
         self._fork_config = fork_config
         self.runs: dict[str, AgentRun] = {}
         self._groups = ForkGroups(self._rate_waiting)
         self._endings: set[asyncio.Task[None]] = set()  # terminal transitions under way
+        self.teams = Teams(self)
+        """The parent's teams and their mail (teams.py)."""
 
     # -- launching -------------------------------------------------------------------------
 
@@ -207,7 +214,7 @@ class Workers:
         run.task.context_window = window_for(run.config.model, run.config.compaction)
         self.registry.register(run.task)
         self.runs[run.id] = run
-        run.state.inbox = lambda: self._take_inbox(run)
+        run.state.inbox = lambda: self.take_inbox(run)
         run.state.on_rate_wait = functools.partial(self._rate_wait, run)
         self._launch(run)
         return run.task
@@ -233,10 +240,12 @@ class Workers:
 
     # -- running ---------------------------------------------------------------------------
 
-    def _take_inbox(self, run: AgentRun) -> list[str]:
+    def take_inbox(self, run: AgentRun) -> list[str]:
+        """What waits for `run`: messages (a teammate's mail as it came), then notifications."""
         run.wakeup.clear()
-        texts = [f"{MESSAGE_PREFIX}\n{m}" for m in run.inbox]
+        texts = [f"{MESSAGE_PREFIX}\n{m}" for m in run.inbox] + run.mailbox
         run.inbox.clear()
+        run.mailbox.clear()
         texts += [c.text for c in self.queue.drain(run.id)]
         return texts
 
@@ -260,13 +269,15 @@ class Workers:
                     if isinstance(event, Stop):
                         stop = event
                 assert stop is not None
-                if stop.reason not in ("end_turn", "max_tokens"):
+                if stop.reason not in ("end_turn", "max_tokens") or run.leaving:
                     break
                 # Not done while own workers run or messages wait: continue with them.
-                pending = self._take_inbox(run)
+                pending = self.take_inbox(run)
                 while not pending and self.registry.running(owner=run.id):
                     await self._next_for(run)
-                    pending = self._take_inbox(run)
+                    pending = self.take_inbox(run)
+                if not pending and run.team is not None and not run.leaving:
+                    pending = await self.teams.idle(run)  # a teammate waits for mail
                 if pending:
                     blocked = 0
                 elif hooks is not None:  # its end, unless its SubagentStop hooks send it back
@@ -378,7 +389,9 @@ class Workers:
     def wake(self, agent_id: str) -> None:
         """Something arrived for `agent_id` (a message or a notification)."""
         run = self.runs.get(agent_id)
-        if run is not None:
+        if run is not None and run.team is not None:
+            self.teams.wake(run)
+        elif run is not None:
             run.wakeup.set()
 
     def _observe(self, run: AgentRun, event: object) -> None:
@@ -402,10 +415,13 @@ class Workers:
 
     # -- messaging and stopping --------------------------------------------------------------
 
-    async def send(self, to: str, message: str) -> str:
+    async def send(
+        self, to: str, message: str, *, sender: str | None = None, summary: str | None = None
+    ) -> str:
         """Deliver `message` to a running agent, or resume a finished one with it (one this
-        session does not hold, from its transcript)."""
-        reply = self.deliver(to, message)
+        session does not hold, from its transcript). `sender` signs it for a teammate's
+        mailbox (None: the person), with `summary`."""
+        reply = self.deliver(to, message, sender=sender, summary=summary)
         if reply is None:
             return await self._revive(to, message)
         return reply
@@ -427,9 +443,12 @@ class Workers:
             raise UsageError("No agent is running: the message reached no one.")
         return f"Message queued for {len(reached)} running agent(s): {', '.join(reached)}."
 
-    def deliver(self, to: str, message: str) -> str | None:
+    def deliver(
+        self, to: str, message: str, *, sender: str | None = None, summary: str | None = None
+    ) -> str | None:
         """`send` to an agent this session holds, at once (None: it holds no such agent;
-        `send` resumes it from disk)."""
+        `send` resumes it from disk). A teammate gets it in its mailbox, signed by `sender`
+        (None: the person)."""
         if not message.strip():
             raise UsageError("The message is empty.")
         if to == "main" or (self.main is not None and to == self.main.id):
@@ -444,10 +463,18 @@ class Workers:
         run = self.runs.get(task.id)
         if run is None:
             raise UsageError(f"Agent {to!r} has no conversation to resume.")
+        mail = None
+        if run.team is not None:  # a teammate: its mailbox, the sender named
+            mail = teammate_message(sender or FROM_USER, message, summary)
         if not task.done and not run.stopping:
+            if mail is not None:
+                self.teams.post(run, mail)
+                return f"Message sent to {task.name or task.id}'s mailbox."
             run.inbox.append(message)
             run.wakeup.set()
             return f"Message queued for {task.name or task.id}; it arrives at its next step."
+        if mail is not None:
+            message = mail
         if run.ending or run.stopping or not task.settled:
             run.resume_with.append(message)
             state = "stopping" if not task.done else task.status
@@ -467,8 +494,11 @@ class Workers:
         run.stop_reason = None
         run.stopping = False
         # messages it accepted while running but never read come first
-        texts = [f"{MESSAGE_PREFIX}\n{m}" for m in run.inbox] + messages
+        texts = [f"{MESSAGE_PREFIX}\n{m}" for m in run.inbox] + run.mailbox + messages
         run.inbox.clear()
+        run.mailbox.clear()
+        run.turn_start = len(run.history)
+        run.leaving = run.reported = False
         run.state.append(
             run.history, {"role": "user", "content": [{"type": "text", "text": t} for t in texts]}
         )
@@ -597,10 +627,11 @@ class Workers:
         else:
             self._spawn(self._end(run, "killed", result=partial(run), error=reason))
 
-    async def stop_all(self) -> list[Task]:
-        """Stop every running task at the user's request: each ends `killed` with one
-        notification, which is not handed to any model (invariant 43). Returns the tasks it
-        stopped (not those that ended by themselves meanwhile: they report as usual)."""
+    async def stop_all(self, keys: list[str] | None = None) -> list[Task]:
+        """Stop every running task (or those of `keys`) at the user's request: each ends
+        `killed` with one notification, which is not handed to any model (invariant 43).
+        Returns the tasks it stopped (not those that ended by themselves meanwhile: they
+        report as usual)."""
 
         async def one(task: Task) -> Task | None:
             try:
@@ -609,7 +640,10 @@ class Workers:
                 await task.wait()
                 return None
 
-        stopped = await asyncio.gather(*(one(t) for t in self.registry.running()))
+        chosen = self.registry.running()
+        if keys is not None:
+            chosen = [t for t in chosen if t.id in keys]
+        stopped = await asyncio.gather(*(one(t) for t in chosen))
         return [t for t in stopped if t is not None]
 
 
