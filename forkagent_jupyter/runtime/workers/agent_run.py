@@ -94,7 +94,7 @@ def own_text(run: AgentRun) -> str:
 
 def text_since(run: AgentRun, start: int) -> str:
     """The run's last text among its messages from `start` on ("" when it wrote none)."""
-    return _last_text(run.history[start:])
+    return last_assistant_text(run.history[start:])
 
 
 def partial(run: AgentRun) -> str:
