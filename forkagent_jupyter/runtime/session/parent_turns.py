@@ -1,6 +1,7 @@
-"""The parent conversation's turns: a prompt's turn (pending notifications read with it),
-the turn that answers notifications, compaction, resuming an earlier session's
-conversation and starting a new one; and what the parent's own requests cost.
+"""The parent conversation's turns: a prompt's turn (pending notifications read with it; a
+`/name` prompt runs that command, `commands.py`), the turn that answers notifications,
+compaction, resuming an earlier session's conversation and starting a new one; and what the
+parent's own requests cost.
 
 Each turn first reads the settings files and starts the MCP servers, then takes the
 session's settings as they stand (`agent_setup.py`); the agent listing is told again
@@ -20,7 +21,7 @@ from ..config.settings import hook_trust, read_settings
 from ..errors import UsageError
 from ..events import Compacted, LoopEvent, Stop, UsageReport
 from ..loop.compaction import compact
-from ..loop.config import LoopState
+from ..loop.config import AgentConfig, LoopState
 from ..loop.loop import run_turn
 from ..mcp.servers import McpServers
 from ..model.budget import CostBudget
@@ -30,8 +31,9 @@ from ..tasks.notifications import CommandQueue
 from ..tools.base import ToolSet
 from ..transcripts.store import TranscriptStore
 from ..workers.configs import with_mcp_tools
-from ..workers.workers import AgentRun
+from ..workers.workers import AgentRun, Workers
 from .agent_setup import AgentContexts
+from .commands import Prepared, find_invocation, prepare_command, run_fork_command
 from .responder import Responder
 from .turn_result import fold_turn, replay
 
@@ -56,6 +58,7 @@ class ParentHost(Protocol):
     budget: CostBudget
     queue: CommandQueue
     store: TranscriptStore | None
+    workers: Workers
 
     def agent_scan(self) -> AgentScan: ...
 
@@ -92,7 +95,23 @@ class ParentTurns:
         if not isinstance(prompt, str) or not prompt.strip():
             raise UsageError("The prompt is empty: write what the agent should do.")
         host.budget.check("The turn was")
+        invocation = await asyncio.to_thread(find_invocation, prompt, host.workdir, host.home)
         async with self.lock:
+            prepared: Prepared | None = None
+            if invocation is not None:
+                events: list[LoopEvent] = []  # its shell lines' calls, as they ran
+                try:
+                    prepared = await prepare_command(self, invocation, events)
+                except UsageError:
+                    for event in events:
+                        yield event
+                    raise
+                for event in events:
+                    yield event
+                if invocation.command.fork:
+                    async for event in run_fork_command(self, prepared):
+                        yield event
+                    return
             # pending notifications go with the prompt, whether or not the parent answers
             # them by itself (auto_respond): none waits unread
             commands = host.queue.drain("main")
@@ -100,7 +119,9 @@ class ParentTurns:
             texts = [c.text for c in commands]
             seen: list[LoopEvent] = []
             try:
-                async for event in self.turn([*texts, prompt], prompt):
+                said = prepared.texts() if prepared is not None else [prompt]
+                adjust = prepared.adjust if prepared is not None else None
+                async for event in self.turn([*texts, *said], prompt, adjust):
                     if commands:
                         seen.append(event)
                     yield event
@@ -125,14 +146,22 @@ class ParentTurns:
             host.hooks.not_approved(entry)
         return host.gate.summary()
 
-    async def turn(self, texts: list[str], prompt: str | None = None) -> AsyncIterator[LoopEvent]:
-        """One parent turn whose user message is `texts` (the caller holds the lock)."""
+    async def turn(
+        self,
+        texts: list[str],
+        prompt: str | None = None,
+        adjust: Callable[[AgentConfig], AgentConfig] | None = None,
+    ) -> AsyncIterator[LoopEvent]:
+        """One parent turn whose user message is `texts` (the caller holds the lock);
+        `adjust` changes the parent's config for this turn only (an inline command's)."""
         host = self.host
         main = host.main
         await self.load_settings()
         await host.mcp.start()
         self.sync_mcp_tools()
         main.config = host.contexts.parent_config()
+        if adjust is not None:
+            main.config = adjust(main.config)
         if prompt is not None and host.hooks.has("UserPromptSubmit"):
             said = await host.hooks.run("UserPromptSubmit", {"agent_id": "main", "prompt": prompt})
             if said.blocked:
@@ -154,6 +183,8 @@ class ParentTurns:
                     await host.hooks.run("Stop", {"agent_id": "main", "stop_reason": event.reason})
                 yield event
         finally:
+            if adjust is not None:  # the command's limit and model end with its turn
+                main.config = host.contexts.parent_config()
             self.changed.set()
 
     def sync_mcp_tools(self) -> None:
