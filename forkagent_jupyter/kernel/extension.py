@@ -113,6 +113,8 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
         magics = self.shell.magics_manager.magics
         magics["cell"].pop("agent", None)
         for name in (
+            "agent",
+            "commands",
             "fork",
             "send",
             "tasks",

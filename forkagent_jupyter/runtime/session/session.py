@@ -18,6 +18,7 @@ from typing import Any, Literal
 from ...messages_api.usage import Usage
 from ..batch.fan_out import BatchResults, BatchRun, FanOut, Notify, fan_out
 from ..config.agent_definitions import AgentDefinition, AgentScan, scan_agents
+from ..config.commands import CommandScan, scan_commands
 from ..config.hooks import Hooks
 from ..errors import ConfigError, UsageError
 from ..events import Compacted, LoopEvent
@@ -280,6 +281,12 @@ class Session:
         """Named agents that load: built-in, then user, then project
         (`config/agent_definitions.py`)."""
         return self.agent_scan().agents
+
+    async def commands(self) -> CommandScan:
+        """The slash commands and skills a prompt `/name args` runs (`config/commands.py`):
+        user and project, `.claude` and `.forkagent`, read now on a thread; the files that
+        give none and the names given twice beside them (`describe_commands` shows it)."""
+        return await asyncio.to_thread(scan_commands, self.workdir, self.home)
 
     # -- listeners -----------------------------------------------------------------------
 
