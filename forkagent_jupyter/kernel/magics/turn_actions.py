@@ -53,6 +53,9 @@ class TurnActions(AgentCore):
             with said_as(magic):
                 async with interruptible():
                     await self.ui.run_turn(prompt)
+                    # a card that ended in the turn (a `context: fork` command's) shows its
+                    # final state in this cell
+                    await self.ui.hub.drained()
         finally:
             self.session.model = model
             self.session.thinking = thinking

@@ -323,7 +323,9 @@ class Session:
         return await self.parent.load_settings()
 
     async def ask(self, prompt: str) -> Turn:
-        """Run one parent turn to completion and return its outcome."""
+        """Run one parent turn to completion and return its outcome. A prompt `/name args`
+        runs that slash command or skill (`session/commands.py`): inline as the turn's
+        prompt, or with `context: fork` in a fork whose report is the turn's text."""
         return await fold_turn(self.stream(prompt))
 
     def reset(self) -> None:
