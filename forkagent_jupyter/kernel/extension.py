@@ -117,6 +117,8 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
         for name in ("agent", "fork", "send"):
             magics["cell"].pop(name, None)
         for name in (
+            "agent",
+            "commands",
             "fork",
             "send",
             "tasks",

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .batch.fan_out import BatchRun, in_batch, resume_batches
+    from .config.commands import CommandScan
+    from .config.commands import describe as describe_commands
     from .config.hook_approval import approve as approve_hooks
     from .config.hook_approval import describe as describe_hooks
     from .config.hook_approval import waiting as hooks_waiting
@@ -162,6 +164,9 @@ _WHERE: dict[str, tuple[str, str]] = {
     "timeline_png": ("transcripts.timeline_figure", "png"),
     # what the settings files, hooks and MCP servers say (%permissions, %hooks, %mcp)
     "describe_settings": ("config.settings", "describe"),
+    # the slash commands and skills a prompt can run as /name (%commands)
+    "CommandScan": ("config.commands", "CommandScan"),
+    "describe_commands": ("config.commands", "describe"),
     "describe_mcp_servers": ("mcp.servers", "describe"),
     "hooks_waiting": ("config.hook_approval", "waiting"),
     "describe_hooks": ("config.hook_approval", "describe"),
@@ -176,6 +181,7 @@ __all__ = [
     "BatchRun",
     "CallbackPolicy",
     "ClearOutput",
+    "CommandScan",
     "Compacted",
     "ConfigError",
     "CostBudget",
@@ -220,6 +226,7 @@ __all__ = [
     "cost_report",
     "default_model_name",
     "default_worker_memory_mb",
+    "describe_commands",
     "describe_hooks",
     "describe_mcp_servers",
     "describe_settings",

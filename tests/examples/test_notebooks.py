@@ -16,6 +16,8 @@ import nbformat
 import pandas as pd
 import pytest
 
+from tests.reported import tool_outputs
+
 from .conftest import NOTEBOOKS, Executed
 
 pytestmark = pytest.mark.kernel
@@ -354,6 +356,18 @@ def test_your_own_agents(run_notebook: RunNotebook, tmp_path: Path) -> None:
     assert "called mcp__sales__query {'sql': 'SELECT region, SUM(amount)" in answered
     assert "region | total\nsouth | 355.0\nnorth | 200.5\nwest | 150.0\neast | 95.25" in answered
     assert "its servers now: []" in answered
+    # a `context: fork` command the notebook wrote: listed, run in a fork with a card, its
+    # report the cell's output and the command's output in the conversation
+    listed = ran.text("%commands")
+    assert "/review-totals [region]" in listed
+    assert "[fork; project command, .claude/commands/review-totals.md]" in listed
+    reviewed = ran.text("%%agent /review-totals south")
+    assert reviewed.startswith("Scope: Check the sales total of south")
+    assert tool_outputs(reviewed) == ["355.0", "0.443"], reviewed
+    [card] = ran.cards("%%agent /review-totals")
+    assert "fork · /review-totals south" in card and ">completed<" in card, card
+    kept = ran.text("# the command's output")
+    assert kept.startswith("/review-totals south \n\n<local-command-stdout>\nScope:"), kept
 
 
 def test_fan_out_on_a_dask_cluster(run_notebook: RunNotebook) -> None:

@@ -1,11 +1,11 @@
 """The magics: thin - parse, call the runtime through `KernelAgent`, display.
 
-`%%agent` cells, `%tasks --wait` / `--pull` and `%compact` lines, and unindented `%send` and
-`%notifications` lines are rewritten by an input transformer into a top-level `await`, so the
-cell stays busy while the kernel's event loop stays free (workers progress, buttons work, and
-files are read on threads). The magic functions below are what runs when no await is possible
-(`run_cell_magic` from code, an indented line): the work then starts in the background and its
-handle is returned.
+`%%agent` cells, `%tasks --wait` / `--pull` and `%compact` lines, and unindented `%agent`,
+`%send`, `%notifications` and `%commands` lines are rewritten by an input transformer into a
+top-level `await`, so the cell stays busy while the kernel's event loop stays free (workers
+progress, buttons work, and files are read on threads). The magic functions below are what
+runs when no await is possible (`run_cell_magic` from code, an indented line): the work then
+starts in the background and its handle is returned.
 
 Every magic's line, on either path, is parsed once, by the parser its `@magic_arguments`
 declare (`parse_line`); the prose of `%fork` and `%send` is kept as written.
@@ -22,7 +22,6 @@ from typing import Any, Protocol
 from IPython.core.error import UsageError
 from IPython.core.magic import (
     Magics,
-    cell_magic,
     line_cell_magic,
     line_magic,
     magics_class,
@@ -33,7 +32,9 @@ from IPython.core.magic_arguments import argument, magic_arguments
 __all__ = [
     "AgentMagics",
     "MagicsHost",
+    "agent_line",
     "agent_options",
+    "commands_options",
     "compact_options",
     "hooks_options",
     "mcp_options",
@@ -70,15 +71,18 @@ def _shows_help(magic: Callable[..., Any]) -> Callable[..., Any]:
 _CELL = re.compile(r"^%%agent\b(.*)$")
 _AWAITED = re.compile(r"^(\s*)%tasks(\s+--(?:wait|pull|timeline|memory)\b.*)$")
 _COMPACT = re.compile(r"^(\s*)%compact\b(?![?])(.*)$")
-_TOP_LEVEL = re.compile(r"^()%(send|notifications|permissions|mcp|hooks)\b(?![?])(.*)$")
+_TOP_LEVEL = re.compile(r"^()%(send|notifications|permissions|mcp|hooks|commands)\b(?![?])(.*)$")
+"""`%send`, `%notifications`, `%permissions`, `%mcp`, `%hooks` and `%commands` lines awaited
+when not indented (an indented line may be in a function, where an await is not allowed:
+those run the magic, see `KernelAgent.send`)."""
+_AGENT_LINE = re.compile(r"^%agent\b(?![?])(.*)$")
+"""An unindented `%agent PROMPT` line: the prompt's turn, awaited like an `%%agent` cell."""
 _PROSE = re.compile(r"^(\s*)%(fork|send)(\s.*)$")
 """A `%fork` or `%send` line not otherwise rewritten: its prose goes to the magic as written.
 IPython would read a line ending in `?` (`%fork ... the mean price?`) as a help request for its
 last word; a line that asks for the magic's own help (`%fork ?`, `%fork -h`) is left to it."""
 _SEND_CELL = re.compile(r"^%%send\b(.*)$")
-"""`%send`, `%notifications`, `%permissions`, `%mcp` and `%hooks` lines awaited when not
-indented (an indented line may be in a function, where an await is not allowed: those run
-the magic, see `KernelAgent.send`)."""
+"""A `%%send TO` cell: the body is the message, awaited like a `%send` line."""
 
 
 def _first_word(text: str) -> tuple[str, str]:
@@ -201,6 +205,10 @@ def transform_cell(lines: list[str]) -> list[str]:
         if _asks_help(line):
             out.append(line)  # the magic shows its help
             continue
+        agent = _AGENT_LINE.match(line.rstrip("\n"))
+        if agent:  # the prose is kept as written (`{name}` is interpolated by the turn)
+            out.append(f"await __forkagent__.run_line({agent.group(1).strip()!r})\n")
+            continue
         awaited = _AWAITED.match(line.rstrip("\n"))
         if awaited:
             indent, args = awaited.group(1), awaited.group(2).strip()
@@ -244,11 +252,13 @@ class MagicsHost(Protocol):
     def start_permissions(self) -> Any: ...
     def start_mcp(self, approve: str | None = None) -> Any: ...
     def start_hooks(self, approve: bool) -> Any: ...
+    def start_commands(self) -> Any: ...
 
 
 @magics_class
 class AgentMagics(Magics):  # type: ignore[misc]
-    """%%agent, %fork, %send, %tasks, %stop, %compact, %notifications."""
+    """%%agent and %agent, %fork, %send, %tasks, %stop, %compact, %notifications,
+    %permissions, %mcp, %hooks, %commands."""
 
     def __init__(self, shell: Any, agent: MagicsHost) -> None:
         super().__init__(shell)
@@ -263,15 +273,25 @@ class AgentMagics(Magics):  # type: ignore[misc]
         metavar="N",
         help="extended thinking for this cell: a budget of N tokens (1024 or more; 0: off)",
     )
-    @cell_magic
+    @no_var_expand  # `{name}` is ours (interpolate)
+    @line_cell_magic
     @_shows_help
-    def agent(self, line: str, cell: str) -> Any:
-        """Talk to the agent: the cell body is your turn in the parent conversation.
+    def agent(self, line: str, cell: str | None = None) -> Any:
+        """Talk to the agent: the cell body (or, as `%agent PROMPT`, the rest of the line) is
+        your turn in the parent conversation.
 
         The answer streams into the cell; usage and cost come at the end. `{name}` inserts
-        the value of a notebook variable; `{{` and `}}` are literal braces.
+        the value of a notebook variable; `{{` and `}}` are literal braces. A prompt that
+        starts with `/name` runs that command or skill (%commands lists them); in a cell it
+        may follow the options on the `%%agent` line, the body then continuing its arguments.
         """
-        return self.host.start_cell(agent_options(line), cell)
+        if cell is None:
+            opts, prompt = agent_line(line, "%agent")
+            if not prompt.strip():
+                raise UsageError("%agent: say what the agent should do, e.g. %agent /review")
+            return self.host.start_cell(opts, prompt)
+        opts, command = agent_line(line)
+        return self.host.start_cell(opts, joined(command, cell))
 
     @magic_arguments()
     @argument("--name", help="a name to address the worker with (%%send, %%stop)")
@@ -462,6 +482,22 @@ class AgentMagics(Magics):  # type: ignore[misc]
         next turn."""
         return self.host.start_hooks(hooks_options(line).approve is not None)
 
+    @magic_arguments()
+    @line_magic
+    @_shows_help
+    def commands(self, line: str) -> Any:
+        """List the slash commands and skills a prompt can run as /name: each with its
+        arguments, what it does, how it runs (inline, or in a fork of the conversation) and
+        the file it comes from (.claude/commands, .claude/skills, yours or the project's);
+        then the files that cannot be used, with why, and the names given twice."""
+        commands_options(line)
+        return self.host.start_commands()
+
+
+def commands_options(line: str) -> Namespace:
+    """The arguments of a `%commands` line (none)."""
+    return parse_line(AgentMagics.commands, line, "%commands")
+
 
 def hooks_options(line: str) -> Namespace:
     """The arguments of a `%hooks` line (none, or `approve`)."""
@@ -484,6 +520,34 @@ def permissions_options(line: str) -> Namespace:
 def agent_options(line: str) -> Namespace:
     """The options of an `%%agent` line (whether the cell is awaited or not: parsed once)."""
     return parse_line(AgentMagics.agent, line, "%%agent")
+
+
+def agent_line(line: str, name: str = "%%agent") -> tuple[Namespace, str]:
+    """The options of an `%%agent` or `%agent` line and the text after them, as written.
+    `%agent`: the text is the prompt. `%%agent`: it may only be a `/command` (its arguments
+    continue in the body); other words there are refused as before."""
+    if line.strip() in HELP_WORDS:
+        return parse_line(AgentMagics.agent, line, name), ""
+    options = AgentMagics.agent.parser._option_string_actions
+    words: list[str] = []
+    rest = line.strip()
+    while rest.startswith("--"):
+        head, rest = _first_word(rest)
+        words.append(head)
+        action = options.get(head.partition("=")[0])
+        if action is not None and action.nargs != 0 and "=" not in head and rest:
+            value, rest = _first_word(rest)
+            words.append(value)
+    opts = parse_line(AgentMagics.agent, " ".join(words), name)
+    if name == "%%agent" and rest and not rest.startswith("/"):
+        said = f"{name}: unrecognized arguments: {rest}"
+        raise UsageError(said if len(said) <= LINE_LIMIT else said[: LINE_LIMIT - 3] + "...")
+    return opts, rest
+
+
+def joined(command: str, body: str) -> str:
+    """An `%%agent` cell's prompt: the `/command` of its line (if any), then its body."""
+    return "\n".join(part for part in (command, body) if part.strip())
 
 
 def tasks_options(line: str) -> Namespace:

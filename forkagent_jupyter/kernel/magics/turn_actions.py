@@ -1,4 +1,5 @@
-"""The parent conversation's magics: `%%agent` cells and `%compact` (on `AgentCore`)."""
+"""The parent conversation's magics: `%%agent` cells, `%agent` lines and `%compact` (on
+`AgentCore`)."""
 
 from __future__ import annotations
 
@@ -10,24 +11,35 @@ from IPython.core.error import UsageError
 from ..core import AgentCore, interruptible
 from ..interpolation import interpolate
 from ..said import said_as
-from .agent_magics import agent_options, compact_options
+from .agent_magics import agent_line, compact_options, joined
 
 __all__ = ["TurnActions"]
 
 
 class TurnActions(AgentCore):
-    """`%%agent` (awaited or in the background) and `%compact`."""
+    """`%%agent` and `%agent` (awaited or in the background) and `%compact`."""
 
     async def run_cell(self, line: str, body: str) -> None:
-        """An `%%agent` cell, awaited at top level: streams the answer into this cell."""
-        await self.run_turn(agent_options(line), body)
+        """An `%%agent` cell, awaited at top level: streams the answer into this cell. A
+        `/command` on its line goes first, the body after it."""
+        opts, command = agent_line(line)
+        await self.run_turn(opts, joined(command, body))
 
-    async def run_turn(self, opts: Namespace, body: str) -> None:
-        """One `%%agent` turn with its parsed options."""
+    async def run_line(self, line: str) -> None:
+        """An `%agent PROMPT` line, awaited at top level, as an `%%agent` cell of that
+        prompt."""
+        opts, prompt = agent_line(line, "%agent")
+        if not prompt.strip():
+            raise UsageError("%agent: say what the agent should do, e.g. %agent /review")
+        await self.run_turn(opts, prompt, "%agent")
+
+    async def run_turn(self, opts: Namespace, body: str, magic: str = "%%agent") -> None:
+        """One `%%agent` turn with its parsed options. What the runtime refuses (an unknown
+        `/command`, a command's shell line not allowed) is one line naming the magic."""
         prompt = interpolate(body, self.shell.user_ns)
         if not prompt.strip():
             raise UsageError("%%agent: the cell is empty; write what the agent should do.")
-        self._within_budget("%%agent", "The turn was")
+        self._within_budget(magic, "The turn was")
         model, thinking = self.session.model, self.session.thinking
         try:  # both for this cell only: a refused one leaves the other as it was
             if opts.think is not None:
@@ -38,8 +50,12 @@ class TurnActions(AgentCore):
                     self.session.model = opts.model
             if opts.new:  # after the options were taken: a refused one loses no conversation
                 self.session.reset()
-            async with interruptible():
-                await self.ui.run_turn(prompt)
+            with said_as(magic):
+                async with interruptible():
+                    await self.ui.run_turn(prompt)
+                    # a card that ended in the turn (a `context: fork` command's) shows its
+                    # final state in this cell
+                    await self.ui.hub.drained()
         finally:
             self.session.model = model
             self.session.thinking = thinking

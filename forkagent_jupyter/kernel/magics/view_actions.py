@@ -1,6 +1,6 @@
 """The magics that show tasks and what the session holds: `%tasks` (the table, `--wait`,
-`--pull`, `--memory`, `--timeline`), `%notifications`, `%permissions`, `%mcp`, `%hooks` (on
-`AgentCore`)."""
+`--pull`, `--memory`, `--timeline`), `%notifications`, `%permissions`, `%mcp`, `%hooks`,
+`%commands` (on `AgentCore`)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from IPython.display import display
 from ..core import AgentCore, interruptible
 from ..said import said_as
 from .agent_magics import (
+    commands_options,
     hooks_options,
     mcp_options,
     notifications_options,
@@ -186,6 +187,20 @@ class TaskViews(AgentCore):
 
     def start_hooks(self, approve: bool) -> Any:
         return self._start(self.show_hooks(approve))
+
+    async def commands_line(self, line: str) -> None:
+        """An awaited `%commands` line."""
+        commands_options(line)
+        await self.show_commands()
+
+    async def show_commands(self) -> None:
+        """The commands and skills `/name` can run, read now (on a thread)."""
+        from ...runtime import describe_commands
+
+        print(describe_commands(await self.session.commands()))
+
+    def start_commands(self) -> Any:
+        return self._start(self.show_commands())
 
     def tasks_table(self, ids: list[str]) -> None:
         with said_as("%tasks"):

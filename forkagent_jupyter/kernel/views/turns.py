@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from IPython.display import display
 
 from ...runtime import (
+    AgentError,
     Compacted,
     LoopEvent,
     Retrying,
@@ -88,4 +89,7 @@ async def run_turn(session: Session, prompt: str) -> None:
         shown.add("\n\n*Interrupted. Background workers keep running.*")
         handle.update(SafeMarkdown(shown.text, stop_html, stop_text))
         return
+    except AgentError:  # refused (an unknown /command...): the caller says it in one line
+        handle.update(SafeMarkdown(shown.text, stop_html, stop_text))
+        raise
     handle.update(SafeMarkdown(shown.text, stop_html + usage_html(session), stop_text))

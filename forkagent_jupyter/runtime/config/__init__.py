@@ -1,6 +1,7 @@
 """Claude Code's files, read as Claude Code reads them: settings files (`settings`), hooks and
 their approval (`hooks`, `hook_approval`), agent files and named agents' definitions
-(`agent_files`, `agent_definitions`), an agent's skills and memory (`skills_and_memory`) and
+(`agent_files`, `agent_definitions`), an agent's skills and memory (`skills_and_memory`),
+slash commands and skills typed as `/name` (`commands`, and their text: `command_text`) and
 MCP server configuration (`mcp_config`).
 
 May import: model, executors and the leaves. Imported by: permissions and everything above.

@@ -48,7 +48,7 @@ from ..tools.base import CallInfo, ToolOutcome, run_parsed
 from .compaction import compact_if_needed, note_usage
 from .config import AgentConfig, LoopState
 
-__all__ = ["run_turn"]
+__all__ = ["call_tool", "run_turn"]
 
 INTERRUPTED = "The user interrupted this tool call before it finished; it did not complete."
 NOT_RUN_REFUSAL = "Not run: the reply that asked for this call ended in a refusal."
@@ -125,6 +125,19 @@ async def _call_tool(
             text = "\n\n".join([outcome.content, *notes])
             outcome = ToolOutcome(text, outcome.is_error, outcome.images)
     return outcome
+
+
+async def call_tool(
+    cfg: AgentConfig,
+    name: str,
+    tool_input: dict[str, Any],
+    history: list[dict[str, Any]],
+    call_id: str,
+) -> ToolOutcome:
+    """One call made outside the model's turn on the person's behalf (a command's shell
+    line), exactly as the loop makes the model's: PreToolUse hooks, the gate (asked like any
+    call), the tool, PostToolUse hooks. A refusal is an `is_error` outcome."""
+    return await _call_tool(cfg, {"id": call_id, "name": name, "input": tool_input}, history)
 
 
 async def _timed_call(

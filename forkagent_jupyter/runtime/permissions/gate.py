@@ -6,7 +6,8 @@ order (Claude Code's order: deny, then ask, then allow, in every mode):
 1. a matching **deny rule** denies, in every mode (`bypassPermissions` too); so does a file
    tool's call that names the kernel's connection file or a file in Jupyter's runtime folder
    (`sandbox.kernel_files`: their key has a kernel run any code), and searches never show
-   them;
+   them; and so does a call outside the gate's `limits` (a command's `allowed-tools`, see
+   `limits.py`), which holds for every gate made from this one (`for_worker`, `limited`);
 2. **containment**: a path outside the work directory and the additional directories
    (symlinks and `..` resolved) is denied unless an allow rule *with a spec* for that tool
    matches it (`Read(//data/**)`); this holds in every mode and for tools that need no
@@ -72,6 +73,7 @@ from ..executors.sandbox import kernel_files
 from ..secrets import redact
 from ..tools.base import Tool, ToolContext, ToolError, describe_call, format_validation_error
 from ..tools.paths import shown_path
+from .limits import ToolLimit
 from .matching import (
     CallFacts,
     allowed_by,
@@ -120,6 +122,7 @@ __all__ = [
     "Rule",
     "RuleBook",
     "ScriptedPolicy",
+    "ToolLimit",
 ]
 
 log = logging.getLogger(__name__)
@@ -129,8 +132,8 @@ READ_TOOLS = READING_TOOLS
 MAX_LOG = 10_000
 
 Verdict = tuple[Allow | Deny, str, str | None]
-"""A decision, what made it (rule/workdir/mode/no-approval/preview/policy/no-policy/input),
-and the rule that did (or the rule "allow for session" added)."""
+"""A decision, what made it (rule/limit/workdir/mode/no-approval/preview/policy/no-policy/
+input), and the rule that did (or the rule "allow for session" added)."""
 
 
 @dataclass(frozen=True)
@@ -173,6 +176,9 @@ class PermissionGate:
         self._unset_mode: PermissionMode = "bubble"
         self.recorder: Callable[[dict[str, Any]], None] | None = None
         """Called with each decision (the runtime writes them to the agent's transcript)."""
+        self.limits: tuple[ToolLimit, ...] = ()
+        """The calls this gate's agent may make at all: each limit must cover a call (none:
+        any call; see `limited`)."""
         self.rules = rules if rules is not None else RuleBook()
         self.rules.add_all(list(allow), "allow", "Session(allow=...)")
         self.rules.add_all(list(ask), "ask", "Session(ask=...)")
@@ -241,8 +247,8 @@ class PermissionGate:
 
     @property
     def log(self) -> list[dict[str, Any]]:
-        """Every decision: tool, summary, decision, by (rule/workdir/mode/no-approval/preview/
-        policy/no-policy/input/error), rule, message, agent_id, task_id."""
+        """Every decision: tool, summary, decision, by (rule/limit/workdir/mode/no-approval/
+        preview/policy/no-policy/input/error), rule, message, agent_id, task_id."""
         return self.rules.log
 
     def add_rule(
@@ -277,6 +283,7 @@ class PermissionGate:
         gate._parent = self
         gate._asked_mode = mode
         gate._unset_mode = unset
+        gate.limits = self.limits  # what a limited agent starts is limited alike
         return gate
 
     def ask_for(self, mode: PermissionMode | None) -> None:
@@ -284,6 +291,24 @@ class PermissionGate:
         teammate whose plan its lead approved leaves `plan`); never wider than the session
         allows (`worker_mode`)."""
         self._asked_mode = mode
+
+    def limited(self, limit: ToolLimit) -> PermissionGate:
+        """This gate for an agent that may make only the calls `limit` covers (a command's
+        `allowed-tools`): the same rules, log, policy and recorder, its mode following this
+        gate's. A gate already limited keeps its limits too (each must cover a call)."""
+        gate = PermissionGate(
+            mode=self.mode, policy=self.policy, task_id=self.task_id, rules=self.rules
+        )
+        gate._parent = self
+        gate._asked_mode = None
+        gate._unset_mode = "default"  # follows this gate's mode exactly
+        gate.recorder = self.recorder
+        gate.limits = (*self.limits, limit)
+        return gate
+
+    def _outside_limit(self, facts: CallFacts) -> ToolLimit | None:
+        """The first limit that does not cover the call (None: every one does)."""
+        return next((lim for lim in self.limits if not lim.covers(facts)), None)
 
     # -- deciding ------------------------------------------------------------------------
 
@@ -375,6 +400,9 @@ class PermissionGate:
         denied = matching(self.rules.deny, facts)
         if denied is not None:
             return Deny(f"{name} call denied by the rule {denied}."), "rule", str(denied)
+        outside_limit = self._outside_limit(facts)
+        if outside_limit is not None:
+            return Deny(outside_limit.refusal(name)), "limit", None
         outside = outside_denial(self.rules, facts, ctx.workdir)
         if outside is not None:
             return outside, "workdir", None
@@ -582,6 +610,9 @@ class PermissionGate:
         denied = matching(self.rules.deny, facts)
         if denied is not None:
             return Deny(f"{tool.name} call denied by the rule {denied}.")
+        outside_limit = self._outside_limit(facts)
+        if outside_limit is not None:
+            return Deny(outside_limit.refusal(tool.name))
         return outside_denial(self.rules, facts, ctx.workdir)
 
 

@@ -1,6 +1,7 @@
-"""The parent conversation's turns: a prompt's turn (pending notifications read with it),
-the turn that answers notifications, compaction, resuming an earlier session's
-conversation and starting a new one; and what the parent's own requests cost.
+"""The parent conversation's turns: a prompt's turn (pending notifications read with it; a
+`/name` prompt runs that command, `commands.py`), the turn that answers notifications,
+compaction, resuming an earlier session's conversation and starting a new one; and what the
+parent's own requests cost.
 
 Each turn first reads the settings files and starts the MCP servers, then takes the
 session's settings as they stand (`agent_setup.py`); the agent listing is told again
@@ -22,7 +23,7 @@ from ..errors import UsageError
 from ..events import Compacted, LoopEvent, Stop, UsageReport
 from ..history import last_assistant_text
 from ..loop.compaction import compact
-from ..loop.config import LoopState
+from ..loop.config import AgentConfig, LoopState
 from ..loop.loop import run_turn
 from ..mcp.servers import McpServers
 from ..model.budget import CostBudget
@@ -32,8 +33,9 @@ from ..tasks.notifications import CommandQueue, Priority
 from ..tools.base import ToolSet
 from ..transcripts.store import TranscriptStore
 from ..workers.configs import with_mcp_tools
-from ..workers.workers import AgentRun
+from ..workers.workers import AgentRun, Workers
 from .agent_setup import AgentContexts
+from .commands import Prepared, find_invocation, prepare_command, run_fork_command
 from .responder import Responder
 from .turn_lock import TurnLock
 from .turn_result import fold_turn, replay
@@ -59,6 +61,7 @@ class ParentHost(Protocol):
     budget: CostBudget
     queue: CommandQueue
     store: TranscriptStore | None
+    workers: Workers
 
     def agent_scan(self) -> AgentScan: ...
 
@@ -95,18 +98,36 @@ class ParentTurns:
         if not isinstance(prompt, str) or not prompt.strip():
             raise UsageError("The prompt is empty: write what the agent should do.")
         host.budget.check("The turn was")
+        invocation = await asyncio.to_thread(find_invocation, prompt, host.workdir, host.home)
         try:
             async with self.lock.turn("next"):  # before an automatic answer that waits
+                prepared: Prepared | None = None
+                if invocation is not None:
+                    events: list[LoopEvent] = []  # its shell lines' calls, as they ran
+                    try:
+                        prepared = await prepare_command(self, invocation, events)
+                    except UsageError:
+                        for event in events:
+                            yield event
+                        raise
+                    for event in events:
+                        yield event
+                    if invocation.command.fork:
+                        async for event in run_fork_command(self, prepared):
+                            yield event
+                        return
                 # what waits to be read at the next opportunity goes with the prompt; a task's
-                # end too, unless the parent answers it by itself after this turn (auto_respond):
-                # none waits unread
+                # end too, unless the parent answers it by itself after this turn
+                # (auto_respond): none waits unread
                 upto: Priority = "next" if host.responder.will_answer() else "later"
                 commands = host.queue.drain("main", upto)
                 host.responder.note_read(commands)
                 texts = [c.text for c in commands]
                 seen: list[LoopEvent] = []
                 try:
-                    async for event in self.turn([*texts, prompt], prompt):
+                    said = prepared.texts() if prepared is not None else [prompt]
+                    adjust = prepared.adjust if prepared is not None else None
+                    async for event in self.turn([*texts, *said], prompt, adjust):
                         if commands:
                             seen.append(event)
                         yield event
@@ -133,14 +154,22 @@ class ParentTurns:
             host.hooks.not_approved(entry)
         return host.gate.summary()
 
-    async def turn(self, texts: list[str], prompt: str | None = None) -> AsyncIterator[LoopEvent]:
-        """One parent turn whose user message is `texts` (the caller holds the lock)."""
+    async def turn(
+        self,
+        texts: list[str],
+        prompt: str | None = None,
+        adjust: Callable[[AgentConfig], AgentConfig] | None = None,
+    ) -> AsyncIterator[LoopEvent]:
+        """One parent turn whose user message is `texts` (the caller holds the lock);
+        `adjust` changes the parent's config for this turn only (an inline command's)."""
         host = self.host
         main = host.main
         await self.load_settings()
         await host.mcp.start()
         self.sync_mcp_tools()
         main.config = host.contexts.parent_config()
+        if adjust is not None:
+            main.config = adjust(main.config)
         if prompt is not None and host.hooks.has("UserPromptSubmit"):
             said = await host.hooks.run("UserPromptSubmit", {"agent_id": "main", "prompt": prompt})
             if said.blocked:
@@ -183,6 +212,8 @@ class ParentTurns:
                 message = {"role": "user", "content": [{"type": "text", "text": feedback}]}
                 main.state.append(main.history, message)
         finally:
+            if adjust is not None:  # the command's limit and model end with its turn
+                main.config = host.contexts.parent_config()
             self.changed.set()
 
     def sync_mcp_tools(self) -> None:

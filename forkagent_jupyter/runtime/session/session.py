@@ -18,6 +18,7 @@ from typing import Any, Literal
 from ...messages_api.usage import Usage
 from ..batch.fan_out import BatchResults, BatchRun, FanOut, Notify, fan_out
 from ..config.agent_definitions import AgentDefinition, AgentScan, scan_agents
+from ..config.commands import CommandScan, scan_commands
 from ..config.hooks import Hooks
 from ..errors import ConfigError, UsageError
 from ..events import Compacted, LoopEvent
@@ -285,6 +286,12 @@ class Session:
         (`config/agent_definitions.py`)."""
         return self.agent_scan().agents
 
+    async def commands(self) -> CommandScan:
+        """The slash commands and skills a prompt `/name args` runs (`config/commands.py`):
+        user and project, `.claude` and `.forkagent`, read now on a thread; the files that
+        give none and the names given twice beside them (`describe_commands` shows it)."""
+        return await asyncio.to_thread(scan_commands, self.workdir, self.home)
+
     # -- listeners -----------------------------------------------------------------------
 
     def subscribe(self, listener: Callable[[str, LoopEvent], None]) -> Callable[[], None]:
@@ -334,7 +341,9 @@ class Session:
         return await self.parent.load_settings()
 
     async def ask(self, prompt: str) -> Turn:
-        """Run one parent turn to completion and return its outcome."""
+        """Run one parent turn to completion and return its outcome. A prompt `/name args`
+        runs that slash command or skill (`session/commands.py`): inline as the turn's
+        prompt, or with `context: fork` in a fork whose report is the turn's text."""
         return await fold_turn(self.stream(prompt))
 
     def reset(self) -> None:

@@ -44,6 +44,7 @@ from ..loop.fork import FORK_RECURSION_ERROR
 from ..loop.loop import run_turn
 from ..model.client import ModelClient
 from ..model.timing import record_timing
+from ..permissions.limits import ToolLimit
 from ..tasks.notifications import CommandQueue
 from ..tasks.registry import Task, TaskRegistry
 from ..tools.base import ToolError
@@ -121,10 +122,15 @@ class Workers:
         worktree: Worktree | None = None,
         namespace: str | None = None,
         turns: int | None = None,
+        limit: ToolLimit | None = None,
+        model: str | None = None,
+        effort: str | None = None,
     ) -> Task:
         """Start a fork of `parent` from `history` (default: the parent's history now); its
         code runs in a snapshot of the namespace, or in the namespace itself (`shared`).
-        With `turns`, only the last `turns` turns of that history are inherited."""
+        With `turns`, only the last `turns` turns of that history are inherited. A command
+        that forks gives its `limit` (the calls it may make), and may ask for another
+        `model` or `effort` (a fork on another model reads none of the parent's cache)."""
         if parent.is_fork:
             raise ForkRefusedError(FORK_RECURSION_ERROR)
         if not directive.strip():
@@ -143,6 +149,12 @@ class Workers:
             tool_use_id=tool_use_id,
         )
         config = replace(self._fork_config(parent, agent_id, namespace), max_turns=FORK_MAX_TURNS)
+        if limit is not None:
+            config = replace(config, gate=config.gate.limited(limit))
+        if model is not None:
+            config = replace(config, model=model)
+        if effort is not None:
+            config = replace(config, effort=effort)
         windowed = turns is not None
         run, shared = fork_run(
             parent, source, directive, config, task, worktree=worktree, windowed=windowed
