@@ -18,6 +18,7 @@ import pytest
 
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
 from tests.reported import tool_outputs
+from tests.runtime.helpers import trust_folder
 
 from .conftest import Kernel
 from .test_compute import SESSION, _card_outputs, setup, status
@@ -236,7 +237,7 @@ def test_an_allowed_bash_cannot_drive_the_kernel_through_its_connection_file(
 
 
 def test_a_hook_cannot_drive_the_kernel_through_its_connection_file(
-    kernel: Kernel, emulator: Any, tmp_path: Path
+    kernel: Kernel, emulator: Any, tmp_path: Path, user_home: Path
 ) -> None:
     """A hook the person approved may run a script the model can edit (acceptEdits): it runs,
     like Bash, where the kernel's connection file and Jupyter's runtime folder are covered."""
@@ -247,6 +248,7 @@ def test_a_hook_cannot_drive_the_kernel_through_its_connection_file(
     (tmp_path / ".claude" / "settings.local.json").write_text(
         json.dumps({"hooks": {"UserPromptSubmit": [{"matcher": "", "hooks": [hook]}]}})
     )
+    trust_folder(tmp_path, user_home)  # the person's own hook, in a folder they trust
     emulator.brain = OfflineBrain()
     ran = kernel.execute("%%agent\nhello", timeout=180)
     assert ran.status == "ok", ran.texts()

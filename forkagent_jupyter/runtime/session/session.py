@@ -123,6 +123,7 @@ class Session:
             startup_timeout=o.mcp_startup_timeout,
             call_timeout=o.mcp_call_timeout,
         )
+        self.mcp.trusted = o.trusted
         """The MCP servers (`mcp/servers.py`): started at the first turn, closed with the
         session."""
         self._make_parts(o)
@@ -224,6 +225,11 @@ class Session:
     compact_at = Setting[float | None]()
     """The fraction of the context window (prompt + max_tokens) at which a conversation is
     compacted before its next request (None: never); every agent, from its next request."""
+    trusted = Setting[bool | None]()
+    """Whether what the work directory's own files grant applies (`config/trust.py`): None
+    (the default) as `~/.claude.json` records the person's trust, as Claude Code does; True
+    or False for this session only, recording nothing (`trust()` records it). From the next
+    turn on; their deny and ask rules apply either way."""
     max_cost_usd = Setting[float | None]()
     """The session's cost budget in USD (None: none); see `model/budget.py`. Raising it lets work
     go on: notifications that waited are read with the next turn."""
@@ -314,6 +320,17 @@ class Session:
         and additional directories (`config/settings.py`); the rules in force, as
         `PermissionGate.summary` gives them. Done at the start of every parent turn."""
         return await self.parent.load_settings()
+
+    async def trust(self) -> str:
+        """Record that the person trusts the work directory (`~/.claude.json`, where Claude
+        Code's trust dialog records it): what the folder's own files grant applies from the
+        next turn (`config/trust.py`). Returns the one line that says so; ConfigError (one
+        line) when the file cannot take it. `trusted=True` trusts for this session only."""
+        return await self.parent.trust()
+
+    async def trust_report(self) -> str:
+        """Whether the work directory is trusted and why, and what its files grant (`%trust`)."""
+        return await self.parent.trust_report()
 
     async def ask(self, prompt: str) -> Turn:
         """Run one parent turn to completion and return its outcome."""
