@@ -226,10 +226,8 @@ class Session:
     """The fraction of the context window (prompt + max_tokens) at which a conversation is
     compacted before its next request (None: never); every agent, from its next request."""
     trusted = Setting[bool | None]()
-    """Whether what the work directory's own files grant applies (`config/trust.py`): None
-    (the default) as `~/.claude.json` records the person's trust, as Claude Code does; True
-    or False for this session only, recording nothing (`trust()` records it). From the next
-    turn on; their deny and ask rules apply either way."""
+    """Whether the work directory's own files may grant (`config/trust.py`): None as
+    `~/.claude.json` records it; True or False for this session only. From the next turn."""
     max_cost_usd = Setting[float | None]()
     """The session's cost budget in USD (None: none); see `model/budget.py`. Raising it lets work
     go on: notifications that waited are read with the next turn."""
@@ -322,10 +320,9 @@ class Session:
         return await self.parent.load_settings()
 
     async def trust(self) -> str:
-        """Record that the person trusts the work directory (`~/.claude.json`, where Claude
-        Code's trust dialog records it): what the folder's own files grant applies from the
-        next turn (`config/trust.py`). Returns the one line that says so; ConfigError (one
-        line) when the file cannot take it. `trusted=True` trusts for this session only."""
+        """Record in `~/.claude.json` that the person trusts the work directory, as Claude
+        Code does (`config/trust.py`): what its files grant applies from the next turn. The
+        line that says so; ConfigError (one line) when the file cannot take it."""
         return await self.parent.trust()
 
     async def trust_report(self) -> str:
