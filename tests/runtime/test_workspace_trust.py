@@ -211,7 +211,8 @@ def test_trust_is_recorded_where_claude_code_records_it_keeping_the_rest(tmp_pat
     claude_json.write_text("{not json")
     with pytest.raises(ConfigError, match=r"^~/.claude.json: is not JSON") as refused:
         record_trust(tmp_path / "other", home)
-    assert "\n" not in str(refused.value) and claude_json.read_text() == "{not json"
+    assert str(refused.value).endswith("; not changed") and "\n" not in str(refused.value)
+    assert claude_json.read_text() == "{not json"
     assert folder_trust(work, home).trusted is False  # what cannot be read trusts nothing
 
 

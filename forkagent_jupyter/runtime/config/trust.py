@@ -174,7 +174,10 @@ def record_trust(workdir: Path, home: Path) -> str:
     folder = workdir.resolve()
     path = home / CLAUDE_JSON
     target = path.resolve() if path.is_symlink() else path  # a dotfile linked elsewhere
-    data = _load(target)
+    try:
+        data = _load(target)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}; not changed") from None
     if not isinstance(data, dict):
         raise ConfigError(f"~/{CLAUDE_JSON}: is not a JSON object; not changed")
     projects = data.setdefault("projects", {})
