@@ -6,6 +6,7 @@ that want the runtime's own data::
     from forkagent_jupyter.kernel import api
     api.allow("Python")             # an allow rule for this session and all its workers
     await api.permissions()         # the rules in force, where each came from, and refused ones
+    await api.trust()               # trust this folder: what its own files grant applies
     api.pending()                   # approvals waiting for an answer
     await api.wait_pending("writer")  # ... or wait for one to appear
     api.answer("allow")             # answer them as the card's buttons would
@@ -49,6 +50,7 @@ __all__ = [
     "pull",
     "session",
     "timeline",
+    "trust",
     "use_dask",
     "wait_pending",
 ]
@@ -97,6 +99,14 @@ async def permissions() -> dict[str, Any]:
     from), the mode and where it came from, the additional directories, and the rules refused
     with why; the settings files are read again first (as `%permissions` does)."""
     return await session().load_settings()
+
+
+async def trust() -> str:
+    """Trust the session's folder, as `%trust yes` does: recorded in `~/.claude.json`, what
+    its own files grant (allow rules, mode, directories, hooks, MCP servers) applies from the
+    next turn. Returns the line that says so."""
+    with said_as("api.trust"):
+        return await session().trust()
 
 
 def pending(task: str | None = None) -> list[Any]:

@@ -129,6 +129,7 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
             "permissions",
             "mcp",
             "hooks",
+            "trust",
         ):
             magics["line"].pop(name, None)
         if transform_cell in self.shell.input_transformers_cleanup:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from .config.hook_approval import describe as describe_hooks
     from .config.hook_approval import waiting as hooks_waiting
     from .config.settings import describe as describe_settings
+    from .config.trust import FolderTrust, folder_trust, record_trust
     from .errors import (
         AgentError,
         ConfigError,
@@ -171,6 +172,10 @@ _WHERE: dict[str, tuple[str, str]] = {
     "hooks_waiting": ("config.hook_approval", "waiting"),
     "describe_hooks": ("config.hook_approval", "describe"),
     "approve_hooks": ("config.hook_approval", "approve"),
+    # workspace trust: whether the folder's own files may grant (%trust, Session.trust)
+    "FolderTrust": ("config.trust", "FolderTrust"),
+    "folder_trust": ("config.trust", "folder_trust"),
+    "record_trust": ("config.trust", "record_trust"),
 }
 
 __all__ = [
@@ -189,6 +194,7 @@ __all__ = [
     "Deny",
     "DenyAll",
     "Display",
+    "FolderTrust",
     "Held",
     "LoopEvent",
     "ModelError",
@@ -232,12 +238,14 @@ __all__ = [
     "describe_settings",
     "describe_timeline",
     "draw_timeline",
+    "folder_trust",
     "guard_kernel",
     "hooks_waiting",
     "in_batch",
     "load_timeline",
     "mark_offline_announced",
     "rate_wait",
+    "record_trust",
     "resume_batches",
     "rollups_supported",
     "timeline_png",

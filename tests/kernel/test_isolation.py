@@ -23,7 +23,7 @@ import pytest
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
 from tests.pid_namespaces import namespace_of, own_namespace
 from tests.reported import tool_outputs
-from tests.runtime.helpers import git, make_repo
+from tests.runtime.helpers import git, make_repo, trust_folder
 
 from .conftest import Kernel
 from .test_compute import SESSION, _card_outputs, setup, status
@@ -284,7 +284,7 @@ def test_an_allowed_bash_cannot_drive_the_kernel_through_its_connection_file(
 
 
 def test_a_hook_cannot_drive_the_kernel_or_find_the_servers_token(
-    kernel: Kernel, emulator: Any, tmp_path: Path
+    kernel: Kernel, emulator: Any, tmp_path: Path, user_home: Path
 ) -> None:
     """A hook the person approved may run a script the model can edit (acceptEdits): it runs,
     like Bash, where the kernel's connection file and Jupyter's runtime folder are covered,
@@ -300,6 +300,7 @@ def test_a_hook_cannot_drive_the_kernel_or_find_the_servers_token(
     (tmp_path / ".claude" / "settings.local.json").write_text(
         json.dumps({"hooks": {"UserPromptSubmit": [{"matcher": "", "hooks": hooks}]}})
     )
+    trust_folder(tmp_path, user_home)  # the person's own hook, in a folder they trust
     emulator.brain = OfflineBrain()
     ran = kernel.execute("%%agent\nhello", timeout=180)
     assert ran.status == "ok", ran.texts()

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.runtime.helpers import trust_folder
+
 from .conftest import Kernel
 
 pytestmark = pytest.mark.kernel
@@ -18,7 +20,9 @@ pytestmark = pytest.mark.kernel
 DEMO = Path(__file__).resolve().parents[1] / "runtime" / "mcp_fixtures" / "demo_server.py"
 
 
-def test_mcp_magic_lists_servers_states_and_tools(kernel: Kernel, tmp_path: Path) -> None:
+def test_mcp_magic_lists_servers_states_and_tools(
+    kernel: Kernel, tmp_path: Path, user_home: Path
+) -> None:
     pids = tmp_path / "pids"
     ran = tmp_path / "theirs-ran"  # written by the server `theirs` if it were started
     servers = {
@@ -30,6 +34,7 @@ def test_mcp_magic_lists_servers_states_and_tools(kernel: Kernel, tmp_path: Path
     (tmp_path / ".claude").mkdir()
     approved = {"enabledMcpjsonServers": ["demo", "gone"]}  # the person's approval
     (tmp_path / ".claude" / "settings.local.json").write_text(json.dumps(approved))
+    trust_folder(tmp_path, user_home)  # in a folder the person trusts: approval is what is left
     shown = kernel.execute("%mcp", timeout=120)
     assert shown.status == "ok", shown.texts()
     text = shown.texts()

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.runtime.helpers import trust_folder
+
 from .conftest import Kernel
 
 pytestmark = pytest.mark.kernel
@@ -28,6 +30,7 @@ def settings_kernel(
     (tmp_path / ".claude" / "settings.json").write_text(
         json.dumps({"permissions": {"allow": ["Bash(npm run *)"], "defaultMode": "acceptEdits"}})
     )
+    trust_folder(tmp_path, home)  # the person trusts the folder: its allow rules and mode apply
     monkeypatch.setenv("HOME", str(home))
     yield request.getfixturevalue("kernel")
 

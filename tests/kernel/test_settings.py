@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.emulator.faults import Fault
+from tests.runtime.helpers import trust_folder
 
 from .conftest import Kernel
 from .test_no_math import exposed_dollars
@@ -364,8 +365,9 @@ def _default_mode(folder: Path, mode: str) -> None:
 
 
 def test_config_permission_mode_wins_over_a_settings_files_mode_and_shows_it(
-    kernel: Kernel, tmp_path: Path
+    kernel: Kernel, tmp_path: Path, user_home: Path
 ) -> None:
+    trust_folder(tmp_path, user_home)  # the folder's mode applies once trusted
     _default_mode(tmp_path, "acceptEdits")
     assert kernel.execute("%%agent\nHello.").status == "ok"
     assert kernel.value(f"{SESSION}.gate.mode") == "acceptEdits"
@@ -379,8 +381,9 @@ def test_config_permission_mode_wins_over_a_settings_files_mode_and_shows_it(
 
 
 def test_config_of_the_mode_a_file_already_set_still_wins_over_the_files(
-    kernel: Kernel, tmp_path: Path
+    kernel: Kernel, tmp_path: Path, user_home: Path
 ) -> None:
+    trust_folder(tmp_path, user_home)  # the folder's mode applies once trusted
     _default_mode(tmp_path, "acceptEdits")
     assert kernel.execute("%%agent\nHello.").status == "ok"
     # the same value as the one in force: the person's choice all the same
@@ -391,8 +394,9 @@ def test_config_of_the_mode_a_file_already_set_still_wins_over_the_files(
 
 
 def test_config_permission_mode_before_the_session_wins_over_the_files(
-    kernel: Kernel, tmp_path: Path
+    kernel: Kernel, tmp_path: Path, user_home: Path
 ) -> None:
+    trust_folder(tmp_path, user_home)  # the folder's mode applies once trusted
     _default_mode(tmp_path, "acceptEdits")
     # the trait's value already: no change for traitlets, the person's choice all the same
     assert kernel.execute("%config ForkAgent.permission_mode = 'default'").status == "ok"
@@ -402,10 +406,12 @@ def test_config_permission_mode_before_the_session_wins_over_the_files(
 
 
 def test_a_projects_hook_not_approved_is_one_line_in_the_cell_once(
-    kernel: Kernel, emulator: Any, tmp_path: Path
+    kernel: Kernel, emulator: Any, tmp_path: Path, user_home: Path
 ) -> None:
-    """The committed `.claude/settings.json`'s command hook does not run; the person reads in
-    the cell, once, that it was not approved and how to approve it."""
+    """The committed `.claude/settings.json`'s command hook does not run in a folder the
+    person trusts either; the person reads in the cell, once, that it was not approved and how
+    to approve it."""
+    trust_folder(tmp_path, user_home)
     folder = tmp_path / ".claude"
     folder.mkdir()
     hook = {"type": "command", "command": "touch pwned"}
@@ -476,11 +482,13 @@ def test_a_setting_that_does_not_exist_is_one_line_every_time(kernel: Kernel) ->
 
 
 def test_hooks_lists_the_projects_hooks_and_approve_runs_them_from_the_next_turn(
-    kernel: Kernel, tmp_path: Path
+    kernel: Kernel, tmp_path: Path, user_home: Path
 ) -> None:
     """`%hooks` lists the hooks in force and the project's not approved (its settings file's
     and its agent files'); `%hooks approve` writes their commands to the person's
-    .claude/settings.local.json, and they run from the next turn."""
+    .claude/settings.local.json, and they run from the next turn (in a folder the person
+    trusts)."""
+    trust_folder(tmp_path, user_home)
     folder = tmp_path / ".claude"
     (folder / "agents").mkdir(parents=True)
     prompt_hook = {"type": "command", "command": "touch prompted"}

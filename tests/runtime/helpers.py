@@ -42,6 +42,19 @@ def dumps(body: dict[str, Any]) -> str:
     return json.dumps(body, ensure_ascii=False)
 
 
+def trust_folder(folder: Path, home: Path) -> None:
+    """The person trusts `folder`: `projects[<folder>].hasTrustDialogAccepted` in
+    `home/.claude.json`, written as Claude Code's trust dialog writes it (other keys kept), so
+    what the folder's own files grant applies."""
+    path = home / ".claude.json"
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data.setdefault("projects", {}).setdefault(str(folder.resolve()), {})[
+        "hasTrustDialogAccepted"
+    ] = True
+    home.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2))
+
+
 def git(cwd: Path, *args: str) -> str:
     """Run git in `cwd`; its stdout, stripped (a failure raises)."""
     done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)

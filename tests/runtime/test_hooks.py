@@ -20,6 +20,7 @@ from forkagent_jupyter.runtime.config.hooks import STOP_BLOCK_LIMIT, parse_hooks
 from forkagent_jupyter.runtime.errors import UsageError
 from forkagent_jupyter.runtime.permissions.gate import Deny, ScriptedPolicy
 from tests.reported import tool_outputs
+from tests.runtime.helpers import trust_folder
 
 pytestmark = pytest.mark.anyio
 
@@ -84,8 +85,11 @@ def settings(
     top: dict[str, Any] | None = None,
     **perms: Any,
 ) -> None:
-    """A settings file of the project: by default the person's own (`settings.local.json`,
-    whose hooks run unasked); `name="settings.json"` is the committed one (someone else's)."""
+    """A settings file of the project, in a folder the person trusts (recorded in the
+    session's `~/.claude.json`, `project/home`): by default the person's own
+    (`settings.local.json`, whose hooks run unasked); `name="settings.json"` is the committed
+    one (someone else's)."""
+    trust_folder(project, project / "home")
     folder = project / ".claude"
     folder.mkdir(parents=True, exist_ok=True)
     data: dict[str, Any] = {"hooks": hooks, **(top or {})}

@@ -23,7 +23,7 @@ from forkagent_jupyter.runtime.loop.fork import FORK_TAG
 from forkagent_jupyter.runtime.permissions.gate import Deny, ScriptedPolicy
 from forkagent_jupyter.runtime.permissions.rules import Rule
 
-from .helpers import dumps, first_fork_requests
+from .helpers import dumps, first_fork_requests, trust_folder
 
 pytestmark = pytest.mark.anyio
 
@@ -33,11 +33,13 @@ JUNK = str(FIXTURES / "junk_server.py")
 DEMO_TOOLS = ["mcp__demo__add", "mcp__demo__crash", "mcp__demo__hang", "mcp__demo__shout"]
 
 
-def mcp_json(folder: Path, **servers: Any) -> None:
-    """A project's `.mcp.json`, its servers approved in the person's local settings (as the
-    person would: a project's servers start only once approved)."""
+def mcp_json(folder: Path, home: Path | None = None, **servers: Any) -> None:
+    """A project's `.mcp.json`, in a folder the person trusts (recorded in `home/.claude.json`;
+    `folder/home` unless given), its servers approved in the person's local settings (as the
+    person would: a project's servers start only in a trusted folder, once approved)."""
     (folder / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
     approve(folder, enableAllProjectMcpServers=True)
+    trust_folder(folder, home or folder / "home")
 
 
 def approve(folder: Path, **keys: Any) -> None:
@@ -92,7 +94,9 @@ def test_config_is_read_as_claude_code_writes_it(tmp_path: Path) -> None:
             }
         )
     )
-    mcp_json(work, db={"command": "theirs", "env": {"TOKEN": "${TOKEN}"}}, bad={"type": "sse"})
+    mcp_json(
+        work, home, db={"command": "theirs", "env": {"TOKEN": "${TOKEN}"}}, bad={"type": "sse"}
+    )
     found, problems = read_servers(work, home, {"TOKEN": "t0k", "HOST": "example.org"})
     assert sorted(found) == ["db", "web"]
     db = found["db"]  # the project's file wins over the user's for the same name

@@ -14,6 +14,7 @@ import pytest
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
 from forkagent_jupyter.runtime.mcp.servers import McpServers
 
+from .helpers import trust_folder
 from .test_mcp import DEMO, approve, gone, mcp_json, stdio, tool_names
 
 pytestmark = pytest.mark.anyio
@@ -54,6 +55,7 @@ async def test_an_agents_own_server_runs_with_it_and_stops_when_it_ends(
     server = json.dumps({"mine": stdio(DEMO, PID_FILE=str(pids))})
     agent_file(tmp_path, "counter", f"tools: Read\nmcpServers:\n  - {server}\n")
     approve(tmp_path, enabledMcpjsonServers=["mine"])  # a project agent's server: approved
+    trust_folder(tmp_path, tmp_path / "home")  # in a folder the person trusts
     brain = start("counter", "COUNT")
     brain.when_last_user_contains(
         "do the work", Reply.tool_use("mcp__mine__add", {"a": 20, "b": 22}), times=1
@@ -92,6 +94,7 @@ async def test_required_servers_that_do_not_come_up_fail_the_agent_call_in_one_l
     agent_file(tmp_path, "needy", "requiredMcpServers: [absent]\n")
     agent_file(tmp_path, "fragile", f"mcpServers:\n  - {missing}\nrequiredMcpServers: [broken]\n")
     approve(tmp_path, enabledMcpjsonServers=["broken"])
+    trust_folder(tmp_path, tmp_path / "home")  # in a folder the person trusts
     brain = start("needy", "NEEDY")
     use = {"description": "work", "prompt": "do the work", "subagent_type": "fragile"}
     brain.when_last_user_contains(

@@ -17,6 +17,7 @@ from forkagent_jupyter.runtime.config.mcp_config import approve_server
 from forkagent_jupyter.runtime.errors import ConfigError
 from forkagent_jupyter.runtime.mcp.servers import McpServers, describe
 
+from .helpers import trust_folder
 from .test_mcp import DEMO, approve, stdio
 from .test_mcp_agents import agent_file, start
 
@@ -24,7 +25,9 @@ pytestmark = pytest.mark.anyio
 
 
 def project(folder: Path, *names: str) -> dict[str, Path]:
-    """A `.mcp.json` with one demo server per name, nothing approved; each server's marker."""
+    """A `.mcp.json` with one demo server per name, nothing approved, in a folder the person
+    trusts (`folder/home/.claude.json`: the approval is what is left); each server's marker."""
+    trust_folder(folder, folder / "home")
     marks = {n: folder / f"ran-{n}" for n in names}
     servers = {n: stdio(DEMO, PID_FILE=str(marks[n])) for n in names}
     (folder / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
@@ -236,6 +239,7 @@ async def test_a_project_agent_files_inline_server_starts_only_once_approved(
     project's, and runs only when the person approved it by name."""
     mark = tmp_path / "ran-own"
     marked_agent(tmp_path, mark)
+    trust_folder(tmp_path, tmp_path / "home")  # trusted: the approval is what is left
     if approved:
         approve(tmp_path, enabledMcpjsonServers=["own"])
     emulator.brain = start("inliner", "INLINE")
@@ -266,6 +270,7 @@ async def test_a_project_agent_requiring_its_unapproved_inline_server_fails_with
 ) -> None:
     mark = tmp_path / "ran-own"
     marked_agent(tmp_path, mark, required=True)
+    trust_folder(tmp_path, tmp_path / "home")  # trusted: the approval is what is left
     settings(tmp_path / ".claude" / "settings.json", enableAllProjectMcpServers=True)
     emulator.brain = start("inliner", "INLINE")
     session = make_session(auto_respond=False, forking=False, mcp_startup_timeout=30)

@@ -23,6 +23,7 @@ from forkagent_jupyter.runtime.config.settings import read_settings
 from forkagent_jupyter.runtime.errors import ConfigError
 from tests.reported import tool_outputs
 
+from .helpers import trust_folder
 from .test_hooks import LOG, bash, on, read_log, script, settings
 
 pytestmark = pytest.mark.anyio
@@ -123,6 +124,7 @@ async def test_a_project_agent_files_hooks_run_only_once_approved(
     log = script(tmp_path, "log.py", LOG)
     marker = tmp_path / "agent.jsonl"
     _agent_file(tmp_path / ".claude" / "agents", log, marker)
+    trust_folder(tmp_path, tmp_path / "home")  # trusted: the approval is what is left
     _checker(emulator)
     session = make_session(auto_respond=False, forking=False)
     turn = await session.ask("CHECK the numbers")
@@ -205,6 +207,7 @@ def test_a_settings_local_json_behind_a_committed_symlink_is_someone_elses(
     _git(tmp_path, "init", "-q")
     _git(tmp_path, "add", "-A")
     _git(tmp_path, "commit", "-q", "-m", "x")
+    trust_folder(tmp_path, tmp_path / "home")  # even in a folder the person trusts
     read = read_settings(tmp_path, tmp_path / "home")
     assert read.hooks_enable_all is None
     assert [r[0] for r in read.refused] == ["enableAllProjectHooks"]

@@ -17,6 +17,7 @@ from forkagent_jupyter.runtime.permissions.gate import Allow, Deny, ScriptedPoli
 from forkagent_jupyter.runtime.tools.base import ToolContext
 from forkagent_jupyter.runtime.tools.files import ReadTool, WriteTool
 from forkagent_jupyter.runtime.tools.shell import BashTool
+from tests.runtime.helpers import trust_folder
 
 pytestmark = pytest.mark.anyio
 
@@ -63,6 +64,7 @@ async def test_files_merge_with_claude_codes_precedence(
     )
     write(project / ".claude/settings.local.json", perms(deny=["Read(secrets/**)"]))
     write(project / ".forkagent/settings.local.json", perms(defaultMode="dontAsk"))
+    trust_folder(project, home)
     session = make_session(workdir=project, home=home, permission_policy=ScriptedPolicy())
     summary = await session.load_settings()
     assert summary["mode"] == "dontAsk"  # the strongest file's
@@ -98,6 +100,7 @@ async def test_what_cannot_be_honoured_is_refused_with_why_and_the_rest_loads(
     )
     write(project / ".claude/settings.local.json", perms(defaultMode="yolo"))
     (project.parent / "data").mkdir()
+    trust_folder(project, home)
     session = make_session(workdir=project, home=home)
     summary = await session.load_settings()
     refused = {(r["rule"], r["source"]): r["reason"] for r in summary["refused"]}
@@ -142,6 +145,7 @@ async def test_a_mode_given_to_the_session_wins_over_the_files(
     make_session: Any, home: Path, project: Path
 ) -> None:
     write(project / ".claude/settings.json", perms(defaultMode="acceptEdits"))
+    trust_folder(project, home)
     planning = make_session(workdir=project, home=home, permission_mode="plan")
     await planning.load_settings()
     assert planning.gate.mode == "plan"
@@ -157,6 +161,7 @@ async def test_configure_sets_the_mode_the_files_chose_back_to_the_one_asked(
     make_session: Any, home: Path, project: Path
 ) -> None:
     write(project / ".claude/settings.json", perms(defaultMode="acceptEdits"))
+    trust_folder(project, home)
     session = make_session(workdir=project, home=home, permission_policy=None)
     await session.load_settings()
     assert session.gate.mode == "acceptEdits"
@@ -173,6 +178,7 @@ async def test_additional_directories_widen_where_tools_may_go(
     data = tmp_path / "data"
     data.mkdir()
     (data / "x.csv").write_text("a,b\n")
+    trust_folder(project, home)
     session = make_session(workdir=project, home=home)
     assert isinstance(await check(session, READ, file_path=str(data / "x.csv")), Deny)
     write(project / ".claude/settings.json", perms(additionalDirectories=[str(data)]))
@@ -238,6 +244,7 @@ def test_settings_are_read_as_text_files_only(home: Path, project: Path) -> None
     write(project / ".claude/settings.json", perms(allow=["Bash(ls)"]))
     (home / ".claude").mkdir()
     (home / ".claude" / "settings.json").mkdir()  # a folder where a file should be
+    trust_folder(project, home)
     read = read_settings(project, home)
     assert read.rules == [("allow", "Bash(ls)", ".claude/settings.json")]
     assert [what for what, _, _ in read.refused] == ["the file"]
@@ -261,6 +268,7 @@ async def test_shapes_from_real_settings_files_load_and_decide(
             "theme": "dark",
         },
     )
+    trust_folder(project, home)
     session = make_session(workdir=project, home=home, permission_policy=None)
     summary = await session.load_settings()
     assert summary["refused"] == []

@@ -44,6 +44,7 @@ __all__ = [
     "send_options",
     "tasks_options",
     "transform_cell",
+    "trust_options",
 ]
 
 HELP_WORDS = ("-h", "--help", "?", "??")
@@ -71,9 +72,11 @@ def _shows_help(magic: Callable[..., Any]) -> Callable[..., Any]:
 _CELL = re.compile(r"^%%agent\b(.*)$")
 _AWAITED = re.compile(r"^(\s*)%tasks(\s+--(?:wait|pull|timeline|memory)\b.*)$")
 _COMPACT = re.compile(r"^(\s*)%compact\b(?![?])(.*)$")
-_TOP_LEVEL = re.compile(r"^()%(send|notifications|permissions|mcp|hooks|commands)\b(?![?])(.*)$")
-"""`%send`, `%notifications`, `%permissions`, `%mcp`, `%hooks` and `%commands` lines awaited
-when not indented (an indented line may be in a function, where an await is not allowed:
+_TOP_LEVEL = re.compile(
+    r"^()%(send|notifications|permissions|mcp|hooks|commands|trust)\b(?![?])(.*)$"
+)
+"""`%send`, `%notifications`, `%permissions`, `%mcp`, `%hooks`, `%commands` and `%trust` lines
+awaited when not indented (an indented line may be in a function, where an await is not allowed:
 those run the magic, see `KernelAgent.send`)."""
 _AGENT_LINE = re.compile(r"^%agent\b(?![?])(.*)$")
 """An unindented `%agent PROMPT` line: the prompt's turn, awaited like an `%%agent` cell."""
@@ -253,6 +256,7 @@ class MagicsHost(Protocol):
     def start_mcp(self, approve: str | None = None) -> Any: ...
     def start_hooks(self, approve: bool) -> Any: ...
     def start_commands(self) -> Any: ...
+    def start_trust(self, record: bool) -> Any: ...
 
 
 @magics_class
@@ -483,6 +487,19 @@ class AgentMagics(Magics):  # type: ignore[misc]
         return self.host.start_hooks(hooks_options(line).approve is not None)
 
     @magic_arguments()
+    @argument("yes", nargs="?", choices=["yes"], help="trust this folder")
+    @line_magic
+    @_shows_help
+    def trust(self, line: str) -> Any:
+        """Whether this folder (the session's work directory) is trusted, and what its own
+        files grant: the allow rules, mode, additional directories and hooks of its
+        .claude/settings.json and .claude/settings.local.json (and .forkagent twins), its
+        .mcp.json servers, its agent files' hooks and servers. Until you trust the folder they
+        are not applied (their deny and ask rules are). `%trust yes` records your trust in
+        ~/.claude.json, as Claude Code's trust dialog does; it applies from the next turn."""
+        return self.host.start_trust(trust_options(line).yes is not None)
+
+    @magic_arguments()
     @line_magic
     @_shows_help
     def commands(self, line: str) -> Any:
@@ -502,6 +519,11 @@ def commands_options(line: str) -> Namespace:
 def hooks_options(line: str) -> Namespace:
     """The arguments of a `%hooks` line (none, or `approve`)."""
     return parse_line(AgentMagics.hooks, line, "%hooks")
+
+
+def trust_options(line: str) -> Namespace:
+    """The arguments of a `%trust` line (none, or `yes`)."""
+    return parse_line(AgentMagics.trust, line, "%trust")
 
 
 def mcp_options(line: str) -> Namespace:

@@ -1,6 +1,6 @@
 """The magics that show tasks and what the session holds: `%tasks` (the table, `--wait`,
 `--pull`, `--memory`, `--timeline`), `%notifications`, `%permissions`, `%mcp`, `%hooks`,
-`%commands` (on `AgentCore`)."""
+`%commands`, `%trust` (on `AgentCore`)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from .agent_magics import (
     notifications_options,
     permissions_options,
     tasks_options,
+    trust_options,
 )
 
 __all__ = ["TaskViews"]
@@ -175,13 +176,15 @@ class TaskViews(AgentCore):
         from ...runtime import approve_hooks, describe_hooks, hooks_waiting
 
         session = self.session
-        in_force, pending = await asyncio.to_thread(hooks_waiting, session.workdir, session.home)
+        in_force, pending, trusted = await asyncio.to_thread(
+            hooks_waiting, session.workdir, session.home, session.trusted
+        )
         if not approve:
-            print(describe_hooks(in_force, pending))
+            print(describe_hooks(in_force, pending, trusted))
             return
         with said_as("%hooks"):
             said = await asyncio.to_thread(
-                approve_hooks, session.workdir, [e.command for e in pending if e.runnable]
+                approve_hooks, session.workdir, [e.command for e in pending if e.runnable], trusted
             )
         print(said)
 
@@ -201,6 +204,18 @@ class TaskViews(AgentCore):
 
     def start_commands(self) -> Any:
         return self._start(self.show_commands())
+
+    async def trust_line(self, line: str) -> None:
+        """An awaited `%trust` line."""
+        await self.show_trust(trust_options(line).yes is not None)
+
+    async def show_trust(self, record: bool = False) -> None:
+        with said_as("%trust"):
+            said = await (self.session.trust() if record else self.session.trust_report())
+        print(said)
+
+    def start_trust(self, record: bool) -> Any:
+        return self._start(self.show_trust(record))
 
     def tasks_table(self, ids: list[str]) -> None:
         with said_as("%tasks"):

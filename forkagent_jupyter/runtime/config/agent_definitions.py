@@ -409,6 +409,10 @@ def load_agent_file(path: Path, source: Literal["project", "user"] = "project") 
     notes: list[str] = []
     try:
         return _agent_file(path, source, notes)
+    except RecursionError:  # a value nested deeper than a reader can follow
+        raise AgentFileError(
+            path, None, "is nested too deeply to read", name=Path(path).stem
+        ) from None
     finally:
         for note in notes:
             _warn_once(note)
@@ -453,6 +457,11 @@ def scan_agents(workdir: Path, home: Path | None = None) -> AgentScan:
                 definition = _agent_file(file, source, notes)
             except AgentFileError as exc:
                 errors.append(exc)
+                continue
+            except RecursionError:  # a value nested deeper than a reader can follow
+                errors.append(
+                    AgentFileError(file, None, "is nested too deeply to read", name=file.stem)
+                )
                 continue
             name = definition.name
             if name in seen:

@@ -27,6 +27,8 @@ from typing import Any
 
 import yaml
 
+from .files import FileRefusedError, read_bytes
+
 __all__ = [
     "MAX_AGENT_FILE_BYTES",
     "FileProblemError",
@@ -99,18 +101,19 @@ def agent_files(folder: Path) -> Iterator[Path]:
 
 def read_agent_text(path: Path) -> str:
     """The file's text; a FileProblemError when it is no text file (binary, not UTF-8, too big,
-    unreadable, or not a file at all)."""
+    unreadable, or not a regular file: a FIFO is never opened, so it cannot hang a turn)."""
     try:
         size = path.stat().st_size
-        if not path.is_file():
-            raise FileProblemError("is not a regular file")
-        if size > MAX_AGENT_FILE_BYTES:
-            raise FileProblemError(f"is {size:,} bytes; an agent file is at most 1 MB")
-        data = path.read_bytes()
-    except FileProblemError:
-        raise
     except OSError as exc:
         raise FileProblemError(f"cannot be read ({exc.strerror or exc})") from None
+    if size > MAX_AGENT_FILE_BYTES and path.is_file():
+        raise FileProblemError(f"is {size:,} bytes; an agent file is at most 1 MB")
+    try:
+        data = read_bytes(path, MAX_AGENT_FILE_BYTES)
+    except FileRefusedError as exc:
+        raise FileProblemError(str(exc)) from None
+    if data is None:
+        raise FileProblemError("cannot be read (it is gone)")
     if b"\0" in data[:8192]:
         raise FileProblemError("is a binary file, not a Markdown agent file", line=1)
     try:
@@ -151,7 +154,7 @@ def _key_lines(head: list[str]) -> dict[str, int]:
 def _parses_alone(line: str) -> bool:
     try:
         yaml.safe_load(line)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         return False
     return True
 
@@ -177,8 +180,15 @@ def _relaxed(head: list[str]) -> list[str]:
     return out
 
 
+class _TooDeepError(yaml.YAMLError):
+    """Front matter nested deeper than the YAML reader can follow (it recurses)."""
+
+
 def _load(head: list[str]) -> Any:
-    return yaml.safe_load("\n".join(head))
+    try:
+        return yaml.safe_load("\n".join(head))
+    except RecursionError:
+        raise _TooDeepError() from None
 
 
 def parse_front_matter(text: str) -> FrontMatter:
@@ -188,6 +198,12 @@ def parse_front_matter(text: str) -> FrontMatter:
     relaxed = False
     try:
         data = _load(head)
+    except _TooDeepError:
+        raise FileProblemError(
+            "front matter is nested too deeply to read (lists or mappings inside one another "
+            "hundreds of levels deep)",
+            line=2,
+        ) from None
     except yaml.YAMLError as exc:
         try:
             data = _load(_relaxed(head))

@@ -44,9 +44,11 @@ committed settings (`.claude/settings.json`, `.forkagent/settings.json`) or of a
 file (`.claude/agents/`, `.forkagent/agents/` in the work dir) runs when the person's own
 settings (`~/.claude/settings.json`, `.claude/settings.local.json`, their `.forkagent` twins)
 say `enableAllProjectHooks: true` or list its exact command in `enabledProjectHooks`
-(`HookTrust`); otherwise it is said once, with how to approve it, in `Hooks.lines`. A changed
-command is a new command: it needs approving again. The person's own files and agent files in
-`~/.claude/agents` need no approval.
+(`HookTrust`), and only in a folder the person trusts (`trust.py`); otherwise it is said once,
+with why and what to do, in `Hooks.lines`. A changed command is a new command: it needs
+approving again. The person's own files and agent files in `~/.claude/agents` need neither.
+`disableAllHooks: true` in the person's own settings turns every hook off; in a (trusted)
+project file, the project's hooks only (`HookTrust.project_off_by`).
 
 A `PreToolUse` hook of another type (`prompt`, `agent`) is not run; the calls it matches are
 asked (as for an `ask` answer), never let through unchecked. A decision value that is not one
@@ -76,6 +78,7 @@ from ..secrets import scrubbed_env
 __all__ = [
     "APPROVE_HINT",
     "EVENTS",
+    "NOT_TRUSTED_HINT",
     "STOP_BLOCK_LIMIT",
     "HookEntry",
     "HookOutcome",
@@ -146,19 +149,40 @@ APPROVE_HINT = (
 )
 
 
+NOT_TRUSTED_HINT = "this folder is not trusted (%trust shows it; %trust yes trusts it)"
+
+
 @dataclass(frozen=True)
 class HookTrust:
-    """The project's hooks the person approved in their own settings (see the module doc)."""
+    """The project's hooks the person approved in their own settings, and whether the
+    folder is trusted (see the module doc)."""
 
     enable_all: bool = False
     commands: frozenset[str] = frozenset()
     disabled_by: str | None = None
-    """The settings file that says `disableAllHooks: true`: then no hook runs, anyone's."""
+    """The person's settings file that says `disableAllHooks: true`: then no hook runs."""
+    folder_trusted: bool = False
+    """Whether the person trusts the folder (`trust.py`): until then no hook of its files
+    runs, approved or not."""
+    project_off_by: str | None = None
+    """The project's (trusted) file that says `disableAllHooks: true`: the project's hooks
+    (its files' and its agent files') are off; the person's own still run."""
 
     def allows(self, entry: HookEntry) -> bool:
         """Whether `entry`, from someone else's file, may be used. A check of a type not run
-        here executes nothing and only makes calls asked: it needs no approval."""
-        return not entry.runnable or self.enable_all is True or entry.command in self.commands
+        here executes nothing and only makes calls asked: it needs neither trust nor
+        approval."""
+        return self.why_not(entry) is None
+
+    def why_not(self, entry: HookEntry) -> str | None:
+        """Why `entry`, from someone else's file, may not run (None: it may)."""
+        if not entry.runnable:
+            return None
+        if not self.folder_trusted:
+            return NOT_TRUSTED_HINT
+        if self.enable_all is True or entry.command in self.commands:
+            return None
+        return f"it is not approved (a project's file); {APPROVE_HINT}"
 
 
 @dataclass
@@ -263,23 +287,27 @@ class Hooks:
         """The hooks not approved already said (source, event, command): each said once."""
 
     def not_approved(self, entry: HookEntry) -> None:
-        """Say once that `entry` (someone else's) does not run, and how to approve it."""
+        """Say once that `entry` (someone else's) does not run, why, and what to do."""
         key = (entry.source, entry.event, entry.command)
         if key in self.said:
             return
         self.said.add(key)
         shown = entry.command if len(entry.command) <= 200 else entry.command[:197] + "..."
-        self.note(
-            f"hook of {entry.source} not run: {entry.event} command {shown!r} is not approved "
-            f"(a project's file); {APPROVE_HINT}"
-        )
+        why = self.trust.why_not(entry) or "it is not approved"
+        if why.startswith("it is not approved"):
+            why = why.removeprefix("it is ")
+            self.note(f"hook of {entry.source} not run: {entry.event} command {shown!r} is {why}")
+            return
+        self.note(f"hook of {entry.source} not run: {entry.event} command {shown!r}: {why}")
 
     def scoped(self, extra: list[HookEntry], *, trusted: bool) -> Hooks:
         """These hooks plus an agent file's (its `Stop` hooks run when it ends:
         `SubagentStop`). Unless the file is `trusted` (the person's own), only its hooks the
-        person approved are added; each other one is said once."""
+        person approved in a folder they trust are added; each other one is said once."""
         if self.trust.disabled_by is not None:
-            extra = []  # disableAllHooks: an agent file's hooks are off too
+            extra = []  # the person's disableAllHooks: an agent file's hooks are off too
+        elif trusted is not True and self.trust.project_off_by is not None:
+            extra = []  # the project's disableAllHooks: its agent files' hooks are off
         elif trusted is not True:
             for entry in extra:
                 if not self.trust.allows(entry):

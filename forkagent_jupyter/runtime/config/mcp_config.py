@@ -8,18 +8,25 @@ person wrote) is started only once the person approves it, as in Claude Code:
 `enableAllProjectMcpServers: true` or its name in `enabledMcpjsonServers` in their own settings
 (`~/.claude/settings.json`, `.claude/settings.local.json`; not the committed
 `.claude/settings.json`), and never when a settings file names it in `disabledMcpjsonServers`.
-An unapproved one does not replace a server of the same name from `~/.claude.json`
-(`read_config` returns it apart, with why). An agent file's `mcpServers` adds servers for that
-agent's run (`agent_servers`); a server an agent file of the project defines inline is the
-project's too, and starts only once approved by the same keys (`approval`).
+A project server also waits until the person trusts the folder (`trust.py`): approved or
+not, none starts in a folder not trusted, and the approval keys of the folder's own local file
+count only once it is. An unapproved one does not replace a server of the same name from
+`~/.claude.json` (`read_config` returns it apart, with why). An agent file's `mcpServers` adds
+servers for that agent's run (`agent_servers`); a server an agent file of the project defines
+inline is the project's too, and starts only once approved by the same keys in a trusted
+folder (`approval`).
 
 A server is `{"command": ..., "args": [...], "env": {...}}` (stdio; `"type": "stdio"` may be
 said) or `{"type": "http", "url": ..., "headers": {...}}` (streamable HTTP). In `command`,
 `args`, `env`, `url` and `headers`, `${VAR}` is the environment's VAR and `${VAR:-default}`
 falls back to `default`; a VAR that is not set and has no default makes the server refused.
+A credential (`secrets.SECRET_ENV_VARS`: `ANTHROPIC_API_KEY` and the like, which no tool or
+worker gets) is expanded only for a server the person configured (`~/.claude.json`, their own
+agent files): for a project's server it counts as not set, and one line says so.
 What cannot be used (a file that is not JSON, a server of the wrong shape) is one line naming
-the file and the server; the other servers load. `read_servers` does blocking I/O: call it on
-a thread.
+the file and the server; the other servers load. A file is read only when it is a regular file
+of bounded size whose JSON nests at most 64 levels (`files.py`). `read_servers` does blocking
+I/O: call it on a thread.
 """
 
 from __future__ import annotations
@@ -35,11 +42,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
+from ..secrets import SECRET_ENV_VARS
+from .files import MAX_CONFIG_BYTES, FileRefusedError, read_json
+from .hooks import NOT_TRUSTED_HINT
 from .settings import COMMITTED, committed, read_settings
+from .trust import CLAUDE_JSON, MAX_CLAUDE_JSON_BYTES
 
 __all__ = [
     "AGENT_APPROVE_HINT",
     "APPROVE_HINT",
+    "NOT_TRUSTED",
     "HttpServer",
     "McpConfig",
     "ServerSpec",
@@ -54,7 +66,9 @@ __all__ = [
     "tool_name",
 ]
 
-MAX_BYTES = 5_000_000
+MAX_BYTES = MAX_CONFIG_BYTES
+NOT_TRUSTED = NOT_TRUSTED_HINT
+"""Why a project's server does not start in a folder the person does not trust."""
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _SERVER = re.compile(r"[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*")
@@ -124,8 +138,33 @@ def _expanded(raw: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
-def _one(name: str, raw: Any, env: Mapping[str, str]) -> ServerConfig | str:
-    """The server, or why it cannot be used."""
+CREDENTIAL = (
+    "is a credential: not given to a server the project configured (configure the server in "
+    "~/.claude.json to give it one)"
+)
+
+
+def _secrets_named(raw: dict[str, Any]) -> list[str]:
+    """The credential variables the server's strings name (`${ANTHROPIC_API_KEY}`)."""
+    texts: list[str] = []
+    for key in ("command", "url"):
+        if isinstance(raw.get(key), str):
+            texts.append(raw[key])
+    for key in ("args",):
+        if isinstance(raw.get(key), list):
+            texts += [a for a in raw[key] if isinstance(a, str)]
+    for key in ("env", "headers"):
+        if isinstance(raw.get(key), dict):
+            texts += [v for v in raw[key].values() if isinstance(v, str)]
+    found = {m.group(1) for t in texts for m in _VAR.finditer(t)}
+    return sorted(found & set(SECRET_ENV_VARS))
+
+
+def _one(
+    name: str, raw: Any, env: Mapping[str, str], credentials: bool = True
+) -> ServerConfig | str:
+    """The server, or why it cannot be used; without `credentials`, a credential variable
+    counts as not set."""
     if not isinstance(raw, dict):
         return "is not an object"
     kind = raw.get("type", "stdio")
@@ -133,9 +172,13 @@ def _one(name: str, raw: Any, env: Mapping[str, str]) -> ServerConfig | str:
         kind = "http"
     if kind not in ("stdio", "http"):
         return f"type {kind!r} is not supported (stdio or http)"
+    if not credentials:
+        env = {k: v for k, v in env.items() if k not in SECRET_ENV_VARS}
     try:
         data = _expanded({**raw, "type": kind}, env)
     except KeyError as exc:
+        if exc.args[0] in SECRET_ENV_VARS and not credentials:
+            return f"${{{exc.args[0]}}} {CREDENTIAL}; not started"
         return f"the environment variable {exc.args[0]} is not set (write ${{VAR:-default}})"
     try:
         if kind == "http":
@@ -148,9 +191,16 @@ def _one(name: str, raw: Any, env: Mapping[str, str]) -> ServerConfig | str:
 
 
 def parse_servers(
-    data: Any, source: str, env: Mapping[str, str], cwd: Path | None = None
+    data: Any,
+    source: str,
+    env: Mapping[str, str],
+    cwd: Path | None = None,
+    *,
+    credentials: bool = True,
 ) -> tuple[list[ServerSpec], list[str]]:
-    """The servers of one `mcpServers` object, and one line per server refused."""
+    """The servers of one `mcpServers` object, and one line per server refused.
+    `credentials`: whether a credential variable may be expanded (the person's own servers
+    only; see the module doc)."""
     if not isinstance(data, dict):
         return [], [f"{source}: mcpServers is not an object"]
     specs: list[ServerSpec] = []
@@ -162,29 +212,26 @@ def parse_servers(
                 "'_' between them"
             )
             continue
-        made = _one(name, raw, env)
+        made = _one(name, raw, env, credentials)
         if isinstance(made, str):
             problems.append(f"{source}: server {name!r}: {made}")
-        else:
-            specs.append(ServerSpec(name, made, source, cwd))
+            continue
+        named = [] if credentials else _secrets_named(raw)
+        if named:  # each was defaulted (else the server was refused above)
+            shown = ", ".join(f"${{{n}}}" for n in named)
+            problems.append(
+                f"{source}: server {name!r}: {shown} not expanded ({CREDENTIAL}); its default "
+                "is used"
+            )
+        specs.append(ServerSpec(name, made, source, cwd))
     return specs, problems
 
 
-def _read_json(path: Path, shown: str, problems: list[str]) -> Any:
+def _read_json(path: Path, shown: str, problems: list[str], limit: int = MAX_BYTES) -> Any:
     try:
-        raw = path.read_bytes()[: MAX_BYTES + 1]
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        problems.append(f"{shown}: cannot be read ({exc.strerror or exc})")
-        return None
-    if len(raw) > MAX_BYTES:
-        problems.append(f"{shown}: is larger than 5 MB")
-        return None
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        problems.append(f"{shown}: is not JSON ({exc})")
+        return read_json(path, limit)
+    except FileRefusedError as exc:
+        problems.append(f"{shown}: {exc}")
         return None
 
 
@@ -205,18 +252,24 @@ class McpConfig:
     problems: list[str]
 
 
-def _approval(workdir: Path, home: Path, problems: list[str]) -> Callable[[str], str | None]:
-    """Why a project server may not start (None: approved), from the person's settings."""
-    read = read_settings(workdir, home)
+def _approval(
+    workdir: Path, home: Path, problems: list[str], trusted: bool | None = None
+) -> Callable[[str], str | None]:
+    """Why a project server may not start (None: approved), from the person's settings and
+    whether the folder is trusted (`trusted`: the session's decision; None: as recorded)."""
+    read = read_settings(workdir, home, trusted)
     keys = ("enableAllProjectMcpServers", "enabledMcpjsonServers", "disabledMcpjsonServers")
     problems.extend(f"{src}: {what} {why}" for what, src, why in read.refused if what in keys)
     disabled = dict(read.mcp_disabled)
     enabled = {name for name, _ in read.mcp_enabled}
     every = read.mcp_enable_all is not None and read.mcp_enable_all[0] is True
+    folder_trusted = read.trusted
 
     def why(name: str) -> str | None:
         if name in disabled:
             return f"disabled (disabledMcpjsonServers in {disabled[name]})"
+        if not folder_trusted:
+            return NOT_TRUSTED
         if every or name in enabled:
             return None
         return "not approved"
@@ -261,27 +314,30 @@ AGENT_APPROVE_HINT = (
 )
 
 
-def approval(workdir: Path, home: Path) -> Callable[[str], str | None]:
+def approval(workdir: Path, home: Path, trusted: bool | None = None) -> Callable[[str], str | None]:
     """Why a server the project defines (in `.mcp.json` or inline in a project agent file)
-    may not start (None: approved), from the person's settings. Blocking: call it on a
-    thread."""
-    return _approval(workdir, home, [])
+    may not start (None: approved), from the person's settings and the folder's trust.
+    Blocking: call it on a thread."""
+    return _approval(workdir, home, [], trusted)
 
 
 def read_servers(
-    workdir: Path, home: Path, env: Mapping[str, str] | None = None
+    workdir: Path, home: Path, env: Mapping[str, str] | None = None, trusted: bool | None = None
 ) -> tuple[dict[str, ServerSpec], list[str]]:
     """The servers to start by name (see the module doc), and one line per problem."""
-    config = read_config(workdir, home, env)
+    config = read_config(workdir, home, env, trusted)
     return config.servers, config.problems
 
 
-def read_config(workdir: Path, home: Path, env: Mapping[str, str] | None = None) -> McpConfig:
-    """The configured servers (see the module doc and `McpConfig`)."""
+def read_config(
+    workdir: Path, home: Path, env: Mapping[str, str] | None = None, trusted: bool | None = None
+) -> McpConfig:
+    """The configured servers (see the module doc and `McpConfig`); `trusted`: the
+    session's decision on the folder (None: as `~/.claude.json` records it)."""
     env = os.environ if env is None else env
     problems: list[str] = []
     found: dict[str, ServerSpec] = {}
-    user = _read_json(home / ".claude.json", "~/.claude.json", problems)
+    user = _read_json(home / CLAUDE_JSON, f"~/{CLAUDE_JSON}", problems, MAX_CLAUDE_JSON_BYTES)
     layers: list[tuple[Any, str, bool]] = []  # (mcpServers, source, the project's)
     if isinstance(user, dict):
         if "mcpServers" in user:
@@ -298,9 +354,9 @@ def read_config(workdir: Path, home: Path, env: Mapping[str, str] | None = None)
     elif shared is not None:
         problems.append(".mcp.json: is not a JSON object")
     unapproved: dict[str, tuple[ServerSpec, str]] = {}
-    approval = _approval(workdir, home, problems) if shared is not None else None
+    approval = _approval(workdir, home, problems, trusted) if shared is not None else None
     for data, source, theirs in layers:
-        specs, refused = parse_servers(data, source, env, workdir)
+        specs, refused = parse_servers(data, source, env, workdir, credentials=not theirs)
         problems.extend(refused)
         for spec in specs:
             why = approval(spec.name) if approval is not None and theirs else None
@@ -312,11 +368,17 @@ def read_config(workdir: Path, home: Path, env: Mapping[str, str] | None = None)
 
 
 def agent_servers(
-    entries: Any, source: str, env: Mapping[str, str] | None = None, cwd: Path | None = None
+    entries: Any,
+    source: str,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    *,
+    credentials: bool = True,
 ) -> tuple[list[str], list[ServerSpec], list[str]]:
     """An agent file's `mcpServers`: (names of configured servers it uses, its own servers,
     problems). Each entry is a server name or `{name: server}`; a mapping of names to servers
-    is read the same way."""
+    is read the same way. `credentials`: False for a project's agent file (see the module
+    doc)."""
     env = os.environ if env is None else env
     if entries is None:
         return [], [], []
@@ -331,7 +393,7 @@ def agent_servers(
         if isinstance(entry, str):
             named.append(entry)
         elif isinstance(entry, dict):
-            specs, refused = parse_servers(entry, source, env, cwd)
+            specs, refused = parse_servers(entry, source, env, cwd, credentials=credentials)
             own.extend(specs)
             problems.extend(refused)
         else:

@@ -16,13 +16,20 @@ Project and local folders are inside the work directory; the user folder is outs
 writing there needs a rule (`Edit(~/.claude/agent-memory/**)`).
 
 Read at each agent start (on the thread that reads the agent files): an edit counts from the
-next agent on.
+next agent on. The project's skill files and its memory files (project and local scope) are
+someone else's words: one that is a symlink to a file outside the project (or lies in a
+folder that is) is not read, in one note (its text would go into the system prompt sent to
+the API: `~/.ssh/id_rsa`, the kernel's `/proc/self/environ`); the person's own skill folders
+(`~/.claude/skills`, `~/.forkagent/skills`) are as good a target. A file is read only when it
+is a regular file (`files.py`: a FIFO never hangs the agent's start).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Protocol
+
+from .files import FileRefusedError, read_bytes
 
 __all__ = ["MEMORY_LINES", "AgentFields", "context_fields", "memory_folder", "system_text"]
 
@@ -61,19 +68,34 @@ def memory_folder(scope: str, agent: str, workdir: Path, home: Path | None) -> P
     return workdir / ".claude" / "agent-memory" / agent
 
 
-def _skill(name: str, workdir: Path, home: Path | None) -> Path | None:
-    roots = [workdir] + ([home] if home is not None else [])
-    for root in roots:
+def _skill(name: str, workdir: Path, home: Path | None) -> tuple[Path, bool] | None:
+    """The skill's file, and whether it is the project's (else the person's own)."""
+    roots = [(workdir, True)] + ([(home, False)] if home is not None else [])
+    for root, theirs in roots:
         for folder in (".claude", ".forkagent"):
             path = root / folder / "skills" / name / "SKILL.md"
-            if path.is_file():
-                return path
+            if path.is_symlink() or path.exists():
+                return path, theirs
     return None
 
 
+def _outside(path: Path, workdir: Path, home: Path | None) -> Path | None:
+    """Where the project's file `path` really is, when that is outside the project and the
+    person's skill folders (None: inside)."""
+    real = path.resolve()
+    allowed = [workdir.resolve()]
+    if home is not None:
+        allowed += [(home / f / "skills").resolve() for f in (".claude", ".forkagent")]
+    return None if any(real.is_relative_to(a) for a in allowed) else real
+
+
 def _read(path: Path, limit: int) -> str:
-    with path.open("rb") as f:
-        return f.read(limit).decode("utf-8", errors="replace")
+    """At most `limit` bytes of the file, as text; FileRefusedError when it is not a regular
+    file; FileNotFoundError when there is none."""
+    raw = read_bytes(path, limit, head=True)
+    if raw is None:
+        raise FileNotFoundError(path)
+    return raw.decode("utf-8", errors="replace")
 
 
 def context_fields(
@@ -87,30 +109,54 @@ def context_fields(
     where = str(definition.path or definition.name)
     loaded: list[tuple[str, str]] = []
     for name in definition.skills:
-        path = _skill(name, workdir, home)
-        if path is None:
+        found = _skill(name, workdir, home)
+        if found is None:
             notes.append(
                 f"{where}: skill '{name}' not found (.claude/skills/{name}/SKILL.md in the "
                 "project or your home folder); the agent loads without it"
             )
             continue
+        path, theirs = found
+        real = _outside(path, workdir, home) if theirs else None
+        if real is not None:
+            notes.append(
+                f"{where}: skill '{name}': {path} is a link to {real}, outside the project; "
+                "not read (the agent loads without it)"
+            )
+            continue
         try:
             loaded.append((name, f"(folder: {path.parent})\n" + _read(path, SKILL_BYTES)))
-        except OSError as exc:
+        except (OSError, FileRefusedError) as exc:
             notes.append(f"{where}: skill '{name}': {path} cannot be read ({exc})")
     update: dict[str, object] = {"loaded_skills": tuple(loaded)}
     if definition.memory is not None:
-        folder = memory_folder(definition.memory, definition.name, workdir, home)
-        text = ""
-        try:
-            lines = _read(folder / "MEMORY.md", MEMORY_CHARS * 4).splitlines()
-            text = "\n".join(lines[:MEMORY_LINES])[:MEMORY_CHARS]
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            notes.append(f"{where}: memory {folder / 'MEMORY.md'} cannot be read ({exc})")
-        update.update(memory_dir=folder, memory_text=text)
+        update.update(_memory(definition, workdir, home, where, notes))
     return update
+
+
+def _memory(
+    definition: AgentFields, workdir: Path, home: Path | None, where: str, notes: list[str]
+) -> dict[str, object]:
+    """The agent's memory folder and the text of its MEMORY.md (see the module doc)."""
+    scope = definition.memory or "project"
+    folder = memory_folder(scope, definition.name, workdir, home)
+    file = folder / "MEMORY.md"
+    text = ""
+    real = _outside(file, workdir, None) if scope != "user" else None
+    if real is not None and (file.is_symlink() or file.exists()):
+        notes.append(
+            f"{where}: memory {file} is a link to {real}, outside the project; not read (the "
+            "agent starts with an empty memory)"
+        )
+        return {"memory_dir": folder, "memory_text": ""}
+    try:
+        lines = _read(file, MEMORY_CHARS * 4).splitlines()
+        text = "\n".join(lines[:MEMORY_LINES])[:MEMORY_CHARS]
+    except FileNotFoundError:
+        pass
+    except (OSError, FileRefusedError) as exc:
+        notes.append(f"{where}: memory {file} cannot be read ({exc})")
+    return {"memory_dir": folder, "memory_text": text}
 
 
 def system_text(definition: AgentFields, fallback: str) -> str:

@@ -87,6 +87,9 @@ class McpServers:
         """Servers approved while the session runs (`approve`): started at the next use."""
         self._tools: dict[int, list[McpTool]] = {}
         self._closed = False
+        self.trusted: bool | None = None
+        """The session's own decision on trusting the folder (`Session(trusted=...)`; None:
+        as `~/.claude.json` records it): until trusted, no project server starts."""
 
     # -- the session's servers ---------------------------------------------------------------
 
@@ -117,12 +120,7 @@ class McpServers:
         said = await asyncio.to_thread(approve_server, self.workdir, name)
         if self._started is None or self._closed:
             return f"{said}; it starts at this session's next turn"
-        await asyncio.shield(self._started)
-        config = await asyncio.to_thread(read_config, self.workdir, self.home)
-        self.unapproved = config.unapproved
-        for spec in config.servers.values():  # approved now, by this or the person's files
-            if spec.name not in self.servers:
-                self._approved[spec.name] = spec
+        await self.reconsider()
         if name in self.servers:
             return f"{said}; it runs in this session already"
         if name in self._approved:
@@ -134,9 +132,24 @@ class McpServers:
             "name starts at the agent's next launch"
         )
 
+    async def reconsider(self) -> None:
+        """Read the configuration again once the session's servers have started: a project
+        server approved or trusted since (by the person's files, `%mcp approve`, `%trust
+        yes`) starts at its next use (the next turn, agent or `%mcp`)."""
+        if self._started is None or self._closed:
+            return
+        await asyncio.shield(self._started)
+        config = await asyncio.to_thread(read_config, self.workdir, self.home, None, self.trusted)
+        self.unapproved = config.unapproved
+        for spec in config.servers.values():  # approved now, by this or the person's files
+            if spec.name not in self.servers:
+                self._approved[spec.name] = spec
+
     async def _start(self) -> None:
         try:
-            config = await asyncio.to_thread(read_config, self.workdir, self.home)
+            config = await asyncio.to_thread(
+                read_config, self.workdir, self.home, None, self.trusted
+            )
             found, problems = config.servers, config.problems
             self.unapproved = config.unapproved
         except Exception as exc:  # never a reason for a turn to fail
@@ -209,11 +222,13 @@ class McpServers:
         server is not up. Unless the agent file is `trusted` (the person's own), a server it
         defines inline starts only once approved, as a project's `.mcp.json` server."""
         await self.start()
-        named, own, problems = agent_servers(entries, source, cwd=self.workdir)
+        named, own, problems = agent_servers(
+            entries, source, cwd=self.workdir, credentials=trusted is True
+        )
         notes = list(problems)
         refused: dict[str, str] = {}
         if own and trusted is not True:
-            why_not = await asyncio.to_thread(approval, self.workdir, self.home)
+            why_not = await asyncio.to_thread(approval, self.workdir, self.home, self.trusted)
             for spec in own:
                 why = why_not(spec.name)
                 if why is not None:

@@ -233,6 +233,8 @@ class PermissionGate:
                 for r in book.refused
             ],
             "files": list(book.settings_files),
+            "folder_trust": book.folder_trust,
+            "withheld": [{"what": w, "source": src} for w, src in book.withheld],
         }
 
     @property

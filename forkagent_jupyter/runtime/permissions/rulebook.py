@@ -48,6 +48,9 @@ class RuleBook:
     directory_sources: dict[Path, str] = field(default_factory=dict)
     settings_sources: set[str] = field(default_factory=set)
     settings_files: list[str] = field(default_factory=list)
+    withheld: list[tuple[str, str]] = field(default_factory=list)
+    """What the folder's files grant that waits until the folder is trusted (what, file)."""
+    folder_trust: str = ""  # whether the folder is trusted, and why (`trust.FolderTrust.why`)
     tools: frozenset[str] = frozenset()  # the session's own tool names (custom tools too)
     home: Path | None = None  # the person's home: their settings and agent files are there
     log: list[dict[str, Any]] = field(default_factory=list)
@@ -106,3 +109,5 @@ class RuleBook:
         self.directories = [path for path, _ in read.directories]
         self.directory_sources = dict(read.directories)
         self.settings_files = list(read.files)
+        self.withheld = list(read.withheld)
+        self.folder_trust = read.trust.why if read.trust is not None else ""

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from ..executors import ComputePlane
 from ..loop.compaction import CompactPolicy
+from ..mcp.servers import McpServers
 from ..model.retry import StreamRetry
 from ..permissions.gate import PermissionGate
 from ..tools.base import ToolSet
@@ -32,6 +33,7 @@ class SettingHolders(Protocol):
     compaction: CompactPolicy
     compute: ComputePlane
     spending: Spending
+    mcp: McpServers
 
 
 def change_settings(
@@ -75,6 +77,8 @@ def apply_setting(host: SettingHolders, name: str) -> None:
         host.compaction.compact_at = o.compact_at
         host.compaction.keep_turns = o.compact_keep_turns
         host.compaction.window = o.context_window
+    elif name == "trusted":  # the settings files are read with it at every turn
+        host.mcp.trusted = o.trusted
     elif name == "max_cost_usd":
         host.spending.budget_changed()
     elif name in COMPUTE_SETTINGS:

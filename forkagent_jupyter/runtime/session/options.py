@@ -143,6 +143,11 @@ class SessionOptions(BaseModel):
 
     # -- live: pushed to the part that holds them (live_settings.py) ---------------------
     permission_mode: SessionMode = "default"
+    trusted: bool | None = Field(
+        default=None, json_schema_extra={"accepts": "True, False, or None (as ~/.claude.json says)"}
+    )
+    """Whether what the work directory's own files grant applies (`config/trust.py`): None
+    as `~/.claude.json` records it; True or False for this session only."""
     approval_timeout: float | None = Field(
         default=600.0, gt=0, le=MAX_SECONDS, json_schema_extra=_SECONDS
     )

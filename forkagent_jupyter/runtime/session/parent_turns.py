@@ -10,6 +10,7 @@ whenever it changed or left the conversation."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from pathlib import Path
@@ -18,7 +19,10 @@ from typing import Any, Protocol
 from ...messages_api.usage import Usage
 from ..config.agent_definitions import AgentScan, agent_listing
 from ..config.hooks import Hooks
-from ..config.settings import hook_trust, read_settings
+from ..config.settings import SettingsRead, hook_trust, read_settings
+from ..config.trust import describe as describe_trust
+from ..config.trust import folder_trust, notice, record_trust
+from ..config.trust_asks import folder_asks
 from ..errors import UsageError
 from ..events import Compacted, LoopEvent, Stop, UsageReport
 from ..history import last_assistant_text
@@ -36,11 +40,14 @@ from ..workers.configs import with_mcp_tools
 from ..workers.workers import AgentRun, Workers
 from .agent_setup import AgentContexts
 from .commands import Prepared, find_invocation, prepare_command, run_fork_command
+from .options import SessionOptions
 from .responder import Responder
 from .turn_lock import TurnLock
 from .turn_result import fold_turn, replay
 
 __all__ = ["ParentHost", "ParentTurns"]
+
+log = logging.getLogger(__name__)
 
 
 class ParentHost(Protocol):
@@ -50,6 +57,7 @@ class ParentHost(Protocol):
     workdir: Path
     home: Path
     session_id: str
+    options: SessionOptions
     gate: PermissionGate
     hooks: Hooks
     mcp: McpServers
@@ -86,6 +94,8 @@ class ParentTurns:
         self.usage = Usage()
         self.cost = 0.0
         self.listed: str | None = None  # the agent listing the parent was last told
+        self.read: SettingsRead | None = None  # the settings files as the last turn read them
+        self.trust_said: str | None = None  # the last line said of a folder not trusted
 
     def charge(self, usage: Usage, cost_usd: float) -> None:
         """A request made for the parent (its own, or its web tools')."""
@@ -140,7 +150,10 @@ class ParentTurns:
     async def load_settings(self) -> dict[str, Any]:
         """The settings files read again and applied (`Session.load_settings`)."""
         host = self.host
-        read = await asyncio.to_thread(read_settings, host.workdir, host.home)
+        read = await asyncio.to_thread(read_settings, host.workdir, host.home, host.options.trusted)
+        if read.trusted and self.read is not None and not self.read.trusted:
+            await host.mcp.reconsider()  # trusted since: its approved servers start now
+        self.read = read
         host.gate.apply_settings(read)
         host.hooks = Hooks(
             read.hooks,
@@ -154,6 +167,36 @@ class ParentTurns:
             host.hooks.not_approved(entry)
         return host.gate.summary()
 
+    async def say_trust(self) -> None:
+        """In a folder the person does not trust whose files ask for something: one line
+        saying what and how to trust it (a logged warning: in a kernel, a line in the cell),
+        said again only when it changes."""
+        read, host = self.read, self.host
+        if read is None or read.trusted or read.trust is None:
+            return
+        asks = await asyncio.to_thread(folder_asks, host.workdir, host.home, read)
+        line = notice(read.trust, asks)
+        if line is not None and line != self.trust_said:
+            log.warning("%s", line)
+        self.trust_said = line
+
+    async def trust(self) -> str:
+        """`Session.trust`: recorded in `~/.claude.json`; a project MCP server it unlocks
+        starts at the next use."""
+        host = self.host
+        said = await asyncio.to_thread(record_trust, host.workdir, host.home)
+        if host.options.trusted is False:
+            said += "; this session was made with trusted=False, which still holds"
+        await host.mcp.reconsider()
+        return said
+
+    async def trust_report(self) -> str:
+        """`Session.trust_report`: the text `%trust` shows."""
+        host = self.host
+        state = await asyncio.to_thread(folder_trust, host.workdir, host.home, host.options.trusted)
+        asks = await asyncio.to_thread(folder_asks, host.workdir, host.home)
+        return describe_trust(state, asks)
+
     async def turn(
         self,
         texts: list[str],
@@ -166,6 +209,7 @@ class ParentTurns:
         main = host.main
         await self.load_settings()
         await host.mcp.start()
+        await self.say_trust()
         self.sync_mcp_tools()
         main.config = host.contexts.parent_config()
         if adjust is not None:

@@ -125,6 +125,7 @@ class Session:
             startup_timeout=o.mcp_startup_timeout,
             call_timeout=o.mcp_call_timeout,
         )
+        self.mcp.trusted = o.trusted
         """The MCP servers (`mcp/servers.py`): started at the first turn, closed with the
         session."""
         self._make_parts(o)
@@ -229,6 +230,9 @@ class Session:
     compact_at = Setting[float | None]()
     """The fraction of the context window (prompt + max_tokens) at which a conversation is
     compacted before its next request (None: never); every agent, from its next request."""
+    trusted = Setting[bool | None]()
+    """Whether the work directory's own files may grant (`config/trust.py`): None as
+    `~/.claude.json` records it; True or False for this session only. From the next turn."""
     max_cost_usd = Setting[float | None]()
     """The session's cost budget in USD (None: none); see `model/budget.py`. Raising it lets work
     go on: notifications that waited are read with the next turn."""
@@ -339,6 +343,16 @@ class Session:
         and additional directories (`config/settings.py`); the rules in force, as
         `PermissionGate.summary` gives them. Done at the start of every parent turn."""
         return await self.parent.load_settings()
+
+    async def trust(self) -> str:
+        """Record in `~/.claude.json` that the person trusts the work directory, as Claude
+        Code does (`config/trust.py`): what its files grant applies from the next turn. The
+        line that says so; ConfigError (one line) when the file cannot take it."""
+        return await self.parent.trust()
+
+    async def trust_report(self) -> str:
+        """Whether the work directory is trusted and why, and what its files grant (`%trust`)."""
+        return await self.parent.trust_report()
 
     async def ask(self, prompt: str) -> Turn:
         """Run one parent turn to completion and return its outcome. A prompt `/name args`
