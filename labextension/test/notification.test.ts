@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 
-import { usageLine } from '../src/notification';
+import { RESULT_LINES, resultHead, usageLine } from '../src/notification';
 import { parseTaskSnapshot } from '../src/protocol';
+import headCases from './result-head.json';
+
+/** A text of the shared table: [text, times] runs, joined. */
+const runs = (parts: (string | number)[][]): string =>
+  parts.map(([text, times]) => String(text).repeat(Number(times))).join('');
 
 describe('notification payload', () => {
   it('parses with defaults and summarises usage', () => {
@@ -41,5 +46,20 @@ describe('notification payload', () => {
 
   it('survives garbage', () => {
     expect(parseTaskSnapshot(null)).toMatchObject({ task_id: '', status: 'completed', cost_usd: 0 });
+  });
+});
+
+describe("a notification's summary", () => {
+  it.each(headCases.cases.map(c => [c.what, c]))('clips the result as the kernel does: %s', (_what, c) => {
+    expect(resultHead(runs(c.result))).toBe(runs(c.head));
+  });
+
+  it('shows the first lines of a long result and says how many more the XML holds', () => {
+    const result = Array.from({ length: 30 }, (_, i) => `finding ${i + 1}`).join('\n');
+    const head = resultHead(result).split('\n');
+    expect(head).toHaveLength(RESULT_LINES + 1);
+    expect(head[0]).toBe('finding 1');
+    expect(head[RESULT_LINES - 1]).toBe(`finding ${RESULT_LINES}`);
+    expect(head[RESULT_LINES]).toBe('[… 20 more lines in the notification below]');
   });
 });

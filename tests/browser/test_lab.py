@@ -4,7 +4,8 @@
 the toolbar's pending-approvals list, one from the card; both workers finish and their
 notification cells land below the launching cells, in order, with the parent's answer; the
 notebook is saved and reloaded; the kernel restarts, the extension reconnects, and %send
-resumes a finished worker. Each step leaves a PNG in tests/browser/artifacts/.
+resumes a finished worker. A notification cell shows its summary, the XML the parent read one
+click away. Each step leaves a PNG in tests/browser/artifacts/.
 """
 
 from __future__ import annotations
@@ -145,6 +146,21 @@ def test_forks_cards_approvals_and_notification_cells(nb_page: Any, lab: Lab) ->
     task_id = _reveal(page, tasks, "w2")
     expect(page.locator(f".forkagent-task-{task_id}")).to_be_in_viewport()
     shot(page, "04-notification-cells")
+
+    # a notification cell shows its summary; the XML the parent read is folded under it, one
+    # click away
+    note = cells.nth(5).locator(".jp-forkagent-notification")
+    xml = note.locator(".jp-forkagent-notification-xml-text")
+    note.scroll_into_view_if_needed()
+    expect(xml).to_be_hidden()
+    assert "task-notification" not in note.inner_text()
+    assert "w2" in note.inner_text() and "$0." in note.inner_text()
+    note.get_by_text("notification XML (what the parent read)").click()
+    expect(xml).to_be_visible()
+    folded = xml.inner_text()
+    assert folded.startswith("<task-notification>") and folded.endswith("</task-notification>")
+    assert "<status>completed</status>" in folded and "<result>" in folded
+    shot(page, "04b-notification-xml-open")
 
 
 def test_save_and_reload_keep_cells_and_tasks(nb_page: Any, lab: Lab) -> None:

@@ -399,8 +399,17 @@ def test_notifications_reach_an_open_forkagent_comm(kernel: Kernel) -> None:
     assert f"tokens in {usage['total_input_tokens']:,} " in note["data"]["text/plain"]
     assert "<task-notification>" in payload["notification"]
     assert tool_outputs(payload["result"]) == ["42"], payload["result"]
+    # for a frontend without the extension: the summary (the result's first lines), then the
+    # XML the parent read, whole in plain text and folded in HTML
     plain = note["data"]["text/plain"]
-    assert "viacomm" in plain and tool_outputs(plain) == ["42"], plain
+    summary, xml = plain.split("\n\n<task-notification>", 1)
+    assert summary.startswith('[completed] viacomm: Worker "viacomm" completed\ntokens in ')
+    assert tool_outputs(summary) == ["42"], plain
+    assert "<task-notification>" + xml == payload["notification"]
+    page = note["data"]["text/html"]
+    shown, folded = page.split("<details class='forkagent-notification-xml'>", 1)
+    assert "<b>viacomm</b>" in shown and "task-notification" not in shown
+    assert "&lt;task-notification&gt;" in folded.split("</details>", 1)[0]
     assert "reported back" in answer["data"]["text/markdown"]
     # with the extension connected the fallback area is not used
     fallback = [
@@ -438,6 +447,11 @@ def test_replay_and_resume_after_a_kernel_restart(kernel: Kernel, emulator: Any)
             ]
         )
     )
+    # shown as inserted: the summary first, the XML folded (HTML) or after it (plain text)
+    inserted = insert["cell"]["outputs"][0]["data"]
+    assert shown[0]["text/html"] == inserted["text/html"]
+    assert shown[0]["text/plain"] == inserted["text/plain"]
+    assert shown[0]["text/html"].index("<b>keeper</b>") < shown[0]["text/html"].index("<details")
     assert len(emulator.api_requests()) == calls  # no model call
     bad = kernel.execute("%notifications nosuchtask")
     assert bad.status == "error" and "no recorded notification" in bad.texts()
@@ -451,6 +465,13 @@ def test_replay_and_resume_after_a_kernel_restart(kernel: Kernel, emulator: Any)
     replayed = kernel.execute("%notifications keeper")
     assert replayed.status == "ok", replayed.texts()
     assert "42" in tool_outputs(replayed.texts()), replayed.texts()
+    [again_note] = [
+        m["content"]["data"]
+        for m in replayed.messages
+        if m["msg_type"] == "display_data"
+        and "application/vnd.forkagent.notification+json" in m["content"]["data"]
+    ]
+    assert again_note["text/html"] == inserted["text/html"]  # the same, read from the transcript
     assert len(emulator.api_requests()) == calls
     # where no await is possible (code, an indented line) the magic starts the same work in
     # the background: its output, and its error, still land in the cell that ran it

@@ -1,5 +1,6 @@
 """Notifications shown without the JupyterLab extension (the launching cell's display) and by
-`api.notifications()`, when the worker's result holds Markdown code blocks of its own."""
+`api.notifications()`, when the worker's result holds Markdown code blocks of its own: the
+launching cell shows each notification's summary, its XML folded under it, then the answer."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from .conftest import Kernel
 pytestmark = pytest.mark.kernel
 
 _BLOCK = re.compile(r'<pre><code class="language-xml">(.*?)</code></pre>', re.DOTALL)
+_FOLDED = re.compile(r"<details class='forkagent-notification-xml'>(.*?)</details>", re.DOTALL)
 
 
 def _xml_blocks(html: str) -> list[str]:
@@ -41,13 +43,30 @@ def test_a_result_with_code_blocks_stays_inside_its_notification(kernel: Kernel)
         and "<task-notification>" in m["content"]["data"].get("text/markdown", "")
     ]
     assert notes, "no fallback notification display"
-    [block] = _xml_blocks(notes[-1]["text/html"])
+    page = notes[-1]["text/html"]
+    # the summary first and open: name, status, the result's first lines, tokens and cost
+    summary, rest = page.split("<details", 1)
+    assert "<b>fenced</b>" in summary and "completed" in summary
+    assert "Worker &quot;fenced&quot; completed" in summary
+    assert "tokens in " in summary and " · $0." in summary
+    assert "<pre class='forkagent-notification-result'>Scope: report" in summary
+    assert "task-notification" not in summary  # the XML is not shown before it is asked for
+    # the XML one click away: in a closed <details>, whole, the only XML on the page
+    [folded] = _FOLDED.findall(page)
+    assert folded.startswith("<summary>notification XML (what the parent read)</summary>")
+    assert "<details open" not in page
+    [block] = _xml_blocks(folded)
+    assert _xml_blocks(page) == [block]
     assert _whole(block) and "inside" in block
     assert "````" in block  # the output's own fence, kept as text
     # the transcript lies inside the notebook's folder: shown relative to it, no temp path
     assert "<output-file>.forkagent/sessions/" in block and "/tmp/" not in block
-    answer = notes[-1]["text/html"].split("</pre>", 1)[1]
+    answer = rest.split("</details>", 1)[1]
     assert "reported back" in answer  # the parent's answer follows the notification
+    # a text frontend cannot unfold: the same summary, then the XML whole
+    plain = notes[-1]["text/plain"]
+    assert plain.startswith('[completed] fenced: Worker "fenced" completed\ntokens in ')
+    assert plain.index("\n\n<task-notification>") < plain.index("</task-notification>")
 
     shown = kernel.execute("from forkagent_jupyter.kernel import api\napi.notifications()")
     [data] = [m["content"]["data"] for m in shown.messages if m["msg_type"] == "execute_result"]

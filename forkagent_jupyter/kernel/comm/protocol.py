@@ -131,8 +131,14 @@ class Digest(TypedDict):
 
 NotificationBundle = TypedDict(
     "NotificationBundle",
-    {"application/vnd.forkagent.notification+json": TaskSnapshot, "text/plain": str},
+    {
+        "application/vnd.forkagent.notification+json": TaskSnapshot,
+        "text/html": str,
+        "text/plain": str,
+    },
 )
+"""One notification: the snapshot (the extension draws it) and its summary, the XML folded
+under it, as HTML and as plain text for other frontends (`frontend/note_view.py`)."""
 DigestBundle = TypedDict(
     "DigestBundle", {"application/vnd.forkagent.digest+json": Digest, "text/plain": str}
 )

@@ -21,10 +21,16 @@ from IPython.core.error import UsageError
 from IPython.display import display
 
 from ...runtime import AutoTurn, TaskSnapshot, answers_covering
-from ..comm.protocol import InsertCellMessage, jsonable
+from ..comm.protocol import InsertCellMessage, MarkdownBundle, jsonable
 from ..parents import in_latest_request
-from ..render.markdown import SafeMarkdown, fenced
-from .delivery import answer_bundle, digest_cell, notification_bundle, notification_cell
+from .delivery import (
+    answer_bundle,
+    digest_cell,
+    joined,
+    notification_bundle,
+    notification_cell,
+    shown_bundle,
+)
 
 if TYPE_CHECKING:
     from ..host import ViewHost
@@ -56,7 +62,7 @@ class _Digest:
 class AnswerDelivery:
     def __init__(self, ui: ViewHost) -> None:
         self.ui = ui
-        self._notes: dict[str, list[str]] = {}  # display id -> what its area shows
+        self._notes: dict[str, list[MarkdownBundle]] = {}  # display id -> what its area shows
         self._digests: dict[str, _Digest] = {}  # cell run (execute_request id) -> its digest
 
     def _digest_for(self, task_id: str) -> _Digest | None:
@@ -135,10 +141,9 @@ class AnswerDelivery:
             if launch is None:
                 continue
             shown = self._notes.setdefault(launch.display_id, [])
-            notes = "\n\n".join(fenced(s.notification, "xml") for s in snapshots)
-            shown.append(f"{notes}\n\n{answer}")
-            body = SafeMarkdown("\n\n---\n\n".join(shown))
-            in_latest_request(display, body, display_id=launch.display_id, update=True)
+            shown.append(shown_bundle(snapshots, answer))
+            body = joined(shown)
+            in_latest_request(display, body, raw=True, display_id=launch.display_id, update=True)
 
     async def replay(self, keys: list[str]) -> None:
         """`%notifications ID ...`: show recorded notifications and the answer again (the

@@ -1,8 +1,9 @@
 """How a finished worker's notification and the parent's answer look in the notebook.
 
 One notification is a display bundle of the MIME type `application/vnd.forkagent.notification+json`
-(rendered by the JupyterLab extension) with a `text/plain` fallback for other frontends; the
-parent's answer is a Markdown output after them. With the extension, they arrive as the outputs
+(rendered by the JupyterLab extension) with HTML and plain text for other frontends: its
+summary first, the XML the parent read folded under it (`note_view`); the parent's answer is a
+Markdown output after them. With the extension, they arrive as the outputs
 of a new cell whose source, `%notifications ID ...`, shows them again from the transcripts
 (no model call) when re-run; the cell carries `metadata.forkagent` so the frontend can tell it
 apart and insert it once.
@@ -23,7 +24,7 @@ from ..comm.protocol import (
     NotificationBundle,
 )
 from ..render.markdown import markdown_bundle
-from ..render.task_line import cost_text, tokens_detail
+from .note_view import note_html, note_markdown, note_plain
 
 __all__ = [
     "DIGEST_MIME",
@@ -31,32 +32,18 @@ __all__ = [
     "answer_bundle",
     "digest_bundle",
     "digest_cell",
+    "joined",
     "notification_bundle",
     "notification_cell",
-    "plain_text",
     "replay_source",
+    "shown_bundle",
 ]
 
 
-def plain_text(task: TaskSnapshot) -> str:
-    label = task.name or task.task_id
-    u = task.usage
-    what = task.summary or task.description
-    head = f"[{task.status or 'finished'}] {label}: {what}"
-    tokens = tokens_detail(
-        u["total_input_tokens"],
-        u["cache_read_input_tokens"],
-        u["cache_creation_input_tokens"],
-        u["output_tokens"],
-    )
-    cost = f"{tokens} · {cost_text(task.cost_usd)} · {task.elapsed:.1f}s"
-    body = task.result.strip()
-    return "\n".join(part for part in (head, cost, body) if part)
-
-
 def notification_bundle(task: TaskSnapshot) -> NotificationBundle:
-    """The display data of one notification (as JSON: `protocol.jsonable`)."""
-    return {MIME: task, "text/plain": plain_text(task)}
+    """The display data of one notification (as JSON: `protocol.jsonable`): the snapshot for
+    the extension, and for other frontends its summary with the XML folded (`note_view`)."""
+    return {MIME: task, "text/html": note_html(task), "text/plain": note_plain(task)}
 
 
 def answer_bundle(answer: str) -> MarkdownBundle:
@@ -67,6 +54,32 @@ def answer_bundle(answer: str) -> MarkdownBundle:
         "text/markdown": bundle["text/markdown"],
         "text/plain": bundle["text/plain"],
     }
+
+
+def _concat(bundles: list[MarkdownBundle], html_sep: str, text_sep: str) -> MarkdownBundle:
+    return {
+        "text/html": html_sep.join(b["text/html"] for b in bundles),
+        "text/markdown": text_sep.join(b["text/markdown"] for b in bundles),
+        "text/plain": text_sep.join(b["text/plain"] for b in bundles),
+    }
+
+
+def shown_bundle(tasks: list[TaskSnapshot], answer: str) -> MarkdownBundle:
+    """Notifications and the parent's answer as one display, where no cell can be inserted
+    (the launching cell's notification area): each summary with its XML folded, then the
+    answer (model Markdown, rendered safely)."""
+    bundles: list[MarkdownBundle] = [
+        {"text/html": note_html(t), "text/markdown": note_markdown(t), "text/plain": note_plain(t)}
+        for t in tasks
+    ]
+    if answer.strip():
+        bundles.append(answer_bundle(answer))
+    return _concat(bundles, "\n", "\n\n")
+
+
+def joined(bundles: list[MarkdownBundle]) -> MarkdownBundle:
+    """Several displays as one, a rule between each two."""
+    return _concat(bundles, "\n<hr>\n", "\n\n---\n\n")
 
 
 def replay_source(task_ids: list[str]) -> str:
