@@ -27,7 +27,14 @@ from .comm.protocol import Approve, State, Stop
 from .frontend.answers import AnswerDelivery
 from .frontend.rows import FrontendRows
 from .host import Launch
-from .render.task_line import context_text, cost_text, memory_text, no_math, process_text
+from .render.task_line import (
+    context_text,
+    cost_text,
+    memory_text,
+    no_math,
+    process_text,
+    status_text,
+)
 from .settings import session_settings
 from .views.turns import run_turn
 
@@ -45,6 +52,21 @@ def _waiting(task: Task) -> str:
     """' · waiting for rate limit (N s)' while its request waits, else ''."""
     waiting = rate_wait(task)
     return f" · {waiting}" if waiting else ""
+
+
+def _results_html(task: Task) -> str:
+    """Every result the task produced, newest first, folded under the table (a follow-up's
+    result does not replace the one before)."""
+    count = len(task.results)
+    body = "".join(
+        f"<pre style='white-space:pre-wrap;margin:2px 0 6px'>{_esc(text)}</pre>"
+        for text in task.results
+    )
+    return (
+        f"<details class='forkagent-results'><summary><code>{_esc(task.name or task.id)}"
+        f"</code>: {count} result{'s' if count != 1 else ''}, newest first</summary>{body}"
+        "</details>"
+    )
 
 
 def budget_line(budget: CostBudget) -> str:
@@ -304,7 +326,7 @@ class KernelUI:
             todos = f" · todos {done}/{len(t.todos)}" if t.todos else ""
             rows.append(
                 f"<tr><td><code>{_esc(t.name or t.id)}</code></td><td>{_esc(t.kind)}</td>"
-                f"<td>{_esc(t.status)}{todos}{_esc(_waiting(t))}</td>"
+                f"<td>{_esc(status_text(t))}{todos}{_esc(_waiting(t))}</td>"
                 f"<td>{u.total_input_tokens:,} / {u.output_tokens:,}</td>"
                 f"<td>{u.cache_hit_ratio:.0%}</td>"
                 f"<td>{_esc(context_text(t.context_tokens, t.context_window, t.compactions))}"
@@ -317,6 +339,7 @@ class KernelUI:
             "<th>cache hit</th><th>context</th><th>cost</th><th>elapsed</th></tr>"
         )
         table = f"{parent}<table class='forkagent-tasks'>{head}{''.join(rows)}</table>"
+        table += "".join(_results_html(t) for t in tasks if t.results)
         budget = budget_line(session.budget)
         rates = "".join(
             f"<div class='forkagent-rate-limits'>{_esc(line)}</div>"
