@@ -20,7 +20,16 @@ from typing import TYPE_CHECKING
 import ipywidgets as w
 from IPython.display import display
 
-from ..runtime import AutoTurn, Compacted, CostBudget, Output, Session, Task, rate_wait
+from ..runtime import (
+    AutoTurn,
+    Compacted,
+    CostBudget,
+    InterruptedAgent,
+    Output,
+    Session,
+    Task,
+    rate_wait,
+)
 from .approvals.widget_policy import WidgetPolicy, headless_notice
 from .cards.hub import ApprovalPrompt, CardBox, CardHub, PendingStrip, TaskCard, card_text
 from .comm.protocol import Approve, State, Stop
@@ -52,6 +61,18 @@ def _waiting(task: Task) -> str:
     """' · waiting for rate limit (N s)' while its request waits, else ''."""
     waiting = rate_wait(task)
     return f" · {waiting}" if waiting else ""
+
+
+def _interrupted_row(agent: InterruptedAgent) -> str:
+    """A row of the `%tasks` table for a worker of the last session that a restart cut off."""
+    calls = f", {agent.failed_calls}" if agent.failed_calls else ""
+    label = _esc(agent.label)
+    return (
+        f"<tr class='forkagent-interrupted'><td><code>{label}</code></td>"
+        f"<td>{_esc(agent.kind)}</td><td>interrupted{_esc(calls)}</td><td colspan='5'><small>"
+        f"{_esc(agent.description)} · cut off by a kernel restart; <code>%send {label} "
+        "MESSAGE</code> resumes it from its transcript</small></td></tr>"
+    )
 
 
 def _results_html(task: Task) -> str:
@@ -289,8 +310,10 @@ class KernelUI:
         """The task table as HTML and as text (for frontends that show only text)."""
         session = self.agent.session
         tasks = [session.task(i) for i in ids] if ids else session.tasks
+        cut_off = [] if ids else session.interrupted_known() or []
+        lines = [card_text(t) for t in tasks] + [agent.line() for agent in cut_off]
         text = f"main (parent) · {self._parent_context()}\n"
-        text += "\n".join(card_text(t) for t in tasks) if tasks else "No tasks yet."
+        text += "\n".join(lines) if lines else "No tasks yet."
         budget = budget_line(session.budget)
         if budget:
             text += f"\n{budget}"
@@ -316,8 +339,9 @@ class KernelUI:
     def _tasks_html(self, ids: list[str]) -> str:
         session = self.agent.session
         tasks = [session.task(i) for i in ids] if ids else session.tasks
+        cut_off = [] if ids else session.interrupted_known() or []
         parent = f"<div class='forkagent-context'>parent: {_esc(self._parent_context())}</div>"
-        if not tasks:
+        if not tasks and not cut_off:
             return f"{parent}<i>No tasks yet.</i>"
         rows = []
         for t in tasks:
@@ -334,6 +358,7 @@ class KernelUI:
                 "</td>"
                 f"<td>{cost_text(t.cost_usd)}</td><td>{t.elapsed:.1f}s</td></tr>"
             )
+        rows += [_interrupted_row(agent) for agent in cut_off]
         head = (
             "<tr><th>task</th><th>kind</th><th>status</th><th>tokens in / out</th>"
             "<th>cache hit</th><th>context</th><th>cost</th><th>elapsed</th></tr>"

@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     from .session.turn_result import AutoTurn, Turn
     from .tasks.registry import Task
     from .tasks.snapshot import TaskSnapshot
+    from .transcripts.earlier import InterruptedAgent
     from .transcripts.store import answered_notifications
     from .transcripts.timeline import Timeline, aload_timeline, load_timeline
     from .transcripts.timeline import describe as describe_timeline
@@ -153,6 +154,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "RequestLog": ("model.request_log", "RequestLog"),
     # transcripts and the timeline
     "answered_notifications": ("transcripts.store", "answered_notifications"),
+    "InterruptedAgent": ("transcripts.earlier", "InterruptedAgent"),
     "Timeline": ("transcripts.timeline", "Timeline"),
     "load_timeline": ("transcripts.timeline", "load_timeline"),
     "aload_timeline": ("transcripts.timeline", "aload_timeline"),
@@ -183,6 +185,7 @@ __all__ = [
     "DenyAll",
     "Display",
     "Held",
+    "InterruptedAgent",
     "LoopEvent",
     "ModelError",
     "OptionRefusedError",

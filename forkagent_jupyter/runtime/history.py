@@ -7,10 +7,17 @@ loaded, so both give byte-identical histories.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
 
-__all__ = ["append_message", "blocks_of", "unanswered_tool_uses", "valid_text"]
+__all__ = [
+    "ToolCalls",
+    "append_message",
+    "blocks_of",
+    "tool_calls",
+    "unanswered_tool_uses",
+    "valid_text",
+]
 
 
 def blocks_of(message: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -37,6 +44,36 @@ def unanswered_tool_uses(history: list[dict[str, Any]]) -> list[str]:
     if not history or history[-1]["role"] != "assistant":
         return []
     return [str(b["id"]) for b in blocks_of(history[-1]) if b.get("type") == "tool_use"]
+
+
+class ToolCalls(NamedTuple):
+    """An agent's tool calls as its messages record them."""
+
+    made: int
+    failed: int
+    """Of `made`, those whose result was an error (is_error)."""
+    unanswered: int
+    """Of `made`, those with no result at all (the run was cut off while they ran)."""
+
+
+def tool_calls(messages: Iterable[Mapping[str, Any]]) -> ToolCalls:
+    """The tool calls the assistant messages of `messages` made, and how they came back. A
+    result for a call not made in `messages` (a fork's placeholder for its parent's call) is
+    not counted."""
+    made: list[str] = []
+    failed: set[str] = set()
+    answered: set[str] = set()
+    for message in messages:
+        for block in blocks_of(message):
+            if message.get("role") == "assistant" and block.get("type") == "tool_use":
+                made.append(str(block.get("id")))
+            elif block.get("type") == "tool_result":
+                answered.add(str(block.get("tool_use_id")))
+                if block.get("is_error"):
+                    failed.add(str(block.get("tool_use_id")))
+    return ToolCalls(
+        len(made), sum(1 for i in made if i in failed), sum(1 for i in made if i not in answered)
+    )
 
 
 def valid_text(text: str) -> str:

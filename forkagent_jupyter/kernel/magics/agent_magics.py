@@ -70,14 +70,14 @@ def _shows_help(magic: Callable[..., Any]) -> Callable[..., Any]:
 _CELL = re.compile(r"^%%agent\b(.*)$")
 _AWAITED = re.compile(r"^(\s*)%tasks(\s+--(?:wait|pull|timeline|memory)\b.*)$")
 _COMPACT = re.compile(r"^(\s*)%compact\b(?![?])(.*)$")
-_TOP_LEVEL = re.compile(r"^()%(send|notifications|permissions|mcp|hooks)\b(?![?])(.*)$")
+_TOP_LEVEL = re.compile(r"^()%(send|notifications|permissions|mcp|hooks|tasks)\b(?![?])(.*)$")
 _PROSE = re.compile(r"^(\s*)%(fork|send)(\s.*)$")
 """A `%fork` or `%send` line not otherwise rewritten: its prose goes to the magic as written.
 IPython would read a line ending in `?` (`%fork ... the mean price?`) as a help request for its
 last word; a line that asks for the magic's own help (`%fork ?`, `%fork -h`) is left to it."""
 _SEND_CELL = re.compile(r"^%%send\b(.*)$")
-"""`%send`, `%notifications`, `%permissions`, `%mcp` and `%hooks` lines awaited when not
-indented (an indented line may be in a function, where an await is not allowed: those run
+"""`%send`, `%notifications`, `%permissions`, `%mcp`, `%hooks` and `%tasks` lines awaited when
+not indented (an indented line may be in a function, where an await is not allowed: those run
 the magic, see `KernelAgent.send`)."""
 
 
