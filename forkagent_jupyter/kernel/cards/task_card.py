@@ -51,7 +51,7 @@ def card_text(task: Task) -> str:
         f"{task_figures(task)}"
     )
     outcome = task.result or task.error or ""
-    for note in task.notes:  # tools its file names that it did not get
+    for note in task.notes:  # tools its file names that it did not get, an interruption
         line += f"\n    ({note})"
     if process_text(task):
         line += f"\n    {process_text(task)}"
@@ -204,7 +204,7 @@ class TaskCard(WholeText, w.VBox):  # type: ignore[misc]
             f"<span style='color:{colour};font-weight:600'>{esc(status_text(t))}</span> "
             f"<small>{no_math(f'{t.elapsed:.0f}s · {esc(task_figures(t, writes=True))}')}</small>"
         )
-        for note in t.notes:  # tools its file names that it did not get
+        for note in t.notes:  # tools its file names that it did not get, an interruption
             line += f"<div class='forkagent-note'><small>{esc(note)}</small></div>"
         if process_text(t):
             line += f"<div class='forkagent-process'><small>{esc(process_text(t))}</small></div>"

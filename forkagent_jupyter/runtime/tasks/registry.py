@@ -125,7 +125,9 @@ class Task:
     memory_mb: float | None = None  # what its finished worker process alone holds
     process: Rollup | None = None  # its running worker process's memory, sampled (memory.py)
     foreground: bool = False  # its caller waits for it (a synchronous named agent)
-    notes: list[str] = field(default_factory=list)  # what its definition asked for in vain
+    notes: list[str] = field(default_factory=list)
+    """Lines its card shows: what its definition asked for in vain, an MCP failure during its
+    call, that its earlier run was interrupted (a restart)."""
     todos: list[Todo] = field(default_factory=list)  # its todo list (TodoWrite)
     notification: str | None = None
     _notified_run: int = 0
