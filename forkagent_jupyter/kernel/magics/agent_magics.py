@@ -367,7 +367,9 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @line_magic
     @_shows_help
     def tasks(self, line: str) -> Any:
-        """A table of all tasks; `%tasks --wait [IDS]` waits for them to finish;
+        """A table of all tasks (after a kernel restart, with the last session's workers that
+        it cut off, as interrupted: `%send NAME ...` resumes one); `%tasks --wait [IDS]`
+        waits for them to finish;
         `%tasks --pull ID NAME...` copies a worker's values into your namespace;
         `%tasks --timeline [IDS]` draws their fan-out on a time axis; `%tasks --memory [IDS]`
         shows their worker processes' memory and what each holds for pulls."""
