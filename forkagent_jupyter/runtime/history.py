@@ -7,17 +7,24 @@ loaded, so both give byte-identical histories.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 __all__ = [
+    "FORK_TAG",
     "ToolCalls",
     "append_message",
     "blocks_of",
+    "own_start",
     "tool_calls",
     "unanswered_tool_uses",
     "valid_text",
 ]
+
+
+FORK_TAG = "fork-directive"
+"""The tag around a fork's directive (loop/fork.py writes it): a fork's own messages begin after
+the last user message that holds one (`own_start`)."""
 
 
 def blocks_of(message: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -37,6 +44,21 @@ def append_message(history: list[dict[str, Any]], message: dict[str, Any]) -> No
         history[-1] = {"role": last["role"], "content": [*blocks_of(last), *blocks_of(message)]}
     else:
         history.append(message)
+
+
+def own_start(history: Sequence[Mapping[str, Any]], is_fork: bool) -> int:
+    """Where an agent's own messages begin in `history`: a fork's after its directive (what
+    comes before is the parent's, inherited); a named agent's at the start."""
+    if not is_fork:
+        return 0
+    tag = f"<{FORK_TAG}>"
+    for i in range(len(history) - 1, -1, -1):
+        message = history[i]
+        if message.get("role") == "user" and any(
+            b.get("type") == "text" and tag in str(b.get("text", "")) for b in blocks_of(message)
+        ):
+            return i + 1
+    return 0  # compacted away: everything left is its own
 
 
 def unanswered_tool_uses(history: list[dict[str, Any]]) -> list[str]:

@@ -166,3 +166,39 @@ async def test_a_real_run_records_how_it_ended(make_session: Any, tmp_path: Path
     loaded = await first.store.aload(task.id)
     assert loaded.past.ended and loaded.past.results == (task.result,)
     assert (loaded.past.tool_uses, loaded.past.tool_errors) == (1, 1)
+
+
+def test_a_forks_counts_leave_out_its_parents_calls() -> None:
+    """A fork resumed in a later session writes its whole history to its new file, its
+    parent's conversation first: those calls are not the fork's."""
+    from forkagent_jupyter.runtime.transcripts.reading import past_runs
+
+    def use(call: str) -> dict[str, Any]:
+        return {"type": "tool_use", "id": call, "name": "Python", "input": {"code": "1"}}
+
+    def result(call: str, error: bool) -> dict[str, Any]:
+        return {"type": "tool_result", "tool_use_id": call, "content": "x", "is_error": error}
+
+    messages = [
+        {"role": "user", "content": "Look."},
+        {"role": "assistant", "content": [use("p1")]},
+        {"role": "user", "content": [result("p1", True)]},
+        {"role": "assistant", "content": [use("p2")]},
+        {
+            "role": "user",
+            "content": [
+                result("p2", False),
+                {"type": "text", "text": "<fork-directive>go</fork-directive>"},
+            ],
+        },
+        {"role": "assistant", "content": [use("f1")]},
+        {"role": "user", "content": [result("f1", False)]},
+        {"role": "assistant", "content": [use("f2")]},
+    ]
+    records = [{"type": "message", "message": m} for m in messages]
+    past = past_runs(records, is_fork=True)
+    assert not past.ended and (past.tool_uses, past.tool_errors, past.cut_off) == (2, 1, 1)
+    named = past_runs(records, is_fork=False)
+    assert (named.tool_uses, named.tool_errors, named.cut_off) == (4, 2, 1)
+    ended = past_runs([*records, {"type": "event", "kind": "result", "data": {"text": "r"}}], True)
+    assert ended.ended and ended.results == ("r",) and ended.cut_off == 0

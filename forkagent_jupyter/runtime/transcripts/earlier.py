@@ -113,7 +113,8 @@ def interrupted_agents(
         if meta.agent_id == "main":
             continue
         try:
-            past = past_runs(read_records(transcript_path(session, meta.agent_id)))
+            records = read_records(transcript_path(session, meta.agent_id))
+            past = past_runs(records, meta.kind == "fork")
         except (OSError, TranscriptError) as exc:
             log.warning("skipping %s in %s: %s", meta.agent_id, session, exc)
             continue

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..history import append_message, blocks_of, tool_calls
+from ..history import append_message, blocks_of, own_start, tool_calls
 from ..tasks.snapshot import AnsweredNotifications
 from .files import (
     REPLACE_EVENTS,
@@ -107,14 +107,17 @@ def read_metas(session: Path) -> list[AgentMeta]:
     return sorted(metas, key=lambda m: m.created_at)
 
 
-def past_runs(records: list[dict[str, Any]]) -> PastRuns:
-    """What an agent's own records (its file, not what it inherits) say of its runs: whether
-    the last one ended, their results, its tool calls and how they came back."""
+def past_runs(records: list[dict[str, Any]], is_fork: bool) -> PastRuns:
+    """What an agent's records (its file) say of its runs: whether the last one ended, their
+    results, its tool calls and how they came back. Only the agent's own calls count: a
+    fork's file written when it was resumed in a later session starts with its parent's
+    conversation (`own_start`)."""
     messages = [
         r["message"]
         for r in records
         if r.get("type") == "message" and isinstance(r.get("message"), dict)
     ]
+    messages = messages[own_start(messages, is_fork) :]
     results: list[str] = []
     ended = False
     for record in records:

@@ -407,7 +407,7 @@ class TranscriptStore:
         session = found[0]
         meta = read_meta(meta_path(session, agent_id))
         messages, repairs = repair_for_resume(replay(session, meta, upto=None, seen=set()))
-        past = past_runs(read_records(transcript_path(session, agent_id)))
+        past = past_runs(read_records(transcript_path(session, agent_id)), meta.kind == "fork")
         return LoadedTranscript(meta, messages, session, repairs, past)
 
     async def aload(self, agent_id: str, session_dir: Path | None = None) -> LoadedTranscript:
