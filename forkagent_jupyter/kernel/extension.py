@@ -2,7 +2,8 @@
 
 `%load_ext forkagent_jupyter` is cheap: it registers the magics, the input transformer and the
 `forkagent` comm target. The Session (and the anthropic SDK, ipywidgets) are created on first
-use, on the kernel's own event loop. `%unload_ext` stops the workers.
+use, on the kernel's own event loop. `%unload_ext` stops the workers; `%reload_ext` keeps the
+session as it is.
 
 Settings are the traitlets Configurable `ForkAgent` (`%config ForkAgent.model = "..."`, or
 `c.ForkAgent.model` in ipython_config.py).
@@ -11,9 +12,13 @@ Settings are the traitlets Configurable `ForkAgent` (`%config ForkAgent.model = 
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 from pathlib import Path
+from types import FrameType
 from typing import Any
+
+from IPython.core.error import UsageError
 
 from ..runtime import guard_kernel
 from .comm.protocol import State
@@ -40,6 +45,7 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
 
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
+        self.reloading = False  # `%reload_ext` is under way: the next load keeps this agent
         self.bridge.snapshot = self._snapshot
         self.settings.observe(self._setting_changed)
 
@@ -47,8 +53,8 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
         """`%config ForkAgent.X = ...` after the session started goes to
         `Session.configure`, which applies it at once (runtime/session/options.py says where each
         lands), also when the value is the one the setting had (the person's permission mode
-        wins over a settings file's); a value the session refuses is said in one line and the
-        old one stays."""
+        wins over a settings file's); a value the session refuses is said in one line (the
+        `%config` cell fails with it) and the old one stays."""
         from ..runtime import AgentError
 
         name, session = change["name"], self._session
@@ -57,7 +63,7 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
         try:
             session.configure(**{name: change["new"]})
         except AgentError as exc:
-            print(f"ForkAgent.{name}: {exc}", file=sys.stderr)
+            self.settings.refuse(f"ForkAgent.{name}: {exc}", usage=False)
             self.set_quietly(name, change["old"])
         self.ui.tasks_changed()  # the Tasks panel shows the budget
 
@@ -79,8 +85,10 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
     # -- lifecycle ---------------------------------------------------------------------------
 
     def install(self) -> None:
-        self.shell.configurables.append(self.settings)
+        if self.settings not in self.shell.configurables:
+            self.shell.configurables.append(self.settings)
         self.shell.register_magics(AgentMagics(self.shell, self))
+        self._wrap_config_magic()
         if transform_cell not in self.shell.input_transformers_cleanup:
             self.shell.input_transformers_cleanup.append(transform_cell)
         self.shell.user_ns["__forkagent__"] = self
@@ -88,6 +96,35 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
         self.bridge.register()
         self.shell.events.register("pre_run_cell", self._before_cell)
         self.shell.events.register("post_run_cell", self._after_cell)
+
+    def _wrap_config_magic(self) -> None:
+        """IPython's `%config`, with a refusal of ours failing the cell: IPython's own catches
+        every error of a configurable and only logs it, so "Run all" and papermill went on
+        past a refused setting. The line said is the same; the cell now ends in error."""
+        manager = self.shell.magics_manager
+        line_magics = manager.magics["line"]
+        find = getattr(manager, "find", None)  # IPython 9: the magic itself, not its stand-in
+        original = _unwrapped(find("line", "config") if find else line_magics.get("config"))
+        if original is None:
+            return
+        settings = self.settings
+
+        @functools.wraps(original)
+        def config(line: str = "") -> Any:
+            with settings.collecting() as refused:
+                result = original(line)
+            if refused:
+                raise UsageError("\n".join(refused))
+            return result
+
+        config.__dict__[_ORIGINAL] = original
+        line_magics["config"] = config
+
+    def _unwrap_config_magic(self) -> None:
+        line_magics = self.shell.magics_manager.magics["line"]
+        original = _unwrapped(line_magics.get("config"))
+        if original is not None:
+            line_magics["config"] = original
 
     def _mode_in_force(self) -> None:
         """`%config ForkAgent.permission_mode` shows the mode in force: a settings file's
@@ -134,6 +171,9 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
             magics["line"].pop(name, None)
         if transform_cell in self.shell.input_transformers_cleanup:
             self.shell.input_transformers_cleanup.remove(transform_cell)
+        self._unwrap_config_magic()
+        while self.settings in self.shell.configurables:  # a later load's would say it again
+            self.shell.configurables.remove(self.settings)
         self.shell.user_ns.pop("__forkagent__", None)
         self.shell.user_ns_hidden.pop("__forkagent__", None)
         self.bridge.unregister()
@@ -143,6 +183,14 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
         if self._session is not None:
             session, self._session = self._session, None
             self._spawn(session.aclose())
+
+
+_ORIGINAL = "_forkagent_wraps"
+
+
+def _unwrapped(magic: Any) -> Any:
+    """IPython's `%config` function under our wrapper (or as it is, when not wrapped)."""
+    return getattr(magic, _ORIGINAL, magic)
 
 
 NEEDS_KERNEL = (
@@ -156,6 +204,9 @@ NEEDS_KERNEL = (
 def load(shell: Any) -> KernelAgent | None:
     existing = shell.user_ns.get("__forkagent__")
     if isinstance(existing, KernelAgent):
+        if existing.reloading:  # `%reload_ext`: the same session goes on (see `unload`)
+            existing.reloading = False
+            print(RELOADED, file=sys.stderr)
         return existing
     if getattr(shell, "kernel", None) is None:  # terminal IPython: refuse before anything
         print(NEEDS_KERNEL, file=sys.stderr)
@@ -215,7 +266,44 @@ def loaded_line(settings: ForkAgent) -> str:
     return f"forkagent: loaded; model {model} on the {backend} backend."
 
 
+RELOADED = (
+    "forkagent: reloaded; the session goes on: its workers, cards, rules and settings are "
+    "kept (%unload_ext forkagent_jupyter then %load_ext forkagent_jupyter starts a new one)."
+)
+
+
 def unload(shell: Any) -> None:
+    """`%unload_ext`: the workers are stopped (one line says how many) and the magics go.
+    Within `%reload_ext`, nothing: the `load` that follows keeps the same agent, so the session
+    with its running workers, their cards, the rules given by `api.allow` and the settings
+    stay as they were (a reload replaces only the package's top module, whose
+    `load_ipython_extension` hands over to this one)."""
     existing = shell.user_ns.get("__forkagent__")
-    if isinstance(existing, KernelAgent):
-        existing.uninstall()
+    if not isinstance(existing, KernelAgent):
+        return
+    if _reloading():
+        existing.reloading = True
+        return
+    session = existing._session
+    running = len(session.running()) if session is not None else 0
+    existing.uninstall()
+    if running:
+        print(
+            f"forkagent: unloaded; {running} running worker(s) stopped (their partial results "
+            "are on their cards).",
+            file=sys.stderr,
+        )
+
+
+def _reloading() -> bool:
+    """Whether IPython's `%reload_ext` (`ExtensionManager.reload_extension`) is unloading: it
+    calls the unload and then the load, in one go."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "reload_extension" and frame.f_globals.get("__name__", "").startswith(
+            "IPython.core.extensions"
+        ):
+            return True
+        frame = frame.f_back
+    return False

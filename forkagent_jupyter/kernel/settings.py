@@ -4,8 +4,8 @@ what it accepts.
 `ForkAgent` derives from `CheckedSettings`. Every assignment - `%config
 ForkAgent.X = ...`, `c.ForkAgent.X` in a config file, `__forkagent__.settings.X = ...` - is
 checked here first, before the session sees it and whether or not the session has started:
-a refused value raises `SettingError` (a TraitError, which `%config` shows as one line) and
-the previous value stays.
+a refused value raises `SettingError` (a TraitError, which `%config` shows as one line and
+which fails its cell) and the previous value stays.
 
 A setting of the session (a trait named like a `SessionOptions` field) is checked by
 `SessionOptions.check`, the one place that decides what a setting takes, for `Session(...)`,
@@ -27,9 +27,11 @@ is given to the Session when it is made and every later change goes to `Session.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import math
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from traitlets import (
@@ -186,23 +188,45 @@ class CheckedSettings(Configurable):  # type: ignore[misc]
     """A Configurable whose settings are checked at every assignment (see the module doc)."""
 
     _frozen: dict[str, str]
+    _collected: list[str] | None
     assigned: set[str]
     """The settings the person assigned (`%config`, a config file, code), whatever the value:
     theirs win over what a settings file would set (the permission mode)."""
 
     def __init__(self, **kwargs: Any) -> None:
         object.__setattr__(self, "_frozen", {})
+        object.__setattr__(self, "_collected", None)
         object.__setattr__(self, "assigned", set())
         super().__init__(**kwargs)
 
     def update_config(self, config: Any) -> None:
-        """`%config ForkAgent.NAME = ...`: a refusal is one `UsageError:` line on stderr, as
-        a magic's. (Raised, IPython's %config logs it with `logging.error`: `ERROR:root:...`,
-        and a handler installed on the root logger as a side effect.)"""
+        """`%config ForkAgent.NAME = ...`: a refusal is one `UsageError:` line, as a magic's.
+        (Raised, IPython's %config logs it with `logging.error`: `ERROR:root:...`, and a
+        handler installed on the root logger as a side effect; and it goes on.)"""
         try:
             self._update_config(config)
         except SettingError as exc:
-            print(f"UsageError: {exc}", file=sys.stderr)
+            self.refuse(str(exc))
+
+    @contextlib.contextmanager
+    def collecting(self) -> Iterator[list[str]]:
+        """Inside, a refusal (`refuse`) is kept in the list yielded instead of printed: the
+        `%config` magic (extension.py) raises it after IPython's own %config has run, so the
+        cell fails with that one line and "Run all" or papermill stop there."""
+        kept: list[str] = []
+        object.__setattr__(self, "_collected", kept)
+        try:
+            yield kept
+        finally:
+            object.__setattr__(self, "_collected", None)
+
+    def refuse(self, message: str, *, usage: bool = True) -> None:
+        """Say that an assignment was refused: kept for the running `%config` (`collecting`),
+        else one line on stderr (`UsageError: ` first with `usage`)."""
+        if self._collected is not None:
+            self._collected.append(message)
+        else:
+            print(f"UsageError: {message}" if usage else message, file=sys.stderr)
 
     def _update_config(self, config: Any) -> None:
         """A NAME that is no setting is refused in one line (traitlets warned once per

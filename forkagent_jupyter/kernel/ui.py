@@ -19,7 +19,16 @@ from typing import TYPE_CHECKING
 
 from IPython.display import display
 
-from ..runtime import AutoTurn, Compacted, CostBudget, Output, Session, Task, rate_wait
+from ..runtime import (
+    AutoTurn,
+    Compacted,
+    CostBudget,
+    InterruptedAgent,
+    Output,
+    Session,
+    Task,
+    rate_wait,
+)
 from .approvals.widget_policy import WidgetPolicy, headless_notice
 from .cards.hub import ApprovalPrompt, CardBox, CardHub, PendingStrip, TaskCard, card_text
 from .cards.team_box import TeamBox
@@ -34,6 +43,7 @@ from .render.task_line import (
     no_math,
     process_text,
     roster_text,
+    status_text,
 )
 from .settings import session_settings
 from .views.turns import run_turn
@@ -56,6 +66,33 @@ def _waiting(task: Task) -> str:
 
 def _indent(text: str) -> str:
     return "\n".join(f"  {line}" for line in text.splitlines())
+
+
+def _interrupted_row(agent: InterruptedAgent) -> str:
+    """A row of the `%tasks` table for a worker of the last session that a restart cut off."""
+    calls = f", {agent.failed_calls}" if agent.failed_calls else ""
+    label = _esc(agent.label)
+    return (
+        f"<tr class='forkagent-interrupted'><td><code>{label}</code></td>"
+        f"<td>{_esc(agent.kind)}</td><td>interrupted{_esc(calls)}</td><td colspan='5'><small>"
+        f"{_esc(agent.description)} · cut off by a kernel restart; <code>%send {label} "
+        "MESSAGE</code> resumes it from its transcript</small></td></tr>"
+    )
+
+
+def _results_html(task: Task) -> str:
+    """Every result the task produced, newest first, folded under the table (a follow-up's
+    result does not replace the one before)."""
+    count = len(task.results)
+    body = "".join(
+        f"<pre style='white-space:pre-wrap;margin:2px 0 6px'>{_esc(text)}</pre>"
+        for text in task.results
+    )
+    return (
+        f"<details class='forkagent-results'><summary><code>{_esc(task.name or task.id)}"
+        f"</code>: {count} result{'s' if count != 1 else ''}, newest first</summary>{body}"
+        "</details>"
+    )
 
 
 def budget_line(budget: CostBudget) -> str:
@@ -299,13 +336,15 @@ class KernelUI:
         """The task table as HTML and as text (for frontends that show only text)."""
         session = self.agent.session
         tasks = [session.task(i) for i in ids] if ids else session.tasks
+        cut_off = [] if ids else session.interrupted_known() or []
         text = f"main (parent) · {self._parent_context()}\n"
         lines = []
         for team, group in self._by_team(tasks):
             if team is not None:  # a team: its roster, then its members' lines, indented
                 lines.append(roster_text(team, session.teams.get(team, group)))
             lines += [card_text(t) if team is None else _indent(card_text(t)) for t in group]
-        text += "\n".join(lines) if tasks else "No tasks yet."
+        lines += [agent.line() for agent in cut_off]
+        text += "\n".join(lines) if lines else "No tasks yet."
         budget = budget_line(session.budget)
         if budget:
             text += f"\n{budget}"
@@ -340,8 +379,9 @@ class KernelUI:
     def _tasks_html(self, ids: list[str]) -> str:
         session = self.agent.session
         tasks = [session.task(i) for i in ids] if ids else session.tasks
+        cut_off = [] if ids else session.interrupted_known() or []
         parent = f"<div class='forkagent-context'>parent: {_esc(self._parent_context())}</div>"
-        if not tasks:
+        if not tasks and not cut_off:
             return f"{parent}<i>No tasks yet.</i>"
         rows = []
         for team, group in self._by_team(tasks):
@@ -352,11 +392,13 @@ class KernelUI:
                     "</td></tr>"
                 )
             rows += [self._task_row(t) for t in group]
+        rows += [_interrupted_row(agent) for agent in cut_off]
         head = (
             "<tr><th>task</th><th>kind</th><th>status</th><th>tokens in / out</th>"
             "<th>cache hit</th><th>context</th><th>cost</th><th>elapsed</th></tr>"
         )
         table = f"{parent}<table class='forkagent-tasks'>{head}{''.join(rows)}</table>"
+        table += "".join(_results_html(t) for t in tasks if t.results)
         budget = budget_line(session.budget)
         rates = "".join(
             f"<div class='forkagent-rate-limits'>{_esc(line)}</div>"
@@ -377,7 +419,7 @@ class KernelUI:
         process = " · " + process_text(t) if process_text(t) else ""
         return (
             f"<tr><td><code>{_esc(t.name or t.id)}</code></td><td>{_esc(t.kind)}</td>"
-            f"<td>{_esc(t.status)}{state}{todos}{_esc(_waiting(t))}</td>"
+            f"<td>{_esc(status_text(t))}{state}{todos}{_esc(_waiting(t))}</td>"
             f"<td>{u.total_input_tokens:,} / {u.output_tokens:,}</td>"
             f"<td>{u.cache_hit_ratio:.0%}</td>"
             f"<td>{_esc(context_text(t.context_tokens, t.context_window, t.compactions))}"

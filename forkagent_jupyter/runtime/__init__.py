@@ -87,6 +87,7 @@ if TYPE_CHECKING:
     from .session.turn_result import AutoTurn, Turn
     from .tasks.registry import Task
     from .tasks.snapshot import TaskSnapshot
+    from .transcripts.earlier import InterruptedAgent
     from .transcripts.store import answered_notifications, answers_covering
     from .transcripts.timeline import Timeline, aload_timeline, load_timeline
     from .transcripts.timeline import describe as describe_timeline
@@ -157,6 +158,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     # transcripts and the timeline
     "answered_notifications": ("transcripts.store", "answered_notifications"),
     "answers_covering": ("transcripts.store", "answers_covering"),
+    "InterruptedAgent": ("transcripts.earlier", "InterruptedAgent"),
     "Timeline": ("transcripts.timeline", "Timeline"),
     "load_timeline": ("transcripts.timeline", "load_timeline"),
     "aload_timeline": ("transcripts.timeline", "aload_timeline"),
@@ -196,6 +198,7 @@ __all__ = [
     "Display",
     "FolderTrust",
     "Held",
+    "InterruptedAgent",
     "LoopEvent",
     "ModelError",
     "OptionRefusedError",

@@ -7,16 +7,25 @@ loaded, so both give byte-identical histories.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 __all__ = [
+    "FORK_TAG",
+    "ToolCalls",
     "append_message",
     "blocks_of",
     "last_assistant_text",
+    "own_start",
+    "tool_calls",
     "unanswered_tool_uses",
     "valid_text",
 ]
+
+
+FORK_TAG = "fork-directive"
+"""The tag around a fork's directive (loop/fork.py writes it): a fork's own messages begin after
+the last user message that holds one (`own_start`)."""
 
 
 def blocks_of(message: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -50,11 +59,56 @@ def last_assistant_text(history: list[dict[str, Any]]) -> str:
     return ""
 
 
+def own_start(history: Sequence[Mapping[str, Any]], is_fork: bool) -> int:
+    """Where an agent's own messages begin in `history`: a fork's after its directive (what
+    comes before is the parent's, inherited); a named agent's at the start."""
+    if not is_fork:
+        return 0
+    tag = f"<{FORK_TAG}>"
+    for i in range(len(history) - 1, -1, -1):
+        message = history[i]
+        if message.get("role") == "user" and any(
+            b.get("type") == "text" and tag in str(b.get("text", "")) for b in blocks_of(message)
+        ):
+            return i + 1
+    return 0  # compacted away: everything left is its own
+
+
 def unanswered_tool_uses(history: list[dict[str, Any]]) -> list[str]:
     """Ids of tool_use blocks in a final assistant message (they still need results)."""
     if not history or history[-1]["role"] != "assistant":
         return []
     return [str(b["id"]) for b in blocks_of(history[-1]) if b.get("type") == "tool_use"]
+
+
+class ToolCalls(NamedTuple):
+    """An agent's tool calls as its messages record them."""
+
+    made: int
+    failed: int
+    """Of `made`, those whose result was an error (is_error)."""
+    unanswered: int
+    """Of `made`, those with no result at all (the run was cut off while they ran)."""
+
+
+def tool_calls(messages: Iterable[Mapping[str, Any]]) -> ToolCalls:
+    """The tool calls the assistant messages of `messages` made, and how they came back. A
+    result for a call not made in `messages` (a fork's placeholder for its parent's call) is
+    not counted."""
+    made: list[str] = []
+    failed: set[str] = set()
+    answered: set[str] = set()
+    for message in messages:
+        for block in blocks_of(message):
+            if message.get("role") == "assistant" and block.get("type") == "tool_use":
+                made.append(str(block.get("id")))
+            elif block.get("type") == "tool_result":
+                answered.add(str(block.get("tool_use_id")))
+                if block.get("is_error"):
+                    failed.add(str(block.get("tool_use_id")))
+    return ToolCalls(
+        len(made), sum(1 for i in made if i in failed), sum(1 for i in made if i not in answered)
+    )
 
 
 def valid_text(text: str) -> str:

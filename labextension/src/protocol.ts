@@ -112,6 +112,9 @@ export interface ITaskSnapshot {
   usage: ITokenUsage;
   cost_usd: number;
   elapsed: number;
+  tool_uses: number;
+  /** Of its `tool_uses`, those whose result was an error (code that raised, a denial). */
+  tool_errors: number;
 }
 
 /** The payload of `DIGEST_MIME`: a row per task, each result clipped by the kernel. */
@@ -328,7 +331,9 @@ export function parseTaskSnapshot(value: unknown): ITaskSnapshot {
     notification: str(v.notification),
     usage: parseUsage(v.usage),
     cost_usd: num(v.cost_usd),
-    elapsed: num(v.elapsed)
+    elapsed: num(v.elapsed),
+    tool_uses: num(v.tool_uses),
+    tool_errors: num(v.tool_errors)
   };
 }
 

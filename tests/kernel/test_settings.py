@@ -635,3 +635,54 @@ def test_a_refused_setting_leaves_logging_as_it_was(kernel: Kernel) -> None:
     assert said.endswith("(it stays 600.0).") and "\n" not in said, said
     assert "ERROR:root" not in refused.texts()
     assert kernel.value("__import__('logging').getLogger().handlers") == []
+
+
+def _failed_in_one_line(result: Any, said: str) -> None:
+    """The cell ended in error (papermill and "Run all" stop there) with one line, `said` in
+    it, and no traceback."""
+    content = result.reply["content"]
+    text = result.texts()
+    assert result.status == "error", (said, text)
+    assert content["ename"] == "UsageError", content
+    assert said in content["evalue"] and "\n" not in content["evalue"], content
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1 and said in lines[0], text
+    assert "Traceback" not in text and "ERROR:root" not in text
+
+
+def test_a_refused_config_fails_its_cell_in_one_line(kernel: Kernel) -> None:
+    """A refused `%config` printed its line and the cell went on, status ok: "Run all" and
+    papermill ran on past it."""
+    for code, said in (
+        ("%config ForkAgent.max_workers = -1", "ForkAgent.max_workers = -1 refused"),
+        ("%config ForkAgent.max_worker = 4", "ForkAgent.max_worker: no such setting"),
+    ):
+        refused = kernel.execute(f"{code}\nprint('went on')")
+        _failed_in_one_line(refused, said)
+    assert kernel.value("__forkagent__.settings.max_workers") == 16
+    assert kernel.execute("%config ForkAgent.max_workers = 4").status == "ok"
+    assert kernel.execute("%config ForkAgent").status == "ok"  # the listing
+    assert kernel.execute("%%agent\nHello.").status == "ok"
+    # refused by the running session (no Dask scheduler to join): the same
+    joined = kernel.execute("%config ForkAgent.executor = 'dask'")
+    _failed_in_one_line(joined, "ForkAgent.executor: ")
+    assert kernel.value(f"{SESSION}.options.executor") == "local"
+    assert kernel.value(f"{SESSION}.options.max_workers") == 4
+
+
+def test_every_magics_refusal_fails_its_cell_in_one_line(kernel: Kernel) -> None:
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    for code, said in (
+        ("%fork", "%fork: say what the worker should do"),
+        ("%send nosuch hello", "%send: No task 'nosuch'"),
+        ("%stop nosuch", "%stop: No task 'nosuch'"),
+        ("%bg nosuch", "%bg: No task 'nosuch'"),
+        ("%tasks nosuch", "%tasks: No task 'nosuch'"),
+        ("%tasks --wait nosuch", "%tasks: No task 'nosuch'"),
+        ("%tasks --pull", "%tasks --pull: usage"),
+        ("%compact --keep x", "%compact: argument --keep"),
+        ("%notifications nosuch", "nosuch"),
+        ("%mcp approve", "%mcp: approve takes one server name"),
+        ("%%agent --bogus\nHello.", "%%agent: unknown option --bogus"),
+    ):
+        _failed_in_one_line(kernel.execute(f"{code}\nprint('went on')"), said)

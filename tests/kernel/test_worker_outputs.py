@@ -1,5 +1,5 @@
 """What a worker shows breaks nothing: text with lone surrogates, tqdm progress bars, figures
-whatever backend the kernel uses, and many figures."""
+whatever backend the kernel uses, many figures, and a display or a figure that fails."""
 
 from __future__ import annotations
 
@@ -216,3 +216,43 @@ def test_a_widget_or_input_in_a_worker_fails_in_one_line(kernel: Kernel) -> None
         "NotInWorkerError: input() is not available in a worker process: it has no connection "
         "to the notebook's frontend; put the value in the code instead"
     )
+
+
+FAILING_DISPLAY = (
+    "`py: from IPython.display import display; "
+    "Bad = type('Bad', (), dict(_repr_html_=lambda self: 1 / 0, __repr__=lambda self: 'bad')); "
+    "display(Bad()); print('went on')`"
+)
+
+
+def test_a_display_that_fails_in_a_worker_shows_its_error_and_the_code_goes_on(
+    kernel: Kernel,
+) -> None:
+    # in a cell, IPython shows the formatter's traceback and the code goes on; in a worker it
+    # stopped the code with NotInWorkerError (the traceback was to go out as a kernel message)
+    setup(kernel)
+    kernel.execute(f"%fork --name shows display {FAILING_DISPLAY}")
+    kernel.run_approving("%tasks --wait shows", timeout=60)
+    [(text, _images, failed)] = _tool_results(kernel, "shows")
+    assert not failed, text
+    assert "NotInWorkerError" not in text
+    assert "ZeroDivisionError" in text and "went on" in text
+    card = _card_text(kernel)
+    assert "ZeroDivisionError" in card and "went on" in card
+    assert "\x1b[" not in text  # the model reads plain text, no terminal colours
+
+
+def test_a_figure_that_cannot_be_drawn_in_a_worker_shows_its_error_and_goes_on(
+    kernel: Kernel,
+) -> None:
+    setup(kernel)
+    kernel.execute("%matplotlib inline")
+    kernel.execute(
+        "%fork --name fig plots `py: import matplotlib.pyplot as plt; plt.plot([1, 2]); "
+        "plt.title(r'$\\frac$'); plt.show(); print('went on')`"
+    )
+    kernel.run_approving("%tasks --wait fig", timeout=120)
+    [(text, _images, failed)] = _tool_results(kernel, "fig")
+    assert not failed, text
+    assert "NotInWorkerError" not in text and "went on" in text
+    assert "ValueError" in text, text

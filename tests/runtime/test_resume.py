@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from forkagent_jupyter.runtime.transcripts.store import TranscriptStore
+from forkagent_jupyter.runtime.transcripts.store import AgentMeta, TranscriptStore
 from tests.reported import tool_outputs
 
 pytestmark = pytest.mark.anyio
@@ -96,3 +96,109 @@ async def test_truncated_last_line_is_skipped(tmp_path: Path) -> None:
     loaded = await store.aload("a1")
     assert [m["role"] for m in loaded.messages] == ["user", "assistant"]
     assert list(loaded.messages[1]) == ["content", "role"]  # key order kept
+
+
+def _cut_off_session(root: Path, name: str) -> TranscriptStore:
+    """A session of another process: `done` ended; `cut` was running a call when it ended
+    (a kernel restart), one call before had failed."""
+    store = TranscriptStore(root, name)
+    done = store.open(AgentMeta(agent_id="adone", kind="fork", name="done", description="d"))
+    done.append_message({"role": "user", "content": "Sum it `py: 20 + 22`"})
+    done.append_message({"role": "assistant", "content": [{"type": "text", "text": "42"}]})
+    done.set_result("the sum is 42", "completed")
+    cut = store.open(AgentMeta(agent_id="acut", kind="fork", name="cut", description="long job"))
+    cut.append_message({"role": "user", "content": "Work on it."})
+    for call, result in (("t1", "ZeroDivisionError: division by zero"), ("t2", None)):
+        use = {"type": "tool_use", "id": call, "name": "Python", "input": {"code": "1 / 0"}}
+        cut.append_message({"role": "assistant", "content": [use]})
+        if result is not None:
+            block = {"type": "tool_result", "tool_use_id": call, "content": result}
+            cut.append_message({"role": "user", "content": [{**block, "is_error": True}]})
+    return store
+
+
+async def test_after_a_restart_the_workers_it_cut_off_are_interrupted_and_resume_so(
+    make_session: Any, tmp_path: Path
+) -> None:
+    """After a restart nothing said which workers had been running; resumed, a worker whose
+    run had been cut off showed plain `completed`."""
+    root = tmp_path / ".forkagent" / "sessions"
+    old = _cut_off_session(root, "old")
+    session = make_session(auto_respond=False)
+    assert await session.interrupted() == []  # that session is still open (its lock held)
+    await old.aclose()
+    session = make_session(auto_respond=False)
+    [cut] = await session.interrupted()
+    assert (cut.label, cut.session, cut.tool_uses, cut.tool_errors, cut.cut_off) == (
+        "cut",
+        "old",
+        2,
+        2,
+        1,
+    )
+    assert cut.failed_calls == "2 of 2 tool calls failed" and "interrupted" in cut.line()
+
+    reply = await session.send("cut", "Go on `py: 2 + 2`")
+    assert "resumed from its transcript" in reply
+    [task] = await session.wait("cut", timeout=60)
+    assert task.status == "completed"
+    assert task.failed_calls == "2 of 3 tool calls failed", task.summary()
+    assert task.summary().endswith("completed, 2 of 3 tool calls failed")
+    assert any("interrupted before it finished" in note for note in task.notes), task.notes
+    assert any("1 tool call(s) it was running got no result" in n for n in task.notes)
+    assert await session.interrupted() == []  # resumed: listed as a task now
+
+    # a worker that had ended: resumed, its earlier result stays readable
+    await session.send("done", "Again `py: 1 + 1`")
+    [again] = await session.wait("done", timeout=60)
+    assert again.results[1:] == ["the sum is 42"] and again.results[0] == again.result
+    assert again.notes == [] and again.failed_calls == ""
+
+
+async def test_a_real_run_records_how_it_ended(make_session: Any, tmp_path: Path) -> None:
+    first = make_session(auto_respond=False)
+    task = await first.fork("Fail `py: 1 / 0`", name="failing")
+    await first.wait(task.id, timeout=60)
+    await first.aclose()
+    second = make_session(auto_respond=False)
+    assert await second.interrupted() == []  # it ended: nothing was cut off
+    assert first.store is not None
+    loaded = await first.store.aload(task.id)
+    assert loaded.past.ended and loaded.past.results == (task.result,)
+    assert (loaded.past.tool_uses, loaded.past.tool_errors) == (1, 1)
+
+
+def test_a_forks_counts_leave_out_its_parents_calls() -> None:
+    """A fork resumed in a later session writes its whole history to its new file, its
+    parent's conversation first: those calls are not the fork's."""
+    from forkagent_jupyter.runtime.transcripts.reading import past_runs
+
+    def use(call: str) -> dict[str, Any]:
+        return {"type": "tool_use", "id": call, "name": "Python", "input": {"code": "1"}}
+
+    def result(call: str, error: bool) -> dict[str, Any]:
+        return {"type": "tool_result", "tool_use_id": call, "content": "x", "is_error": error}
+
+    messages = [
+        {"role": "user", "content": "Look."},
+        {"role": "assistant", "content": [use("p1")]},
+        {"role": "user", "content": [result("p1", True)]},
+        {"role": "assistant", "content": [use("p2")]},
+        {
+            "role": "user",
+            "content": [
+                result("p2", False),
+                {"type": "text", "text": "<fork-directive>go</fork-directive>"},
+            ],
+        },
+        {"role": "assistant", "content": [use("f1")]},
+        {"role": "user", "content": [result("f1", False)]},
+        {"role": "assistant", "content": [use("f2")]},
+    ]
+    records = [{"type": "message", "message": m} for m in messages]
+    past = past_runs(records, is_fork=True)
+    assert not past.ended and (past.tool_uses, past.tool_errors, past.cut_off) == (2, 1, 1)
+    named = past_runs(records, is_fork=False)
+    assert (named.tool_uses, named.tool_errors, named.cut_off) == (4, 2, 1)
+    ended = past_runs([*records, {"type": "event", "kind": "result", "data": {"text": "r"}}], True)
+    assert ended.ended and ended.results == ("r",) and ended.cut_off == 0

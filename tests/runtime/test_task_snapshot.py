@@ -91,3 +91,52 @@ def test_records_written_before_the_type_are_read_as_it(tmp_path: Path) -> None:
     }
     assert json.loads(snapshot.model_dump_json())["task_id"] == "a1"  # written as `task_id`
     assert answered_notifications(tmp_path, ["b2"]) is None
+
+
+async def test_failed_tool_calls_are_counted_and_said_in_the_summary_and_snapshot(
+    make_session: Any,
+) -> None:
+    """Code that raised, or a call that was denied, still ended `completed` with nothing to
+    say so: the task, its summary (the notification's) and its snapshot now count them."""
+    session = make_session(auto_respond=False)
+    task = await session.fork("try `py: 1 / 0` then `py: 2 + 2`")
+    await session.wait(task.id, timeout=60)
+    assert task.status == "completed"
+    assert (task.tool_uses, task.tool_errors) == (2, 1)
+    assert task.failed_calls == "1 of 2 tool calls failed"
+    assert task.summary().endswith("completed, 1 of 2 tool calls failed")
+    [command] = session.queue.pending("main")
+    assert "<summary>Worker" in command.text and "1 of 2 tool calls failed" in command.text
+    assert command.snapshot is not None
+    assert (command.snapshot.tool_uses, command.snapshot.tool_errors) == (2, 1)
+    clean = await session.fork("fine `py: 3 + 3`")
+    await session.wait(clean.id, timeout=60)
+    assert clean.tool_errors == 0 and clean.failed_calls == ""
+    assert clean.summary().endswith("completed")
+
+
+async def test_a_denied_call_counts_as_a_failed_call(make_session: Any) -> None:
+    from forkagent_jupyter.runtime.permissions.policies import DenyAll
+
+    session = make_session(auto_respond=False, permission_policy=DenyAll())
+    task = await session.fork("write `py: open('x.txt', 'w').write('x')`")
+    await session.wait(task.id, timeout=60)
+    assert task.status == "completed"
+    assert task.failed_calls == "1 of 1 tool call failed", task.summary()
+    assert "1 of 1 tool call failed" in (task.notification or "")
+
+
+async def test_every_result_of_a_task_stays_readable_newest_first(make_session: Any) -> None:
+    """A follow-up's result replaced the first one (a cross-validation summary became the
+    follow-up's one number)."""
+    session = make_session(auto_respond=False)
+    task = await session.fork("first `py: 'summary ' + str(6 * 7)`")
+    await session.wait(task.id, timeout=60)
+    first = task.result
+    assert first and "summary 42" in first and task.results == [first]
+    await session.send(task.id, "then `py: 0.0207`")
+    await session.wait(task.id, timeout=60)
+    second = task.result
+    assert second and "0.0207" in second and second != first
+    assert task.results == [second, first]
+    assert task_snapshot(task).result == second

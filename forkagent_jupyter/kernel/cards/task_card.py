@@ -1,6 +1,7 @@
-"""The live card of one worker (`TaskCard`): its line (status, figures, activity, result),
-a Stop button, its approvals when asked, what its code printed and displayed, and its
-transcript on demand; `card_text` is the same card as text.
+"""The live card of one worker (`TaskCard`): its line (status with its failed tool calls,
+figures, activity, result, and the results of its earlier runs, folded), a Stop button, its
+approvals when asked, what its code printed and displayed, and its transcript on demand;
+`card_text` is the same card as text.
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ import ipywidgets as w
 from ...runtime import ClearOutput, Display, Output, StreamText, Task
 from ..render.markdown import markdown_html
 from ..render.safe_output import safe_bundle
-from ..render.task_line import no_math, process_text, task_figures
+from ..render.task_line import (
+    earlier_results,
+    no_math,
+    process_text,
+    status_text,
+    task_figures,
+)
 from .approval_prompt import ApprovalPrompt
 from .widget_parts import STATUS_COLOURS, WholeText, button_layout, esc, shared_style
 
@@ -40,11 +47,11 @@ def card_text(task: Task) -> str:
     """A card as text: name, kind, status, tokens, context, cost, and the result's first
     lines."""
     line = (
-        f"{task.name or task.id} ({task.kind}) {task.status} · {task.description} · "
+        f"{task.name or task.id} ({task.kind}) {status_text(task)} · {task.description} · "
         f"{task_figures(task)}"
     )
     outcome = task.result or task.error or ""
-    for note in task.notes:  # tools its file names that it did not get
+    for note in task.notes:  # tools its file names that it did not get, an interruption
         line += f"\n    ({note})"
     if process_text(task):
         line += f"\n    {process_text(task)}"
@@ -54,9 +61,16 @@ def card_text(task: Task) -> str:
     if task.activity and not task.done:
         line += f"\n    {task.activity}"
     if task.done and outcome:
-        head = [text for text in outcome.strip().splitlines() if text.strip()][:10]
-        line += "\n" + "\n".join(f"    {text[:160]}" for text in head)
+        line += _head_lines(outcome)
+    for number, earlier in enumerate(earlier_results(task), 1):
+        line += f"\n    earlier result {number} (newest first):" + _head_lines(earlier, "      ")
     return line
+
+
+def _head_lines(text: str, indent: str = "    ") -> str:
+    """The first 10 non-blank lines of `text`, each cut at 160 characters and indented."""
+    head = [line for line in text.strip().splitlines() if line.strip()][:10]
+    return "".join(f"\n{indent}{line[:160]}" for line in head)
 
 
 class TaskCard(WholeText, w.VBox):  # type: ignore[misc]
@@ -70,6 +84,7 @@ class TaskCard(WholeText, w.VBox):  # type: ignore[misc]
         on_background: Callable[[str], None] | None = None,
     ) -> None:
         self.task = task
+        self._earlier: tuple[tuple[int, ...], str] = ((), "")  # see `_earlier_html`
         layout, html_style, button_style = shared_style()
         # every initial value goes in the widgets' comm_open: no update message at creation
         self.header = w.HTML(value=self._line(), layout=layout, style=html_style)
@@ -186,10 +201,10 @@ class TaskCard(WholeText, w.VBox):  # type: ignore[misc]
         label = esc(t.name or t.id)
         line = (
             f"<b>{label}</b> <small>{esc(t.kind)} · {esc(t.description)}</small> "
-            f"<span style='color:{colour};font-weight:600'>{esc(t.status)}</span> "
+            f"<span style='color:{colour};font-weight:600'>{esc(status_text(t))}</span> "
             f"<small>{no_math(f'{t.elapsed:.0f}s · {esc(task_figures(t, writes=True))}')}</small>"
         )
-        for note in t.notes:  # tools its file names that it did not get
+        for note in t.notes:  # tools its file names that it did not get, an interruption
             line += f"<div class='forkagent-note'><small>{esc(note)}</small></div>"
         if process_text(t):
             line += f"<div class='forkagent-process'><small>{esc(process_text(t))}</small></div>"
@@ -219,6 +234,7 @@ class TaskCard(WholeText, w.VBox):  # type: ignore[misc]
                 f"<i class='forkagent-activity'>{esc(t.activity)}</i> · " if t.activity else ""
             )
             line += f"<div><small>{activity}{tool}{esc(t.preview[-200:])}</small></div>"
+        line += self._earlier_html()
         if t.thinking:  # collapsed until opened
             line += (
                 "<details class='forkagent-thinking'><summary><small>Thinking</small></summary>"
@@ -226,6 +242,27 @@ class TaskCard(WholeText, w.VBox):  # type: ignore[misc]
                 "</div></details>"
             )
         return line
+
+    def _earlier_html(self) -> str:
+        """What its earlier runs returned (a follow-up replaces none of it), folded; rendered
+        once per set of results, not at every update of a running card."""
+        earlier = earlier_results(self.task)
+        key = tuple(map(id, earlier))
+        if self._earlier[0] != key:
+            parts = "".join(
+                "<div class='forkagent-earlier-result' style='border-left:3px solid "
+                f"#999;padding-left:8px;margin-top:4px;overflow-x:auto'>{markdown_html(text)}"
+                "</div>"
+                for text in earlier
+            )
+            html = (
+                "<details class='forkagent-earlier'><summary><small>earlier results "
+                f"({len(earlier)}, newest first)</small></summary>{parts}</details>"
+                if earlier
+                else ""
+            )
+            self._earlier = (key, html)
+        return self._earlier[1]
 
     def _on_open(self, change: dict[str, Any]) -> None:
         if change.get("new") == 0:

@@ -73,11 +73,11 @@ _CELL = re.compile(r"^%%agent\b(.*)$")
 _AWAITED = re.compile(r"^(\s*)%tasks(\s+--(?:wait|pull|timeline|memory)\b.*)$")
 _COMPACT = re.compile(r"^(\s*)%compact\b(?![?])(.*)$")
 _TOP_LEVEL = re.compile(
-    r"^()%(send|notifications|permissions|mcp|hooks|commands|trust)\b(?![?])(.*)$"
+    r"^()%(send|notifications|permissions|mcp|hooks|commands|trust|tasks)\b(?![?])(.*)$"
 )
-"""`%send`, `%notifications`, `%permissions`, `%mcp`, `%hooks`, `%commands` and `%trust` lines
-awaited when not indented (an indented line may be in a function, where an await is not allowed:
-those run the magic, see `KernelAgent.send`)."""
+"""`%send`, `%notifications`, `%permissions`, `%mcp`, `%hooks`, `%commands`, `%trust` and `%tasks`
+lines awaited when not indented (an indented line may be in a function, where an await is not
+allowed: those run the magic, see `KernelAgent.send`)."""
 _AGENT_LINE = re.compile(r"^%agent\b(?![?])(.*)$")
 """An unindented `%agent PROMPT` line: the prompt's turn, awaited like an `%%agent` cell."""
 _PROSE = re.compile(r"^(\s*)%(fork|send)(\s.*)$")
@@ -391,7 +391,9 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @line_magic
     @_shows_help
     def tasks(self, line: str) -> Any:
-        """A table of all tasks; `%tasks --wait [IDS]` waits for them to finish;
+        """A table of all tasks (after a kernel restart, with the last session's workers that
+        it cut off, as interrupted: `%send NAME ...` resumes one); `%tasks --wait [IDS]`
+        waits for them to finish;
         `%tasks --pull ID NAME...` copies a worker's values into your namespace;
         `%tasks --timeline [IDS]` draws their fan-out on a time axis; `%tasks --memory [IDS]`
         shows their worker processes' memory and what each holds for pulls."""

@@ -29,8 +29,13 @@ class TaskViews(AgentCore):
     """`%tasks` and its options, `%notifications`, `%permissions`, `%mcp`: each awaited, or
     started in the background where no await is possible (`start_*`)."""
 
+    async def tasks_line(self, line: str) -> None:
+        """An awaited `%tasks` line (any of its forms)."""
+        await self.run_tasks(line)
+
     async def run_tasks(self, line: str) -> None:
-        """An awaited `%tasks --wait [IDS]` or `%tasks --pull ID NAME...` line."""
+        """An awaited `%tasks [IDS]`, `%tasks --wait [IDS]` or `%tasks --pull ID NAME...`
+        line."""
         args = tasks_options(line)
         if args.timeline:
             await self.show_timeline(args.ids)
@@ -38,7 +43,19 @@ class TaskViews(AgentCore):
         if args.memory:
             await self.show_memory(args.ids)
             return
-        await (self.pull(args.ids, args.trust) if args.pull else self.wait_tasks(args.ids))
+        if args.pull:
+            await self.pull(args.ids, args.trust)
+        elif args.wait:
+            await self.wait_tasks(args.ids)
+        else:
+            await self.show_tasks(args.ids)
+
+    async def show_tasks(self, ids: list[str]) -> None:
+        """`%tasks [IDS]`: the table; without ids, the last session's workers that a restart
+        cut off are listed too, as interrupted (read on a thread, once)."""
+        if not ids:
+            await self.session.interrupted()
+        self.tasks_table(ids)
 
     async def wait_tasks(self, ids: list[str]) -> None:
         try:
@@ -218,6 +235,8 @@ class TaskViews(AgentCore):
         return self._start(self.show_trust(record))
 
     def tasks_table(self, ids: list[str]) -> None:
+        """The table (where no await is possible, with the interrupted workers only once
+        `%tasks` has read them)."""
         with said_as("%tasks"):
             table = self.ui.tasks_bundle(ids)
         display(table, raw=True)

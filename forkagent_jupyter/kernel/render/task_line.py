@@ -1,7 +1,9 @@
-"""One formatter of a task's figures: tokens, cache, context, cost, memory.
+"""One formatter of a task's status and figures: tokens, cache, context, cost, memory.
 
 The card (text and HTML), the `%tasks` table and a notification's plain text build their
-lines from these. The Tasks panel of the JupyterLab extension formats the same figures in
+lines from these. The status says how many tool calls failed ("completed, 2 of 5 tool calls
+failed", in the words of `Task.failed_calls`, which the notification's summary uses too).
+The Tasks panel of the JupyterLab extension formats the same figures in
 `labextension/src/format.ts`; the context percent follows one rule on both sides, checked
 against one table of cases (`labextension/test/context-percent.json`).
 
@@ -22,15 +24,33 @@ __all__ = [
     "context_percent",
     "context_text",
     "cost_text",
+    "earlier_results",
     "member_state",
     "memory_text",
     "no_math",
     "process_text",
     "roster_text",
+    "status_text",
     "task_figures",
     "tokens_detail",
     "tokens_text",
 ]
+
+
+def status_text(task: Task) -> str:
+    """The task's status at a glance: "completed", or "completed, 2 of 5 tool calls failed"
+    when some of its calls failed (a run that ends by itself completes even when the code it
+    ran raised, or its call was denied)."""
+    failed = task.failed_calls
+    return f"{task.status}, {failed}" if failed else task.status
+
+
+def earlier_results(task: Task) -> list[str]:
+    """The results of its runs before the latest, newest first: a `%send` follow-up's result
+    does not hide the one before (the latest is `task.result`, shown first)."""
+    if task.done and task.result and task.results[:1] == [task.result]:
+        return task.results[1:]
+    return list(task.results)
 
 
 def context_percent(tokens: int, window: int) -> str:

@@ -100,7 +100,8 @@ def digest(tasks: list[Task], key: str, cost: float) -> TaskSnapshot:
         text = (task.result or task.error or "").strip().splitlines()
         first = text[0] if text else ""
         first = first if len(first) <= 160 else first[:159] + "…"
-        lines.append(f"- {task.name or task.id} [{task.status}]: {first}")
+        failed = f", {task.failed_calls}" if task.failed_calls else ""
+        lines.append(f"- {task.name or task.id} [{task.status}{failed}]: {first}")
     if len(tasks) > DIGEST_LINES:
         lines.append(
             f"... and {len(tasks) - DIGEST_LINES} more: "
@@ -133,4 +134,6 @@ def digest(tasks: list[Task], key: str, cost: float) -> TaskSnapshot:
         usage=usage_counts(usage),
         cost_usd=round(cost, 6),
         elapsed=round(ended - started, 3),
+        tool_uses=sum(t.tool_uses for t in tasks),
+        tool_errors=sum(t.tool_errors for t in tasks),
     )

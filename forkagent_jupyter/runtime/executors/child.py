@@ -21,6 +21,7 @@ import gc
 import io
 import os
 import pickle
+import re
 import select
 import signal
 import socket
@@ -51,6 +52,8 @@ STREAM_LIMIT = 1_000_000  # characters of output one call may send to its card
 CAPTURE_LIMIT = 2_000_000  # characters of output one call keeps for its result
 MAX_CARD_FIGURES = 20  # figures of one call shown on its card (and kept for the model)
 _PR_SET_PDEATHSIG = 1
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+"""A terminal colour or cursor code (IPython colours its tracebacks)."""
 SETUP_FAILED = 70
 """A snapshot process's exit code when its set-up raised."""
 
@@ -338,6 +341,15 @@ class _Worker:
     def publish(self, data: Any, metadata: Any = None, *_args: Any, **_kwargs: Any) -> None:
         self.display(Display(dict(data or {}), dict(metadata or {})))
 
+    def show_traceback(self, _etype: Any, _evalue: Any, stb: list[str]) -> None:
+        """The shell's traceback of an error it handles itself (a display whose formatter
+        raises: a `_repr_html_` that fails, a figure that cannot be drawn), as a cell shows it
+        and goes on: on the card's stderr and in the call's output, in plain text. (The
+        kernel's own way sends it as a kernel message, which a worker has no connection
+        for.)"""
+        text = _ANSI.sub("", "\n".join(stb))
+        self.write("stderr", text.rstrip("\n") + "\n")
+
     # -- requests ------------------------------------------------------------------------
 
     def run(self, code: str) -> ExecResult:
@@ -476,6 +488,7 @@ def serve_worker(sock: socket.socket, namespace: dict[str, Any]) -> NoReturn:
         if shell is not None:
             shell.display_pub.publish = worker.publish
             shell.display_pub.clear_output = worker.clear_output
+            shell._showtraceback = worker.show_traceback
         threading.Thread(target=worker.flusher, name="forkagent-output", daemon=True).start()
         watch(lambda line: worker.write("stderr", line + "\n"))
         worker.serve()

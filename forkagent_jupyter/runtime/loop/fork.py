@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..history import blocks_of
+from ..history import FORK_TAG, blocks_of
 
 __all__ = [
     "FORK_PLACEHOLDER",
@@ -39,7 +39,6 @@ __all__ = [
     "child_directive",
 ]
 
-FORK_TAG = "fork-directive"
 FORK_PLACEHOLDER = "Forked into background workers; each reports back when it finishes."
 FORK_RECURSION_ERROR = (
     "Forking is not available to a forked worker: you are already one. Do the work yourself "

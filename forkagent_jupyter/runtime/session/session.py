@@ -37,6 +37,7 @@ from ..tasks.notifications import CommandQueue
 from ..tasks.registry import Task, TaskRegistry, task_description
 from ..tools.services import ToolServices
 from ..tools.shells import ShellRegistry
+from ..transcripts.earlier import InterruptedAgent, ainterrupted_agents
 from ..transcripts.store import AgentMeta, TranscriptStore
 from ..workers.workers import AgentRun, Workers
 from .agent_setup import AgentContexts, parent_tools
@@ -146,6 +147,7 @@ class Session:
             root = o.transcripts if not isinstance(o.transcripts, bool) else None
             root = Path(root or self.workdir / ".forkagent" / "sessions")
             self.store = TranscriptStore(root, self.session_id)
+        self._interrupted: list[InterruptedAgent] | None = None  # see `interrupted`
         self._hook_jobs: set[asyncio.Task[Any]] = set()
         self._lock = TurnLock()  # one parent turn at a time; prompts before automatic answers
         self._changed = asyncio.Event()  # set whenever the session may have become idle
@@ -598,6 +600,23 @@ class Session:
 
     def running(self) -> list[Task]:
         return self.registry.running()
+
+    async def interrupted(self) -> list[InterruptedAgent]:
+        """The agents of the last session that a restart cut off while they ran, but those
+        resumed here since (`%send NAME ...` resumes one from its transcript): what `%tasks`
+        lists as interrupted. The files are read once, on a thread (transcripts/earlier.py)."""
+        if self._interrupted is None and self.store is not None:
+            found = await ainterrupted_agents(self.store.root, self.store.dir)
+            if self._interrupted is None:
+                self._interrupted = found
+        return self.interrupted_known() or []
+
+    def interrupted_known(self) -> list[InterruptedAgent] | None:
+        """`interrupted()` without reading: None until it has been read once."""
+        if self._interrupted is None:
+            return None if self.store is not None else []
+        resumed = {t.id for t in self.registry}
+        return [a for a in self._interrupted if a.agent_id not in resumed]
 
     def on_task(self, listener: Callable[[Task], None]) -> Callable[[], None]:
         """Call `listener(task)` whenever a task starts or changes; returns the unsubscribe."""

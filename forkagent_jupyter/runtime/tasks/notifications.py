@@ -30,6 +30,7 @@ __all__ = [
     "Command",
     "CommandQueue",
     "Priority",
+    "failed_calls_text",
     "format_task_notification",
 ]
 
@@ -135,6 +136,16 @@ class CommandQueue:
     def __len__(self) -> int:
         with self._lock:
             return len(self._items)
+
+
+def failed_calls_text(failed: int, calls: int) -> str:
+    """How many of a task's tool calls failed (their result was an error), at a glance:
+    "2 of 5 tool calls failed"; "" when none did. The one wording of it: the notification's
+    summary (`Task.summary`) and the notebook's status (kernel/render/task_line.py)."""
+    if failed <= 0:
+        return ""
+    calls = max(calls, failed)
+    return f"{failed} of {calls} tool call{'s' if calls != 1 else ''} failed"
 
 
 def format_task_notification(

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ...messages_api.usage import Usage, usage_counts
 from ..errors import UsageError
-from .notifications import CommandQueue, format_task_notification
+from .notifications import CommandQueue, failed_calls_text, format_task_notification
 from .snapshot import TaskSnapshot
 
 if TYPE_CHECKING:
@@ -99,10 +99,15 @@ class Task:
     output_file: Path | None = None
     status: TaskStatus = "running"
     result: str | None = None
+    """The result of its latest run (None while a run is under way); see `results`."""
+    results: list[str] = field(default_factory=list)
+    """Every result it produced, newest first: a resumed task's new result does not replace
+    the one before (`end` adds each)."""
     error: str | None = None
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     tool_uses: int = 0
+    tool_errors: int = 0  # its tool calls whose result was an error (is_error), of `tool_uses`
     started_at: float = field(default_factory=time.time)
     ended_at: float | None = None
     run: int = 1
@@ -122,7 +127,9 @@ class Task:
     foreground: bool = False  # its caller waits for it (a synchronous named agent)
     team: str | None = None  # the team it is a teammate of (workers/teams.py)
     idle: bool = False  # a teammate between turns, waiting for its next message
-    notes: list[str] = field(default_factory=list)  # what its definition asked for in vain
+    notes: list[str] = field(default_factory=list)
+    """Lines its card shows: what its definition asked for in vain, an MCP failure during its
+    call, that its earlier run was interrupted (a restart)."""
     todos: list[Todo] = field(default_factory=list)  # its todo list (TodoWrite)
     notification: str | None = None
     _notified_run: int = 0
@@ -164,13 +171,21 @@ class Task:
         """What a summary calls the task: its name, else its description (clipped)."""
         return self.name or clip_words(self.description, DESCRIPTION_LIMIT) or self.id
 
+    @property
+    def failed_calls(self) -> str:
+        """ "2 of 5 tool calls failed" ("" when none did): a run that completed may still
+        have failed at what it was asked (code that raised, a call that was denied)."""
+        return failed_calls_text(self.tool_errors, self.tool_uses)
+
     def summary(self) -> str:
         label = f'Worker "{self.label}"'
+        failed = self.failed_calls
         if self.status == "completed":
-            return f"{label} completed"
+            return f"{label} completed" + (f", {failed}" if failed else "")
+        tail = f" ({failed})" if failed else ""
         if self.status == "failed":
-            return f"{label} failed: {self.error or 'unknown error'}"
-        return f"{label} was stopped" + (f": {self.error}" if self.error else "")
+            return f"{label} failed: {self.error or 'unknown error'}{tail}"
+        return f"{label} was stopped" + (f": {self.error}" if self.error else "") + tail
 
 
 def task_snapshot(task: Task, notification: str | None = None) -> TaskSnapshot:
@@ -188,6 +203,8 @@ def task_snapshot(task: Task, notification: str | None = None) -> TaskSnapshot:
         usage=usage_counts(task.usage),
         cost_usd=round(task.cost_usd, 6),
         elapsed=round(task.elapsed, 3),
+        tool_uses=task.tool_uses,
+        tool_errors=task.tool_errors,
     )
 
 
@@ -329,6 +346,8 @@ class TaskRegistry:
             return False
         task.status = status
         task.result = result
+        if result:
+            task.results.insert(0, result)
         task.error = error
         task.ended_at = time.time()
         task._notified_run = task.run

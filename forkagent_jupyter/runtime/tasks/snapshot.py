@@ -77,6 +77,9 @@ class TaskSnapshot(BaseModel):
     usage: UsageCounts = Field(default_factory=lambda: _counts({"usage": {}}))
     cost_usd: float = 0.0
     elapsed: float = 0.0
+    tool_uses: int = 0
+    tool_errors: int = 0
+    """Of its `tool_uses`, those whose result was an error (code that raised, a denial)."""
 
     @model_validator(mode="before")
     @classmethod

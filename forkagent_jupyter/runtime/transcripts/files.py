@@ -20,10 +20,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import AgentError
 
 __all__ = [
+    "LOCK_FILE",
     "REPLACE_EVENTS",
     "RESET_EVENT",
+    "RESULT_EVENT",
     "AgentMeta",
     "LoadedTranscript",
+    "PastRuns",
     "TranscriptError",
     "WorktreeRecord",
     "fingerprint",
@@ -33,6 +36,12 @@ __all__ = [
 ]
 
 RESET_EVENT = "reset"
+RESULT_EVENT = "result"
+"""The event that ends a run: `{"text": its result or error, "status": how it ended}` (older
+records have no status). A run that has none after its last message was cut off."""
+LOCK_FILE = "session.lock"
+"""In a session's folder: held (`flock`) by the process whose session it is, while it is open,
+so another process can tell a session that runs from one that a restart ended."""
 REPLACE_EVENTS = ("compacted", "resumed")
 """Events whose `messages` replace the history from there on (the messages before stay in
 the file: a transcript keeps everything)."""
@@ -94,6 +103,22 @@ class AgentMeta(BaseModel):
         return [n for n, value, h in pairs if value is not None and h and fingerprint(value) != h]
 
 
+class PastRuns(NamedTuple):
+    """What an agent's transcript says of its runs so far (not its messages)."""
+
+    ended: bool = True
+    """Its last run ended (`RESULT_EVENT` after its last message); False: cut off (the kernel
+    restarted, or the process died, while it ran)."""
+    results: tuple[str, ...] = ()
+    """The results its runs ended with, newest first."""
+    tool_uses: int = 0
+    tool_errors: int = 0
+    """Of its `tool_uses`, those whose result was an error, the ones cut off included (a
+    resumed history answers those with an error: the model reads them as failed)."""
+    cut_off: int = 0
+    """Tool calls that had no result when its run was cut off."""
+
+
 class LoadedTranscript(NamedTuple):
     meta: AgentMeta
     messages: list[dict[str, Any]]
@@ -101,6 +126,8 @@ class LoadedTranscript(NamedTuple):
     session_dir: Path
     repairs: list[str]
     """What the repair changed, for people (empty when nothing)."""
+    past: PastRuns = PastRuns()
+    """How its runs so far went, from its own records."""
 
 
 def is_file_id(agent_id: str) -> bool:

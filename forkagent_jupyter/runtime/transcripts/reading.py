@@ -13,12 +13,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..history import append_message, blocks_of
+from ..history import append_message, blocks_of, own_start, tool_calls
 from ..tasks.snapshot import AnsweredNotifications
 from .files import (
     REPLACE_EVENTS,
     RESET_EVENT,
+    RESULT_EVENT,
     AgentMeta,
+    PastRuns,
     TranscriptError,
     meta_path,
     transcript_path,
@@ -30,6 +32,7 @@ __all__ = [
     "answered_notifications",
     "answers_covering",
     "continue_at",
+    "past_runs",
     "read_meta",
     "read_metas",
     "read_records",
@@ -125,6 +128,34 @@ def read_metas(session: Path) -> list[AgentMeta]:
         except (OSError, TranscriptError) as exc:
             log.warning("skipping %s: %s", path, exc)
     return sorted(metas, key=lambda m: m.created_at)
+
+
+def past_runs(records: list[dict[str, Any]], is_fork: bool) -> PastRuns:
+    """What an agent's records (its file) say of its runs: whether the last one ended, their
+    results, its tool calls and how they came back. Only the agent's own calls count: a
+    fork's file written when it was resumed in a later session starts with its parent's
+    conversation (`own_start`)."""
+    messages = [
+        r["message"]
+        for r in records
+        if r.get("type") == "message" and isinstance(r.get("message"), dict)
+    ]
+    messages = messages[own_start(messages, is_fork) :]
+    results: list[str] = []
+    ended = False
+    for record in records:
+        if record.get("type") == "message":
+            ended = False  # a new run (or more of this one) after the last result
+        elif record.get("type") == "event" and record.get("kind") == RESULT_EVENT:
+            ended = True
+            data = record.get("data")
+            data = data if isinstance(data, dict) else {}
+            text = data.get("text")
+            if isinstance(text, str) and text and text != data.get("error"):
+                results.insert(0, text)  # a result (a run that had none recorded its error)
+    calls = tool_calls(messages)
+    cut_off = 0 if ended else calls.unanswered
+    return PastRuns(ended, tuple(results), calls.made, calls.failed + cut_off, cut_off)
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:

@@ -39,7 +39,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -47,9 +49,12 @@ from typing import Any
 from ..errors import UsageError
 from ..secrets import redact
 from .files import (
+    LOCK_FILE,
     RESET_EVENT,
+    RESULT_EVENT,
     AgentMeta,
     LoadedTranscript,
+    PastRuns,
     TranscriptError,
     WorktreeRecord,
     fingerprint,
@@ -62,8 +67,10 @@ from .reading import (
     answered_notifications,
     answers_covering,
     continue_at,
+    past_runs,
     read_meta,
     read_metas,
+    read_records,
     repair_for_resume,
     replay,
 )
@@ -75,6 +82,7 @@ __all__ = [
     "RESET_EVENT",
     "AgentMeta",
     "LoadedTranscript",
+    "PastRuns",
     "Transcript",
     "TranscriptError",
     "TranscriptStore",
@@ -123,9 +131,16 @@ class Transcript:
         text = line.rstrip().replace("\n", "\n" + " " * (len(stamp) + 3))
         self._append(self.output_path, redact(f"[{stamp}] {text}\n"))
 
-    def set_result(self, text: str) -> None:
-        """The final result: the end of the output file, and an event in the transcript."""
-        self.append_event("result", {"text": text})
+    def set_result(self, text: str, status: str | None = None, *, error: str | None = None) -> None:
+        """The end of a run: `text` (its result, else its error) at the end of the output
+        file, and an event in the transcript with how it ended (`status`, `error`), which
+        tells a run that ended from one a restart cut off (`PastRuns`)."""
+        data: dict[str, Any] = {"text": text}
+        if status is not None:
+            data["status"] = status
+        if error is not None:
+            data["error"] = error
+        self.append_event(RESULT_EVENT, data)
         body = text.strip() or "(no text)"
         self._append(self.output_path, redact(f"[{time.strftime('%H:%M:%S')}] result:\n{body}\n"))
 
@@ -160,6 +175,34 @@ class TranscriptStore:
         if not ignore.exists():
             self._writer.submit(lambda: ignore.write_text("*\n"))
         self._transcripts: dict[str, Transcript] = {}
+        self._lock: weakref.finalize[Any, Any] | None = None  # see `_hold_lock`
+        self._writer.submit(self._hold_lock)
+
+    def _hold_lock(self) -> None:
+        """Hold this session's `LOCK_FILE` (on the writer thread) until it closes, the store
+        is collected or the process ends: another process then sees that it runs (`in_use`).
+        Where `flock` is not there (Windows), no session is ever seen running."""
+        try:
+            import fcntl
+        except ImportError:
+            return
+        path = self.dir / LOCK_FILE
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError as exc:
+            log.warning("transcripts: cannot lock %s: %s", path, exc)
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            log.warning("transcripts: cannot lock %s: %s", path, exc)
+            return
+        self._lock = weakref.finalize(self, os.close, fd)
+
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            self._lock()  # closes it, once
 
     def output_path(self, agent_id: str) -> Path:
         return self.dir / "tasks" / f"{agent_id}.output"
@@ -297,9 +340,11 @@ class TranscriptStore:
         return transcript
 
     def close(self) -> None:
-        """Close the files once what was handed over is written (this does not wait)."""
+        """Close the files once what was handed over is written (this does not wait); the
+        session is no longer `in_use`."""
         self._writer.submit(self._catch_up)
         self._writer.submit(self._files.close)
+        self._writer.submit(self._release_lock)
 
     async def aclose(self) -> None:
         """`close()`, then wait (without blocking the loop) until the files are written."""
@@ -370,7 +415,8 @@ class TranscriptStore:
         session = found[0]
         meta = read_meta(meta_path(session, agent_id))
         messages, repairs = repair_for_resume(replay(session, meta, upto=None, seen=set()))
-        return LoadedTranscript(meta, messages, session, repairs)
+        past = past_runs(read_records(transcript_path(session, agent_id)), meta.kind == "fork")
+        return LoadedTranscript(meta, messages, session, repairs, past)
 
     async def aload(self, agent_id: str, session_dir: Path | None = None) -> LoadedTranscript:
         """`load` for the event loop: the files are read on a thread."""

@@ -13,9 +13,8 @@ from typing import Any, Literal
 
 from ..config.agent_definitions import AgentDefinition
 from ..events import Stop
-from ..history import blocks_of, last_assistant_text
+from ..history import last_assistant_text, own_start
 from ..loop.config import AgentConfig, LoopState
-from ..loop.fork import FORK_TAG
 from ..tasks.registry import Task, Todo
 from ..transcripts.store import AgentMeta, Transcript, TranscriptStore, WorktreeRecord, fingerprint
 from .worktree import Worktree
@@ -73,18 +72,8 @@ class AgentRun:
 
 
 def _own_start(run: AgentRun) -> int:
-    """Where the run's own messages begin: a fork's after its directive (what comes before
-    is the parent's, inherited); a named agent's at the start."""
-    if not run.is_fork:
-        return 0
-    tag = f"<{FORK_TAG}>"
-    for i in range(len(run.history) - 1, -1, -1):
-        message = run.history[i]
-        if message["role"] == "user" and any(
-            b.get("type") == "text" and tag in str(b.get("text", "")) for b in blocks_of(message)
-        ):
-            return i + 1
-    return 0  # compacted away: everything left is its own
+    """Where the run's own messages begin (see `history.own_start`)."""
+    return own_start(run.history, run.is_fork)
 
 
 def own_text(run: AgentRun) -> str:

@@ -19,7 +19,7 @@ from .agent_run import AgentRun
 from .run_worktree import isolate, place, require_dir
 from .worktree import Worktree
 
-__all__ = ["fork_run", "named_run", "restored_run"]
+__all__ = ["fork_run", "interrupted_note", "named_run", "restored_run"]
 
 
 def fork_run(
@@ -89,6 +89,12 @@ def named_run(
     return run
 
 
+def interrupted_note(cut_off: int) -> str:
+    """What a resumed agent's card says when the run before was cut off (a restart)."""
+    calls = f"; {cut_off} tool call(s) it was running got no result" if cut_off else ""
+    return f"its earlier run was interrupted before it finished (a kernel restart){calls}"
+
+
 def restored_run(
     loaded: LoadedTranscript,
     config: AgentConfig,
@@ -111,13 +117,19 @@ def restored_run(
     if answering:
         ends = [i for i, m in enumerate(history) if m["role"] == "user"]
         state.previous_end = ends[-1] if ends else None
+    past = loaded.past
     task = Task(
         id=meta.agent_id,
         kind=meta.kind,
         description=meta.description,
         owner=owner,
         name=meta.name,
+        results=list(past.results),
+        tool_uses=past.tool_uses,
+        tool_errors=past.tool_errors,
     )
+    if not past.ended:  # what it was doing never finished: its card says so
+        task.notes.append(interrupted_note(past.cut_off))
     run = AgentRun(
         meta.agent_id,
         config,

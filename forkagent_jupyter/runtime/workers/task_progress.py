@@ -59,6 +59,7 @@ def apply_event(task: Task, event: object) -> bool:
     elif isinstance(event, ToolResult):
         task.current_tool = None
         task.current_input = ""
+        task.tool_errors += int(event.is_error)
     elif isinstance(event, TextDelta):
         task.activity = ""
         task.preview = fold_text(task.preview, event)[-400:]

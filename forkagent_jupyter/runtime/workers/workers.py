@@ -359,7 +359,7 @@ class Workers:
             return
         run.ending = True
         if run.transcript is not None:
-            run.transcript.set_result(result or error or "")
+            run.transcript.set_result(result or error or "", status, error=error)
         # what was sent to it and is still unread goes to whoever reads for it now
         self.queue.reroute(run.id, self.registry.recipient(task.owner))
         await asyncio.shield(self._spawn(self._settle(run)))
