@@ -89,7 +89,7 @@ def _results_html(task: Task) -> str:
         for text in task.results
     )
     return (
-        f"<details class='forkagent-results'><summary><code>{_esc(task.name or task.id)}"
+        f"<details open class='forkagent-results'><summary><code>{_esc(task.name or task.id)}"
         f"</code>: {count} result{'s' if count != 1 else ''}, newest first</summary>{body}"
         "</details>"
     )
@@ -342,9 +342,12 @@ class KernelUI:
         for team, group in self._by_team(tasks):
             if team is not None:  # a team: its roster, then its members' lines, indented
                 lines.append(roster_text(team, session.teams.get(team, group)))
-            lines += [card_text(t) if team is None else _indent(card_text(t)) for t in group]
+            shown = [card_text(t, whole=bool(ids)) for t in group]  # %tasks NAME: whole
+            lines += shown if team is None else [_indent(line) for line in shown]
         lines += [agent.line() for agent in cut_off]
         text += "\n".join(lines) if lines else "No tasks yet."
+        if tasks and not ids:
+            text += "\n(%tasks NAME shows one task whole: its results, notes and todos)"
         budget = budget_line(session.budget)
         if budget:
             text += f"\n{budget}"
@@ -398,7 +401,8 @@ class KernelUI:
             "<th>cache hit</th><th>context</th><th>cost</th><th>elapsed</th></tr>"
         )
         table = f"{parent}<table class='forkagent-tasks'>{head}{''.join(rows)}</table>"
-        table += "".join(_results_html(t) for t in tasks if t.results)
+        if ids:  # `%tasks NAME`: the whole of each, every result; `%tasks`: a row each
+            table += "".join(_results_html(t) for t in tasks if t.results)
         budget = budget_line(session.budget)
         rates = "".join(
             f"<div class='forkagent-rate-limits'>{_esc(line)}</div>"

@@ -34,3 +34,33 @@ def test_the_approvals_strip_shows_only_while_an_approval_waits(kernel: Kernel) 
     wait_until(kernel, "len(__forkagent__.ui.pending)", timeout=120)
     asked = kernel.execute("%fork --name next count `py: 6 * 8`")
     assert STRIP in _shown(asked)  # something waits: the strip names it here
+
+
+def _plain(run: Execution) -> str:
+    return "\n".join(
+        m["content"]["data"].get("text/plain", "")
+        for m in run.messages
+        if m["msg_type"] in ("display_data", "execute_result")
+    )
+
+
+def test_tasks_lists_a_line_each_and_tasks_name_shows_one_whole(kernel: Kernel) -> None:
+    """`%tasks` had repeated every worker's result; it lists one line a task, and
+    `%tasks NAME` shows that task whole (its result, every earlier one)."""
+    kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
+    for name in ("alpha", "beta"):
+        kernel.execute(f"%fork --name {name} list `py: print('\\n'.join(['RESULT' + 'LINE'] * 5))`")
+    kernel.execute("%tasks --wait alpha beta", timeout=120)
+    listed = _plain(kernel.execute("%tasks"))
+    rows = [line for line in listed.splitlines() if line.startswith(("alpha ", "beta "))]
+    assert len(rows) == 2, listed
+    assert "RESULTLINE" not in listed  # no result lines
+    assert "%tasks NAME shows one task whole" in listed
+    whole = kernel.execute("%tasks alpha")
+    assert "RESULTLINE" in _plain(whole) and "beta" not in _plain(whole)
+    html = "".join(
+        m["content"]["data"].get("text/html", "")
+        for m in whole.messages
+        if m["msg_type"] in ("display_data", "execute_result")
+    )
+    assert "<details open class='forkagent-results'>" in html

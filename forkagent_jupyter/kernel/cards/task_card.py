@@ -43,13 +43,15 @@ def notebook_output(output: StreamText | Display) -> dict[str, Any]:
     return {"output_type": "display_data", "data": data, "metadata": dict(output.metadata)}
 
 
-def card_text(task: Task) -> str:
+def card_text(task: Task, whole: bool = True) -> str:
     """A card as text: name, kind, status, tokens, context, cost, and the result's first
-    lines."""
+    lines (with `whole` false, the first line only: a row of `%tasks`)."""
     line = (
         f"{task.name or task.id} ({task.kind}) {status_text(task)} · {task.description} · "
         f"{task_figures(task)}"
     )
+    if not whole:
+        return line
     outcome = task.result or task.error or ""
     for note in task.notes:  # tools its file names that it did not get, an interruption
         line += f"\n    ({note})"
