@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from forkagent_jupyter.emulator.brains import last_user_text
+from tests.runtime.helpers import trust_folder
 
 from .conftest import Kernel
 
@@ -27,12 +28,14 @@ def _until_exists(path: Path, timeout: float = 60) -> None:
 
 
 def test_a_queued_agent_cell_goes_before_the_automatic_answer(
-    kernel: Kernel, emulator: Any, tmp_path: Path
+    kernel: Kernel, emulator: Any, tmp_path: Path, user_home: Path
 ) -> None:
-    # a Notification hook of the person's own settings says when the report is queued
+    # a Notification hook of the person's own settings (in a folder they trust) says when the
+    # report is queued
     hooks = {"Notification": [{"hooks": [{"type": "command", "command": "touch notified"}]}]}
     (tmp_path / ".claude").mkdir()
     (tmp_path / ".claude" / "settings.local.json").write_text(json.dumps({"hooks": hooks}))
+    trust_folder(tmp_path, user_home)
     kernel.execute("%config ForkAgent.permission_mode = 'bypassPermissions'")
     kernel.execute('WAIT = "import os, time\\nwhile not os.path.exists(FLAG): time.sleep(0.02)"')
     assert kernel.execute("%fork --name counter count `py: FLAG = 'w'; exec(WAIT) or 6 * 7`")

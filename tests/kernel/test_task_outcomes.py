@@ -26,8 +26,9 @@ def _card_headers(kernel: Kernel) -> list[str]:
     return values
 
 
-def _tasks_html(kernel: Kernel) -> str:
-    shown = kernel.execute("%tasks")
+def _tasks_html(kernel: Kernel, names: str = "") -> str:
+    """What `%tasks` (or `%tasks NAMES`: those tasks whole) shows, as HTML and as text."""
+    shown = kernel.execute(f"%tasks {names}")
     assert shown.status == "ok", shown.texts()
     [bundle] = [m["content"]["data"] for m in shown.messages if m["msg_type"] == "display_data"]
     assert isinstance(bundle["text/html"], str)
@@ -61,6 +62,6 @@ def test_a_follow_up_keeps_every_result_readable_newest_first(kernel: Kernel) ->
     last = _card_headers(kernel)[-1]
     assert "earlier results (1, newest first)" in last and "summary of folds 42" in last, last
     assert last.index("0.0207") < last.index("summary of folds 42")
-    table = _tasks_html(kernel)
+    table = _tasks_html(kernel, "cv")  # the task whole: every result
     assert "2 results, newest first" in table
     assert table.index("0.0207") < table.index("summary of folds 42") < table.index("earlier")

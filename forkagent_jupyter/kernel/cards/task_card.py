@@ -50,8 +50,8 @@ def card_text(task: Task, whole: bool = True) -> str:
         f"{task.name or task.id} ({task.kind}) {status_text(task)} · {task.description} · "
         f"{task_figures(task)}"
     )
-    if not whole:
-        return line
+    if not whole:  # what it does now, on the same line while it runs
+        return f"{line} · {task.activity}" if task.activity and not task.done else line
     outcome = task.result or task.error or ""
     for note in task.notes:  # tools its file names that it did not get, an interruption
         line += f"\n    ({note})"
