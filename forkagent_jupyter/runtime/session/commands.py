@@ -234,7 +234,7 @@ async def prepare_command(
     calls' events added to `events`); a UsageError stops it."""
     host = turns.host
     await turns.load_settings()
-    config = host.contexts.parent_config()
+    config = host.contexts.parent_config(host.main)
     command = invocation.command
     text = command.expand(invocation.args, host.session_id)
     text = await shell_expanded(config, invocation, text, host.main.history, events)

@@ -76,6 +76,6 @@ def apply_setting(host: SettingHolders, name: str) -> None:
         host.compaction.keep_turns = o.compact_keep_turns
         host.compaction.window = o.context_window
     elif name == "max_cost_usd":
-        host.spending.budget_changed()
+        host.spending.budget_changed(o.max_cost_usd)
     elif name in COMPUTE_SETTINGS:
         apply_compute(o, host.compute, name)

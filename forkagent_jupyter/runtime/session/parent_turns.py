@@ -167,7 +167,7 @@ class ParentTurns:
         await self.load_settings()
         await host.mcp.start()
         self.sync_mcp_tools()
-        main.config = host.contexts.parent_config()
+        main.config = host.contexts.parent_config(main)
         if adjust is not None:
             main.config = adjust(main.config)
         if prompt is not None and host.hooks.has("UserPromptSubmit"):
@@ -213,7 +213,7 @@ class ParentTurns:
                 main.state.append(main.history, message)
         finally:
             if adjust is not None:  # the command's limit and model end with its turn
-                main.config = host.contexts.parent_config()
+                main.config = host.contexts.parent_config(main)
             self.changed.set()
 
     def sync_mcp_tools(self) -> None:
@@ -263,7 +263,7 @@ class ParentTurns:
         host.budget.check("The compaction was")
         async with self.lock:
             main = host.main
-            main.config = host.contexts.parent_config()
+            main.config = host.contexts.parent_config(main)
             result: Compacted | None = None
             async for event in compact(
                 main.config, main.history, main.state, keep_turns=keep_turns

@@ -29,17 +29,18 @@ from ..loop.compaction import CompactPolicy, window_for
 from ..loop.config import LoopState
 from ..mcp.servers import McpServers
 from ..model.backends import Backend, select_backend
-from ..model.budget import CostBudget
+from ..model.budget import BudgetedModel, CostBudget
 from ..model.client import CacheTTL, ModelClient
-from ..model.pacer import RateLimits
+from ..model.pacer import PacedModel, RateLimits
 from ..model.retry import StreamRetry
 from ..tasks.notifications import CommandQueue
 from ..tasks.registry import Task, TaskRegistry, task_description
+from ..tools.base import ToolSet
 from ..tools.services import ToolServices
 from ..tools.shells import ShellRegistry
 from ..transcripts.store import AgentMeta, TranscriptStore
 from ..workers.workers import AgentRun, Workers
-from .agent_setup import AgentContexts, parent_tools
+from .agent_setup import AgentContexts
 from .compute_settings import (
     apply_compute,
     compute_follows,
@@ -49,7 +50,6 @@ from .compute_settings import (
 from .live_settings import change_settings
 from .options import SessionOptions, Setting
 from .parent_turns import ParentTurns
-from .prompts import default_system_prompt
 from .responder import Responder
 from .spending import Spending
 from .turn_lock import TurnLock
@@ -132,12 +132,7 @@ class Session:
 
     def _make_parts(self, o: SessionOptions) -> None:
         """The session's tools and collaborators, its task registry and its workers."""
-        self.tools, self.named_tools, self.gate = parent_tools(o)
-        """`named_tools`: only for a named agent whose file names them (`parent_tools`)."""
-        self._default_prompt = default_system_prompt(self.workdir)
         self.session_id = uuid.uuid4().hex[:12]
-        self.hooks = Hooks([], workdir=self.workdir, session_id=self.session_id)
-        """The settings files' hooks (config/hooks.py), read again at each parent turn."""
         self.offline_batches: tuple[Any, Callable[[], Awaitable[None]]] | None = None
         """An offline session's Message Batches service (batch.batch_sdk), once used."""
         self.store: TranscriptStore | None = None
@@ -148,12 +143,27 @@ class Session:
         self._hook_jobs: set[asyncio.Task[Any]] = set()
         self._lock = TurnLock()  # one parent turn at a time; prompts before automatic answers
         self._changed = asyncio.Event()  # set whenever the session may have become idle
-        self.spending = Spending(self, changed=self._changed)
-        """The session's totals and its budget's enforcement (`spending.py`)."""
-        self.contexts = AgentContexts(self, self.spending.web_usage)
-        """Each agent's tool context, services and config (`agent_setup.py`)."""
+        self.budget = CostBudget(lambda: self.cost_usd, o.max_cost_usd)
+        spending: Spending  # made once what it charges and stops exists (below)
+        self.contexts = AgentContexts(
+            settings=lambda: self.options,
+            model=lambda: BudgetedModel(PacedModel(self.client, self.rate_limits), self.budget),
+            workdir=self.workdir,
+            session_id=self.session_id,
+            compute=self.compute,
+            services=self.services,
+            mcp=self.mcp,
+            stream_retry=self.stream_retry,
+            compaction=self.compaction,
+            web_usage=lambda agent_id, usage, cost: spending.web_usage(agent_id, usage, cost),
+        )
+        """Each agent's tool context, services and config, and the parent's tools, gate and
+        hooks (`agent_setup.py`)."""
+        self.gate = self.contexts.gate
+        self.named_tools = self.contexts.named_tools
+        """Only for a named agent whose file names them (`parent_tools`)."""
         self.parent = ParentTurns(
-            self, lock=self._lock, changed=self._changed, on_cost=self.spending.enforce
+            self, lock=self._lock, changed=self._changed, on_cost=lambda: spending.enforce()
         )
         """The parent conversation's turns and what they cost (`parent_turns.py`)."""
         self.responder = Responder(
@@ -170,7 +180,6 @@ class Session:
             self.queue, recipient=self.registry.recipient, files=self.store, base=self.workdir
         )
         self.mcp.on_note = self.registry.note
-        self.budget = CostBudget(lambda: self.cost_usd, o.max_cost_usd)
         self.workers = Workers(
             registry=self.registry,
             queue=self.queue,
@@ -182,6 +191,16 @@ class Session:
             store=self.store,
             auto_background_after=o.auto_background_after,
         )
+        self.services.workers = self.workers  # every agent's tools reach them (Agent, ...)
+        self.spending = spending = Spending(
+            budget=self.budget,
+            registry=self.registry,
+            workers=self.workers,
+            charge_parent=self.parent.charge,
+            budget_raised=self.responder.budget_raised,
+            changed=self._changed,
+        )
+        """The web tools' charges and the budget's enforcement (`spending.py`)."""
 
     def _start_main(self) -> None:
         """The parent's own run, its transcript, and the session's bookkeeping."""
@@ -237,7 +256,7 @@ class Session:
     def system_prompt(self) -> str:
         """The parent's system prompt (None or "" assigned: the built-in one); from the next
         turn on."""
-        return self.options.system_prompt or self._default_prompt
+        return self.options.system_prompt or self.contexts.default_prompt
 
     @system_prompt.setter
     def system_prompt(self, value: str | None) -> None:
@@ -251,6 +270,22 @@ class Session:
         cannot be reached - raises one UsageError (or ConfigError) and that setting and the
         ones after it keep their values."""
         change_settings(self, options, changes)
+
+    @property
+    def tools(self) -> ToolSet:
+        return self.contexts.tools
+
+    @tools.setter
+    def tools(self, tools: ToolSet) -> None:
+        self.contexts.tools = tools
+
+    @property
+    def hooks(self) -> Hooks:
+        return self.contexts.hooks
+
+    @hooks.setter
+    def hooks(self, hooks: Hooks) -> None:
+        self.contexts.hooks = hooks
 
     # -- configuration -------------------------------------------------------------------
 
@@ -613,11 +648,15 @@ class Session:
     @property
     def usage(self) -> Usage:
         """Tokens of the parent conversation and of every worker."""
-        return self.spending.usage
+        total = self.parent.usage
+        for task in self.registry:
+            total = total + task.usage
+        return total
 
     @property
     def cost_usd(self) -> float:
-        return self.spending.cost_usd
+        """What the parent conversation and every worker have cost, in USD."""
+        return self.parent.cost + sum(t.cost_usd for t in self.registry)
 
     def add_parent_cost(self, cost_usd: float) -> None:
         """Charge the parent conversation for a request made on its behalf outside its turns
