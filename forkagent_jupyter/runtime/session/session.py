@@ -131,7 +131,9 @@ class Session:
         self._start_main()
 
     def _make_parts(self, o: SessionOptions) -> None:
-        """The session's tools and collaborators, its task registry and its workers."""
+        """The session's parts, each given the parts it uses: its task registry and queue,
+        the agents' contexts, the workers, the parent's own run and turns, the answers to its
+        notifications, and the budget's enforcement."""
         self.session_id = uuid.uuid4().hex[:12]
         self.offline_batches: tuple[Any, Callable[[], Awaitable[None]]] | None = None
         """An offline session's Message Batches service (batch.batch_sdk), once used."""
@@ -144,7 +146,14 @@ class Session:
         self._lock = TurnLock()  # one parent turn at a time; prompts before automatic answers
         self._changed = asyncio.Event()  # set whenever the session may have become idle
         self.budget = CostBudget(lambda: self.cost_usd, o.max_cost_usd)
-        spending: Spending  # made once what it charges and stops exists (below)
+        self.queue = CommandQueue()  # its on_enqueue is the responder's (below)
+        self.registry: TaskRegistry = TaskRegistry(self.queue, base=self.workdir)
+        self.shells.report_to(
+            self.queue, recipient=self.registry.recipient, files=self.store, base=self.workdir
+        )
+        self.mcp.on_note = self.registry.note
+        spending: Spending  # made last: it charges the parent and stops the workers
+        parent: ParentTurns  # made after the responder, which runs its turns
         self.contexts = AgentContexts(
             settings=lambda: self.options,
             model=lambda: BudgetedModel(PacedModel(self.client, self.rate_limits), self.budget),
@@ -162,24 +171,6 @@ class Session:
         self.gate = self.contexts.gate
         self.named_tools = self.contexts.named_tools
         """Only for a named agent whose file names them (`parent_tools`)."""
-        self.parent = ParentTurns(
-            self, lock=self._lock, changed=self._changed, on_cost=lambda: spending.enforce()
-        )
-        """The parent conversation's turns and what they cost (`parent_turns.py`)."""
-        self.responder = Responder(
-            self,
-            turn=self.parent.turn,
-            lock=self._lock,
-            changed=self._changed,
-            jobs=self._hook_jobs,
-        )
-        """The parent's answers to its notifications (`responder.py`)."""
-        self.queue = CommandQueue(on_enqueue=self.responder.on_command)
-        self.registry: TaskRegistry = TaskRegistry(self.queue, base=self.workdir)
-        self.shells.report_to(
-            self.queue, recipient=self.registry.recipient, files=self.store, base=self.workdir
-        )
-        self.mcp.on_note = self.registry.note
         self.workers = Workers(
             registry=self.registry,
             queue=self.queue,
@@ -192,6 +183,27 @@ class Session:
             auto_background_after=o.auto_background_after,
         )
         self.services.workers = self.workers  # every agent's tools reach them (Agent, ...)
+        self.main = AgentRun("main", self.contexts.parent_config(), [], LoopState())
+        self.main.config.ctx.services.agent_run = self.main
+        self.workers.main = self.main
+        self.responder = Responder(
+            settings=lambda: self.options,
+            main=self.main,
+            queue=self.queue,
+            budget=self.budget,
+            contexts=self.contexts,
+            workers=self.workers,
+            turn=lambda texts: parent.turn(texts),
+            lock=self._lock,
+            changed=self._changed,
+            jobs=self._hook_jobs,
+        )
+        """The parent's answers to its notifications (`responder.py`)."""
+        self.queue.on_enqueue = self.responder.on_command
+        self.parent = parent = ParentTurns(
+            self, lock=self._lock, changed=self._changed, on_cost=lambda: spending.enforce()
+        )
+        """The parent conversation's turns and what they cost (`parent_turns.py`)."""
         self.spending = spending = Spending(
             budget=self.budget,
             registry=self.registry,
@@ -203,10 +215,7 @@ class Session:
         """The web tools' charges and the budget's enforcement (`spending.py`)."""
 
     def _start_main(self) -> None:
-        """The parent's own run, its transcript, and the session's bookkeeping."""
-        self.main = AgentRun("main", self.contexts.parent_config(), [], LoopState())
-        self.main.config.ctx.services.agent_run = self.main
-        self.workers.main = self.main
+        """The parent's transcript, and the session's bookkeeping."""
         if self.store is not None:
             self.main.transcript = self.store.open(
                 AgentMeta(agent_id="main", kind="main", model=self.model)
