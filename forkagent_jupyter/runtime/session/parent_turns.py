@@ -13,10 +13,10 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ...messages_api.usage import Usage
-from ..config.agent_definitions import AgentScan, agent_listing
+from ..config.agent_definitions import agent_listing, scan_agents
 from ..config.hooks import Hooks
 from ..config.settings import hook_trust, read_settings
 from ..errors import UsageError
@@ -28,9 +28,7 @@ from ..loop.loop import run_turn
 from ..mcp.servers import McpServers
 from ..model.budget import CostBudget
 from ..model.timing import record_timing
-from ..permissions.gate import PermissionGate
 from ..tasks.notifications import CommandQueue, Priority
-from ..tools.base import ToolSet
 from ..transcripts.store import TranscriptStore
 from ..workers.configs import with_mcp_tools
 from ..workers.workers import AgentRun, Workers
@@ -40,30 +38,7 @@ from .responder import Responder
 from .turn_lock import TurnLock
 from .turn_result import fold_turn, replay
 
-__all__ = ["ParentHost", "ParentTurns"]
-
-
-class ParentHost(Protocol):
-    """What the parent's turns read of their session (`Session` is one), at the time of use;
-    a turn sets its `hooks` (from the settings files) and `tools` (the MCP tools joined)."""
-
-    workdir: Path
-    home: Path
-    session_id: str
-    gate: PermissionGate
-    hooks: Hooks
-    mcp: McpServers
-    tools: ToolSet
-    named_tools: ToolSet
-    main: AgentRun
-    contexts: AgentContexts
-    responder: Responder
-    budget: CostBudget
-    queue: CommandQueue
-    store: TranscriptStore | None
-    workers: Workers
-
-    def agent_scan(self) -> AgentScan: ...
+__all__ = ["ParentTurns"]
 
 
 class ParentTurns:
@@ -71,13 +46,35 @@ class ParentTurns:
 
     def __init__(
         self,
-        host: ParentHost,
         *,
+        main: AgentRun,
+        contexts: AgentContexts,
+        responder: Responder,
+        queue: CommandQueue,
+        budget: CostBudget,
+        mcp: McpServers,
+        workers: Workers,
+        workdir: Path,
+        home: Path,
+        session_id: str,
         lock: TurnLock,
         changed: asyncio.Event,
         on_cost: Callable[[], None],
     ) -> None:
-        self.host = host
+        self.main = main
+        """The parent's own run: its history, config and transcript."""
+        self.contexts = contexts
+        """The parent's config, tools, gate and hooks (a turn replaces tools and hooks)."""
+        self.responder = responder
+        """The answers to notifications: a prompt's turn reads those that wait."""
+        self.queue = queue
+        self.budget = budget
+        self.mcp = mcp
+        self.workers = workers
+        """Where a `context: fork` command's agent starts (`commands.py`)."""
+        self.workdir = workdir
+        self.home = home
+        self.session_id = session_id
         self.lock = lock
         self.changed = changed
         """Set when a turn ends (the session may have become idle)."""
@@ -94,11 +91,10 @@ class ParentTurns:
 
     async def stream(self, prompt: str) -> AsyncIterator[LoopEvent]:
         """A prompt's turn (`Session.stream`)."""
-        host = self.host
         if not isinstance(prompt, str) or not prompt.strip():
             raise UsageError("The prompt is empty: write what the agent should do.")
-        host.budget.check("The turn was")
-        invocation = await asyncio.to_thread(find_invocation, prompt, host.workdir, host.home)
+        self.budget.check("The turn was")
+        invocation = await asyncio.to_thread(find_invocation, prompt, self.workdir, self.home)
         try:
             async with self.lock.turn("next"):  # before an automatic answer that waits
                 prepared: Prepared | None = None
@@ -119,9 +115,9 @@ class ParentTurns:
                 # what waits to be read at the next opportunity goes with the prompt; a task's
                 # end too, unless the parent answers it by itself after this turn
                 # (auto_respond): none waits unread
-                upto: Priority = "next" if host.responder.will_answer() else "later"
-                commands = host.queue.drain("main", upto)
-                host.responder.note_read(commands)
+                upto: Priority = "next" if self.responder.will_answer() else "later"
+                commands = self.queue.drain("main", upto)
+                self.responder.note_read(commands)
                 texts = [c.text for c in commands]
                 seen: list[LoopEvent] = []
                 try:
@@ -133,26 +129,26 @@ class ParentTurns:
                         yield event
                 finally:
                     if commands:  # delivered like the parent's own answers to notifications
-                        host.responder.answered(commands, await fold_turn(replay(seen)))
+                        self.responder.answered(commands, await fold_turn(replay(seen)))
         finally:
-            host.responder.kick()  # the notifications it left: answered now
+            self.responder.kick()  # the notifications it left: answered now
 
     async def load_settings(self) -> dict[str, Any]:
         """The settings files read again and applied (`Session.load_settings`)."""
-        host = self.host
-        read = await asyncio.to_thread(read_settings, host.workdir, host.home)
-        host.gate.apply_settings(read)
-        host.hooks = Hooks(
+        contexts = self.contexts
+        read = await asyncio.to_thread(read_settings, self.workdir, self.home)
+        contexts.gate.apply_settings(read)
+        contexts.hooks = Hooks(
             read.hooks,
-            workdir=host.workdir,
-            session_id=host.session_id,
-            lines=host.hooks.lines,
+            workdir=self.workdir,
+            session_id=self.session_id,
+            lines=contexts.hooks.lines,
             trust=hook_trust(read),
-            said=host.hooks.said,
+            said=contexts.hooks.said,
         )
         for entry in read.unapproved_hooks:  # the project's, not approved: said once each
-            host.hooks.not_approved(entry)
-        return host.gate.summary()
+            contexts.hooks.not_approved(entry)
+        return contexts.gate.summary()
 
     async def turn(
         self,
@@ -162,16 +158,16 @@ class ParentTurns:
     ) -> AsyncIterator[LoopEvent]:
         """One parent turn whose user message is `texts` (the caller holds the lock);
         `adjust` changes the parent's config for this turn only (an inline command's)."""
-        host = self.host
-        main = host.main
+        main = self.main
         await self.load_settings()
-        await host.mcp.start()
+        await self.mcp.start()
         self.sync_mcp_tools()
-        main.config = host.contexts.parent_config(main)
+        main.config = self.contexts.parent_config(main)
         if adjust is not None:
             main.config = adjust(main.config)
-        if prompt is not None and host.hooks.has("UserPromptSubmit"):
-            said = await host.hooks.run("UserPromptSubmit", {"agent_id": "main", "prompt": prompt})
+        hooks = self.contexts.hooks
+        if prompt is not None and hooks.has("UserPromptSubmit"):
+            said = await hooks.run("UserPromptSubmit", {"agent_id": "main", "prompt": prompt})
             if said.blocked:
                 raise UsageError(f"A UserPromptSubmit hook blocked the prompt: {said.reason}")
             texts = [*texts, *said.context]
@@ -201,8 +197,8 @@ class ParentTurns:
                     "stop_reason": stop.reason,
                     "last_assistant_message": last_assistant_text(main.history),
                 }
-                ended = stop.reason == "end_turn" and not host.budget.reached()
-                feedback = await host.hooks.stop_check(
+                ended = stop.reason == "end_turn" and not self.budget.reached()
+                feedback = await self.contexts.hooks.stop_check(
                     "Stop", about, None, blocked=blocked, may_go_on=ended
                 )
                 if feedback is None:
@@ -213,29 +209,29 @@ class ParentTurns:
                 main.state.append(main.history, message)
         finally:
             if adjust is not None:  # the command's limit and model end with its turn
-                main.config = host.contexts.parent_config(main)
+                main.config = self.contexts.parent_config(main)
             self.changed.set()
 
     def sync_mcp_tools(self) -> None:
         """The MCP tools connected now join the parent's tools (`with_mcp_tools`)."""
-        tools = with_mcp_tools(self.host.tools, self.host.mcp.tools())
+        tools = with_mcp_tools(self.contexts.tools, self.mcp.tools())
         if tools is not None:
-            self.host.tools = tools
+            self.contexts.tools = tools
 
     def agent_listing(self) -> str | None:
         """The named agents as the model is told them (None without the Agent tool). Files
         that do not load are left out here (each said once); starting one reports its
         error. Tools an agent's file names that it does not get here are said."""
-        host = self.host
-        if host.tools.get("Agent") is None:
+        contexts = self.contexts
+        if contexts.tools.get("Agent") is None:
             return None
-        available = [*host.tools.names(), *host.named_tools.names()]
-        return agent_listing(host.agent_scan().agents, available)
+        available = [*contexts.tools.names(), *contexts.named_tools.names()]
+        return agent_listing(scan_agents(self.workdir, self.home).agents, available)
 
     def history_replaced(self, messages: list[dict[str, Any]], data: dict[str, Any]) -> None:
         """The parent's history was compacted: on disk, and the agent listing told again if
         its message was dropped."""
-        transcript = self.host.main.transcript
+        transcript = self.main.transcript
         if transcript is not None:
             transcript.append_event("compacted", {**data, "messages": messages})
         if self.listed is not None and not any(
@@ -245,7 +241,7 @@ class ParentTurns:
 
     def reset(self) -> None:
         """A new parent conversation (`Session.reset`)."""
-        main = self.host.main
+        main = self.main
         main.history.clear()
         self.listed = None
         on_message = main.state.on_message
@@ -256,14 +252,11 @@ class ParentTurns:
             main.transcript.append_event("reset")
 
     async def compact(self, keep_turns: int | None = None) -> Compacted:
-        """The parent conversation compacted now (`Session.compact`)."""
-        host = self.host
-        if keep_turns is not None and (isinstance(keep_turns, bool) or keep_turns < 1):
-            raise UsageError(f"keep_turns must be 1 or more; got {keep_turns!r}.")
-        host.budget.check("The compaction was")
+        """The parent conversation compacted now (`Session.compact` checked `keep_turns` and
+        the budget)."""
         async with self.lock:
-            main = host.main
-            main.config = host.contexts.parent_config(main)
+            main = self.main
+            main.config = self.contexts.parent_config(main)
             result: Compacted | None = None
             async for event in compact(
                 main.config, main.history, main.state, keep_turns=keep_turns
@@ -276,15 +269,13 @@ class ParentTurns:
         assert result is not None
         return result
 
-    async def resume(self, session_id: str) -> int:
-        """An earlier session's parent conversation continued (`Session.resume`)."""
-        host = self.host
-        if host.store is None:
-            raise UsageError("Resuming needs transcripts (Session(transcripts=...)).")
-        folder = host.store.root / session_id
-        loaded = await host.store.aload("main", folder)
+    async def resume(self, store: TranscriptStore, session_id: str) -> int:
+        """An earlier session's parent conversation continued (`Session.resume`), read from
+        `store`."""
+        folder = store.root / session_id
+        loaded = await store.aload("main", folder)
         async with self.lock:  # not in the middle of a turn
-            main = host.main
+            main = self.main
             main.history[:] = loaded.messages
             ends = [i for i, m in enumerate(main.history) if m["role"] == "user"]
             main.state.previous_end = ends[-1] if ends else None

@@ -201,7 +201,19 @@ class Session:
         """The parent's answers to its notifications (`responder.py`)."""
         self.queue.on_enqueue = self.responder.on_command
         self.parent = parent = ParentTurns(
-            self, lock=self._lock, changed=self._changed, on_cost=lambda: spending.enforce()
+            main=self.main,
+            contexts=self.contexts,
+            responder=self.responder,
+            queue=self.queue,
+            budget=self.budget,
+            mcp=self.mcp,
+            workers=self.workers,
+            workdir=self.workdir,
+            home=self.home,
+            session_id=self.session_id,
+            lock=self._lock,
+            changed=self._changed,
+            on_cost=lambda: spending.enforce(),
         )
         """The parent conversation's turns and what they cost (`parent_turns.py`)."""
         self.spending = spending = Spending(
@@ -398,13 +410,18 @@ class Session:
         """Compact the parent conversation now: a fork of it writes a summary (reading the
         history from the prompt cache), and the history becomes the summary plus the last
         `keep_turns` turns (default `compact_keep_turns`). Waits for a turn in flight."""
+        if keep_turns is not None and (isinstance(keep_turns, bool) or keep_turns < 1):
+            raise UsageError(f"keep_turns must be 1 or more; got {keep_turns!r}.")
+        self.budget.check("The compaction was")
         return await self.parent.compact(keep_turns)
 
     async def resume(self, session_id: str) -> int:
         """Continue the parent conversation of an earlier session (by its id, under the same
         transcripts folder) as it stood at its end, compactions applied; returns the number
         of messages. Its workers are resumed one by one with `send`."""
-        return await self.parent.resume(session_id)
+        if self.store is None:
+            raise UsageError("Resuming needs transcripts (Session(transcripts=...)).")
+        return await self.parent.resume(self.store, session_id)
 
     # -- background work -----------------------------------------------------------------
 
