@@ -4,7 +4,7 @@
 whole: `Session(options=...)`); `Session.configure(**changes)` changes settings while the
 session runs. A field declared `frozen` is fixed when the session starts (the backend, the
 working directory, the tools...); every other field is live: the session reads it where it is
-used, or pushes it to the part that holds it (`live_settings.apply_setting`).
+used, or pushes it to the part that holds it (`LiveSettings.apply`, live_settings.py).
 
 A new setting is one field here (with its check); the kernel's `%config ForkAgent.NAME` trait
 of the same name reaches it without more code (kernel/settings.py).

@@ -47,7 +47,7 @@ from .compute_settings import (
     process_memory_sampled,
     worker_memory_sampled,
 )
-from .live_settings import change_settings
+from .live_settings import LiveSettings, requested_changes
 from .options import SessionOptions, Setting
 from .parent_turns import ParentTurns
 from .responder import Responder
@@ -225,6 +225,15 @@ class Session:
             changed=self._changed,
         )
         """The web tools' charges and the budget's enforcement (`spending.py`)."""
+        self.live_settings = LiveSettings(
+            contexts=self.contexts,
+            workers=self.workers,
+            stream_retry=self.stream_retry,
+            compaction=self.compaction,
+            compute=self.compute,
+            spending=self.spending,
+        )
+        """Where `configure` pushes each changed setting (`live_settings.py`)."""
 
     def _start_main(self) -> None:
         """The parent's transcript, and the session's bookkeeping."""
@@ -290,7 +299,16 @@ class Session:
         a value refused - unknown name, fixed at the start, out of range, a Dask cluster that
         cannot be reached - raises one UsageError (or ConfigError) and that setting and the
         ones after it keep their values."""
-        change_settings(self, options, changes)
+        for name, value in requested_changes(self.options, options, changes).items():
+            before = self.options
+            self.options = before.changed(**{name: value})
+            if getattr(self.options, name) == getattr(before, name) and name != "permission_mode":
+                continue  # the mode in force may be the settings files' (`defaultMode`)
+            try:
+                self.live_settings.apply(self.options, name)
+            except Exception:
+                self.options = before
+                raise
 
     @property
     def tools(self) -> ToolSet:
