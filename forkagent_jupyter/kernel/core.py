@@ -139,7 +139,7 @@ class AgentCore:
         from ..runtime import resume_batches
 
         try:
-            self._spawn(resume_batches(session))
+            self._spawn(resume_batches(session.batches))
         except RuntimeError:  # no event loop (a terminal IPython): nothing to resume into
             pass
 

@@ -129,7 +129,7 @@ class KernelUI:
         """The one place a card is first shown: the session's event for a new task."""
         from ..runtime import in_batch
 
-        if in_batch(self.agent.session, task.id):  # a batch has one card (views/batch_view.py)
+        if in_batch(self.agent.session.batches, task.id):  # one card a batch (views/batch_view.py)
             self.tasks_changed()
             return
         if task.id not in self.hub.cards and task.id not in self.hub.hidden and not task.done:

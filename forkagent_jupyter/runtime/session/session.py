@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 from ...messages_api.usage import Usage
-from ..batch.fan_out import BatchResults, BatchRun, FanOut, Notify, fan_out
+from ..batch.client import BatchSdk
+from ..batch.fan_out import Batches, BatchResults, FanOut, Notify, fan_out
 from ..config.agent_definitions import AgentDefinition, AgentScan, scan_agents
 from ..config.commands import CommandScan, scan_commands
 from ..config.hooks import Hooks
@@ -135,8 +136,6 @@ class Session:
         the agents' contexts, the workers, the parent's own run and turns, the answers to its
         notifications, and the budget's enforcement."""
         self.session_id = uuid.uuid4().hex[:12]
-        self.offline_batches: tuple[Any, Callable[[], Awaitable[None]]] | None = None
-        """An offline session's Message Batches service (batch.batch_sdk), once used."""
         self.store: TranscriptStore | None = None
         if o.transcripts:
             root = o.transcripts if not isinstance(o.transcripts, bool) else None
@@ -234,6 +233,17 @@ class Session:
             spending=self.spending,
         )
         """Where `configure` pushes each changed setting (`live_settings.py`)."""
+        self.batches = Batches(
+            sdk=BatchSdk(lambda: self.client, self.backend),
+            main=self.main,
+            workers=self.workers,
+            registry=self.registry,
+            queue=self.queue,
+            store=self.store,
+            rate_limits=self.rate_limits,
+            charge_parent=lambda cost: parent.charge(Usage(), cost),
+        )
+        """Batched fan-outs by batch id (`batch/fan_out.py`)."""
 
     def _start_main(self) -> None:
         """The parent's transcript, and the session's bookkeeping."""
@@ -245,7 +255,6 @@ class Session:
             self.main.state.on_history_replaced = self.parent.history_replaced
             main_transcript = self.main.transcript
             self.gate.recorder = lambda e: main_transcript.append_event("permission", e)
-        self.batches: dict[str, BatchRun] = {}  # batched fan-outs by batch id (batch/fan_out.py)
         self.registry.subscribe(lambda _task: self._changed.set())
         self.registry.subscribe(partial(compute_follows, self.compute))
         self.registry.subscribe(lambda _task: self.spending.enforce())
@@ -507,8 +516,9 @@ class Session:
         Batch (half price; see `batch/fan_out.py` for caching, notifications and tools)."""
         self.budget.check("The fan-out was")
         return await fan_out(
-            self,
+            self.batches,
             directives,
+            fork=self.fork_now,
             batch=batch,
             names=names,
             items=items,
@@ -702,11 +712,6 @@ class Session:
         """What the parent conversation and every worker have cost, in USD."""
         return self.parent.cost + sum(t.cost_usd for t in self.registry)
 
-    def add_parent_cost(self, cost_usd: float) -> None:
-        """Charge the parent conversation for a request made on its behalf outside its turns
-        (a batch's cache pre-warm)."""
-        self.parent.cost += cost_usd
-
     async def __aenter__(self) -> Session:
         return self
 
@@ -717,12 +722,7 @@ class Session:
         """Stop the workers (no automatic answer to their last notifications) and close the
         model client once nothing uses it."""
         self.options = self.options.changed(auto_respond=False)
-        for run in {id(r): r for r in self.batches.values()}.values():
-            await run.close()
-        if self.offline_batches is not None:
-            _sdk, stop = self.offline_batches
-            self.offline_batches = None
-            await stop()
+        await self.batches.aclose()
         await self.workers.stop_all()
         await self.mcp.aclose()
         await self.shells.aclose()
