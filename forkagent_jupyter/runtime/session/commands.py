@@ -66,8 +66,8 @@ __all__ = ["Invocation", "Prepared", "find_invocation", "prepare_command", "run_
 
 CLAUDE_CODE_BUILT_INS = {
     "compact": "%compact (or Session.compact())",
-    "clear": "%%agent --new (or Session.reset())",
-    "new": "%%agent --new (or Session.reset())",
+    "clear": "%%agent --new (or Session.parent.reset())",
+    "new": "%%agent --new (or Session.parent.reset())",
     "help": "%commands, and %%agent? for the magic's options",
     "agents": "%tasks, and the named agents listed to the model",
     "permissions": "%permissions",

@@ -90,7 +90,11 @@ class ParentTurns:
         self.cost += cost_usd
 
     async def stream(self, prompt: str) -> AsyncIterator[LoopEvent]:
-        """A prompt's turn (`Session.stream`)."""
+        """Run one parent turn, yielding its events (`Session.ask` folds them). It goes
+        before an automatic answer to notifications that waits (`Session.hold_answers`).
+        Pending notifications are delivered with the prompt (before it), so none is lost or
+        read twice; with `auto_respond` on, a task's end is left to the automatic answer
+        that follows the turn."""
         if not isinstance(prompt, str) or not prompt.strip():
             raise UsageError("The prompt is empty: write what the agent should do.")
         self.budget.check("The turn was")
@@ -134,7 +138,9 @@ class ParentTurns:
             self.responder.kick()  # the notifications it left: answered now
 
     async def load_settings(self) -> dict[str, Any]:
-        """The settings files read again and applied (`Session.load_settings`)."""
+        """Read the settings files again (on a thread) and apply their rules, default mode
+        and additional directories (`config/settings.py`); the rules in force, as
+        `PermissionGate.summary` gives them. Done at the start of every parent turn."""
         contexts = self.contexts
         read = await asyncio.to_thread(read_settings, self.workdir, self.home)
         contexts.gate.apply_settings(read)
@@ -240,7 +246,7 @@ class ParentTurns:
             self.listed = None
 
     def reset(self) -> None:
-        """A new parent conversation (`Session.reset`)."""
+        """Start a new parent conversation (workers keep running and report to it)."""
         main = self.main
         main.history.clear()
         self.listed = None

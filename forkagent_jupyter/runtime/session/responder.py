@@ -64,12 +64,15 @@ class Responder:
         self.jobs = jobs
         """The session's background jobs (Notification hooks), awaited when it closes."""
         self.auto_turns: list[AutoTurn] = []
+        """The parent's answers to notifications so far (and the tasks the user stopped)."""
         self.on_auto_turn: Callable[[AutoTurn], None] | None = None
+        """Called with each `AutoTurn` as it is made (the host shows it)."""
         self.listeners: list[Callable[[str, LoopEvent], None]] = []
         self.job: asyncio.Task[None] | None = None
 
     def subscribe(self, listener: Callable[[str, LoopEvent], None]) -> Callable[[], None]:
-        """Call `listener(origin, event)` for the events of the automatic answers."""
+        """Call `listener(origin, event)` for events of turns nobody is iterating: the
+        parent's automatic answers to notifications (origin "notification")."""
         self.listeners.append(listener)
         return lambda: self.listeners.remove(listener)
 

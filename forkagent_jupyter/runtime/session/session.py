@@ -9,23 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar, overload
 
 from ...messages_api.usage import Usage
 from ..batch.client import BatchSdk
 from ..batch.fan_out import Batches, BatchResults, FanOut, Notify, fan_out
 from ..config.agent_definitions import AgentDefinition, AgentScan, scan_agents
 from ..config.commands import CommandScan, scan_commands
-from ..config.hooks import Hooks
 from ..errors import ConfigError, UsageError
-from ..events import Compacted, LoopEvent
+from ..events import Compacted
 from ..executors import ComputePlane, WorkerNamespace
-from ..executors.base import Output
-from ..executors.memory import Rollup, WorkerProcess
 from ..loop.compaction import CompactPolicy, window_for
 from ..loop.config import LoopState
 from ..mcp.servers import McpServers
@@ -36,7 +33,6 @@ from ..model.pacer import PacedModel, RateLimits
 from ..model.retry import StreamRetry
 from ..tasks.notifications import CommandQueue
 from ..tasks.registry import Task, TaskRegistry, task_description
-from ..tools.base import ToolSet
 from ..tools.services import ToolServices
 from ..tools.shells import ShellRegistry
 from ..transcripts.store import AgentMeta, TranscriptStore
@@ -49,7 +45,7 @@ from .compute_settings import (
     worker_memory_sampled,
 )
 from .live_settings import LiveSettings, requested_changes
-from .options import SessionOptions, Setting
+from .options import SessionOptions
 from .parent_turns import ParentTurns
 from .responder import Responder
 from .spending import Spending
@@ -67,6 +63,30 @@ __all__ = [
     "Turn",
     "fold_turn",
 ]
+
+
+T = TypeVar("T")
+
+
+class Setting(Generic[T]):
+    """An attribute of a Session that is one of its `options`: read from them, and assigned
+    through `configure` (checked, then applied at once)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> Setting[T]: ...
+    @overload
+    def __get__(self, obj: Session, owner: type) -> T: ...
+    def __get__(self, obj: Session | None, owner: type) -> Setting[T] | T:
+        if obj is None:
+            return self
+        value: T = getattr(obj.options, self.name)
+        return value
+
+    def __set__(self, obj: Session, value: Any) -> None:
+        obj.configure(**{self.name: value})
 
 
 class Session:
@@ -319,33 +339,12 @@ class Session:
                 self.options = before
                 raise
 
-    @property
-    def tools(self) -> ToolSet:
-        return self.contexts.tools
-
-    @tools.setter
-    def tools(self, tools: ToolSet) -> None:
-        self.contexts.tools = tools
-
-    @property
-    def hooks(self) -> Hooks:
-        return self.contexts.hooks
-
-    @hooks.setter
-    def hooks(self, hooks: Hooks) -> None:
-        self.contexts.hooks = hooks
-
     # -- configuration -------------------------------------------------------------------
 
     @property
     def messages(self) -> list[dict[str, Any]]:
         """The parent conversation, as API message dicts."""
         return self.main.history
-
-    @property
-    def context_tokens(self) -> int:
-        """The parent's last request's prompt size in tokens (0 before the first)."""
-        return self.main.state.context_tokens
 
     @property
     def context_window(self) -> int:
@@ -375,63 +374,23 @@ class Session:
         give none and the names given twice beside them (`describe_commands` shows it)."""
         return await asyncio.to_thread(scan_commands, self.workdir, self.home)
 
-    # -- listeners -----------------------------------------------------------------------
-
-    def subscribe(self, listener: Callable[[str, LoopEvent], None]) -> Callable[[], None]:
-        """Call `listener(origin, event)` for events of turns nobody is iterating: the
-        parent's automatic answers to notifications (origin "notification")."""
-        return self.responder.subscribe(listener)
-
-    @property
-    def auto_turns(self) -> list[AutoTurn]:
-        """The parent's answers to notifications so far (and the tasks the user stopped)."""
-        return self.responder.auto_turns
-
-    @property
-    def on_auto_turn(self) -> Callable[[AutoTurn], None] | None:
-        """Called with each `AutoTurn` as it is made (the host shows it)."""
-        return self.responder.on_auto_turn
-
-    @on_auto_turn.setter
-    def on_auto_turn(self, listener: Callable[[AutoTurn], None] | None) -> None:
-        self.responder.on_auto_turn = listener
-
     # -- turns ---------------------------------------------------------------------------
-
-    def stream(self, prompt: str) -> AsyncIterator[LoopEvent]:
-        """Run one parent turn, yielding its events. It goes before an automatic answer to
-        notifications that waits (`hold_answers`). Pending notifications are delivered with
-        the prompt (before it), so none is lost or read twice; with `auto_respond` on, a
-        task's end is left to the automatic answer that follows the turn."""
-        return self.parent.stream(prompt)
 
     def hold_answers(self, hold: Callable[[], bool] | None) -> None:
         """Let the host hold the automatic answer to notifications back while `hold()` is
         True: the notebook does so while the person's next `%%agent` cell is on its way, not
         yet waiting for its turn here. Looked at again every few hundredths of a second
-        while an answer waits, and at `answers_may_go()`."""
+        while an answer waits, and whenever `parent.lock.wake()` says the hold may have
+        ended."""
         self._lock.hold_later = hold
         self._lock.wake()
-
-    def answers_may_go(self) -> None:
-        """The host's hold may have ended (`hold_answers`): look at it now."""
-        self._lock.wake()
-
-    async def load_settings(self) -> dict[str, Any]:
-        """Read the settings files again (on a thread) and apply their rules, default mode
-        and additional directories (`config/settings.py`); the rules in force, as
-        `PermissionGate.summary` gives them. Done at the start of every parent turn."""
-        return await self.parent.load_settings()
 
     async def ask(self, prompt: str) -> Turn:
         """Run one parent turn to completion and return its outcome. A prompt `/name args`
         runs that slash command or skill (`session/commands.py`): inline as the turn's
-        prompt, or with `context: fork` in a fork whose report is the turn's text."""
-        return await fold_turn(self.stream(prompt))
-
-    def reset(self) -> None:
-        """Start a new parent conversation (workers keep running and report to it)."""
-        self.parent.reset()
+        prompt, or with `context: fork` in a fork whose report is the turn's text. Its events
+        as they come: `parent.stream(prompt)`."""
+        return await fold_turn(self.parent.stream(prompt))
 
     async def compact(self, keep_turns: int | None = None) -> Compacted:
         """Compact the parent conversation now: a fork of it writes a summary (reading the
@@ -545,34 +504,13 @@ class Session:
         task = self.registry.get(task_id)
         return await self.compute.pull(task.id, names, trust)
 
-    # -- worker processes (the compute plane, for hosts) --------------------------------
-
-    def namespace_changed(self) -> None:
-        """The host's code may have changed the namespace: the next fork takes a new
-        snapshot (with `reuse_snapshots`, forks until then share one)."""
-        self.compute.namespace_changed()
-
-    def on_worker_output(self, listener: Callable[[str, Output], None]) -> None:
-        """Call `listener(agent_id, output)` with what a worker's code prints or displays."""
-        self.compute.on_output = listener
+    # -- the compute plane (`compute`: the workers' processes, for hosts) ----------------
 
     def use_dask(self, client: Any) -> None:
         """Isolated workers' code runs on the Dask cluster of this `distributed.Client`
         from the next worker on (a ConfigError when it cannot be used)."""
         self.compute.use_dask(client=client)
         self.options = self.options.model_copy(update={"executor": "dask", "dask_address": ""})
-
-    def free_process(self, task_id: str) -> bool:
-        """End the process a finished worker keeps for pulls (False: it has none)."""
-        return self.compute.free(task_id)
-
-    async def process_memory(self) -> tuple[Rollup | None, list[WorkerProcess]]:
-        """The kernel's memory and each live worker process's (`executors/memory.py`)."""
-        return await self.compute.process_memory()
-
-    def no_process(self, task_id: str) -> str:
-        """Why this task has no live worker process, in a few words."""
-        return self.compute.no_process(task_id)
 
     async def send(self, to: str, message: str) -> str:
         """Message a running worker (queued) or a finished one (resumed; one of an earlier
