@@ -1,55 +1,46 @@
 """`Session`: the parent conversation and the public async API.
 
 A Session owns the history (API-shaped dicts), the model client, the tools and the permission
-gate, and the usage totals. `ask()` runs one turn to completion; `stream()` yields the same
-turn's events for a UI. One turn runs at a time; a second `ask()` waits for the first.
+gate, and the usage totals. `ask()` runs one turn to completion; `parent.stream()` yields the
+same turn's events for a UI. One turn runs at a time; a second `ask()` waits for the first.
+
+The session's parts are made in `parts.py`, each given the parts it uses; the session is the
+public contract (DESIGN.md) over them, and a host reaches a part it needs as a documented
+sub-object (`parent`, `responder`, `registry`, `workers`, `compute`, `contexts`, ...).
 """
 
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar, overload
 
 from ...messages_api.usage import Usage
-from ..batch.client import BatchSdk
-from ..batch.fan_out import Batches, BatchResults, FanOut, Notify, fan_out
+from ..batch.fan_out import BatchResults, FanOut, Notify, fan_out
 from ..config.agent_definitions import AgentDefinition, AgentScan, scan_agents
 from ..config.commands import CommandScan, scan_commands
 from ..errors import ConfigError, UsageError
 from ..events import Compacted
 from ..executors import ComputePlane, WorkerNamespace
 from ..loop.compaction import CompactPolicy, window_for
-from ..loop.config import LoopState
 from ..mcp.servers import McpServers
 from ..model.backends import Backend, select_backend
-from ..model.budget import BudgetedModel, CostBudget
 from ..model.client import CacheTTL, ModelClient
-from ..model.pacer import PacedModel, RateLimits
+from ..model.pacer import RateLimits
 from ..model.retry import StreamRetry
-from ..tasks.notifications import CommandQueue
 from ..tasks.registry import Task, TaskRegistry, task_description
 from ..tools.services import ToolServices
 from ..tools.shells import ShellRegistry
-from ..transcripts.store import AgentMeta, TranscriptStore
-from ..workers.workers import AgentRun, Workers
-from .agent_setup import AgentContexts
 from .compute_settings import (
     apply_compute,
-    compute_follows,
     process_memory_sampled,
     worker_memory_sampled,
 )
-from .live_settings import LiveSettings, requested_changes
+from .live_settings import requested_changes
 from .options import SessionOptions
-from .parent_turns import ParentTurns
-from .responder import Responder
-from .spending import Spending
-from .turn_lock import TurnLock
+from .parts import make_parts
 from .turn_result import STOPPED_BY_USER, AutoTurn, ToolCall, Turn, fold_turn
 
 __all__ = [
@@ -148,137 +139,48 @@ class Session:
         )
         """The MCP servers (`mcp/servers.py`): started at the first turn, closed with the
         session."""
-        self._make_parts(o)
-        self._start_main()
-
-    def _make_parts(self, o: SessionOptions) -> None:
-        """The session's parts, each given the parts it uses: its task registry and queue,
-        the agents' contexts, the workers, the parent's own run and turns, the answers to its
-        notifications, and the budget's enforcement."""
-        self.session_id = uuid.uuid4().hex[:12]
-        self.store: TranscriptStore | None = None
-        if o.transcripts:
-            root = o.transcripts if not isinstance(o.transcripts, bool) else None
-            root = Path(root or self.workdir / ".forkagent" / "sessions")
-            self.store = TranscriptStore(root, self.session_id)
-        self._hook_jobs: set[asyncio.Task[Any]] = set()
-        self._lock = TurnLock()  # one parent turn at a time; prompts before automatic answers
-        self._changed = asyncio.Event()  # set whenever the session may have become idle
-        self.budget = CostBudget(lambda: self.cost_usd, o.max_cost_usd)
-        self.queue = CommandQueue()  # its on_enqueue is the responder's (below)
-        self.registry: TaskRegistry = TaskRegistry(self.queue, base=self.workdir)
-        self.shells.report_to(
-            self.queue, recipient=self.registry.recipient, files=self.store, base=self.workdir
-        )
-        self.mcp.on_note = self.registry.note
-        spending: Spending  # made last: it charges the parent and stops the workers
-        parent: ParentTurns  # made after the responder, which runs its turns
-        self.contexts = AgentContexts(
-            settings=lambda: self.options,
-            model=lambda: BudgetedModel(PacedModel(self.client, self.rate_limits), self.budget),
-            workdir=self.workdir,
-            session_id=self.session_id,
-            compute=self.compute,
-            services=self.services,
-            mcp=self.mcp,
-            stream_retry=self.stream_retry,
-            compaction=self.compaction,
-            web_usage=lambda agent_id, usage, cost: spending.web_usage(agent_id, usage, cost),
-        )
-        """Each agent's tool context, services and config, and the parent's tools, gate and
-        hooks (`agent_setup.py`)."""
-        self.gate = self.contexts.gate
-        self.named_tools = self.contexts.named_tools
-        """Only for a named agent whose file names them (`parent_tools`)."""
-        self.workers = Workers(
-            registry=self.registry,
-            queue=self.queue,
-            definitions=self.agent_scan,
-            named_config=self.contexts.named_config,
-            fork_config=self.contexts.fork_config,
-            stagger=o.stagger_forks,
-            forking=o.forking,
-            store=self.store,
-            auto_background_after=o.auto_background_after,
-        )
-        self.services.workers = self.workers  # every agent's tools reach them (Agent, ...)
-        self.main = AgentRun("main", self.contexts.parent_config(), [], LoopState())
-        self.main.config.ctx.services.agent_run = self.main
-        self.workers.main = self.main
-        self.responder = Responder(
-            settings=lambda: self.options,
-            main=self.main,
-            queue=self.queue,
-            budget=self.budget,
-            contexts=self.contexts,
-            workers=self.workers,
-            turn=lambda texts: parent.turn(texts),
-            lock=self._lock,
-            changed=self._changed,
-            jobs=self._hook_jobs,
-        )
-        """The parent's answers to its notifications (`responder.py`)."""
-        self.queue.on_enqueue = self.responder.on_command
-        self.parent = parent = ParentTurns(
-            main=self.main,
-            contexts=self.contexts,
-            responder=self.responder,
-            queue=self.queue,
-            budget=self.budget,
-            mcp=self.mcp,
-            workers=self.workers,
+        p = make_parts(
+            o,
+            options=lambda: self.options,
+            client=lambda: self.client,
+            cost=lambda: self.cost_usd,
+            backend=self.backend,
             workdir=self.workdir,
             home=self.home,
-            session_id=self.session_id,
-            lock=self._lock,
-            changed=self._changed,
-            on_cost=lambda: spending.enforce(),
-        )
-        """The parent conversation's turns and what they cost (`parent_turns.py`)."""
-        self.spending = spending = Spending(
-            budget=self.budget,
-            registry=self.registry,
-            workers=self.workers,
-            charge_parent=self.parent.charge,
-            budget_raised=self.responder.budget_raised,
-            changed=self._changed,
-        )
-        """The web tools' charges and the budget's enforcement (`spending.py`)."""
-        self.live_settings = LiveSettings(
-            contexts=self.contexts,
-            workers=self.workers,
+            compute=self.compute,
+            services=self.services,
+            shells=self.shells,
+            mcp=self.mcp,
+            rate_limits=self.rate_limits,
             stream_retry=self.stream_retry,
             compaction=self.compaction,
-            compute=self.compute,
-            spending=self.spending,
         )
-        """Where `configure` pushes each changed setting (`live_settings.py`)."""
-        self.batches = Batches(
-            sdk=BatchSdk(lambda: self.client, self.backend),
-            main=self.main,
-            workers=self.workers,
-            registry=self.registry,
-            queue=self.queue,
-            store=self.store,
-            rate_limits=self.rate_limits,
-            charge_parent=lambda cost: parent.charge(Usage(), cost),
-        )
+        self.session_id = p.session_id
+        self.store = p.store
+        self._hook_jobs = p.hook_jobs
+        self._lock = p.lock
+        self._changed = p.changed
+        self.budget = p.budget
+        self.queue = p.queue
+        self.registry: TaskRegistry = p.registry
+        self.contexts = p.contexts
+        """Each agent's tool context, services and config, and the parent's tools (`tools`),
+        the settings files' hooks (`hooks`) and the permission gate (`agent_setup.py`)."""
+        self.gate = p.contexts.gate
+        self.named_tools = p.contexts.named_tools
+        """Only for a named agent whose file names them (`parent_tools`)."""
+        self.workers = p.workers
+        self.main = p.main
+        """The parent's own run: its history (`messages`), config, state and transcript."""
+        self.responder = p.responder
+        """The parent's answers to its notifications (`auto_turns`, `on_auto_turn`)."""
+        self.parent = p.parent
+        """The parent conversation's turns (`stream`, `load_settings`, `reset`) and what
+        they cost."""
+        self.spending = p.spending
+        self.live_settings = p.live_settings
+        self.batches = p.batches
         """Batched fan-outs by batch id (`batch/fan_out.py`)."""
-
-    def _start_main(self) -> None:
-        """The parent's transcript, and the session's bookkeeping."""
-        if self.store is not None:
-            self.main.transcript = self.store.open(
-                AgentMeta(agent_id="main", kind="main", model=self.model)
-            )
-            self.main.state.on_message = self.main.transcript.append_message
-            self.main.state.on_history_replaced = self.parent.history_replaced
-            main_transcript = self.main.transcript
-            self.gate.recorder = lambda e: main_transcript.append_event("permission", e)
-        self.registry.subscribe(lambda _task: self._changed.set())
-        self.registry.subscribe(partial(compute_follows, self.compute))
-        self.registry.subscribe(lambda _task: self.spending.enforce())
-        self.registry.subscribe(partial(self.mcp.follow, self._hook_jobs))
 
     # -- settings ------------------------------------------------------------------------
 
