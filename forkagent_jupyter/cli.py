@@ -51,7 +51,7 @@ async def _demo(backend: str | None) -> int:
         for i, prompt in enumerate(DEMO_TURNS, 1):
             print(f"== turn {i} ==\n> " + prompt.replace("\n", "\n> ") + "\n")
             usage, cost = Usage(), 0.0
-            async for event in session.stream(prompt):
+            async for event in session.parent.stream(prompt):
                 if isinstance(event, TextDelta):
                     print(event.text, end="", flush=True)
                 elif isinstance(event, ToolUse):

@@ -98,7 +98,7 @@ async def permissions() -> dict[str, Any]:
     """The rules in force (`allow`, `ask`, `deny`: each rule with the file or call it came
     from), the mode and where it came from, the additional directories, and the rules refused
     with why; the settings files are read again first (as `%permissions` does)."""
-    return await session().load_settings()
+    return await session().parent.load_settings()
 
 
 async def trust() -> str:
@@ -164,7 +164,8 @@ def background(task: str) -> None:
 
 def costs() -> CostReport:
     """Tokens and cost of the parent and each task, with what they would cost uncached."""
-    return cost_report(session())
+    s = session()
+    return cost_report(s.tasks, s.usage, s.cost_usd, s.model)
 
 
 async def timeline(*ids: str) -> Any:
@@ -208,7 +209,8 @@ def notifications() -> Notifications:
     each (`.notifications`, `.answer`); a cell that ends with it shows them as the JupyterLab
     extension's inserted cells do."""
     return Notifications(
-        Answered(tuple(auto.notifications), auto.turn.text) for auto in session().auto_turns
+        Answered(tuple(auto.notifications), auto.turn.text)
+        for auto in session().responder.auto_turns
     )
 
 

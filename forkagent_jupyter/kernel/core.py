@@ -121,12 +121,12 @@ class AgentCore:
         """A cell starts (pre_run_cell): an `%%agent` cell holds the automatic answer back."""
         self._cell = "agent" if source.lstrip().startswith("%%agent") else "code"
         if self._session is not None:
-            self._session.answers_may_go()
+            self._session.parent.lock.wake()  # the hold on answers may have ended
 
     def cell_ended(self) -> None:
         self._cell = None
         if self._session is not None:
-            self._session.answers_may_go()
+            self._session.parent.lock.wake()  # the hold on answers may have ended
 
     def _answers_wait(self) -> bool:
         """Whether the automatic answer to notifications waits (see the module doc)."""
@@ -139,7 +139,7 @@ class AgentCore:
         from ..runtime import resume_batches
 
         try:
-            self._spawn(resume_batches(session))
+            self._spawn(resume_batches(session.batches))
         except RuntimeError:  # no event loop (a terminal IPython): nothing to resume into
             pass
 
@@ -188,7 +188,7 @@ class AgentCore:
         with said_as("%stop"):
             task = self.session.task(key)
         if task.done:
-            if self.session.free_process(task.id):
+            if self.session.compute.free(task.id):
                 held = f" ({task.memory_mb:,.0f} MB)" if task.memory_mb is not None else ""
                 print(f"%stop: {task.name or task.id} had finished; its process{held} was freed.")
                 return
@@ -214,7 +214,7 @@ class AgentCore:
 
     def _stop_all(self) -> None:
         running = self.session.running()
-        freed = [t for t in self.session.tasks if self.session.free_process(t.id)]
+        freed = [t for t in self.session.tasks if self.session.compute.free(t.id)]
         if freed:
             print(f"%stop --all: freed the processes of {len(freed)} finished worker(s).")
         if not running:

@@ -140,7 +140,7 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
             self._ui.hub.in_cell = True
             self._ui.repeat_headless_notices()
         if self._session is not None:  # the cell may change the namespace: new snapshots
-            self._session.namespace_changed()
+            self._session.compute.namespace_changed()
 
     def _after_cell(self, _result: Any) -> None:
         self.cell_ended()

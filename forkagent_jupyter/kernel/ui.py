@@ -135,10 +135,10 @@ class KernelUI:
             # when a cell may have changed it)
             reuse_snapshots=True,
         )
-        session.on_worker_output(self._on_output)  # workers' output goes to their cards
+        session.compute.on_output = self._on_output  # workers' output goes to their cards
         session.on_task(self._on_task)
         self.hub.history_of = session.history
-        session.on_auto_turn = self._on_auto_turn
+        session.responder.on_auto_turn = self._on_auto_turn
         return session
 
     # -- parent turns --------------------------------------------------------------------------
@@ -166,7 +166,7 @@ class KernelUI:
         """The one place a card is first shown: the session's event for a new task."""
         from ..runtime import in_batch
 
-        if in_batch(self.agent.session, task.id):  # a batch has one card (views/batch_view.py)
+        if in_batch(self.agent.session.batches, task.id):  # one card a batch (views/batch_view.py)
             self.tasks_changed()
             return
         if task.id not in self.hub.cards and task.id not in self.hub.hidden and not task.done:
@@ -330,7 +330,7 @@ class KernelUI:
 
     def _parent_context(self) -> str:
         session = self.agent.session
-        return context_text(session.context_tokens, session.context_window)
+        return context_text(session.main.state.context_tokens, session.context_window)
 
     def tasks_bundle(self, ids: list[str]) -> dict[str, str]:
         """The task table as HTML and as text (for frontends that show only text)."""

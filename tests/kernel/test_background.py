@@ -65,7 +65,7 @@ def test_the_card_button_moves_a_waiting_agent_to_the_background(
     kernel.execute(f"await {SESSION}.idle()", timeout=60)
     assert kernel.value(f"{SESSION}.registry.get('{task_id}').status") == "completed"
     # reported exactly once: as a notification, which the parent answered
-    notified = kernel.value(f"[a.task_ids for a in {SESSION}.auto_turns]")
+    notified = kernel.value(f"[a.task_ids for a in {SESSION}.responder.auto_turns]")
     assert sum(ids.count(task_id) for ids in notified) == 1
     again = kernel.execute(f"%bg {task_id}")
     assert again.status == "error" and "is not running in the foreground" in again.texts()

@@ -87,7 +87,7 @@ def test_fork_turns_and_context_in_tasks(kernel: Kernel, emulator: Any) -> None:
     # the context of the parent and of each task against its window
     table = kernel.execute("%tasks")
     data = next(m["content"]["data"] for m in table.messages if m["msg_type"] == "display_data")
-    parent = kernel.value(f"{SESSION}.context_tokens")
+    parent = kernel.value(f"{SESSION}.main.state.context_tokens")
     window = kernel.value(f"{SESSION}.context_window")
     worker = kernel.value(f"{SESSION}.registry.get('recent').context_tokens")
     assert parent > 0 and worker > 0

@@ -70,7 +70,7 @@ def test_a_computing_worker_runs_in_its_own_process_and_stop_kills_it(kernel: Ke
     # exactly one notification, and the history the worker keeps stays a valid conversation
     kernel.run_approving("%tasks --wait", timeout=60)
     notes = kernel.value(
-        f"[x for a in {SESSION}.auto_turns for x in a.notifications if 'slow' in x or "
+        f"[x for a in {SESSION}.responder.auto_turns for x in a.notifications if 'slow' in x or "
         f"{SESSION}.registry.get('slow').id in x]"
     )
     assert len(notes) == 1 and "<status>killed</status>" in notes[0]
@@ -213,7 +213,8 @@ def test_a_worker_process_that_dies_fails_its_task_with_a_clear_message(kernel: 
     assert "the worker's process exited with code 3 while it ran Python code" in errors["exits"]
     assert "was killed by SIGSEGV" in errors["crashes"]
     notes = kernel.value(
-        f"[x for a in {SESSION}.auto_turns for x in a.notifications if '<status>failed' in x]"
+        f"[x for a in {SESSION}.responder.auto_turns for x in a.notifications "
+        "if '<status>failed' in x]"
     )
     assert len(notes) == 2
     # nothing else is lost: the kernel and new workers carry on

@@ -101,7 +101,7 @@ def test_stop_and_a_lost_dask_worker(kernel: Kernel, dask_address: str) -> None:
     assert "still answering" in kernel.execute("print('still answering')").texts()
     kernel.run_approving("%tasks --wait", timeout=60)
     notes: list[Any] = kernel.value(
-        f"[x for a in {SESSION}.auto_turns for x in a.notifications "
+        f"[x for a in {SESSION}.responder.auto_turns for x in a.notifications "
         f"if {SESSION}.registry.get('doomed').id in x]"
     )
     assert len(notes) == 1 and "<status>failed</status>" in notes[0]
@@ -153,7 +153,7 @@ def test_a_lost_scheduler_fails_the_task_once_without_a_hang(kernel: Kernel) -> 
         assert "was lost" in error, error
         kernel.execute(f"await {SESSION}.idle()", timeout=60)
         notes: list[Any] = kernel.value(
-            f"[x for a in {SESSION}.auto_turns for x in a.notifications "
+            f"[x for a in {SESSION}.responder.auto_turns for x in a.notifications "
             f"if {SESSION}.registry.get('orphan').id in x]"
         )
         assert len(notes) == 1 and "<status>failed</status>" in notes[0]

@@ -48,7 +48,8 @@ def test_a_large_fan_out_gets_one_digest_cell_and_collapsed_cards(kernel: Kernel
     assert by_name["part3"]["notification"] == ""  # not the XML again: the digest stays small
     assert digest["text/plain"].startswith(f"{N} notifications: {N} completed")
     # the parent read every worker's notification, whatever the notebook shows
-    read = kernel.value("sorted(i for a in __forkagent__.session.auto_turns for i in a.task_ids)")
+    answered = "__forkagent__.session.responder.auto_turns"
+    read = kernel.value(f"sorted(i for a in {answered} for i in a.task_ids)")
     assert read == ids
 
     # the first VISIBLE_CARDS are cards; the other two are counted in the summary row

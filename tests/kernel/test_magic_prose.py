@@ -78,7 +78,7 @@ def test_notifications_of_two_tasks_answered_apart_are_both_shown(
         kernel.execute(f"%fork --name {name} compute `py: {code}`")
         kernel.execute(f"%tasks --wait {name}", timeout=120)
         kernel.execute("await __forkagent__.session.idle()", timeout=120)  # answered, alone
-        answered = "len(__forkagent__.session.auto_turns)"
+        answered = "len(__forkagent__.session.responder.auto_turns)"
         assert kernel.value(answered) == (1 if name == "first" else 2)
     shown = kernel.execute("%notifications first second nosuch")
     assert shown.status == "ok", shown.texts()

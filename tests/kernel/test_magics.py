@@ -101,7 +101,7 @@ def test_three_forks_then_wait(kernel: Kernel, emulator: Any) -> None:
     assert done.status == "ok", done.texts()
     statuses = kernel.value("[t.status for t in __forkagent__.session.tasks]")
     assert statuses == ["completed"] * 3
-    assert kernel.value("len(__forkagent__.session.auto_turns)") >= 1
+    assert kernel.value("len(__forkagent__.session.responder.auto_turns)") >= 1
     table = done.texts()
     assert table.count("completed") == 3
     # without the JupyterLab extension, each launching cell's notification area shows the

@@ -96,6 +96,6 @@ def test_with_auto_respond_off_the_next_cell_reads_and_shows_them(kernel: Kernel
         and "<task-notification>" in m["content"]["data"].get("text/markdown", "")
     ]
     assert notes, "the notification was not shown"
-    assert kernel.value("len(__forkagent__.session.auto_turns)") == 1
+    assert kernel.value("len(__forkagent__.session.responder.auto_turns)") == 1
     sent = kernel.value("str(__forkagent__.session.messages[-2]['content'])")
     assert "<task-notification>" in sent and "What came back?" in sent

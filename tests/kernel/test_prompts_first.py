@@ -54,6 +54,6 @@ def test_a_queued_agent_cell_goes_before_the_automatic_answer(
     prompt_at = next(i for i, text in enumerate(said) if "SECOND" in text)
     answer_at = next(i for i, text in enumerate(said) if "<task-notification>" in text)
     assert prompt_at < answer_at, [text[:60] for text in said]
-    assert kernel.value(f"[a.task_ids for a in {SESSION}.auto_turns]") == [
+    assert kernel.value(f"[a.task_ids for a in {SESSION}.responder.auto_turns]") == [
         kernel.value(f"[t.id for t in {SESSION}.tasks]")
     ]

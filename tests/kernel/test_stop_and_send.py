@@ -48,7 +48,7 @@ def test_stop_all_shows_notifications_without_asking_the_agent(
     stopped = kernel.execute("%stop --all")
     assert stopped.status == "ok" and "stopping 2 task(s)" in stopped.texts()
     _wait_until(kernel, "all(t.settled for t in __forkagent__.session.tasks)")
-    _wait_until(kernel, "len(__forkagent__.session.auto_turns) == 1")
+    _wait_until(kernel, "len(__forkagent__.session.responder.auto_turns) == 1")
     assert kernel.value("[t.status for t in __forkagent__.session.tasks]") == ["killed"] * 2
     later = emulator.api_requests()[before:]
     assert not any("<task-notification>" in str(r.body["messages"]) for r in later)

@@ -277,10 +277,10 @@ async def test_an_offline_session_batches_through_the_in_process_emulator(tmp_pa
         assert all(
             str(i * i) in (t.result or "") for i, t in zip((1, 2, 3), fan.tasks, strict=True)
         )
-        assert offline.offline_batches is not None
+        assert offline.batches.sdk.offline is not None
     finally:
         await offline.aclose()
-    assert offline.offline_batches is None  # the emulator stopped with the session
+    assert offline.batches.sdk.offline is None  # the emulator stopped with the session
 
 
 async def test_a_new_session_resumes_polling_from_the_transcripts(
@@ -299,7 +299,7 @@ async def test_a_new_session_resumes_polling_from_the_transcripts(
     assert [t.status for t in fan.tasks] == ["killed", "killed"]
 
     second = make_session(auto_respond=False)
-    [run] = await resume_batches(second)
+    [run] = await resume_batches(second.batches)
     assert run.id == batch_id
     assert [t.name for t in second.tasks] == ["ra", "rb"]
     emulator.clock.advance(601)
@@ -311,7 +311,7 @@ async def test_a_new_session_resumes_polling_from_the_transcripts(
     assert second.batch_results(batch_id)[0]["result_type"] == "succeeded"
     [digest] = second.queue.pending("main")
     assert "Batch of 2 forks ended: 2 completed" in digest.text
-    assert await resume_batches(make_session(auto_respond=False)) == []  # collected now
+    assert await resume_batches(make_session(auto_respond=False).batches) == []  # collected now
 
 
 async def test_fan_out_without_batch_starts_realtime_forks(

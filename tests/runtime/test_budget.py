@@ -37,12 +37,12 @@ async def test_reaching_the_budget_stops_workers_and_refuses_new_work(
     with pytest.raises(BudgetError):
         await session.send(tasks[0].id, "continue")
     await session.idle()  # returns: the notifications wait, unanswered
-    assert session.auto_turns == [] and len(session.queue.pending("main")) == 2
+    assert session.responder.auto_turns == [] and len(session.queue.pending("main")) == 2
     assert len(emulator.ledger.entries()) == sent  # nothing more was sent
 
     session.max_cost_usd = spent * 100  # raising the limit lets the parent read them
     await session.idle()
-    [auto] = session.auto_turns
+    [auto] = session.responder.auto_turns
     assert sorted(auto.task_ids) == sorted(t.id for t in tasks)
     assert (await session.ask("Thanks.")).ok
 

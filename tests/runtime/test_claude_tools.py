@@ -197,7 +197,8 @@ async def test_todo_write_shows_on_the_card(
     body = emulator.api_requests()[0].body
     assert [t["name"] for t in body["tools"]] == ["Read", "TodoWrite"]
     # the parent does not carry Claude Code's extra tools: they are for the agents naming them
-    assert not {"MultiEdit", "NotebookEdit", "LS", "TodoWrite"} & set(session.tools.names())
+    extra = {"MultiEdit", "NotebookEdit", "LS", "TodoWrite"}
+    assert not extra & set(session.contexts.tools.names())
 
 
 async def test_task_is_the_old_name_of_agent(

@@ -78,7 +78,7 @@ def is_summary_request(body: dict[str, Any]) -> bool:
 
 async def stream_cell(session: Session, text: str) -> list[Compacted]:
     found = []
-    async for event in session.stream(text):
+    async for event in session.parent.stream(text):
         if isinstance(event, Compacted):
             found.append(event)
     return found
@@ -116,7 +116,7 @@ async def test_threshold_compacts_before_the_window_and_reads_the_history_from_c
     assert SUMMARY_TAG in json.dumps(history[0])
     assert len(turn_starts(history)) <= 2 + (13 - first_at)
     assert f"Cell {13}" in json.dumps(history[-2])
-    assert session.context_tokens < threshold
+    assert session.main.state.context_tokens < threshold
     assert session.context_window == WINDOW
 
 
@@ -341,7 +341,7 @@ async def test_the_offline_model_refuses_a_request_over_the_window(tmp_path: Pat
         turn = await session.ask(cell(100))
         assert turn.ok, turn.error
         assert SUMMARY_TAG in json.dumps(session.messages[0])
-        assert session.context_tokens + MAX_TOKENS < 0.6 * WINDOW
+        assert session.main.state.context_tokens + MAX_TOKENS < 0.6 * WINDOW
     finally:
         await session.aclose()
     # with compaction on, the same cells go through
@@ -360,7 +360,7 @@ async def test_the_offline_model_refuses_a_request_over_the_window(tmp_path: Pat
         for j in range(i + 1):
             turn = await session.ask(cell(j))
             assert turn.ok, turn.error
-        assert session.context_tokens + MAX_TOKENS < 0.6 * WINDOW
+        assert session.main.state.context_tokens + MAX_TOKENS < 0.6 * WINDOW
     finally:
         await session.aclose()
 

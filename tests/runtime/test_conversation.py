@@ -86,7 +86,7 @@ async def test_changing_the_tool_list_invalidates_the_cache(
 ) -> None:
     session = make_session()
     await session.ask(CODE_TURN)
-    session.tools = session.tools.without(["Grep"])
+    session.contexts.tools = session.contexts.tools.without(["Grep"])
     turn = await session.ask("Once more.\n\n```python\nx\n```")
     first_of_turn = emulator.ledger.entries()[2]
     assert first_of_turn.usage["cache_read_input_tokens"] == 0

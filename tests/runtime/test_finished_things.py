@@ -69,7 +69,7 @@ async def test_a_prompt_that_waits_goes_before_the_automatic_answer(
     assert prompt_at < answer_at, [text[:60] for text in said]
     assert "<task-notification>" not in last_user_text(requests[prompt_at])
     assert turn.ok
-    [auto] = session.auto_turns  # answered by itself, after the prompt
+    [auto] = session.responder.auto_turns  # answered by itself, after the prompt
     assert auto.task_ids == [worker.id]
 
 

@@ -86,14 +86,15 @@ async def test_notifications_reach_the_parent_once_and_it_answers_them(
     tasks = [await session.fork(f"Part {i}: `py: {i} + 100`") for i in range(5)]
     await session.idle()
     assert all(t.status == "completed" for t in tasks)
-    notes = [n for auto in session.auto_turns for n in auto.notifications]
+    notes = [n for auto in session.responder.auto_turns for n in auto.notifications]
     assert len(notes) == 5  # one each, none twice
-    assert sorted(t for a in session.auto_turns for t in a.task_ids) == sorted(t.id for t in tasks)
+    answered = session.responder.auto_turns
+    assert sorted(t for a in answered for t in a.task_ids) == sorted(t.id for t in tasks)
     texts = [b["text"] for m in session.messages for b in m["content"] if b.get("type") == "text"]
     delivered = [t for t in texts if t.startswith("<task-notification>")]
     assert len(delivered) == 5
-    assert all(a.turn.stop_reason == "end_turn" for a in session.auto_turns)
-    assert "reported back" in session.auto_turns[-1].turn.text
+    assert all(a.turn.stop_reason == "end_turn" for a in session.responder.auto_turns)
+    assert "reported back" in session.responder.auto_turns[-1].turn.text
 
 
 @pytest.mark.parametrize("name", ["'a", 'b"', "two words", "", "n" * 65, "tab\there"])

@@ -139,7 +139,7 @@ async def test_a_pre_tool_use_hook_blocks_rm_and_a_post_tool_use_hook_logs(
     assert entry["tool_input"] == {"command": "echo kept && cat data.csv"}
     assert "kept" in entry["tool_response"]["content"] and entry["cwd"] == str(tmp_path)
     assert entry["session_id"] == session.session_id and entry["agent_id"] == "main"
-    assert session.hooks.lines == []
+    assert session.contexts.hooks.lines == []
 
 
 async def test_a_task_matcher_is_the_agent_tool(
@@ -197,7 +197,7 @@ async def test_a_failing_or_hanging_hook_is_one_line_and_the_call_runs(
     turn = await session.ask("go")
     [call] = turn.tool_calls
     assert not call.is_error and "still-here" in call.result
-    first, second = session.hooks.lines
+    first, second = session.contexts.hooks.lines
     assert "PreToolUse hook" in first and "exited with 1: boom" in first
     assert "PostToolUse hook" in second and "timeout of 0.5 s" in second
 
@@ -440,7 +440,7 @@ async def test_a_pre_tool_use_check_of_a_type_not_run_here_asks_instead(
     assert [r.tool_name for r in policy.requests] == ["Bash"]
     assert not (tmp_path / "y.txt").exists()
     assert not other.is_error and (tmp_path / "x.txt").read_text() == "x"
-    refused = (await session.load_settings())["refused"]
+    refused = (await session.parent.load_settings())["refused"]
     assert any("asked instead" in r["reason"] for r in refused), refused
 
 
@@ -463,7 +463,7 @@ async def test_a_stop_hook_that_blocks_gives_the_parent_another_turn_with_its_re
     assert first["last_assistant_message"] == "The total is 42."
     assert again["stop_hook_active"] is True
     assert again["last_assistant_message"] == "The total is 42 kg."
-    assert session.hooks.lines == []
+    assert session.contexts.hooks.lines == []
 
 
 async def test_a_subagent_stop_hook_that_blocks_gives_the_agent_another_turn(
@@ -507,5 +507,5 @@ async def test_a_stop_hook_that_always_blocks_is_let_through_after_the_limit(
     assert turn.ok
     assert len(emulator.api_requests()) == 1 + STOP_BLOCK_LIMIT  # sent back LIMIT times
     assert len(read_log(log)) == 1 + STOP_BLOCK_LIMIT  # the last block was let through
-    [line] = session.hooks.lines
+    [line] = session.contexts.hooks.lines
     assert f"the limit is {STOP_BLOCK_LIMIT}" in line and "Not done yet." in line

@@ -152,7 +152,7 @@ async def main():
     session = Session(backend="offline", workdir=work, home=home, transcripts=False)
     try:
         turn = await session.ask("Hello.")
-        summary = await session.load_settings()
+        summary = await session.parent.load_settings()
         scan = session.agent_scan()
         print(json.dumps({
             "text": turn.text,

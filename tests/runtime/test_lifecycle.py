@@ -140,7 +140,7 @@ async def test_fifty_forks_finishing_together_each_notify_once(make_session: Any
     tasks = [await session.fork(f"n{i}: `py: {i}`") for i in range(50)]
     await asyncio.wait_for(session.idle(), 540)  # 50 workers on a loaded 2-core machine
     assert all(t.status == "completed" for t in tasks)
-    delivered = [t for a in session.auto_turns for t in a.task_ids]
+    delivered = [t for a in session.responder.auto_turns for t in a.task_ids]
     assert sorted(delivered) == sorted(t.id for t in tasks)
     assert len(session.queue) == 0
 

@@ -16,11 +16,11 @@ async def test_with_auto_respond_off_the_next_turn_reads_them(
 ) -> None:
     session = make_session(auto_respond=False)
     delivered: list[Any] = []
-    session.on_auto_turn = delivered.append
+    session.responder.on_auto_turn = delivered.append
     task = await session.fork("count `py: 6 * 7`")
     await session.wait(timeout=30)
     await session.idle()
-    assert session.auto_turns == []  # nobody answered by itself
+    assert session.responder.auto_turns == []  # nobody answered by itself
     turn = await session.ask("What came back?")
     assert turn.ok
     sent = json.dumps(emulator.api_requests()[-1].body["messages"][-1])

@@ -61,7 +61,7 @@ async def test_a_projects_committed_hooks_run_only_once_the_person_approves_them
     assert removed.is_error and (tmp_path / "data.csv").exists()  # the project's deny holds
     for marker in (pre, post, prompt, stop):
         assert not marker.exists(), marker  # none of the four commands ran
-    lines = list(session.hooks.lines)
+    lines = list(session.contexts.hooks.lines)
     assert len(lines) == 4, lines  # one line per hook, with how to approve it
     assert all(
         line.startswith("hook of .claude/settings.json not run: ")
@@ -72,12 +72,12 @@ async def test_a_projects_committed_hooks_run_only_once_the_person_approves_them
         for line in lines
     ), lines
     assert any(f"PreToolUse command {commands['pre']!r}" in line for line in lines)
-    refused = {r["rule"] for r in (await session.load_settings())["refused"]}
+    refused = {r["rule"] for r in (await session.parent.load_settings())["refused"]}
     assert {"enableAllProjectHooks", "enabledProjectHooks"} <= refused  # it cannot approve itself
 
     emulator.script(bash("echo again"), Reply.text("ok"))
     await session.ask("once more")
-    assert session.hooks.lines == lines  # said once, not every turn
+    assert session.contexts.hooks.lines == lines  # said once, not every turn
     assert not post.exists()
 
     # the person approves one command exactly: that one runs from the next turn, only it
@@ -96,7 +96,7 @@ async def test_a_projects_committed_hooks_run_only_once_the_person_approves_them
     assert [e["hook_event_name"] for e in read_log(pre)] == ["PreToolUse"]
     assert [e["hook_event_name"] for e in read_log(prompt)] == ["UserPromptSubmit"]
     assert [e["hook_event_name"] for e in read_log(stop)] == ["Stop"]
-    assert session.hooks.lines == lines
+    assert session.contexts.hooks.lines == lines
 
 
 def _agent_file(folder: Path, log: str, marker: Path) -> None:
@@ -130,10 +130,10 @@ async def test_a_project_agent_files_hooks_run_only_once_approved(
     turn = await session.ask("CHECK the numbers")
     assert tool_outputs(turn.tool_calls[0].result) == ["42"], turn.tool_calls[0].result
     assert not marker.exists()  # the agent ran, its file's hook did not
-    [line] = session.hooks.lines
+    [line] = session.contexts.hooks.lines
     assert "checker.md not run: PostToolUse command" in line and "enabledProjectHooks" in line
     await session.ask("CHECK the numbers again")
-    assert len(session.hooks.lines) == 1  # said once
+    assert len(session.contexts.hooks.lines) == 1  # said once
     _own(tmp_path / ".claude" / "settings.local.json", {"enabledProjectHooks": [f"{log} {marker}"]})
     await session.ask("CHECK the numbers")
     assert [e["tool_name"] for e in read_log(marker)] == ["Python"]
@@ -149,7 +149,7 @@ async def test_the_persons_own_agent_files_hooks_run_unasked(
     session = make_session(auto_respond=False, forking=False)
     await session.ask("CHECK the numbers")
     assert [e["tool_name"] for e in read_log(marker)] == ["Python"]
-    assert session.hooks.lines == []
+    assert session.contexts.hooks.lines == []
     assert sys.executable in log
 
 
@@ -183,9 +183,9 @@ async def test_a_committed_settings_local_json_is_someone_elses(
     turn = await session.ask("say hi")
     assert "hi" in turn.tool_calls[0].result
     assert not marker.exists()  # the committed file's hook did not run
-    [line] = session.hooks.lines
+    [line] = session.contexts.hooks.lines
     assert line.startswith("hook of .claude/settings.local.json not run: ")
-    refused = {r["rule"] for r in (await session.load_settings())["refused"]}
+    refused = {r["rule"] for r in (await session.parent.load_settings())["refused"]}
     assert {"enableAllProjectHooks", "enableAllProjectMcpServers"} <= refused
 
     # the same file, not committed (the person's own): its hook runs unasked
@@ -270,10 +270,10 @@ async def test_disable_all_hooks_turns_off_every_hook_the_persons_too(
     turn = await session.ask("CHECK the numbers")
     assert tool_outputs(turn.tool_calls[0].result) == ["42"], turn.tool_calls[0].result
     assert not mine.exists() and not theirs.exists() and not agent.exists()
-    assert session.hooks.lines == []  # nothing waits for approval: nothing runs at all
+    assert session.contexts.hooks.lines == []  # nothing waits for approval: nothing runs at all
     # a value that is not true or false is refused with why, and hooks run again
     _own(session_home, {"enableAllProjectHooks": True, "disableAllHooks": "yes"})
-    refused = (await session.load_settings())["refused"]
+    refused = (await session.parent.load_settings())["refused"]
     assert [r["reason"] for r in refused if r["rule"] == "disableAllHooks"] == [
         "is not true or false"
     ]

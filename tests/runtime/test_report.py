@@ -22,7 +22,7 @@ async def test_report_splits_parent_and_forks_and_prices_the_uncached_baseline(
         for expr in ("x + 1", "x * 3"):
             await s.fork(f"compute `py: {expr}`")
         await s.idle()
-        report = cost_report(s)
+        report = cost_report(s.tasks, s.usage, s.cost_usd, s.model)
         assert report.lines[0].name == "parent"
         assert len(report.lines) == 3
         assert report.usage == s.usage

@@ -94,7 +94,7 @@ async def test_a_bulk_stop_is_shown_but_not_handed_to_the_model(
     tasks = [await session.fork(f"w{i}: " + SLEEP.format(s=10)) for i in range(2)]
     await wait_for(lambda: all(t.current_tool == "Python" for t in tasks))
     shown: list[Any] = []
-    session.on_auto_turn = shown.append
+    session.responder.on_auto_turn = shown.append
     before = len(emulator.api_requests())
     stopped = await session.stop_all()
     await asyncio.wait_for(session.idle(), 30)

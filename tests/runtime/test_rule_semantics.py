@@ -123,7 +123,7 @@ async def test_a_bare_deny_takes_the_tool_away_from_the_model(
     assert turn.tool_calls[0].is_error  # called anyway: still denied
     assert "denied by the rule Bash" in turn.tool_calls[0].result
     scoped = make_session(deny=["Bash(rm:*)"])
-    assert scoped.gate.offered(scoped.tools.specs()) == scoped.tools.specs()
+    assert scoped.gate.offered(scoped.contexts.tools.specs()) == scoped.contexts.tools.specs()
 
 
 def _call(name: str, **input: Any) -> dict[str, Any]:

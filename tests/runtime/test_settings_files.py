@@ -66,7 +66,7 @@ async def test_files_merge_with_claude_codes_precedence(
     write(project / ".forkagent/settings.local.json", perms(defaultMode="dontAsk"))
     trust_folder(project, home)
     session = make_session(workdir=project, home=home, permission_policy=ScriptedPolicy())
-    summary = await session.load_settings()
+    summary = await session.parent.load_settings()
     assert summary["mode"] == "dontAsk"  # the strongest file's
     assert summary["mode_source"] == ".forkagent/settings.local.json"
     assert summary["allow"] == [
@@ -102,7 +102,7 @@ async def test_what_cannot_be_honoured_is_refused_with_why_and_the_rest_loads(
     (project.parent / "data").mkdir()
     trust_folder(project, home)
     session = make_session(workdir=project, home=home)
-    summary = await session.load_settings()
+    summary = await session.parent.load_settings()
     refused = {(r["rule"], r["source"]): r["reason"] for r in summary["refused"]}
     assert "is not JSON" in refused[("the file", "~/.claude/settings.json")]
     assert "empty spec" in refused[("Bash()", ".claude/settings.json")]
@@ -135,7 +135,7 @@ async def test_bypass_from_the_users_own_file_and_deny_still_holds(
         perms(defaultMode="bypassPermissions", deny=["Bash(rm:*)", "WebSearch"]),
     )
     session = make_session(workdir=project, home=home, permission_policy=None)
-    await session.load_settings()
+    await session.parent.load_settings()
     assert session.gate.mode == "bypassPermissions"
     assert isinstance(await check(session, BASH, command="touch x"), Allow)
     assert isinstance(await check(session, BASH, command="env -i rm -rf .."), Deny)
@@ -147,13 +147,13 @@ async def test_a_mode_given_to_the_session_wins_over_the_files(
     write(project / ".claude/settings.json", perms(defaultMode="acceptEdits"))
     trust_folder(project, home)
     planning = make_session(workdir=project, home=home, permission_mode="plan")
-    await planning.load_settings()
+    await planning.parent.load_settings()
     assert planning.gate.mode == "plan"
     default = make_session(workdir=project, home=home)
-    await default.load_settings()
+    await default.parent.load_settings()
     assert default.gate.mode == "acceptEdits"
     default.gate.mode = "default"  # set by hand: the files no longer decide
-    await default.load_settings()
+    await default.parent.load_settings()
     assert default.gate.mode == "default"
 
 
@@ -163,12 +163,12 @@ async def test_configure_sets_the_mode_the_files_chose_back_to_the_one_asked(
     write(project / ".claude/settings.json", perms(defaultMode="acceptEdits"))
     trust_folder(project, home)
     session = make_session(workdir=project, home=home, permission_policy=None)
-    await session.load_settings()
+    await session.parent.load_settings()
     assert session.gate.mode == "acceptEdits"
     session.configure(permission_mode="default")  # the options already said "default"
     assert session.gate.mode == "default"
     assert isinstance(await check(session, WriteTool(), file_path="a.txt", content="x"), Deny)
-    await session.load_settings()  # set by hand: the files no longer decide
+    await session.parent.load_settings()  # set by hand: the files no longer decide
     assert session.gate.mode == "default"
 
 
@@ -182,7 +182,7 @@ async def test_additional_directories_widen_where_tools_may_go(
     session = make_session(workdir=project, home=home)
     assert isinstance(await check(session, READ, file_path=str(data / "x.csv")), Deny)
     write(project / ".claude/settings.json", perms(additionalDirectories=[str(data)]))
-    await session.load_settings()
+    await session.parent.load_settings()
     assert isinstance(await check(session, READ, file_path=str(data / "x.csv")), Allow)
     assert isinstance(await check(session, READ, file_path=str(tmp_path / "other")), Deny)
 
@@ -270,7 +270,7 @@ async def test_shapes_from_real_settings_files_load_and_decide(
     )
     trust_folder(project, home)
     session = make_session(workdir=project, home=home, permission_policy=None)
-    summary = await session.load_settings()
+    summary = await session.parent.load_settings()
     assert summary["refused"] == []
     assert [r["rule"] for r in summary["deny"]] == [
         "Bash(sudo :*)",

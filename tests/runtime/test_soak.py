@@ -282,7 +282,7 @@ class Soak:
     # -- checks -----------------------------------------------------------------------------
 
     def read_turns(self) -> None:
-        turns = self.session.auto_turns
+        turns = self.session.responder.auto_turns
         for auto in turns[self.ledger.seen_turns :]:
             for task_id in auto.task_ids:
                 if auto.turn.text == STOPPED_BY_USER:

@@ -27,7 +27,7 @@ FAST = 0.01  # seconds: the first retry's base delay in these tests
 
 async def run(session: Any, prompt: str) -> tuple[list[LoopEvent], Any]:
     events: list[LoopEvent] = []
-    turn = await fold_turn(session.stream(prompt), events.append)
+    turn = await fold_turn(session.parent.stream(prompt), events.append)
     return events, turn
 
 

@@ -41,7 +41,7 @@ async def test_the_snapshot_of_the_ended_run_is_what_the_parent_answers_and_reco
     assert task.run == 2
     turn = await session.ask("What came back?")
     assert turn.ok
-    auto = session.auto_turns[0]
+    auto = session.responder.auto_turns[0]
     assert auto.snapshots[0] is taken  # one object from the registry to the host
     assert auto.snapshots[0].status == "completed" and auto.snapshots[0].result == first_result
     assert auto.task_ids[0] == task.id and auto.notifications[0] == command.text

@@ -338,7 +338,7 @@ async def test_the_person_shuts_the_team_down(emulator: Any, make_session: Any) 
     assert {t.name for t in stopped} == {"ana", "bob"}
     assert ana.status == bob.status == "killed"
     assert session.queue.pending("main") == []  # not handed to the model
-    assert session.auto_turns[-1].turn.text == STOPPED_BY_USER
+    assert session.responder.auto_turns[-1].turn.text == STOPPED_BY_USER
 
 
 async def test_a_plan_mode_teammate_leaves_plan_mode_when_its_plan_is_approved(

@@ -176,7 +176,7 @@ async def test_the_offline_model_signs_its_thinking_and_refuses_altered_or_dropp
         request = ModelRequest(
             model=model.name,
             system=[],
-            tools=session.tools.specs(),
+            tools=session.contexts.tools.specs(),
             messages=[user, {"role": "assistant", "content": content}, answer],
             max_tokens=8192 + 2048,
             thinking=thinking,

@@ -35,7 +35,7 @@ async def test_send_message_to_every_running_agent_with_a_summary(
     [sent] = turn.tool_calls
     assert not sent.is_error, sent.result
     assert "2 running agent(s)" in sent.result and "first" in sent.result
-    assert "weather note" in session.tools.describe("SendMessage", call)
+    assert "weather note" in session.contexts.tools.describe("SendMessage", call)
     await session.wait(a.id, b.id, timeout=30)
     for task in (a, b):
         assert "ALSO NOTE THE WEATHER" in str(session.history(task.id))

@@ -93,7 +93,7 @@ async def test_a_committed_settings_file_grants_nothing_until_the_folder_is_trus
     assert not await readable(session, home / "notes.txt")
     assert [e["hook_event_name"] for e in read_log(mine)] == ["UserPromptSubmit"]
     assert not theirs.exists()
-    summary = await session.load_settings()
+    summary = await session.parent.load_settings()
     assert summary["allow"] == [] and summary["directories"] == []
     assert [w["what"] for w in summary["withheld"]] == [
         "disableAllHooks",

@@ -49,7 +49,7 @@ class TurnActions(AgentCore):
                 with said_as("%%agent --model"):
                     self.session.model = opts.model
             if opts.new:  # after the options were taken: a refused one loses no conversation
-                self.session.reset()
+                self.session.parent.reset()
             with said_as(magic):
                 async with interruptible():
                     await self.ui.run_turn(prompt)

@@ -103,7 +103,7 @@ class TaskViews(AgentCore):
         if not await asyncio.to_thread(rollups_supported):
             print(NOT_AVAILABLE)
             return
-        kernel, processes = await session.process_memory()
+        kernel, processes = await session.compute.process_memory()
         wanted = {t.id for t in asked}
         rows = []
         for process in processes:
@@ -114,7 +114,7 @@ class TaskViews(AgentCore):
             rows.append((label, task.status if task is not None else "?", process))
         shown = {p.agent_id for _, _, p in rows}
         missing = [
-            f"{t.name or t.id}: no live process ({session.no_process(t.id)})"
+            f"{t.name or t.id}: no live process ({session.compute.no_process(t.id)})"
             for t in asked
             if t.id not in shown
         ]
@@ -162,7 +162,7 @@ class TaskViews(AgentCore):
     async def show_permissions(self) -> None:
         from ...runtime import describe_settings
 
-        print(describe_settings(await self.session.load_settings()))
+        print(describe_settings(await self.session.parent.load_settings()))
 
     def start_permissions(self) -> Any:
         return self._start(self.show_permissions())

@@ -72,7 +72,7 @@ async def run_turn(session: Session, prompt: str) -> None:
     last = 0.0
     stop_html = stop_text = ""  # why the turn stopped (ours, often with amounts: no math)
     try:
-        async for event in session.stream(prompt):
+        async for event in session.parent.stream(prompt):
             shown.apply(event)  # text; a retry takes back the broken attempt's text
             line = None if isinstance(event, TextDelta) else event_markdown(event)
             if line is not None:

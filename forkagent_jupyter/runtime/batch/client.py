@@ -20,9 +20,8 @@ if TYPE_CHECKING:
 __all__ = [
     "OFFLINE_POLL_INTERVAL",
     "BatchFirstModel",
-    "BatchSession",
+    "BatchSdk",
     "BatchSubmitter",
-    "batch_sdk",
     "failure_reason",
     "sdk_client_of",
     "wire_order",
@@ -33,18 +32,6 @@ FAILED_REASONS = {
     "the batch's 24 hours",
     "canceled": "the batch request was canceled before it was processed",
 }
-
-
-class BatchSession(Protocol):
-    """What finding the batch SDK needs of a session: its client and backend, and the
-    in-process emulator it started for offline batches."""
-
-    offline_batches: tuple[Any, Callable[[], Awaitable[None]]] | None
-
-    @property
-    def backend(self) -> str: ...
-    @property
-    def client(self) -> ModelClient: ...
 
 
 class BatchSubmitter(Protocol):
@@ -76,22 +63,38 @@ OFFLINE_POLL_INTERVAL = 0.5
 """Seconds between polls of an offline batch (processed at once by the in-process emulator)."""
 
 
-async def batch_sdk(session: BatchSession) -> anthropic.AsyncAnthropic:
-    """The SDK client whose Message Batches API a batched fan-out uses: the session's own, or
-    for an offline session the in-process emulator's (`forkagent_jupyter.offline_batches`,
-    started on first use, stopped with the session)."""
-    try:
-        return sdk_client_of(session.client)
-    except ConfigError:
-        if session.backend != "offline":
-            raise
-    if session.offline_batches is None:
-        import importlib
+class BatchSdk:
+    """The SDK client whose Message Batches API a session's batched fan-outs use: the
+    session's own, or for an offline session the in-process emulator's
+    (`forkagent_jupyter.offline_batches`, started on first use, stopped with `aclose`)."""
 
-        service = importlib.import_module("forkagent_jupyter.offline_batches")
-        session.offline_batches = await service.start()
-    sdk, _stop = session.offline_batches
-    return cast("anthropic.AsyncAnthropic", sdk)
+    def __init__(self, client: Callable[[], ModelClient], backend: str) -> None:
+        self.client = client
+        """The session's model client as it stands (a `RequestLog` may wrap it)."""
+        self.backend = backend
+        self.offline: tuple[Any, Callable[[], Awaitable[None]]] | None = None
+        """The in-process emulator's SDK client and how to stop it, once started."""
+
+    async def get(self) -> anthropic.AsyncAnthropic:
+        try:
+            return sdk_client_of(self.client())
+        except ConfigError:
+            if self.backend != "offline":
+                raise
+        if self.offline is None:
+            import importlib
+
+            service = importlib.import_module("forkagent_jupyter.offline_batches")
+            self.offline = await service.start()
+        sdk, _stop = self.offline
+        return cast("anthropic.AsyncAnthropic", sdk)
+
+    async def aclose(self) -> None:
+        """Stop the offline emulator, if it was started."""
+        if self.offline is not None:
+            _sdk, stop = self.offline
+            self.offline = None
+            await stop()
 
 
 def wire_order(body: dict[str, Any]) -> dict[str, Any]:

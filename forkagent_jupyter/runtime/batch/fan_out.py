@@ -1,8 +1,8 @@
 """Batched fan-out: many forks' first requests as one Message Batch, at half price.
 
-`fan_out(session, directives, batch=True)` starts one ordinary fork per directive (each a
-`Task` in the session's registry, with its transcript), but the first model request of each
-goes into one batch instead of a stream:
+`fan_out(session.batches, directives, fork=..., batch=True)` (what `Session.fan_out` calls)
+starts one ordinary fork per directive (each a `Task` in the session's registry, with its
+transcript), but the first model request of each goes into one batch instead of a stream:
 
 * Identical requests. Each fork runs the ordinary loop; its model client (`BatchFirstModel`)
   takes the `ModelRequest` the loop built and turns it into the JSON body with the same
@@ -41,15 +41,16 @@ goes into one batch instead of a stream:
   every fork's own notification (fine for a handful).
 * Restarts. With transcripts on, a submitted batch is recorded in
   `<session dir>/batches/<batch id>.json` (its forks: agent id, name, directive, item). After
-  a restart, `resume_batches(session)` (the kernel calls it when its session starts) finds
-  every batch whose results were not collected yet, brings its forks back from their
+  a restart, `resume_batches(session.batches)` (the kernel calls it when its session
+  starts) finds every batch whose results were not collected yet, brings its forks back from their
   transcripts (each ends with its directive, its first request unanswered) and polls the
   batch again; its results then complete the forks as if nothing had happened.
 * Results as a table: `BatchRun.results()` / `session.batch_results(id)` -> `BatchResults`
   (a list of dict rows, `to_dataframe()`).
 
-Here: `BatchRun` (one batch's life), `fan_out`, `resume_batches`. The forks' model client and
-the SDK behind it: `batch_client`; the results table and the digest: `batch_results`.
+Here: `Batches` (a session's batches and what they use), `BatchRun` (one batch's life),
+`fan_out`, `resume_batches`. The forks' model client and the SDK behind it: `client`; the
+results table and the digest: `results`.
 """
 
 from __future__ import annotations
@@ -59,15 +60,14 @@ import functools
 import json
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ...messages_api.tokens import count_input_tokens
 from ...messages_api.usage import Usage, cost_usd
 from ..errors import ConfigError, ModelError, UsageError
-from ..model.client import ModelClient
 from ..model.pacer import RateLimits
 from ..secrets import redact
 from ..tasks.notifications import CommandQueue
@@ -75,22 +75,27 @@ from ..tasks.registry import Task, TaskRegistry
 from ..tasks.snapshot import TaskSnapshot
 from ..transcripts.store import TranscriptStore
 from ..workers.workers import AgentRun, Workers, new_agent_id
-from .client import OFFLINE_POLL_INTERVAL, BatchFirstModel, batch_sdk, sdk_client_of, wire_order
+from .client import (
+    OFFLINE_POLL_INTERVAL,
+    BatchFirstModel,
+    BatchSdk,
+    sdk_client_of,
+    wire_order,
+)
 from .results import DIGEST_LINES, BatchFork, BatchResults, results_table
 from .results import digest as batch_digest
 
 if TYPE_CHECKING:
     import anthropic
 
-    from ..model.budget import CostBudget
-
 __all__ = [
     "DIGEST_LINES",
     "BatchFirstModel",
-    "BatchHost",
     "BatchResults",
     "BatchRun",
+    "Batches",
     "FanOut",
+    "Fork",
     "fan_out",
     "in_batch",
     "resume_batches",
@@ -104,37 +109,75 @@ MAX_POLL_FAILURES = 5
 Notify = Literal["digest", "each"]
 
 
-class BatchHost(Protocol):
-    """What a batched fan-out needs of its session (`Session` is one): its model client and
-    services, its task registry and workers, where batches are kept, and where a request
-    made for the parent (the cache pre-warm) is charged."""
+class Fork(Protocol):
+    """How a fan-out that is not batched starts each fork (`Session.fork_now`: the session's
+    checks, then a fork of the parent conversation)."""
 
-    offline_batches: tuple[Any, Callable[[], Awaitable[None]]] | None
+    def __call__(self, directive: str, *, name: str | None = None) -> Task: ...
 
-    @property
-    def backend(self) -> str: ...
-    @property
-    def client(self) -> ModelClient: ...
-    @property
-    def rate_limits(self) -> RateLimits: ...
-    @property
-    def budget(self) -> CostBudget: ...
-    @property
-    def store(self) -> TranscriptStore | None: ...
-    @property
-    def registry(self) -> TaskRegistry: ...
-    @property
-    def queue(self) -> CommandQueue: ...
-    @property
-    def workers(self) -> Workers: ...
-    @property
-    def main(self) -> AgentRun: ...
-    @property
-    def batches(self) -> dict[str, BatchRun]: ...
 
-    async def fork(self, directive: str, *, name: str | None = None) -> Task: ...
+class Batches(Mapping[str, "BatchRun"]):
+    """A session's batched fan-outs, by batch id (and by local id from the start: a batch
+    has its API id only once submitted), and what they use: where batches go (`sdk`), the
+    parent's run its forks start from and the workers that run them, the registry and queue
+    of their tasks and notifications, where batches are recorded (`store`), the pacer of the
+    cache pre-warm (`rate_limits`) and where its cost is charged (`charge_parent`: the
+    parent conversation's)."""
 
-    def add_parent_cost(self, cost_usd: float) -> None: ...
+    def __init__(
+        self,
+        *,
+        sdk: BatchSdk,
+        main: AgentRun,
+        workers: Workers,
+        registry: TaskRegistry,
+        queue: CommandQueue,
+        store: TranscriptStore | None,
+        rate_limits: RateLimits,
+        charge_parent: Callable[[float], None],
+    ) -> None:
+        self.sdk = sdk
+        self.main = main
+        self.workers = workers
+        self.registry = registry
+        self.queue = queue
+        self.store = store
+        self.rate_limits = rate_limits
+        self.charge_parent = charge_parent
+        self._runs: dict[str, BatchRun] = {}
+
+    def __getitem__(self, key: str) -> BatchRun:
+        return self._runs[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._runs)
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    def add(self, key: str, run: BatchRun) -> None:
+        self._runs[key] = run
+
+    def new_run(self, sdk: anthropic.AsyncAnthropic, **settings: Any) -> BatchRun:
+        """A `BatchRun` of this session's (`settings`: its other fields)."""
+        return BatchRun(
+            sdk,
+            [],
+            workers=self.workers,
+            registry=self.registry,
+            queue=self.queue,
+            store=self.store,
+            rate_limits=self.rate_limits,
+            charge_parent=self.charge_parent,
+            **settings,
+        )
+
+    async def aclose(self) -> None:
+        """The session is closing: every batch stops polling (each goes on at the API), and
+        the offline emulator, if started, stops."""
+        for run in {id(r): r for r in self._runs.values()}.values():
+            await run.close()
+        await self.sdk.aclose()
 
 
 @dataclass
@@ -151,11 +194,20 @@ class FanOut:
 
 @dataclass(eq=False)
 class BatchRun:
-    """One batch of fork requests: submission, polling, results, cancel, digest."""
+    """One batch of fork requests: submission, polling, results, cancel, digest. It stops
+    its forks with `workers`, keeps their notifications back (`registry`) and sends the digest
+    (`queue`), records itself in `store`, paces its cache pre-warm (`rate_limits`) and
+    charges that request to the parent (`charge_parent`)."""
 
-    session: BatchHost
     sdk: anthropic.AsyncAnthropic
     forks: list[BatchFork]
+    _: KW_ONLY
+    workers: Workers
+    registry: TaskRegistry
+    queue: CommandQueue
+    store: TranscriptStore | None
+    rate_limits: RateLimits
+    charge_parent: Callable[[float], None]
     poll_interval: float = POLL_INTERVAL
     notify: Notify = "digest"
     id: str = ""
@@ -252,7 +304,7 @@ class BatchRun:
         thinking = body.get("thinking")
         if isinstance(thinking, dict) and thinking.get("type") not in (None, "disabled"):
             return  # the API refuses max_tokens 0 with thinking on
-        pacer = self.session.rate_limits.pacer(str(body.get("model")))  # decision 15
+        pacer = self.rate_limits.pacer(str(body.get("model")))  # decision 15
         ticket = await pacer.acquire(
             input_tokens=count_input_tokens(body) if pacer.known else 0, max_tokens=0
         )
@@ -266,7 +318,7 @@ class BatchRun:
             return
         pacer.settle(ticket, Usage.from_api(reply.usage))
         self.prewarm_cost_usd = cost_usd(Usage.from_api(reply.usage), reply.model)
-        self.session.add_parent_cost(self.prewarm_cost_usd)
+        self.charge_parent(self.prewarm_cost_usd)
 
     def _update(self, batch: Any) -> None:
         self.processing_status = str(batch.processing_status)
@@ -300,12 +352,12 @@ class BatchRun:
         await self._collect()
 
     def _record_path(self) -> Path | None:
-        store = self.session.store
+        store = self.store
         return store.dir / "batches" / f"{self.id}.json" if store is not None and self.id else None
 
     def _write_record(self, **extra: Any) -> None:
         path = self._record_path()
-        store = self.session.store
+        store = self.store
         if path is None or store is None:
             return
         forks = [
@@ -360,7 +412,7 @@ class BatchRun:
             return
         self._check_registered()  # a fork that ended before its request never registers
         if self.notify == "digest":
-            self.session.registry.suppress(task)
+            self.registry.suppress(task)
         if all(t.done for t in self.tasks):
             ended_by_stop = self.processing_status in ("pending", "in_progress")
             if ended_by_stop and all(t.status == "killed" for t in self.tasks):
@@ -368,7 +420,7 @@ class BatchRun:
             if self.notify == "digest" and not self._digest_sent:
                 self._digest_sent = True
                 report = self.digest()
-                self.session.queue.enqueue(
+                self.queue.enqueue(
                     report.notification, owner="main", task_id=self.key, snapshot=report
                 )
         self._changed()
@@ -401,7 +453,7 @@ class BatchRun:
             await self._cancel_api()
         for task in self.tasks:
             if not task.done:
-                await self.session.workers.stop(task.id)
+                await self.workers.stop(task.id)
 
     async def close(self) -> None:
         """The session is closing: stop polling; the batch itself goes on at the API."""
@@ -427,9 +479,10 @@ class BatchRun:
 
 
 async def fan_out(
-    session: BatchHost,
+    batches: Batches,
     directives: Sequence[str],
     *,
+    fork: Fork,
     batch: bool = False,
     names: Sequence[str | None] | None = None,
     items: Sequence[Any] | None = None,
@@ -437,7 +490,8 @@ async def fan_out(
     notify: Notify = "digest",
     prewarm: bool = True,
 ) -> FanOut:
-    """Start one fork per directive (see the module doc); returns once they are submitted."""
+    """Start one fork per directive (see the module doc): with `fork` each, or batched; returns
+    once they are submitted. The caller has checked the budget."""
     directives = list(directives)
     if not directives:
         raise UsageError("fan_out needs at least one directive.")
@@ -450,27 +504,22 @@ async def fan_out(
     empty = [i for i, d in enumerate(directives) if not str(d).strip()]
     if empty:
         raise UsageError(f"Directive {empty[0]} is empty: say what each worker should do.")
-    session.budget.check("The fan-out was")
     if not batch:
-        tasks = [
-            await session.fork(d, name=names[i] if names else None)
-            for i, d in enumerate(directives)
-        ]
-        return FanOut(tasks)
-    sdk = await batch_sdk(session)
-    if session.backend == "offline":  # done at the first poll: no need to wait long
+        return FanOut([fork(d, name=names[i] if names else None) for i, d in enumerate(directives)])
+    sdk = await batches.sdk.get()
+    if batches.sdk.backend == "offline":  # done at the first poll: no need to wait long
         poll_interval = min(poll_interval, OFFLINE_POLL_INTERVAL)
-    run = BatchRun(session, sdk, [], poll_interval=poll_interval, notify=notify, prewarm=prewarm)
-    workers = session.workers
+    run = batches.new_run(sdk, poll_interval=poll_interval, notify=notify, prewarm=prewarm)
+    workers = batches.workers
     ids = [new_agent_id() for _ in directives]
     run.ids.update(ids)  # known before the tasks register (a UI shows no card per fork)
-    session.batches[run.local_id] = run
+    batches.add(run.local_id, run)
     stagger, workers.stagger = workers.stagger, False  # one batch, no leader to wait for
     try:
         for i, directive in enumerate(directives):
             description = directive.strip().splitlines()[0][:60]
             task = workers.fork(
-                session.main,
+                batches.main,
                 directive,
                 description=description,
                 name=names[i] if names else None,
@@ -484,16 +533,16 @@ async def fan_out(
             run.forks.append(BatchFork(task, directive, items[i] if items is not None else None))
     finally:
         workers.stagger = stagger
-    session.registry.subscribe(run.on_task_change)
+    batches.registry.subscribe(run.on_task_change)
     await run.start()
     if run.id:
-        session.batches[run.id] = run
+        batches.add(run.id, run)
     return FanOut(run.tasks, run)
 
 
-def in_batch(session: BatchHost, task_id: str) -> bool:
-    """Whether `task_id` is a fork of one of the session's batched fan-outs."""
-    return any(task_id in run.ids for run in session.batches.values())
+def in_batch(batches: Batches, task_id: str) -> bool:
+    """Whether `task_id` is a fork of one of a session's batched fan-outs."""
+    return any(task_id in run.ids for run in batches.values())
 
 
 def _pending_records(root: Path) -> list[tuple[Path, dict[str, Any]]]:
@@ -508,32 +557,30 @@ def _pending_records(root: Path) -> list[tuple[Path, dict[str, Any]]]:
     return found
 
 
-async def resume_batches(session: BatchHost) -> list[BatchRun]:
+async def resume_batches(batches: Batches) -> list[BatchRun]:
     """Poll again every batch of earlier sessions (same transcript root) whose results were
     never collected, its forks brought back from their transcripts (see the module doc)."""
-    store = session.store
+    store = batches.store
     if store is None:
         return []
     try:
-        sdk = sdk_client_of(session.client)
+        sdk = sdk_client_of(batches.sdk.client())
     except ConfigError:
         return []
     resumed = []
     for path, record in await asyncio.to_thread(_pending_records, store.root):
         batch_id = str(record["batch_id"])
-        if batch_id in session.batches or path.parent.parent == store.dir:
+        if batch_id in batches or path.parent.parent == store.dir:
             continue
         notify: Notify = "each" if record.get("notify") == "each" else "digest"
-        run = BatchRun(
-            session,
+        run = batches.new_run(
             sdk,
-            [],
             poll_interval=float(record.get("poll_interval") or POLL_INTERVAL),
             notify=notify,
             id=batch_id,
             processing_status="in_progress",
         )
-        workers = session.workers
+        workers = batches.workers
         for fork in record.get("forks") or []:
             agent_id = str(fork.get("agent_id"))
             try:
@@ -541,7 +588,7 @@ async def resume_batches(session: BatchHost) -> list[BatchRun]:
             except UsageError:
                 continue
             run.ids.add(agent_id)  # before its task registers (a UI shows no card per fork)
-            session.batches[batch_id] = run
+            batches.add(batch_id, run)
             agent, _note = workers.restore(
                 loaded, client=functools.partial(BatchFirstModel, run=run, custom_id=agent_id)
             )
@@ -554,8 +601,8 @@ async def resume_batches(session: BatchHost) -> list[BatchRun]:
         # this session now owns the batch: its record moves here, the old one is closed
         store.write_json(path, {**record, "collected": True, "moved_to": str(store.dir)})
         run._write_record()
-        session.registry.subscribe(run.on_task_change)
-        session.batches[batch_id] = run
+        batches.registry.subscribe(run.on_task_change)
+        batches.add(batch_id, run)
         run.resume_polling()
         resumed.append(run)
     return resumed

@@ -74,6 +74,8 @@ class ComputePlane:
         self.reuse_snapshots = reuse_snapshots
         self.nice = nice
         self.on_output: Callable[[str, Output], None] | None = None
+        """Called with (agent id, output) for what a worker's code prints or displays (the
+        host shows it on that worker's card)."""
         self.main = ThreadRunner(namespace, on_ran=self.namespace_changed)
         self.runners: dict[str, CodeRunner] = {}
         self._epoch = 0

@@ -3,15 +3,15 @@ scrubbed environment) and its own `ToolServices` (its Python runner, web access,
 servers), and its `AgentConfig`: the parent's, a fork's or a named agent's
 (`workers/configs.py` derives the workers' from the parent's).
 
-Everything is read from the session when an agent starts or a parent turn begins, so a
-setting or tool set changed in between is the one used."""
+Everything is read when an agent starts or a parent turn begins (the session's options as
+they stand, the tools and hooks the last turn set), so a setting or tool set changed in
+between is the one used."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol
 
 from ...messages_api.usage import Usage
 from ..config.agent_definitions import AgentDefinition
@@ -22,9 +22,7 @@ from ..loop.compaction import CompactPolicy
 from ..loop.config import AgentConfig
 from ..loop.thinking import with_budget
 from ..mcp.servers import McpServers
-from ..model.budget import BudgetedModel, CostBudget
-from ..model.client import CacheTTL, ModelClient
-from ..model.pacer import PacedModel, RateLimits
+from ..model.client import ModelClient
 from ..model.retry import StreamRetry
 from ..permissions.gate import PermissionGate, RuleBook
 from ..secrets import scrubbed_env
@@ -34,10 +32,11 @@ from ..tools.services import ToolServices
 from ..tools.web import WebAccess
 from ..workers.agent_tools import agent_tools
 from ..workers.configs import fork_config, named_config
-from ..workers.workers import AgentRun, Workers
+from ..workers.workers import AgentRun
 from .options import SessionOptions
+from .prompts import default_system_prompt
 
-__all__ = ["AgentContexts", "ContextHost", "WebUsage", "parent_tools"]
+__all__ = ["AgentContexts", "WebUsage", "parent_tools"]
 
 WebUsage = Callable[[str, Usage, float], None]
 """Where a WebSearch or WebFetch request's usage and cost are charged: (agent id, ...)."""
@@ -67,99 +66,97 @@ def parent_tools(o: SessionOptions) -> tuple[ToolSet, ToolSet, PermissionGate]:
     return tools, named_tools, gate
 
 
-class ContextHost(Protocol):
-    """What the contexts read of their session (`Session` is one), at the time of use."""
-
-    workdir: Path
-    namespace: dict[str, Any]
-    compute: ComputePlane
-    services: ToolServices
-    workers: Workers
-    mcp: McpServers
-    client: ModelClient
-    rate_limits: RateLimits
-    budget: CostBudget
-    tools: ToolSet
-    named_tools: ToolSet
-    gate: PermissionGate
-    stream_retry: StreamRetry
-    compaction: CompactPolicy
-    hooks: Hooks
-    main: AgentRun
-
-    @property
-    def model(self) -> str: ...
-    @property
-    def system_prompt(self) -> str: ...
-    @property
-    def max_turns(self) -> int: ...
-    @property
-    def max_tokens(self) -> int: ...
-    @property
-    def thinking(self) -> dict[str, Any] | None: ...
-    @property
-    def cache_ttl(self) -> CacheTTL: ...
-
-
 class AgentContexts:
-    """Builds the tool contexts and configs of one session's agents."""
+    """Builds the tool contexts and configs of one session's agents. It keeps what they are
+    made of that a parent turn replaces: the parent's `tools` (the MCP tools joined) and the
+    settings files' `hooks` (read again); with them, the tools only a named agent whose file
+    names them gets (`named_tools`) and the permission `gate` over both."""
 
-    def __init__(self, host: ContextHost, web_usage: WebUsage) -> None:
-        self.host = host
+    def __init__(
+        self,
+        *,
+        settings: Callable[[], SessionOptions],
+        model: Callable[[], ModelClient],
+        workdir: Path,
+        session_id: str,
+        compute: ComputePlane,
+        services: ToolServices,
+        mcp: McpServers,
+        stream_retry: StreamRetry,
+        compaction: CompactPolicy,
+        web_usage: WebUsage,
+    ) -> None:
+        self.settings = settings
+        """The session's options as they stand (changed live by `configure`)."""
+        self.model = model
+        """The model client of the session's agents as it stands: paced and budgeted."""
+        self.workdir = workdir
+        self.compute = compute
+        self.base_services = services
+        """The session's services; each agent gets a copy with its own runner and web."""
+        self.mcp = mcp
+        self.stream_retry = stream_retry
+        self.compaction = compaction
         self.web_usage = web_usage
+        o = settings()
+        self.tools, self.named_tools, self.gate = parent_tools(o)
+        self.hooks = Hooks([], workdir=workdir, session_id=session_id)
+        """The settings files' hooks (config/hooks.py), read again at each parent turn."""
+        self.default_prompt = default_system_prompt(workdir)
+        """The parent's system prompt when the options give none."""
+
+    @property
+    def system_prompt(self) -> str:
+        return self.settings().system_prompt or self.default_prompt
 
     def context(self, agent_id: str, workdir: Path | None = None) -> ToolContext:
-        host = self.host
         return ToolContext(
-            workdir=workdir or host.workdir,
-            namespace=host.namespace,
+            workdir=workdir or self.workdir,
+            namespace=self.compute.namespace,
             agent_id=agent_id,
             env=scrubbed_env(),
-            services=self.services(host.compute.main),
+            services=self.services(self.compute.main),
         )
 
     def worker_services(self, agent_id: str, namespace: str | None) -> ToolServices:
-        return self.services(self.host.compute.runner_for(agent_id, namespace))
+        return self.services(self.compute.runner_for(agent_id, namespace))
 
     def services(self, runner: CodeRunner) -> ToolServices:
         """One agent's own services: the session's, with `runner` for its Python code."""
-        host = self.host
         return replace(
-            host.services,
-            workers=host.workers,
+            self.base_services,
             python_runner=runner,
             web=self.web_access(),
-            mcp=host.mcp,
+            mcp=self.mcp,
         )
 
     def web_access(self) -> WebAccess:
         """How WebSearch and WebFetch reach the model (their own requests, paced and
         budgeted like every other; their cost is the calling agent's)."""
-        host = self.host
-        client = BudgetedModel(PacedModel(host.client, host.rate_limits), host.budget)
-        return WebAccess(client, host.model, self.web_usage)
+        return WebAccess(self.model(), self.settings().model, self.web_usage)
 
-    def parent_config(self) -> AgentConfig:
-        """The parent's config as the session's settings stand now."""
-        host = self.host
+    def parent_config(self, main: AgentRun | None = None) -> AgentConfig:
+        """The parent's config as the session's settings stand now (`main`: the parent's
+        run, which its tools act for; none while it is being made)."""
+        o = self.settings()
         ctx = self.context("main")
         config = AgentConfig(
-            client=BudgetedModel(PacedModel(host.client, host.rate_limits), host.budget),
-            model=host.model,
-            system=[{"type": "text", "text": host.system_prompt}],
-            tools=host.tools,
-            gate=host.gate,
+            client=self.model(),
+            model=o.model,
+            system=[{"type": "text", "text": self.system_prompt}],
+            tools=self.tools,
+            gate=self.gate,
             ctx=ctx,
-            max_turns=host.max_turns,
-            max_tokens=with_budget(host.max_tokens, host.thinking),
-            thinking=host.thinking,
-            cache_ttl=host.cache_ttl,
-            stream_retry=host.stream_retry,
-            compaction=host.compaction,
-            hooks=host.hooks,
+            max_turns=o.max_turns,
+            max_tokens=with_budget(o.max_tokens, o.thinking),
+            thinking=o.thinking,
+            cache_ttl=o.cache_ttl,
+            stream_retry=self.stream_retry,
+            compaction=self.compaction,
+            hooks=self.hooks,
         )
-        if hasattr(host, "main"):  # not while the parent's own run is being made
-            ctx.services.agent_run = host.main
+        if main is not None:
+            ctx.services.agent_run = main
         return config
 
     def fork_config(
@@ -172,18 +169,18 @@ class AgentContexts:
     def named_config(
         self, parent: AgentRun, definition: AgentDefinition, agent_id: str, model: str | None
     ) -> AgentConfig:
-        host = self.host
+        o = self.settings()
         return named_config(
             parent.config,
             definition,
             agent_id,
             model,
-            tools=host.tools,
-            named_tools=host.named_tools,
-            own=host.mcp.agent_tools(agent_id, taken=host.tools.names()),
+            tools=self.tools,
+            named_tools=self.named_tools,
+            own=self.mcp.agent_tools(agent_id, taken=self.tools.names()),
             services=self.worker_services(agent_id, definition.namespace),
-            system_prompt=host.system_prompt,
-            max_turns=host.max_turns,
-            max_tokens=host.max_tokens,
-            hooks=host.hooks,
+            system_prompt=self.system_prompt,
+            max_turns=o.max_turns,
+            max_tokens=o.max_tokens,
+            hooks=self.hooks,
         )

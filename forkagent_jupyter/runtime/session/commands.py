@@ -66,8 +66,8 @@ __all__ = ["Invocation", "Prepared", "find_invocation", "prepare_command", "run_
 
 CLAUDE_CODE_BUILT_INS = {
     "compact": "%compact (or Session.compact())",
-    "clear": "%%agent --new (or Session.reset())",
-    "new": "%%agent --new (or Session.reset())",
+    "clear": "%%agent --new (or Session.parent.reset())",
+    "new": "%%agent --new (or Session.parent.reset())",
     "help": "%commands, and %%agent? for the magic's options",
     "agents": "%tasks, and the named agents listed to the model",
     "permissions": "%permissions",
@@ -232,12 +232,11 @@ async def prepare_command(
 ) -> Prepared:
     """The settings files read, the command's text expanded and its shell lines run (their
     calls' events added to `events`); a UsageError stops it."""
-    host = turns.host
     await turns.load_settings()
-    config = host.contexts.parent_config()
+    config = turns.contexts.parent_config(turns.main)
     command = invocation.command
-    text = command.expand(invocation.args, host.session_id)
-    text = await shell_expanded(config, invocation, text, host.main.history, events)
+    text = command.expand(invocation.args, turns.session_id)
+    text = await shell_expanded(config, invocation, text, turns.main.history, events)
     limit = command_limit(command, config.tools.names())
     if limit is not None:
         text += "\n\n" + limit.told()
@@ -274,16 +273,15 @@ async def _wait(workers: Workers, run: AgentRun, task: Task) -> bool:
 async def _start(turns: ParentTurns, prepared: Prepared, text: str) -> tuple[Task, str]:
     """Start the command's agent (the fork, or its named agent) on `text`; the task and a
     note for the person ("" when none)."""
-    host = turns.host
     invocation, limit = prepared.invocation, prepared.limit
     command = invocation.command
-    workers = host.workers
+    workers = turns.workers
     if command.agent is not None:
         agents = (await workers.scan()).agents
         definition = agents.get(command.agent)
         if definition is not None:
             run = workers.named(
-                host.main, definition, text, description=invocation.typed, model=command.model
+                turns.main, definition, text, description=invocation.typed, model=command.model
             )
             if limit is not None:
                 run.config = replace(run.config, gate=run.config.gate.limited(limit))
@@ -297,11 +295,11 @@ async def _start(turns: ParentTurns, prepared: Prepared, text: str) -> tuple[Tas
     else:
         note = ""
     task = workers.fork(
-        host.main,
+        turns.main,
         text,
         description=invocation.typed,
         limit=limit,
-        model=resolve_model(command.model, host.main.config.model),
+        model=resolve_model(command.model, turns.main.config.model),
         effort=command.effort,
     )
     return task, note
@@ -311,12 +309,12 @@ async def run_fork_command(turns: ParentTurns, prepared: Prepared) -> AsyncItera
     """A `context: fork` command, run while the caller waits (see the module doc); the
     caller holds the parent's lock. Its events: a note (if any), the result text, a Stop.
     The UserPromptSubmit hooks see the line as typed, as for any prompt."""
-    host = turns.host
-    main = host.main
+    main = turns.main
     invocation = prepared.invocation
     text = prepared.text
-    if host.hooks.has("UserPromptSubmit"):
-        hooked = await host.hooks.run(
+    hooks = turns.contexts.hooks
+    if hooks.has("UserPromptSubmit"):
+        hooked = await hooks.run(
             "UserPromptSubmit", {"agent_id": "main", "prompt": invocation.typed}
         )
         if hooked.blocked:
@@ -325,8 +323,8 @@ async def run_fork_command(turns: ParentTurns, prepared: Prepared) -> AsyncItera
     task, note = await _start(turns, prepared, text)
     if note:
         yield TextDelta(note)
-    run = host.workers.runs[task.id]
-    ended = await _wait(host.workers, run, task)
+    run = turns.workers.runs[task.id]
+    ended = await _wait(turns.workers, run, task)
     if not ended:
         said = (
             f"{invocation.typed} moved to the background (task {task.id}); its result comes "

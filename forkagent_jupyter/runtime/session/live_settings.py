@@ -1,85 +1,89 @@
-"""Settings changed while a session runs: `configure` checks each change (`SessionOptions`)
-and pushes it to the part of the session that holds it (`apply_setting`); a refused value
-leaves that setting and the ones after it as they were. A setting read where it is used
-needs nothing here."""
+"""Settings changed while a session runs: `Session.configure` checks each change
+(`SessionOptions`) and `LiveSettings.apply` pushes it to the part of the session that holds
+it; a refused value leaves that setting and the ones after it as they were. A setting read
+where it is used needs nothing here."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from ..executors import ComputePlane
 from ..loop.compaction import CompactPolicy
 from ..mcp.servers import McpServers
 from ..model.retry import StreamRetry
-from ..permissions.gate import PermissionGate
-from ..tools.base import ToolSet
 from ..workers.agent_tools import AgentTool, agent_tool
 from ..workers.workers import Workers
+from .agent_setup import AgentContexts
 from .compute_settings import COMPUTE_SETTINGS, apply_compute
 from .options import SessionOptions
 from .spending import Spending
 
-__all__ = ["SettingHolders", "apply_setting", "change_settings"]
+__all__ = ["LiveSettings", "requested_changes"]
 
 
-class SettingHolders(Protocol):
-    """The parts of a session a live setting is pushed to (`Session` has them)."""
-
-    options: SessionOptions
-    gate: PermissionGate
-    workers: Workers
-    tools: ToolSet
-    stream_retry: StreamRetry
-    compaction: CompactPolicy
-    compute: ComputePlane
-    spending: Spending
-    mcp: McpServers
+def requested_changes(
+    current: SessionOptions, options: SessionOptions | None, changes: dict[str, Any]
+) -> dict[str, Any]:
+    """What `configure(options, **changes)` asks for: the fields of `options` that differ
+    from `current`, then `changes` by name."""
+    if options is None:
+        return changes
+    given = {n: v for n, v in options if v != getattr(current, n)}
+    return {**given, **changes}
 
 
-def change_settings(
-    host: SettingHolders, options: SessionOptions | None, changes: dict[str, Any]
-) -> None:
-    """`Session.configure`: `changes` by name, after the fields of `options` that differ."""
-    if options is not None:
-        given = {n: v for n, v in options if v != getattr(host.options, n)}
-        changes = {**given, **changes}
-    for name, value in changes.items():
-        before = host.options
-        host.options = before.changed(**{name: value})
-        if getattr(host.options, name) == getattr(before, name) and name != "permission_mode":
-            continue  # the mode in force may be the settings files' (`defaultMode`)
-        try:
-            apply_setting(host, name)
-        except Exception:
-            host.options = before
-            raise
+class LiveSettings:
+    """The parts of a session a live setting is pushed to."""
 
+    def __init__(
+        self,
+        *,
+        contexts: AgentContexts,
+        workers: Workers,
+        stream_retry: StreamRetry,
+        compaction: CompactPolicy,
+        compute: ComputePlane,
+        spending: Spending,
+        mcp: McpServers,
+    ) -> None:
+        self.contexts = contexts
+        """The permission gate and the parent's tools (the Agent tool follows `forking`)."""
+        self.workers = workers
+        self.stream_retry = stream_retry
+        self.compaction = compaction
+        self.compute = compute
+        self.spending = spending
+        """The budget's enforcement (`max_cost_usd`)."""
+        self.mcp = mcp
+        """The MCP servers: a project's start only in a trusted folder (`trusted`)."""
 
-def apply_setting(host: SettingHolders, name: str) -> None:
-    """A changed setting, pushed to the part of the session that holds it."""
-    o = host.options
-    if name == "permission_mode":
-        host.gate.mode = o.permission_mode
-    elif name == "approval_timeout":
-        host.gate.approval_timeout = o.approval_timeout
-    elif name == "forking":
-        host.workers.forking = o.forking
-        current = host.tools.get("Agent")
-        if isinstance(current, AgentTool) and current.forking != o.forking:
-            host.tools.replace(agent_tool(o.forking))
-    elif name == "auto_background_after":
-        host.workers.auto_background_after = o.auto_background_after
-    elif name == "stream_retries":
-        host.stream_retry.set_retries(o.stream_retries)
-    elif name == "stream_retry_delay":
-        host.stream_retry.base_delay = o.stream_retry_delay
-    elif name in ("compact_at", "compact_keep_turns", "context_window"):
-        host.compaction.compact_at = o.compact_at
-        host.compaction.keep_turns = o.compact_keep_turns
-        host.compaction.window = o.context_window
-    elif name == "trusted":  # the settings files are read with it at every turn
-        host.mcp.trusted = o.trusted
-    elif name == "max_cost_usd":
-        host.spending.budget_changed()
-    elif name in COMPUTE_SETTINGS:
-        apply_compute(o, host.compute, name)
+    def apply(self, o: SessionOptions, name: str) -> None:
+        """The setting `name` changed (the options are now `o`): pushed to the part of the
+        session that holds it."""
+        gate = self.contexts.gate
+        if name == "permission_mode":
+            gate.mode = o.permission_mode
+        elif name == "approval_timeout":
+            gate.approval_timeout = o.approval_timeout
+        elif name == "forking":
+            self.workers.forking = o.forking
+            tools = self.contexts.tools
+            current = tools.get("Agent")
+            if isinstance(current, AgentTool) and current.forking != o.forking:
+                tools.replace(agent_tool(o.forking))
+        elif name == "auto_background_after":
+            self.workers.auto_background_after = o.auto_background_after
+        elif name == "stream_retries":
+            self.stream_retry.set_retries(o.stream_retries)
+        elif name == "stream_retry_delay":
+            self.stream_retry.base_delay = o.stream_retry_delay
+        elif name in ("compact_at", "compact_keep_turns", "context_window"):
+            self.compaction.compact_at = o.compact_at
+            self.compaction.keep_turns = o.compact_keep_turns
+            self.compaction.window = o.context_window
+        elif name == "trusted":  # the settings files are read with it at every turn
+            self.mcp.trusted = o.trusted
+        elif name == "max_cost_usd":
+            self.spending.budget_changed(o.max_cost_usd)
+        elif name in COMPUTE_SETTINGS:
+            apply_compute(o, self.compute, name)

@@ -4,7 +4,7 @@
 whole: `Session(options=...)`); `Session.configure(**changes)` changes settings while the
 session runs. A field declared `frozen` is fixed when the session starts (the backend, the
 working directory, the tools...); every other field is live: the session reads it where it is
-used, or pushes it to the part that holds it (`live_settings.apply_setting`).
+used, or pushes it to the part that holds it (`LiveSettings.apply`, live_settings.py).
 
 A new setting is one field here (with its check); the kernel's `%config ForkAgent.NAME` trait
 of the same name reaches it without more code (kernel/settings.py).
@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from types import NoneType, UnionType
-from typing import Any, Generic, Literal, Protocol, TypeVar, Union, get_args, get_origin, overload
+from typing import Any, Literal, Union, get_args, get_origin
 
 import annotated_types
 from pydantic import (
@@ -42,11 +42,9 @@ from ..tools.services import ToolServices
 from ..workers.workers import AUTO_BACKGROUND_AFTER
 
 __all__ = [
-    "Configurable",
     "OptionRefusedError",
     "RefusalError",
     "SessionOptions",
-    "Setting",
     "option_error",
     "quoted",
 ]
@@ -183,7 +181,7 @@ class SessionOptions(BaseModel):
     worker_nice: int = Field(default=0, ge=0, le=19)
     reuse_snapshots: bool = False
     """The forks of one cell share one snapshot of the namespace (the host says when it may
-    have changed: `Session.namespace_changed`)."""
+    have changed: `session.compute.namespace_changed()`)."""
     executor: Literal["local", "dask"] = "local"
     dask_address: str = ""
     """The Dask scheduler for executor = "dask" ("": the client given to `use_dask`, or a
@@ -334,35 +332,3 @@ def option_error(exc: ValidationError) -> UsageError:
     else:
         said = error["msg"].lower()
     return OptionRefusedError(f"{name} = {quoted(value)} refused: {said}.", name, value, reason)
-
-
-class Configurable(Protocol):
-    """What has `SessionOptions` and changes them through `configure` (a Session)."""
-
-    options: SessionOptions
-
-    def configure(self, **changes: Any) -> None: ...
-
-
-T = TypeVar("T")
-
-
-class Setting(Generic[T]):
-    """An attribute of a Session (any `Configurable`) that is one of its `options`: read
-    from them, and assigned through `configure` (checked, then applied at once)."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    @overload
-    def __get__(self, obj: None, owner: type) -> Setting[T]: ...
-    @overload
-    def __get__(self, obj: Configurable, owner: type) -> T: ...
-    def __get__(self, obj: Configurable | None, owner: type) -> Setting[T] | T:
-        if obj is None:
-            return self
-        value: T = getattr(obj.options, self.name)
-        return value
-
-    def __set__(self, obj: Configurable, value: Any) -> None:
-        obj.configure(**{self.name: value})

@@ -14,14 +14,13 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ...messages_api.usage import Usage
-from ..config.agent_definitions import AgentScan, agent_listing
+from ..config.agent_definitions import agent_listing, scan_agents
 from ..config.hooks import Hooks
 from ..config.settings import SettingsRead, hook_trust, read_settings
-from ..config.trust import describe as describe_trust
-from ..config.trust import folder_trust, notice, record_trust
+from ..config.trust import notice
 from ..config.trust_asks import folder_asks
 from ..errors import UsageError
 from ..events import Compacted, LoopEvent, Stop, UsageReport
@@ -32,46 +31,19 @@ from ..loop.loop import run_turn
 from ..mcp.servers import McpServers
 from ..model.budget import CostBudget
 from ..model.timing import record_timing
-from ..permissions.gate import PermissionGate
 from ..tasks.notifications import CommandQueue, Priority
-from ..tools.base import ToolSet
 from ..transcripts.store import TranscriptStore
 from ..workers.configs import with_mcp_tools
 from ..workers.workers import AgentRun, Workers
 from .agent_setup import AgentContexts
 from .commands import Prepared, find_invocation, prepare_command, run_fork_command
-from .options import SessionOptions
 from .responder import Responder
 from .turn_lock import TurnLock
 from .turn_result import fold_turn, replay
 
-__all__ = ["ParentHost", "ParentTurns"]
+__all__ = ["ParentTurns"]
 
 log = logging.getLogger(__name__)
-
-
-class ParentHost(Protocol):
-    """What the parent's turns read of their session (`Session` is one), at the time of use;
-    a turn sets its `hooks` (from the settings files) and `tools` (the MCP tools joined)."""
-
-    workdir: Path
-    home: Path
-    session_id: str
-    options: SessionOptions
-    gate: PermissionGate
-    hooks: Hooks
-    mcp: McpServers
-    tools: ToolSet
-    named_tools: ToolSet
-    main: AgentRun
-    contexts: AgentContexts
-    responder: Responder
-    budget: CostBudget
-    queue: CommandQueue
-    store: TranscriptStore | None
-    workers: Workers
-
-    def agent_scan(self) -> AgentScan: ...
 
 
 class ParentTurns:
@@ -79,18 +51,44 @@ class ParentTurns:
 
     def __init__(
         self,
-        host: ParentHost,
         *,
+        main: AgentRun,
+        contexts: AgentContexts,
+        responder: Responder,
+        queue: CommandQueue,
+        budget: CostBudget,
+        mcp: McpServers,
+        workers: Workers,
+        workdir: Path,
+        home: Path,
+        session_id: str,
         lock: TurnLock,
         changed: asyncio.Event,
         on_cost: Callable[[], None],
+        trusted: Callable[[], bool | None],
     ) -> None:
-        self.host = host
+        self.main = main
+        """The parent's own run: its history, config and transcript."""
+        self.contexts = contexts
+        """The parent's config, tools, gate and hooks (a turn replaces tools and hooks)."""
+        self.responder = responder
+        """The answers to notifications: a prompt's turn reads those that wait."""
+        self.queue = queue
+        self.budget = budget
+        self.mcp = mcp
+        self.workers = workers
+        """Where a `context: fork` command's agent starts (`commands.py`)."""
+        self.workdir = workdir
+        self.home = home
+        self.session_id = session_id
         self.lock = lock
         self.changed = changed
         """Set when a turn ends (the session may have become idle)."""
         self.on_cost = on_cost
         """Called after each of the parent's requests is charged (the budget is enforced)."""
+        self.trusted = trusted
+        """Whether the session was told the folder is trusted (`SessionOptions.trusted`; None:
+        as `~/.claude.json` says), read at each use: `configure` may change it."""
         self.usage = Usage()
         self.cost = 0.0
         self.listed: str | None = None  # the agent listing the parent was last told
@@ -103,12 +101,15 @@ class ParentTurns:
         self.cost += cost_usd
 
     async def stream(self, prompt: str) -> AsyncIterator[LoopEvent]:
-        """A prompt's turn (`Session.stream`)."""
-        host = self.host
+        """Run one parent turn, yielding its events (`Session.ask` folds them). It goes
+        before an automatic answer to notifications that waits (`Session.hold_answers`).
+        Pending notifications are delivered with the prompt (before it), so none is lost or
+        read twice; with `auto_respond` on, a task's end is left to the automatic answer
+        that follows the turn."""
         if not isinstance(prompt, str) or not prompt.strip():
             raise UsageError("The prompt is empty: write what the agent should do.")
-        host.budget.check("The turn was")
-        invocation = await asyncio.to_thread(find_invocation, prompt, host.workdir, host.home)
+        self.budget.check("The turn was")
+        invocation = await asyncio.to_thread(find_invocation, prompt, self.workdir, self.home)
         try:
             async with self.lock.turn("next"):  # before an automatic answer that waits
                 prepared: Prepared | None = None
@@ -129,9 +130,9 @@ class ParentTurns:
                 # what waits to be read at the next opportunity goes with the prompt; a task's
                 # end too, unless the parent answers it by itself after this turn
                 # (auto_respond): none waits unread
-                upto: Priority = "next" if host.responder.will_answer() else "later"
-                commands = host.queue.drain("main", upto)
-                host.responder.note_read(commands)
+                upto: Priority = "next" if self.responder.will_answer() else "later"
+                commands = self.queue.drain("main", upto)
+                self.responder.note_read(commands)
                 texts = [c.text for c in commands]
                 seen: list[LoopEvent] = []
                 try:
@@ -143,59 +144,45 @@ class ParentTurns:
                         yield event
                 finally:
                     if commands:  # delivered like the parent's own answers to notifications
-                        host.responder.answered(commands, await fold_turn(replay(seen)))
+                        self.responder.answered(commands, await fold_turn(replay(seen)))
         finally:
-            host.responder.kick()  # the notifications it left: answered now
+            self.responder.kick()  # the notifications it left: answered now
 
     async def load_settings(self) -> dict[str, Any]:
-        """The settings files read again and applied (`Session.load_settings`)."""
-        host = self.host
-        read = await asyncio.to_thread(read_settings, host.workdir, host.home, host.options.trusted)
+        """Read the settings files again (on a thread) and apply their rules, default mode
+        and additional directories (`config/settings.py`), as far as the folder's trust lets
+        them; the rules in force, as `PermissionGate.summary` gives them. Done at the start of
+        every parent turn."""
+        contexts = self.contexts
+        read = await asyncio.to_thread(read_settings, self.workdir, self.home, self.trusted())
         if read.trusted and self.read is not None and not self.read.trusted:
-            await host.mcp.reconsider()  # trusted since: its approved servers start now
+            await self.mcp.reconsider()  # trusted since: its approved servers start now
         self.read = read
-        host.gate.apply_settings(read)
-        host.hooks = Hooks(
+        contexts.gate.apply_settings(read)
+        contexts.hooks = Hooks(
             read.hooks,
-            workdir=host.workdir,
-            session_id=host.session_id,
-            lines=host.hooks.lines,
+            workdir=self.workdir,
+            session_id=self.session_id,
+            lines=contexts.hooks.lines,
             trust=hook_trust(read),
-            said=host.hooks.said,
+            said=contexts.hooks.said,
         )
         for entry in read.unapproved_hooks:  # the project's, not approved: said once each
-            host.hooks.not_approved(entry)
-        return host.gate.summary()
+            contexts.hooks.not_approved(entry)
+        return contexts.gate.summary()
 
     async def say_trust(self) -> None:
         """In a folder the person does not trust whose files ask for something: one line
         saying what and how to trust it (a logged warning: in a kernel, a line in the cell),
         said again only when it changes."""
-        read, host = self.read, self.host
+        read = self.read
         if read is None or read.trusted or read.trust is None:
             return
-        asks = await asyncio.to_thread(folder_asks, host.workdir, host.home, read)
+        asks = await asyncio.to_thread(folder_asks, self.workdir, self.home, read)
         line = notice(read.trust, asks)
         if line is not None and line != self.trust_said:
             log.warning("%s", line)
         self.trust_said = line
-
-    async def trust(self) -> str:
-        """`Session.trust`: recorded in `~/.claude.json`; a project MCP server it unlocks
-        starts at the next use."""
-        host = self.host
-        said = await asyncio.to_thread(record_trust, host.workdir, host.home)
-        if host.options.trusted is False:
-            said += "; this session was made with trusted=False, which still holds"
-        await host.mcp.reconsider()
-        return said
-
-    async def trust_report(self) -> str:
-        """`Session.trust_report`: the text `%trust` shows."""
-        host = self.host
-        state = await asyncio.to_thread(folder_trust, host.workdir, host.home, host.options.trusted)
-        asks = await asyncio.to_thread(folder_asks, host.workdir, host.home)
-        return describe_trust(state, asks)
 
     async def turn(
         self,
@@ -205,17 +192,17 @@ class ParentTurns:
     ) -> AsyncIterator[LoopEvent]:
         """One parent turn whose user message is `texts` (the caller holds the lock);
         `adjust` changes the parent's config for this turn only (an inline command's)."""
-        host = self.host
-        main = host.main
+        main = self.main
         await self.load_settings()
-        await host.mcp.start()
+        await self.mcp.start()
         await self.say_trust()
         self.sync_mcp_tools()
-        main.config = host.contexts.parent_config()
+        main.config = self.contexts.parent_config(main)
         if adjust is not None:
             main.config = adjust(main.config)
-        if prompt is not None and host.hooks.has("UserPromptSubmit"):
-            said = await host.hooks.run("UserPromptSubmit", {"agent_id": "main", "prompt": prompt})
+        hooks = self.contexts.hooks
+        if prompt is not None and hooks.has("UserPromptSubmit"):
+            said = await hooks.run("UserPromptSubmit", {"agent_id": "main", "prompt": prompt})
             if said.blocked:
                 raise UsageError(f"A UserPromptSubmit hook blocked the prompt: {said.reason}")
             texts = [*texts, *said.context]
@@ -245,8 +232,8 @@ class ParentTurns:
                     "stop_reason": stop.reason,
                     "last_assistant_message": last_assistant_text(main.history),
                 }
-                ended = stop.reason == "end_turn" and not host.budget.reached()
-                feedback = await host.hooks.stop_check(
+                ended = stop.reason == "end_turn" and not self.budget.reached()
+                feedback = await self.contexts.hooks.stop_check(
                     "Stop", about, None, blocked=blocked, may_go_on=ended
                 )
                 if feedback is None:
@@ -257,29 +244,29 @@ class ParentTurns:
                 main.state.append(main.history, message)
         finally:
             if adjust is not None:  # the command's limit and model end with its turn
-                main.config = host.contexts.parent_config()
+                main.config = self.contexts.parent_config(main)
             self.changed.set()
 
     def sync_mcp_tools(self) -> None:
         """The MCP tools connected now join the parent's tools (`with_mcp_tools`)."""
-        tools = with_mcp_tools(self.host.tools, self.host.mcp.tools())
+        tools = with_mcp_tools(self.contexts.tools, self.mcp.tools())
         if tools is not None:
-            self.host.tools = tools
+            self.contexts.tools = tools
 
     def agent_listing(self) -> str | None:
         """The named agents as the model is told them (None without the Agent tool). Files
         that do not load are left out here (each said once); starting one reports its
         error. Tools an agent's file names that it does not get here are said."""
-        host = self.host
-        if host.tools.get("Agent") is None:
+        contexts = self.contexts
+        if contexts.tools.get("Agent") is None:
             return None
-        available = [*host.tools.names(), *host.named_tools.names()]
-        return agent_listing(host.agent_scan().agents, available)
+        available = [*contexts.tools.names(), *contexts.named_tools.names()]
+        return agent_listing(scan_agents(self.workdir, self.home).agents, available)
 
     def history_replaced(self, messages: list[dict[str, Any]], data: dict[str, Any]) -> None:
         """The parent's history was compacted: on disk, and the agent listing told again if
         its message was dropped."""
-        transcript = self.host.main.transcript
+        transcript = self.main.transcript
         if transcript is not None:
             transcript.append_event("compacted", {**data, "messages": messages})
         if self.listed is not None and not any(
@@ -288,8 +275,8 @@ class ParentTurns:
             self.listed = None
 
     def reset(self) -> None:
-        """A new parent conversation (`Session.reset`)."""
-        main = self.host.main
+        """Start a new parent conversation (workers keep running and report to it)."""
+        main = self.main
         main.history.clear()
         self.listed = None
         on_message = main.state.on_message
@@ -300,14 +287,11 @@ class ParentTurns:
             main.transcript.append_event("reset")
 
     async def compact(self, keep_turns: int | None = None) -> Compacted:
-        """The parent conversation compacted now (`Session.compact`)."""
-        host = self.host
-        if keep_turns is not None and (isinstance(keep_turns, bool) or keep_turns < 1):
-            raise UsageError(f"keep_turns must be 1 or more; got {keep_turns!r}.")
-        host.budget.check("The compaction was")
+        """The parent conversation compacted now (`Session.compact` checked `keep_turns` and
+        the budget)."""
         async with self.lock:
-            main = host.main
-            main.config = host.contexts.parent_config()
+            main = self.main
+            main.config = self.contexts.parent_config(main)
             result: Compacted | None = None
             async for event in compact(
                 main.config, main.history, main.state, keep_turns=keep_turns
@@ -320,15 +304,13 @@ class ParentTurns:
         assert result is not None
         return result
 
-    async def resume(self, session_id: str) -> int:
-        """An earlier session's parent conversation continued (`Session.resume`)."""
-        host = self.host
-        if host.store is None:
-            raise UsageError("Resuming needs transcripts (Session(transcripts=...)).")
-        folder = host.store.root / session_id
-        loaded = await host.store.aload("main", folder)
+    async def resume(self, store: TranscriptStore, session_id: str) -> int:
+        """An earlier session's parent conversation continued (`Session.resume`), read from
+        `store`."""
+        folder = store.root / session_id
+        loaded = await store.aload("main", folder)
         async with self.lock:  # not in the middle of a turn
-            main = host.main
+            main = self.main
             main.history[:] = loaded.messages
             ends = [i for i, m in enumerate(main.history) if m["role"] == "user"]
             main.state.previous_end = ends[-1] if ends else None

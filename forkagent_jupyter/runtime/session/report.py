@@ -7,10 +7,12 @@ same requests with no prompt caching at all.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ...messages_api.usage import Usage, cost_usd, usage_counts
+from ..tasks.registry import Task
 
 __all__ = ["CostLine", "CostReport", "cost_report"]
 
@@ -123,15 +125,15 @@ def _uncached(usage: Usage, model: str) -> float:
     )
 
 
-def cost_report(session: Any) -> CostReport:
-    """The report of a `Session`: its parent conversation first, then each task."""
-    tasks = list(session.tasks)
-    parent_usage = session.usage
-    parent_cost = session.cost_usd
+def cost_report(tasks: Sequence[Task], usage: Usage, cost: float, model: str) -> CostReport:
+    """The report of a session whose `tasks` are these and whose totals are `usage` and
+    `cost` (`Session.usage`, `Session.cost_usd`): its parent conversation first, then each
+    task."""
+    parent_usage = usage
+    parent_cost = cost
     for task in tasks:
         parent_usage = _minus(parent_usage, task.usage)
         parent_cost -= task.cost_usd
-    model = str(session.model)
     lines = [CostLine("parent", "", parent_usage, parent_cost, _uncached(parent_usage, model))]
     lines += [
         CostLine(str(t.name or t.id), str(t.status), t.usage, t.cost_usd, _uncached(t.usage, model))

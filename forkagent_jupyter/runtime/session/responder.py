@@ -10,35 +10,23 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Protocol
+from typing import Any
 
-from ..config.hooks import Hooks
 from ..events import LoopEvent
 from ..model.budget import CostBudget
 from ..tasks.notifications import Command, CommandQueue
 from ..tasks.registry import Task, task_snapshot
 from ..tasks.snapshot import AnsweredNotifications, TaskSnapshot
 from ..workers.workers import AgentRun, Workers
+from .agent_setup import AgentContexts
+from .options import SessionOptions
 from .turn_lock import TurnLock
 from .turn_result import STOPPED_BY_USER, AutoTurn, Turn, fold_turn
 
-__all__ = ["ParentTurn", "Responder", "ResponderHost"]
+__all__ = ["ParentTurn", "Responder"]
 
 ParentTurn = Callable[[list[str]], AsyncIterator[LoopEvent]]
 """One parent turn that reads these texts (the session's turn path)."""
-
-
-class ResponderHost(Protocol):
-    """What the responder reads of its session (`Session` is one), at the time of use."""
-
-    queue: CommandQueue
-    budget: CostBudget
-    main: AgentRun
-    hooks: Hooks
-    workers: Workers
-
-    @property
-    def auto_respond(self) -> bool: ...
 
 
 class Responder:
@@ -47,14 +35,27 @@ class Responder:
 
     def __init__(
         self,
-        host: ResponderHost,
         *,
+        settings: Callable[[], SessionOptions],
+        main: AgentRun,
+        queue: CommandQueue,
+        budget: CostBudget,
+        contexts: AgentContexts,
+        workers: Workers,
         turn: ParentTurn,
         lock: TurnLock,
         changed: asyncio.Event,
         jobs: set[asyncio.Task[Any]],
     ) -> None:
-        self.host = host
+        self.settings = settings
+        """The session's options as they stand (`auto_respond`)."""
+        self.main = main
+        self.queue = queue
+        self.budget = budget
+        self.contexts = contexts
+        """Where the settings files' hooks are (the Notification hooks)."""
+        self.workers = workers
+        """Woken when a command is queued for one of them."""
         self.turn = turn
         self.lock = lock
         """The parent's turn lock: an answer waits for a turn in flight."""
@@ -63,41 +64,44 @@ class Responder:
         self.jobs = jobs
         """The session's background jobs (Notification hooks), awaited when it closes."""
         self.auto_turns: list[AutoTurn] = []
+        """The parent's answers to notifications so far (and the tasks the user stopped)."""
         self.on_auto_turn: Callable[[AutoTurn], None] | None = None
+        """Called with each `AutoTurn` as it is made (the host shows it)."""
         self.listeners: list[Callable[[str, LoopEvent], None]] = []
         self.job: asyncio.Task[None] | None = None
 
     def subscribe(self, listener: Callable[[str, LoopEvent], None]) -> Callable[[], None]:
-        """Call `listener(origin, event)` for the events of the automatic answers."""
+        """Call `listener(origin, event)` for events of turns nobody is iterating: the
+        parent's automatic answers to notifications (origin "notification")."""
         self.listeners.append(listener)
         return lambda: self.listeners.remove(listener)
 
     def on_command(self, command: Command) -> None:
         """A command was queued (the queue's `on_enqueue`)."""
-        host = self.host
         self.changed.set()
         queued = command.owner == "main" and command.mode == "task-notification"
-        if queued and command.task_id and host.main.transcript is not None:
-            host.main.transcript.append_event(
+        if queued and command.task_id and self.main.transcript is not None:
+            self.main.transcript.append_event(
                 "notification", {"task": command.task_id, "run": command.run}
             )
-        if command.owner == "main" and host.hooks.has("Notification"):
+        hooks = self.contexts.hooks
+        if command.owner == "main" and hooks.has("Notification"):
             about = {"agent_id": "main", "task_id": command.task_id, "message": command.text}
             try:
-                job = asyncio.get_running_loop().create_task(host.hooks.run("Notification", about))
+                job = asyncio.get_running_loop().create_task(hooks.run("Notification", about))
             except RuntimeError:  # enqueued off the event loop: no hook
                 return
             self.jobs.add(job)
             job.add_done_callback(self.jobs.discard)
         if command.owner != "main":
-            host.workers.wake(command.owner)
-        elif host.auto_respond and (self.job is None or self.job.done()):
+            self.workers.wake(command.owner)
+        elif self.settings().auto_respond and (self.job is None or self.job.done()):
             self.job = asyncio.get_running_loop().create_task(self.respond())
 
     def will_answer(self) -> bool:
         """Whether notifications that wait are answered by an automatic turn (a prompt's turn
         then leaves them to it)."""
-        return bool(self.host.auto_respond) and not self.host.budget.reached()
+        return bool(self.settings().auto_respond) and not self.budget.reached()
 
     def budget_raised(self) -> None:
         """A new budget: notifications that waited are answered if it allows."""
@@ -106,19 +110,17 @@ class Responder:
     def kick(self) -> None:
         """Answer the notifications that wait, if the parent answers by itself and none is
         being answered (after a prompt's turn, which left them to this answer)."""
-        host = self.host
-        if not self.will_answer() or not host.queue.pending("main"):
+        if not self.will_answer() or not self.queue.pending("main"):
             return
         if self.job is None or self.job.done():
             self.job = asyncio.get_running_loop().create_task(self.respond())
 
     async def respond(self) -> None:
         """Answer pending notifications in one parent turn each time the parent is free."""
-        host = self.host
         await asyncio.sleep(0)  # let notifications that arrive together be read together
-        while host.queue.pending("main") and not host.budget.reached():
+        while self.queue.pending("main") and not self.budget.reached():
             async with self.lock.turn("later"):  # after the prompts that wait
-                commands = host.queue.drain("main")
+                commands = self.queue.drain("main")
                 if not commands:
                     break
                 self.note_read(commands)
@@ -130,7 +132,7 @@ class Responder:
     def note_read(self, commands: list[Command]) -> None:
         """The parent's transcript notes when these notifications reached its conversation
         (the timeline draws their arrival)."""
-        transcript = self.host.main.transcript
+        transcript = self.main.transcript
         ids = [c.task_id for c in commands if c.task_id and c.mode == "task-notification"]
         if ids and transcript is not None:
             transcript.append_event("notifications_read", {"tasks": ids})
@@ -160,7 +162,7 @@ class Responder:
     def record(self, auto: AutoTurn) -> None:
         """Keep the answered notifications in the parent's transcript, each reported run as it
         ended, so they can be shown again later (also after a restart)."""
-        transcript = self.host.main.transcript
+        transcript = self.main.transcript
         if transcript is None:
             return
         record = AnsweredNotifications(tasks=auto.snapshots, answer=auto.turn.text)
@@ -174,8 +176,8 @@ class Responder:
         """An answer is in flight, or notifications wait for one."""
         if self.job is not None and not self.job.done():
             return True
-        waiting = self.host.auto_respond and not self.host.budget.reached()
-        return waiting and bool(self.host.queue.pending("main"))
+        waiting = self.settings().auto_respond and not self.budget.reached()
+        return waiting and bool(self.queue.pending("main"))
 
     async def aclose(self) -> None:
         """Cancel an answer in flight."""

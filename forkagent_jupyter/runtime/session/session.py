@@ -1,59 +1,50 @@
 """`Session`: the parent conversation and the public async API.
 
 A Session owns the history (API-shaped dicts), the model client, the tools and the permission
-gate, and the usage totals. `ask()` runs one turn to completion; `stream()` yields the same
-turn's events for a UI. One turn runs at a time; a second `ask()` waits for the first.
+gate, and the usage totals. `ask()` runs one turn to completion; `parent.stream()` yields the
+same turn's events for a UI. One turn runs at a time; a second `ask()` waits for the first.
+
+The session's parts are made in `parts.py`, each given the parts it uses; the session is the
+public contract (DESIGN.md) over them, and a host reaches a part it needs as a documented
+sub-object (`parent`, `responder`, `registry`, `workers`, `compute`, `contexts`, ...).
 """
 
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar, overload
 
 from ...messages_api.usage import Usage
-from ..batch.fan_out import BatchResults, BatchRun, FanOut, Notify, fan_out
+from ..batch.fan_out import BatchResults, FanOut, Notify, fan_out
 from ..config.agent_definitions import AgentDefinition, AgentScan, scan_agents
 from ..config.commands import CommandScan, scan_commands
-from ..config.hooks import Hooks
+from ..config.trust import describe as describe_trust
+from ..config.trust import folder_trust, record_trust
+from ..config.trust_asks import folder_asks
 from ..errors import ConfigError, UsageError
-from ..events import Compacted, LoopEvent
+from ..events import Compacted
 from ..executors import ComputePlane, WorkerNamespace
-from ..executors.base import Output
-from ..executors.memory import Rollup, WorkerProcess
 from ..loop.compaction import CompactPolicy, window_for
-from ..loop.config import LoopState
 from ..mcp.servers import McpServers
 from ..model.backends import Backend, select_backend
-from ..model.budget import CostBudget
 from ..model.client import CacheTTL, ModelClient
 from ..model.pacer import RateLimits
 from ..model.retry import StreamRetry
-from ..tasks.notifications import CommandQueue
 from ..tasks.registry import Task, TaskRegistry, task_description
 from ..tools.services import ToolServices
 from ..tools.shells import ShellRegistry
 from ..transcripts.earlier import InterruptedAgent, ainterrupted_agents
-from ..transcripts.store import AgentMeta, TranscriptStore
-from ..workers.workers import AgentRun, Workers
-from .agent_setup import AgentContexts, parent_tools
 from .compute_settings import (
     apply_compute,
-    compute_follows,
     process_memory_sampled,
     worker_memory_sampled,
 )
-from .live_settings import change_settings
-from .options import SessionOptions, Setting
-from .parent_turns import ParentTurns
-from .prompts import default_system_prompt
-from .responder import Responder
-from .spending import Spending
-from .turn_lock import TurnLock
+from .live_settings import requested_changes
+from .options import SessionOptions
+from .parts import make_parts
 from .turn_result import STOPPED_BY_USER, AutoTurn, ToolCall, Turn, fold_turn
 
 __all__ = [
@@ -67,6 +58,30 @@ __all__ = [
     "Turn",
     "fold_turn",
 ]
+
+
+T = TypeVar("T")
+
+
+class Setting(Generic[T]):
+    """An attribute of a Session that is one of its `options`: read from them, and assigned
+    through `configure` (checked, then applied at once)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> Setting[T]: ...
+    @overload
+    def __get__(self, obj: Session, owner: type) -> T: ...
+    def __get__(self, obj: Session | None, owner: type) -> Setting[T] | T:
+        if obj is None:
+            return self
+        value: T = getattr(obj.options, self.name)
+        return value
+
+    def __set__(self, obj: Session, value: Any) -> None:
+        obj.configure(**{self.name: value})
 
 
 class Session:
@@ -129,81 +144,49 @@ class Session:
         self.mcp.trusted = o.trusted
         """The MCP servers (`mcp/servers.py`): started at the first turn, closed with the
         session."""
-        self._make_parts(o)
-        self._start_main()
-
-    def _make_parts(self, o: SessionOptions) -> None:
-        """The session's tools and collaborators, its task registry and its workers."""
-        self.tools, self.named_tools, self.gate = parent_tools(o)
-        """`named_tools`: only for a named agent whose file names them (`parent_tools`)."""
-        self._default_prompt = default_system_prompt(self.workdir)
-        self.session_id = uuid.uuid4().hex[:12]
-        self.hooks = Hooks([], workdir=self.workdir, session_id=self.session_id)
-        """The settings files' hooks (config/hooks.py), read again at each parent turn."""
-        self.offline_batches: tuple[Any, Callable[[], Awaitable[None]]] | None = None
-        """An offline session's Message Batches service (batch.batch_sdk), once used."""
-        self.store: TranscriptStore | None = None
-        if o.transcripts:
-            root = o.transcripts if not isinstance(o.transcripts, bool) else None
-            root = Path(root or self.workdir / ".forkagent" / "sessions")
-            self.store = TranscriptStore(root, self.session_id)
+        p = make_parts(
+            o,
+            options=lambda: self.options,
+            client=lambda: self.client,
+            cost=lambda: self.cost_usd,
+            backend=self.backend,
+            workdir=self.workdir,
+            home=self.home,
+            compute=self.compute,
+            services=self.services,
+            shells=self.shells,
+            mcp=self.mcp,
+            rate_limits=self.rate_limits,
+            stream_retry=self.stream_retry,
+            compaction=self.compaction,
+        )
+        self.session_id = p.session_id
+        self.store = p.store
         self._interrupted: list[InterruptedAgent] | None = None  # see `interrupted`
-        self._hook_jobs: set[asyncio.Task[Any]] = set()
-        self._lock = TurnLock()  # one parent turn at a time; prompts before automatic answers
-        self._changed = asyncio.Event()  # set whenever the session may have become idle
-        self.spending = Spending(self, changed=self._changed)
-        """The session's totals and its budget's enforcement (`spending.py`)."""
-        self.contexts = AgentContexts(self, self.spending.web_usage)
-        """Each agent's tool context, services and config (`agent_setup.py`)."""
-        self.parent = ParentTurns(
-            self, lock=self._lock, changed=self._changed, on_cost=self.spending.enforce
-        )
-        """The parent conversation's turns and what they cost (`parent_turns.py`)."""
-        self.responder = Responder(
-            self,
-            turn=self.parent.turn,
-            lock=self._lock,
-            changed=self._changed,
-            jobs=self._hook_jobs,
-        )
-        """The parent's answers to its notifications (`responder.py`)."""
-        self.queue = CommandQueue(on_enqueue=self.responder.on_command)
-        self.registry: TaskRegistry = TaskRegistry(self.queue, base=self.workdir)
-        self.shells.report_to(
-            self.queue, recipient=self.registry.recipient, files=self.store, base=self.workdir
-        )
-        self.mcp.on_note = self.registry.note
-        self.budget = CostBudget(lambda: self.cost_usd, o.max_cost_usd)
-        self.workers = Workers(
-            registry=self.registry,
-            queue=self.queue,
-            definitions=self.agent_scan,
-            named_config=self.contexts.named_config,
-            fork_config=self.contexts.fork_config,
-            stagger=o.stagger_forks,
-            forking=o.forking,
-            store=self.store,
-            auto_background_after=o.auto_background_after,
-        )
-
-    def _start_main(self) -> None:
-        """The parent's own run, its transcript, and the session's bookkeeping."""
-        self.main = AgentRun("main", self.contexts.parent_config(), [], LoopState())
-        self.main.config.ctx.services.agent_run = self.main
-        self.workers.main = self.main
-        if self.store is not None:
-            self.main.transcript = self.store.open(
-                AgentMeta(agent_id="main", kind="main", model=self.model)
-            )
-            self.main.state.on_message = self.main.transcript.append_message
-            self.main.state.on_history_replaced = self.parent.history_replaced
-            main_transcript = self.main.transcript
-            self.gate.recorder = lambda e: main_transcript.append_event("permission", e)
-        self.batches: dict[str, BatchRun] = {}  # batched fan-outs by batch id (batch/fan_out.py)
-        self.registry.subscribe(lambda _task: self._changed.set())
-        self.registry.subscribe(partial(compute_follows, self.compute))
-        self.registry.subscribe(lambda _task: self.spending.enforce())
-        self.registry.subscribe(partial(self.mcp.follow, self._hook_jobs))
+        self._hook_jobs = p.hook_jobs
+        self._lock = p.lock
+        self._changed = p.changed
+        self.budget = p.budget
+        self.queue = p.queue
+        self.registry: TaskRegistry = p.registry
+        self.contexts = p.contexts
+        """Each agent's tool context, services and config, and the parent's tools (`tools`),
+        the settings files' hooks (`hooks`) and the permission gate (`agent_setup.py`)."""
+        self.gate = p.contexts.gate
+        self.named_tools = p.contexts.named_tools
+        """Only for a named agent whose file names them (`parent_tools`)."""
+        self.workers = p.workers
+        self.main = p.main
+        """The parent's own run: its history (`messages`), config, state and transcript."""
+        self.responder = p.responder
+        """The parent's answers to its notifications (`auto_turns`, `on_auto_turn`)."""
+        self.parent = p.parent
+        """The parent conversation's turns (`stream`, `load_settings`, `reset`) and what
+        they cost."""
+        self.spending = p.spending
+        self.live_settings = p.live_settings
+        self.batches = p.batches
+        """Batched fan-outs by batch id (`batch/fan_out.py`)."""
 
     # -- settings ------------------------------------------------------------------------
 
@@ -243,7 +226,7 @@ class Session:
     def system_prompt(self) -> str:
         """The parent's system prompt (None or "" assigned: the built-in one); from the next
         turn on."""
-        return self.options.system_prompt or self._default_prompt
+        return self.options.system_prompt or self.contexts.default_prompt
 
     @system_prompt.setter
     def system_prompt(self, value: str | None) -> None:
@@ -256,7 +239,16 @@ class Session:
         a value refused - unknown name, fixed at the start, out of range, a Dask cluster that
         cannot be reached - raises one UsageError (or ConfigError) and that setting and the
         ones after it keep their values."""
-        change_settings(self, options, changes)
+        for name, value in requested_changes(self.options, options, changes).items():
+            before = self.options
+            self.options = before.changed(**{name: value})
+            if getattr(self.options, name) == getattr(before, name) and name != "permission_mode":
+                continue  # the mode in force may be the settings files' (`defaultMode`)
+            try:
+                self.live_settings.apply(self.options, name)
+            except Exception:
+                self.options = before
+                raise
 
     # -- configuration -------------------------------------------------------------------
 
@@ -264,11 +256,6 @@ class Session:
     def messages(self) -> list[dict[str, Any]]:
         """The parent conversation, as API message dicts."""
         return self.main.history
-
-    @property
-    def context_tokens(self) -> int:
-        """The parent's last request's prompt size in tokens (0 before the first)."""
-        return self.main.state.context_tokens
 
     @property
     def context_window(self) -> int:
@@ -298,85 +285,58 @@ class Session:
         give none and the names given twice beside them (`describe_commands` shows it)."""
         return await asyncio.to_thread(scan_commands, self.workdir, self.home)
 
-    # -- listeners -----------------------------------------------------------------------
-
-    def subscribe(self, listener: Callable[[str, LoopEvent], None]) -> Callable[[], None]:
-        """Call `listener(origin, event)` for events of turns nobody is iterating: the
-        parent's automatic answers to notifications (origin "notification")."""
-        return self.responder.subscribe(listener)
-
-    @property
-    def auto_turns(self) -> list[AutoTurn]:
-        """The parent's answers to notifications so far (and the tasks the user stopped)."""
-        return self.responder.auto_turns
-
-    @property
-    def on_auto_turn(self) -> Callable[[AutoTurn], None] | None:
-        """Called with each `AutoTurn` as it is made (the host shows it)."""
-        return self.responder.on_auto_turn
-
-    @on_auto_turn.setter
-    def on_auto_turn(self, listener: Callable[[AutoTurn], None] | None) -> None:
-        self.responder.on_auto_turn = listener
-
     # -- turns ---------------------------------------------------------------------------
-
-    def stream(self, prompt: str) -> AsyncIterator[LoopEvent]:
-        """Run one parent turn, yielding its events. It goes before an automatic answer to
-        notifications that waits (`hold_answers`). Pending notifications are delivered with
-        the prompt (before it), so none is lost or read twice; with `auto_respond` on, a
-        task's end is left to the automatic answer that follows the turn."""
-        return self.parent.stream(prompt)
 
     def hold_answers(self, hold: Callable[[], bool] | None) -> None:
         """Let the host hold the automatic answer to notifications back while `hold()` is
         True: the notebook does so while the person's next `%%agent` cell is on its way, not
         yet waiting for its turn here. Looked at again every few hundredths of a second
-        while an answer waits, and at `answers_may_go()`."""
+        while an answer waits, and whenever `parent.lock.wake()` says the hold may have
+        ended."""
         self._lock.hold_later = hold
         self._lock.wake()
 
-    def answers_may_go(self) -> None:
-        """The host's hold may have ended (`hold_answers`): look at it now."""
-        self._lock.wake()
-
-    async def load_settings(self) -> dict[str, Any]:
-        """Read the settings files again (on a thread) and apply their rules, default mode
-        and additional directories (`config/settings.py`); the rules in force, as
-        `PermissionGate.summary` gives them. Done at the start of every parent turn."""
-        return await self.parent.load_settings()
-
     async def trust(self) -> str:
         """Record in `~/.claude.json` that the person trusts the work directory, as Claude
-        Code does (`config/trust.py`): what its files grant applies from the next turn. The
-        line that says so; ConfigError (one line) when the file cannot take it."""
-        return await self.parent.trust()
+        Code does (`config/trust.py`): what its files grant applies from the next turn (a
+        project MCP server it unlocks starts at the next use). The line that says so;
+        ConfigError (one line) when the file cannot take it."""
+        said = await asyncio.to_thread(record_trust, self.workdir, self.home)
+        if self.options.trusted is False:
+            said += "; this session was made with trusted=False, which still holds"
+        await self.mcp.reconsider()
+        return said
 
     async def trust_report(self) -> str:
         """Whether the work directory is trusted and why, and what its files grant (`%trust`)."""
-        return await self.parent.trust_report()
+        trusted = self.options.trusted
+        state = await asyncio.to_thread(folder_trust, self.workdir, self.home, trusted)
+        asks = await asyncio.to_thread(folder_asks, self.workdir, self.home)
+        return describe_trust(state, asks)
 
     async def ask(self, prompt: str) -> Turn:
         """Run one parent turn to completion and return its outcome. A prompt `/name args`
         runs that slash command or skill (`session/commands.py`): inline as the turn's
-        prompt, or with `context: fork` in a fork whose report is the turn's text."""
-        return await fold_turn(self.stream(prompt))
-
-    def reset(self) -> None:
-        """Start a new parent conversation (workers keep running and report to it)."""
-        self.parent.reset()
+        prompt, or with `context: fork` in a fork whose report is the turn's text. Its events
+        as they come: `parent.stream(prompt)`."""
+        return await fold_turn(self.parent.stream(prompt))
 
     async def compact(self, keep_turns: int | None = None) -> Compacted:
         """Compact the parent conversation now: a fork of it writes a summary (reading the
         history from the prompt cache), and the history becomes the summary plus the last
         `keep_turns` turns (default `compact_keep_turns`). Waits for a turn in flight."""
+        if keep_turns is not None and (isinstance(keep_turns, bool) or keep_turns < 1):
+            raise UsageError(f"keep_turns must be 1 or more; got {keep_turns!r}.")
+        self.budget.check("The compaction was")
         return await self.parent.compact(keep_turns)
 
     async def resume(self, session_id: str) -> int:
         """Continue the parent conversation of an earlier session (by its id, under the same
         transcripts folder) as it stood at its end, compactions applied; returns the number
         of messages. Its workers are resumed one by one with `send`."""
-        return await self.parent.resume(session_id)
+        if self.store is None:
+            raise UsageError("Resuming needs transcripts (Session(transcripts=...)).")
+        return await self.parent.resume(self.store, session_id)
 
     # -- background work -----------------------------------------------------------------
 
@@ -444,8 +404,9 @@ class Session:
         Batch (half price; see `batch/fan_out.py` for caching, notifications and tools)."""
         self.budget.check("The fan-out was")
         return await fan_out(
-            self,
+            self.batches,
             directives,
+            fork=self.fork_now,
             batch=batch,
             names=names,
             items=items,
@@ -472,34 +433,13 @@ class Session:
         task = self.registry.get(task_id)
         return await self.compute.pull(task.id, names, trust)
 
-    # -- worker processes (the compute plane, for hosts) --------------------------------
-
-    def namespace_changed(self) -> None:
-        """The host's code may have changed the namespace: the next fork takes a new
-        snapshot (with `reuse_snapshots`, forks until then share one)."""
-        self.compute.namespace_changed()
-
-    def on_worker_output(self, listener: Callable[[str, Output], None]) -> None:
-        """Call `listener(agent_id, output)` with what a worker's code prints or displays."""
-        self.compute.on_output = listener
+    # -- the compute plane (`compute`: the workers' processes, for hosts) ----------------
 
     def use_dask(self, client: Any) -> None:
         """Isolated workers' code runs on the Dask cluster of this `distributed.Client`
         from the next worker on (a ConfigError when it cannot be used)."""
         self.compute.use_dask(client=client)
         self.options = self.options.model_copy(update={"executor": "dask", "dask_address": ""})
-
-    def free_process(self, task_id: str) -> bool:
-        """End the process a finished worker keeps for pulls (False: it has none)."""
-        return self.compute.free(task_id)
-
-    async def process_memory(self) -> tuple[Rollup | None, list[WorkerProcess]]:
-        """The kernel's memory and each live worker process's (`executors/memory.py`)."""
-        return await self.compute.process_memory()
-
-    def no_process(self, task_id: str) -> str:
-        """Why this task has no live worker process, in a few words."""
-        return self.compute.no_process(task_id)
 
     async def send(self, to: str, message: str) -> str:
         """Message a running worker (queued) or a finished one (resumed; one of an earlier
@@ -646,16 +586,15 @@ class Session:
     @property
     def usage(self) -> Usage:
         """Tokens of the parent conversation and of every worker."""
-        return self.spending.usage
+        total = self.parent.usage
+        for task in self.registry:
+            total = total + task.usage
+        return total
 
     @property
     def cost_usd(self) -> float:
-        return self.spending.cost_usd
-
-    def add_parent_cost(self, cost_usd: float) -> None:
-        """Charge the parent conversation for a request made on its behalf outside its turns
-        (a batch's cache pre-warm)."""
-        self.parent.cost += cost_usd
+        """What the parent conversation and every worker have cost, in USD."""
+        return self.parent.cost + sum(t.cost_usd for t in self.registry)
 
     async def __aenter__(self) -> Session:
         return self
@@ -667,12 +606,7 @@ class Session:
         """Stop the workers (no automatic answer to their last notifications) and close the
         model client once nothing uses it."""
         self.options = self.options.changed(auto_respond=False)
-        for run in {id(r): r for r in self.batches.values()}.values():
-            await run.close()
-        if self.offline_batches is not None:
-            _sdk, stop = self.offline_batches
-            self.offline_batches = None
-            await stop()
+        await self.batches.aclose()
         await self.workers.stop_all()
         await self.mcp.aclose()
         await self.shells.aclose()

@@ -1,0 +1,224 @@
+"""How a session's parts are made and joined (`Session.__init__` calls `make_parts`).
+
+Each part is given the parts it uses, never the session, and they are made in an order where
+what a part needs exists first. Where two parts call each other, the one made first gets a
+small function that calls the other once it exists: the contexts charge a web request to the
+spending, which stops the workers the contexts configure; the responder runs the parent's
+turns, which read the notifications it answers. What a part reads of the session itself at
+the time of use comes as a function too: its options (changed by `configure`), its model
+client (a `RequestLog` may replace it) and its total cost (for the budget)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from ...messages_api.usage import Usage
+from ..batch.client import BatchSdk
+from ..batch.fan_out import Batches
+from ..config.agent_definitions import scan_agents
+from ..executors import ComputePlane
+from ..loop.compaction import CompactPolicy
+from ..loop.config import LoopState
+from ..mcp.servers import McpServers
+from ..model.budget import BudgetedModel, CostBudget
+from ..model.client import ModelClient
+from ..model.pacer import PacedModel, RateLimits
+from ..model.retry import StreamRetry
+from ..tasks.notifications import CommandQueue
+from ..tasks.registry import TaskRegistry
+from ..tools.services import ToolServices
+from ..tools.shells import ShellRegistry
+from ..transcripts.store import AgentMeta, TranscriptStore
+from ..workers.workers import AgentRun, Workers
+from .agent_setup import AgentContexts
+from .compute_settings import compute_follows
+from .live_settings import LiveSettings
+from .options import SessionOptions
+from .parent_turns import ParentTurns
+from .responder import Responder
+from .spending import Spending
+from .turn_lock import TurnLock
+
+__all__ = ["SessionParts", "make_parts"]
+
+
+@dataclass(frozen=True)
+class SessionParts:
+    """What `make_parts` made (the session keeps each under the same name)."""
+
+    session_id: str
+    store: TranscriptStore | None
+    hook_jobs: set[asyncio.Task[Any]]
+    """Background jobs (Notification hooks, a named agent's MCP servers stopping), awaited
+    when the session closes."""
+    lock: TurnLock
+    """One parent turn at a time; prompts before automatic answers."""
+    changed: asyncio.Event
+    """Set whenever the session may have become idle."""
+    budget: CostBudget
+    queue: CommandQueue
+    registry: TaskRegistry
+    contexts: AgentContexts
+    workers: Workers
+    main: AgentRun
+    responder: Responder
+    parent: ParentTurns
+    spending: Spending
+    live_settings: LiveSettings
+    batches: Batches
+
+
+def make_parts(
+    o: SessionOptions,
+    *,
+    options: Callable[[], SessionOptions],
+    client: Callable[[], ModelClient],
+    cost: Callable[[], float],
+    backend: str,
+    workdir: Path,
+    home: Path,
+    compute: ComputePlane,
+    services: ToolServices,
+    shells: ShellRegistry,
+    mcp: McpServers,
+    rate_limits: RateLimits,
+    stream_retry: StreamRetry,
+    compaction: CompactPolicy,
+) -> SessionParts:
+    """A session's task registry and queue, the agents' contexts, the workers, the parent's
+    own run and turns, the answers to its notifications, the budget's enforcement, where live
+    settings go and its batched fan-outs, made from its options `o` and what the session made
+    before (see the module doc)."""
+    session_id = uuid.uuid4().hex[:12]
+    store: TranscriptStore | None = None
+    if o.transcripts:
+        root = o.transcripts if not isinstance(o.transcripts, bool) else None
+        root = Path(root or workdir / ".forkagent" / "sessions")
+        store = TranscriptStore(root, session_id)
+    hook_jobs: set[asyncio.Task[Any]] = set()
+    lock = TurnLock()
+    changed = asyncio.Event()
+    budget = CostBudget(cost, o.max_cost_usd)
+    queue = CommandQueue()  # its on_enqueue is the responder's (below)
+    registry = TaskRegistry(queue, base=workdir)
+    shells.report_to(queue, recipient=registry.recipient, files=store, base=workdir)
+    mcp.on_note = registry.note
+    spending: Spending  # made last: it charges the parent and stops the workers
+    parent: ParentTurns  # made after the responder, which runs its turns
+    contexts = AgentContexts(
+        settings=options,
+        model=lambda: BudgetedModel(PacedModel(client(), rate_limits), budget),
+        workdir=workdir,
+        session_id=session_id,
+        compute=compute,
+        services=services,
+        mcp=mcp,
+        stream_retry=stream_retry,
+        compaction=compaction,
+        web_usage=lambda agent_id, usage, usd: spending.web_usage(agent_id, usage, usd),
+    )
+    workers = Workers(
+        registry=registry,
+        queue=queue,
+        definitions=partial(scan_agents, workdir, home),
+        named_config=contexts.named_config,
+        fork_config=contexts.fork_config,
+        stagger=o.stagger_forks,
+        forking=o.forking,
+        store=store,
+        auto_background_after=o.auto_background_after,
+    )
+    services.workers = workers  # every agent's tools reach them (Agent, SendMessage, ...)
+    main = AgentRun("main", contexts.parent_config(), [], LoopState())
+    main.config.ctx.services.agent_run = main
+    workers.main = main
+    responder = Responder(
+        settings=options,
+        main=main,
+        queue=queue,
+        budget=budget,
+        contexts=contexts,
+        workers=workers,
+        turn=lambda texts: parent.turn(texts),
+        lock=lock,
+        changed=changed,
+        jobs=hook_jobs,
+    )
+    queue.on_enqueue = responder.on_command
+    parent = ParentTurns(
+        main=main,
+        contexts=contexts,
+        responder=responder,
+        queue=queue,
+        budget=budget,
+        mcp=mcp,
+        workers=workers,
+        workdir=workdir,
+        home=home,
+        session_id=session_id,
+        lock=lock,
+        changed=changed,
+        on_cost=lambda: spending.enforce(),
+        trusted=lambda: options().trusted,
+    )
+    spending = Spending(
+        budget=budget,
+        registry=registry,
+        workers=workers,
+        charge_parent=parent.charge,
+        budget_raised=responder.budget_raised,
+        changed=changed,
+    )
+    live_settings = LiveSettings(
+        contexts=contexts,
+        workers=workers,
+        stream_retry=stream_retry,
+        compaction=compaction,
+        compute=compute,
+        spending=spending,
+        mcp=mcp,
+    )
+    batches = Batches(
+        sdk=BatchSdk(client, backend),
+        main=main,
+        workers=workers,
+        registry=registry,
+        queue=queue,
+        store=store,
+        rate_limits=rate_limits,
+        charge_parent=lambda usd: parent.charge(Usage(), usd),
+    )
+    if store is not None:  # the parent's transcript
+        transcript = store.open(AgentMeta(agent_id="main", kind="main", model=o.model))
+        main.transcript = transcript
+        main.state.on_message = transcript.append_message
+        main.state.on_history_replaced = parent.history_replaced
+        contexts.gate.recorder = lambda e: transcript.append_event("permission", e)
+    registry.subscribe(lambda _task: changed.set())
+    registry.subscribe(partial(compute_follows, compute))
+    registry.subscribe(lambda _task: spending.enforce())
+    registry.subscribe(partial(mcp.follow, hook_jobs))
+    return SessionParts(
+        session_id=session_id,
+        store=store,
+        hook_jobs=hook_jobs,
+        lock=lock,
+        changed=changed,
+        budget=budget,
+        queue=queue,
+        registry=registry,
+        contexts=contexts,
+        workers=workers,
+        main=main,
+        responder=responder,
+        parent=parent,
+        spending=spending,
+        live_settings=live_settings,
+        batches=batches,
+    )
