@@ -377,8 +377,8 @@ async def test_a_hook_gets_no_credential(
     emulator: Any, make_session: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-should-not-leak")
-    monkeypatch.setenv("JUPYTER_TOKEN", "0123456789abcdef")  # the Jupyter server's
-    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "fedcba9876543210")
+    monkeypatch.setenv("JUPYTER_TOKEN", "jt-hook-test-7f3a9c2e51")  # the Jupyter server's
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "jh-hook-test-0d4b8e6a19")
     seen = tmp_path / "env.txt"
     show = "import os, sys\nopen(sys.argv[1], 'w').write(repr(sorted(os.environ)))"
     settings(tmp_path, {"PostToolUse": on("Bash", script(tmp_path, "env.py", show) + f" {seen}")})

@@ -246,15 +246,15 @@ async def test_a_session_may_decide_trust_for_itself_without_recording_it(
     home, work = tmp_path / "home", tmp_path / "work"
     write(work / ".claude" / "settings.json", {"permissions": {"allow": ["Bash(make *)"]}})
     trusting = make_session(workdir=work, home=home, trusted=True)
-    assert [r["rule"] for r in (await trusting.load_settings())["allow"]] == ["Bash(make *)"]
+    assert [r["rule"] for r in (await trusting.parent.load_settings())["allow"]] == ["Bash(make *)"]
     assert not (home / ".claude.json").exists()  # nothing recorded
     trust_folder(work, home)
     doubting = make_session(workdir=work, home=home, trusted=False)
-    summary = await doubting.load_settings()
+    summary = await doubting.parent.load_settings()
     assert summary["allow"] == [] and summary["withheld"][0]["what"] == "allow Bash(make *)"
     assert "trusted=False" in await doubting.trust_report()
     doubting.configure(trusted=None)  # as ~/.claude.json records it
-    assert [r["rule"] for r in (await doubting.load_settings())["allow"]] == ["Bash(make *)"]
+    assert [r["rule"] for r in (await doubting.parent.load_settings())["allow"]] == ["Bash(make *)"]
 
 
 async def test_a_turn_in_a_folder_not_trusted_says_what_it_asks_for_once(
