@@ -380,7 +380,8 @@ class Session:
     ) -> Task:
         """`fork` for callers that cannot await (the notebook's `%fork`): the same fork, the
         task returned at once. A name a running task already has is refused (the new
-        worker would hide it from `send`, `stop` and `wait`)."""
+        worker would hide it from `send`, `stop` and `wait`), and so is another task's id; a
+        finished task's name moves to the new worker (`TaskRegistry.register`)."""
         self.budget.check("The fork was")
         if name is not None:
             if not name or len(name) > 64 or any(c.isspace() or c in "'\"`" for c in name):
@@ -389,12 +390,11 @@ class Session:
                     f"a worker's name is one word of at most 64 characters, without quotes, "
                     f"not {shown!r}."
                 )
-            holder = self.registry.find(name)
-            if holder is not None and not holder.done:
-                raise UsageError(
-                    f"the name {name!r} is in use by the running task {holder.id}: give this "
-                    f"worker another name, or stop {name} first."
-                )
+            problem = self.registry.name_problem(name)
+            if problem is not None:
+                running = self.registry.holder(name) is not None
+                stop = f", or stop {name} first" if running else ""
+                raise UsageError(f"{problem}: give this worker another name{stop}.")
         return self.workers.fork(
             self.main,
             directive,
