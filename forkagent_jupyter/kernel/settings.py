@@ -152,15 +152,22 @@ def _quoted(value: Any) -> str:
     return text if len(text) <= 80 else text[:76] + "...'"
 
 
-def check_setting(label: str, trait: TraitType[Any, Any], value: Any, current: Any) -> None:
+def check_setting(
+    label: str,
+    trait: TraitType[Any, Any],
+    value: Any,
+    current: Any,
+    given: dict[str, Any] | None = None,
+) -> None:
     """Raise a one-line SettingError unless `value` is allowed for `trait`: by the session's
-    options for theirs (`SessionOptions.check`), else by the trait's type and tags."""
+    options for theirs (`SessionOptions.check`, with `given`: the settings fixed at the start
+    as they stand, which the model's check reads), else by the trait's type and tags."""
     from ..runtime import OptionRefusedError, SessionOptions
 
     option = _option(trait)
     if option is not None and (value is not None or trait.allow_none):
         try:
-            SessionOptions.check(option, value)
+            SessionOptions.check(option, value, given)
         except OptionRefusedError as refused:
             if refused.reason is not None:  # the check's own words
                 raise SettingError(
@@ -228,7 +235,8 @@ class CheckedSettings(Configurable):  # type: ignore[misc]
         if trait is not None and trait.metadata.get("config"):
             current = getattr(self, name)
             label = f"{type(self).__name__}.{name}"
-            check_setting(label, trait, value, current)
+            given = {n: getattr(self, n) for n in fixed_settings(self) if n != name}
+            check_setting(label, trait, value, current, given)
             why = self._frozen.get(name)
             if why is not None and value != current:
                 raise SettingError(
@@ -256,7 +264,8 @@ class ForkAgent(CheckedSettings):
         "",
         allow_none=True,
         help="Model id or alias (sonnet, opus, haiku, fable; default: FORKAGENT_MODEL or the "
-        "built-in default).",
+        "built-in default). A name that is no Claude model is refused where the Anthropic API "
+        "would get it; another backend or base URL takes it as written, with one line.",
     ).tag(config=True)
     backend = Unicode(
         "",

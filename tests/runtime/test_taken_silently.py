@@ -65,3 +65,74 @@ def test_a_task_registered_with_a_name_it_cannot_take_is_registered_without_it()
         "not named 'x': the name 'x' is in use by the running task a1; use its id a2"
     ]
     assert registry.find("x") is holder and registry.find("a2") is late
+
+
+# -- a model that is no Claude model -----------------------------------------------------------
+
+
+@pytest.fixture
+def anthropic_api(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Requests would go to the Anthropic API itself: no endpoint or backend of the person's."""
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    monkeypatch.delenv("FORKAGENT_BACKEND", raising=False)
+
+
+@pytest.mark.usefixtures("anthropic_api")
+@pytest.mark.parametrize("backend", [None, "anthropic", "offline"])
+async def test_a_model_that_is_no_claude_model_is_refused_where_the_api_would_answer_404(
+    tmp_path: Any, backend: str | None
+) -> None:
+    """`model = "gpt-4"` had been taken, and the first request failed with a 404."""
+    from forkagent_jupyter.runtime.session.session import Session
+
+    with pytest.raises(UsageError) as refused:
+        Session(model="gpt-4", backend=backend, api_key="k", workdir=tmp_path, transcripts=False)
+    said = str(refused.value)
+    assert said.startswith(
+        "model = 'gpt-4' refused: 'gpt-4' is no Claude model, and the Anthropic API answers 404"
+    ), said
+    assert "use an alias (sonnet, opus, haiku, fable) or an id such as claude-sonnet-5-5" in said
+    assert "\n" not in said
+    session = Session(backend="offline", workdir=tmp_path, transcripts=False)
+    before = session.model
+    with pytest.raises(UsageError, match=r"'sonet' is no Claude model.*did you mean sonnet\?"):
+        session.configure(model="sonet")
+    with pytest.raises(UsageError, match=r"did you mean claude-opus-4-8"):
+        session.model = "opus-4-8"
+    assert session.model == before  # the previous one stays
+    for taken in ("claude-sonnet-4-5@20250929", "us.anthropic.claude-sonnet-4-5-v1:0", "opus"):
+        session.model = taken  # a Claude model's id on any platform, an alias
+    await session.aclose()
+
+
+async def test_a_model_that_is_no_claude_model_is_sent_as_written_elsewhere_with_one_line(
+    make_session: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A proxy (a base URL of its own) or another backend may know any name: taken, with one
+    line on stderr, once."""
+    session = make_session(model="gpt-4-proxy-a")  # the emulator's base URL
+    assert session.model == "gpt-4-proxy-a"
+    said = capsys.readouterr().err.splitlines()
+    assert said == [
+        "forkagent: model 'gpt-4-proxy-a' is no Claude model id; it is sent to the endpoint at "
+        "base_url as written (its first request says whether that endpoint knows it)."
+    ]
+    session.model = "gpt-4-proxy-a"
+    session.model = "sonnet"
+    assert capsys.readouterr().err == ""  # said once; a Claude model needs no line
+    from forkagent_jupyter.runtime.session.options import SessionOptions
+
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    monkeypatch.delenv("FORKAGENT_BACKEND", raising=False)
+    options = SessionOptions(backend="foundry", model="my-deployment-b")
+    assert options.model == "my-deployment-b"
+    assert "sent to the foundry backend as written" in capsys.readouterr().err
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/v1")
+    assert SessionOptions.check("model", "llama-c") == "llama-c"
+    assert "sent to the endpoint at ANTHROPIC_BASE_URL as written" in capsys.readouterr().err
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "https://api.anthropic.com/")
+    with pytest.raises(UsageError, match="'llama-d' is no Claude model"):
+        SessionOptions.check("model", "llama-d")
+    with pytest.raises(UsageError, match="'llama-e' is no Claude model"):
+        SessionOptions.check("model", "llama-e", {"backend": "anthropic"})
+    assert SessionOptions.check("model", "llama-f", {"backend": "vertex"}) == "llama-f"

@@ -13,7 +13,7 @@ of the same name reaches it without more code (kernel/settings.py).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import NoneType, UnionType
 from typing import Any, Generic, Literal, Protocol, TypeVar, Union, get_args, get_origin, overload
 
@@ -34,7 +34,7 @@ from ..loop.thinking import thinking_param
 from ..mcp.servers import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT
 from ..model.backends import BACKENDS, Backend
 from ..model.client import CacheTTL, ModelClient, default_model_name
-from ..model.names import session_model
+from ..model.names import foreign_model, session_model, tell_once
 from ..model.retry import DEFAULT_STREAM_RETRIES
 from ..permissions.gate import PermissionPolicy
 from ..tools.base import Tool
@@ -186,15 +186,28 @@ class SessionOptions(BaseModel):
 
     @field_validator("model", mode="before")
     @classmethod
-    def _model(cls, value: Any) -> Any:
+    def _model(cls, value: Any, info: ValidationInfo) -> Any:
+        """An alias (sonnet, opus, ...) is its model id; an id that cannot be one is refused;
+        a name that is no Claude model is refused where the Anthropic API would get it, and
+        taken with one line elsewhere (`names.foreign_model`: the backend, base URL and
+        client, declared above, are known here)."""
         if value is None or value == "":
             return default_model_name()
         if not isinstance(value, str):
             return value  # refused as not a string
-        try:  # an alias (sonnet, opus, ...) is its model id; an id that cannot be one is refused
-            return session_model(value, default_model_name())
+        try:
+            model = session_model(value, default_model_name())
+            said = foreign_model(
+                value,
+                backend=info.data.get("backend"),
+                base_url=info.data.get("base_url"),
+                client=info.data.get("client") is not None,
+            )
         except ValueError as exc:
             raise RefusalError(str(exc)) from None
+        if said is not None:
+            tell_once(said)
+        return model
 
     @field_validator("backend", mode="before")
     @classmethod
@@ -245,11 +258,13 @@ class SessionOptions(BaseModel):
         return text
 
     @classmethod
-    def check(cls, name: str, value: Any) -> Any:
+    def check(cls, name: str, value: Any, given: Mapping[str, Any] | None = None) -> Any:
         """The value the setting `name` holds when given `value`, or a one-line UsageError
-        naming the setting, the value and what it takes (the check `%config` uses)."""
+        naming the setting, the value and what it takes (the check `%config` uses). `given`:
+        the settings fixed at the start as they stand (the model's check depends on the
+        backend)."""
         try:
-            return getattr(cls.model_validate({name: value}), name)
+            return getattr(cls.model_validate({**(given or {}), name: value}), name)
         except ValidationError as exc:
             raise option_error(exc) from None
 
