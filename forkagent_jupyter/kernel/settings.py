@@ -352,6 +352,14 @@ class ForkAgent(CheckedSettings):
     cache_ttl = CaselessStrEnum(
         ["5m", "1h"], default_value="5m", help="Prompt-cache lifetime to request."
     ).tag(config=True)
+    large_prompt_tokens = Int(
+        20_000,
+        allow_none=True,
+        help="An %%agent prompt, %fork directive or %send message of this many tokens or more "
+        "(a large {variable} put in) is said in one line on stderr, its size and cost, before "
+        "it is sent (None: never). One that cannot fit the model's context window with the "
+        "conversation so far is refused whatever this is.",
+    ).tag(config=True)
     executor = CaselessStrEnum(
         ["local", "dask"],
         default_value="local",

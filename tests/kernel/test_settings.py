@@ -220,6 +220,7 @@ BAD_SETTINGS = {
     "executor": ("'ray'",),
     "auto_background_after": ("float('inf')", "-1"),
     "thinking": ("True", "10", "2048.0"),
+    "large_prompt_tokens": ("0", "-1", "True", "2.5", "float('inf')"),
 }
 
 

@@ -3,6 +3,7 @@ a prompt too large to notice (issue 42, section 4), through the real SDK and the
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -136,3 +137,96 @@ async def test_a_model_that_is_no_claude_model_is_sent_as_written_elsewhere_with
     with pytest.raises(UsageError, match="'llama-e' is no Claude model"):
         SessionOptions.check("model", "llama-e", {"backend": "anthropic"})
     assert SessionOptions.check("model", "llama-f", {"backend": "vertex"}) == "llama-f"
+
+
+# -- a prompt too large to notice --------------------------------------------------------------
+
+BIG = "2024-01-01,42.0,north\n" * 1000  # 22,000 characters: about 5,600 tokens
+
+
+async def test_a_large_prompt_directive_or_message_is_said_with_its_size_and_cost_first(
+    emulator: Any, make_session: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 2 MB `{var}` had gone out with no word (a simulated $6.32, 58% of the parent's
+    context). Past `large_prompt_tokens` one line on stderr says the size and what it costs,
+    before anything is sent; then it goes."""
+    from forkagent_jupyter.messages_api.tokens import count_input_tokens
+    from forkagent_jupyter.messages_api.usage import Usage, cost_usd
+
+    session = make_session(auto_respond=False, large_prompt_tokens=5_000)
+    tokens = count_input_tokens({"messages": [{"role": "user", "content": BIG}]})
+    write = cost_usd(
+        Usage(cache_creation_input_tokens=tokens, ephemeral_5m_input_tokens=tokens), session.model
+    )
+    reread = cost_usd(Usage(cache_read_input_tokens=tokens), session.model)
+    turn = await session.ask(BIG)
+    assert turn.ok, turn.error
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 1, said
+    figures = re.fullmatch(
+        r"forkagent: this prompt is ~([\d,]+) tokens \(1% of claude-sonnet-5-5's 1,000,000-token "
+        r"context window\): about \$([\d.]+) to send, and it stays in the conversation: "
+        r"\$([\d.]+) more for each later request\. Large data costs less saved to a file and "
+        r"named in the prompt \(the agent reads what it needs\)\.",
+        said[0],
+    )
+    assert figures is not None, said[0]
+    assert int(figures[1].replace(",", "")) == tokens  # nothing measured yet: the count
+    assert float(figures[2]) == pytest.approx(write, rel=0.05)
+    assert float(figures[3]) == pytest.approx(reread, rel=0.1)
+    sent = emulator.api_requests()[-1].body["messages"][-1]["content"]
+    assert BIG in [b.get("text") for b in sent]  # and it was sent
+    task = session.fork_now("look at it " + BIG, name="w")
+    said = capsys.readouterr().err
+    assert (
+        re.match(r"forkagent: this directive is ~5,\d{3} tokens \(1% ", said)
+        and "\n" not in said.strip()
+    )
+    assert "for the worker's first request (what it inherits is read from the cache)" in said
+    await session.wait("w", timeout=60)
+    await session.send("w", BIG)
+    said = capsys.readouterr().err
+    assert (
+        re.match(r"forkagent: this message is ~5,\d{3} tokens \(1% ", said)
+        and "stays in w's conversation" in said
+    )
+    await session.wait(task.id, timeout=60)
+    await session.ask("small")  # under the threshold: no line
+    session.large_prompt_tokens = None  # never said
+    await session.ask(BIG)
+    assert capsys.readouterr().err == ""
+
+
+async def test_a_prompt_that_cannot_fit_the_context_window_is_refused_before_it_is_sent(
+    emulator: Any, make_session: Any
+) -> None:
+    """Refused in one line: its size, the window, what to do instead; nothing is sent and no
+    history changes."""
+    session = make_session(auto_respond=False, context_window=28_000)
+    await session.ask("hello")
+    task = session.fork_now("a worker `py: 1`", name="w")
+    await session.wait(task.id, timeout=60)
+    requests, messages = len(emulator.api_requests()), list(session.messages)
+    huge = BIG * 5  # about 28,000 tokens: more than the window by itself
+    with pytest.raises(UsageError) as refused:
+        await session.ask(huge)
+    said = str(refused.value)
+    assert re.match(r"this prompt is ~2\d,\d{3} tokens: with the conversation so far", said)
+    assert "\n" not in said
+    assert (
+        "does not fit claude-sonnet-5-5's 28,000-token context window, so it was not sent" in said
+    )
+    assert said.endswith(
+        "save the data to a file and name the file in the prompt (the agent reads what it needs)."
+    )
+    with pytest.raises(UsageError, match=r"^this directive is ~2\d,.*so it was not sent"):
+        session.fork_now("look " + huge)
+    with pytest.raises(UsageError, match=r"^this message is ~2\d,.*so it was not sent"):
+        await session.send("w", huge)
+    with pytest.raises(UsageError, match=r"^this message is ~2\d,"):
+        session.send_now("w", huge)
+    # the prompt fits alone: the conversation is what is full
+    with pytest.raises(UsageError, match=r"or compact the conversation first\.$"):
+        await session.ask(BIG * 3)
+    assert len(emulator.api_requests()) == requests and session.messages == messages
+    assert [t.id for t in session.tasks] == [task.id] and task.run == 1

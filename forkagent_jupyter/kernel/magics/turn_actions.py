@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from argparse import Namespace
 from typing import Any
 
@@ -38,8 +39,12 @@ class TurnActions(AgentCore):
                     self.session.model = opts.model
             if opts.new:  # after the options were taken: a refused one loses no conversation
                 self.session.reset()
+            with said_as("%%agent"):  # one that cannot fit: refused before anything shows
+                line = self.session.check_prompt(prompt)
+            if line is not None:  # a large one: its size and cost above the answer
+                print(line, file=sys.stderr)
             async with interruptible():
-                await self.ui.run_turn(prompt)
+                await self.ui.run_turn(prompt)  # the size said (`Session.stream`'s size_said)
         finally:
             self.session.model = model
             self.session.thinking = thinking

@@ -140,6 +140,14 @@ class SessionOptions(BaseModel):
     """The API's `thinking` parameter; given as a token budget, "adaptive", "off"/0/None or
     the API's dict (`thinking.thinking_param`)."""
     cache_ttl: CacheTTL = "5m"
+    large_prompt_tokens: int | None = Field(
+        default=20_000,
+        ge=1,
+        json_schema_extra={"kind": "a number of tokens", "none": "or None (never said)"},
+    )
+    """A prompt, directive or message of this many tokens or more is said in one line (its
+    size and cost) before it is sent (`loop/prompt_size.py`); one that cannot fit the
+    context window is refused whatever this is."""
 
     # -- live: pushed to the part that holds them (live_settings.py) ---------------------
     permission_mode: SessionMode = "default"

@@ -61,6 +61,8 @@ class ParentHost(Protocol):
     store: TranscriptStore | None
 
     def agent_scan(self) -> AgentScan: ...
+    def check_prompt(self, text: str) -> str | None: ...
+    def say_prompt_size(self, text: str, **where: Any) -> None: ...
 
 
 class ParentTurns:
@@ -89,12 +91,16 @@ class ParentTurns:
         self.usage = self.usage + usage
         self.cost += cost_usd
 
-    async def stream(self, prompt: str) -> AsyncIterator[LoopEvent]:
+    async def stream(self, prompt: str, *, size_said: bool = False) -> AsyncIterator[LoopEvent]:
         """A prompt's turn (`Session.stream`)."""
         host = self.host
         if not isinstance(prompt, str) or not prompt.strip():
             raise UsageError("The prompt is empty: write what the agent should do.")
         host.budget.check("The turn was")
+        if size_said:  # the caller said its size; one that cannot fit is refused all the same
+            host.check_prompt(prompt)
+        else:
+            host.say_prompt_size(prompt)
         try:
             async with self.lock.turn("next"):  # before an automatic answer that waits
                 # what waits to be read at the next opportunity goes with the prompt; a task's

@@ -8,6 +8,7 @@ turn's events for a UI. One turn runs at a time; a second `ask()` waits for the 
 from __future__ import annotations
 
 import asyncio
+import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
@@ -24,8 +25,10 @@ from ..events import Compacted, LoopEvent
 from ..executors import ComputePlane, WorkerNamespace
 from ..executors.base import Output
 from ..executors.memory import Rollup, WorkerProcess
-from ..loop.compaction import CompactPolicy, window_for
+from ..loop.compaction import CompactPolicy, last_turns, window_for
 from ..loop.config import LoopState
+from ..loop.prompt_size import PromptSize, prompt_size
+from ..loop.thinking import with_budget
 from ..mcp.servers import McpServers
 from ..model.backends import Backend, select_backend
 from ..model.budget import CostBudget
@@ -228,6 +231,9 @@ class Session:
     compact_at = Setting[float | None]()
     """The fraction of the context window (prompt + max_tokens) at which a conversation is
     compacted before its next request (None: never); every agent, from its next request."""
+    large_prompt_tokens = Setting[int | None]()
+    """A prompt, directive or message of this many tokens or more is said in one line (its
+    size and cost, on stderr) before it is sent (None: never); `check_prompt`."""
     max_cost_usd = Setting[float | None]()
     """The session's cost budget in USD (None: none); see `model/budget.py`. Raising it lets work
     go on: notifications that waited are read with the next turn."""
@@ -308,12 +314,15 @@ class Session:
 
     # -- turns ---------------------------------------------------------------------------
 
-    def stream(self, prompt: str) -> AsyncIterator[LoopEvent]:
+    def stream(self, prompt: str, *, size_said: bool = False) -> AsyncIterator[LoopEvent]:
         """Run one parent turn, yielding its events. It goes before an automatic answer to
         notifications that waits (`hold_answers`). Pending notifications are delivered with
         the prompt (before it), so none is lost or read twice; with `auto_respond` on, a
-        task's end is left to the automatic answer that follows the turn."""
-        return self.parent.stream(prompt)
+        task's end is left to the automatic answer that follows the turn. A prompt that
+        cannot fit the context window is refused (a UsageError, nothing sent), a large one
+        said first (`check_prompt`); `size_said`: the caller has said its line already (the
+        notebook does, above the answer)."""
+        return self.parent.stream(prompt, size_said=size_said)
 
     def hold_answers(self, hold: Callable[[], bool] | None) -> None:
         """Let the host hold the automatic answer to notifications back while `hold()` is
@@ -352,6 +361,66 @@ class Session:
         transcripts folder) as it stood at its end, compactions applied; returns the number
         of messages. Its workers are resumed one by one with `send`."""
         return await self.parent.resume(session_id)
+
+    def prompt_size(
+        self,
+        text: str,
+        *,
+        to: str | None = None,
+        fork: bool = False,
+        turns: int | None = None,
+    ) -> PromptSize:
+        """How big `text` is where it would go, and what it costs (`loop/prompt_size.py`):
+        the parent's next prompt (default), a fork's directive (`fork`, inheriting the last
+        `turns` turns), or a message to the agent `to` (one this session does not hold is
+        measured against an empty conversation: its transcript is not read for this)."""
+        if to is not None:
+            task = self.registry.find(to)
+            run = self.workers.runs.get(task.id) if task is not None else None
+            if task is not None and run is not None:
+                holder = f"{task.name or task.id}'s conversation"
+                return prompt_size(
+                    "message", text, run.config, run.state, run.history, holder=holder
+                )
+        main = self.main
+        cfg = replace(
+            main.config,
+            model=self.model,
+            max_tokens=with_budget(self.max_tokens, self.thinking),
+            cache_ttl=self.cache_ttl,
+        )
+        if to is not None:
+            return prompt_size("message", text, cfg, LoopState(), [], holder="its conversation")
+        if not fork:
+            return prompt_size("prompt", text, cfg, main.state, main.history)
+        history, state = main.history, main.state
+        if turns is not None:  # a window of the history: counted, not predicted from the last
+            history = last_turns(history, turns)
+            state = LoopState(token_ratio=state.token_ratio)
+        return prompt_size(
+            "directive", text, cfg, state, history, holder="the worker's conversation"
+        )
+
+    def check_prompt(
+        self,
+        text: str,
+        *,
+        to: str | None = None,
+        fork: bool = False,
+        turns: int | None = None,
+    ) -> str | None:
+        """`prompt_size`'s verdict before `text` is sent: a UsageError (one line: its size,
+        the context window, what to do instead) when it cannot fit with the conversation so
+        far; its size and cost in one line when it has `large_prompt_tokens` tokens or more;
+        else None. `ask`, `fork` and `send` check this way and print that line on stderr."""
+        size = self.prompt_size(text, to=to, fork=fork, turns=turns)
+        return size.checked(self.options.large_prompt_tokens)
+
+    def say_prompt_size(self, text: str, **where: Any) -> None:
+        """`check_prompt`, its line (if any) printed on stderr."""
+        line = self.check_prompt(text, **where)
+        if line is not None:
+            print(line, file=sys.stderr)
 
     # -- background work -----------------------------------------------------------------
 
@@ -395,6 +464,7 @@ class Session:
                 running = self.registry.holder(name) is not None
                 stop = f", or stop {name} first" if running else ""
                 raise UsageError(f"{problem}: give this worker another name{stop}.")
+        self.say_prompt_size(directive, fork=True, turns=turns)
         return self.workers.fork(
             self.main,
             directive,
@@ -478,14 +548,18 @@ class Session:
 
     async def send(self, to: str, message: str) -> str:
         """Message a running worker (queued) or a finished one (resumed; one of an earlier
-        session from its transcript, read on a thread)."""
+        session from its transcript, read on a thread). One that cannot fit the agent's
+        context window is refused, a large one said first (`check_prompt`)."""
         self.budget.check("The message was")
+        self.say_prompt_size(message, to=to)
         return await self.workers.send(to, message)
 
     def send_now(self, to: str, message: str) -> str | None:
         """`send` for callers that cannot await, to an agent this session holds: its reply,
         or None when the agent has to be resumed from disk (then `await send(...)`)."""
         self.budget.check("The message was")
+        if self.registry.find(to) is not None:  # else `send` measures it, once
+            self.say_prompt_size(message, to=to)
         return self.workers.deliver(to, message)
 
     def background(self, task_id: str) -> Task:
