@@ -357,8 +357,8 @@ class ForkAgent(CheckedSettings):
         allow_none=True,
         help="An %%agent prompt, %fork directive or %send message of this many tokens or more "
         "(a large {variable} put in) is said in one line on stderr, its size and cost, before "
-        "it is sent (None: never). One that cannot fit the model's context window with the "
-        "conversation so far is refused whatever this is.",
+        "it is sent (None: never). One that cannot fit the model's context window is refused "
+        "whatever this is.",
     ).tag(config=True)
     executor = CaselessStrEnum(
         ["local", "dask"],

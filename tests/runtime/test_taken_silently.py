@@ -201,32 +201,66 @@ async def test_a_prompt_that_cannot_fit_the_context_window_is_refused_before_it_
     emulator: Any, make_session: Any
 ) -> None:
     """Refused in one line: its size, the window, what to do instead; nothing is sent and no
-    history changes."""
-    session = make_session(auto_respond=False, context_window=28_000)
+    history changes. Compaction off: the conversation so far does not shrink, so a prompt
+    larger than it that does not fit beside it is refused too."""
+    session = make_session(auto_respond=False, context_window=28_000, compact_at=None)
     await session.ask("hello")
     task = session.fork_now("a worker `py: 1`", name="w")
     await session.wait(task.id, timeout=60)
+    await session.ask(BIG)  # the conversation: about 10,000 tokens
     requests, messages = len(emulator.api_requests()), list(session.messages)
     huge = BIG * 5  # about 28,000 tokens: more than the window by itself
     with pytest.raises(UsageError) as refused:
         await session.ask(huge)
     said = str(refused.value)
-    assert re.match(r"this prompt is ~2\d,\d{3} tokens: with the conversation so far", said)
-    assert "\n" not in said
-    assert (
-        "does not fit claude-sonnet-5-5's 28,000-token context window, so it was not sent" in said
-    )
-    assert said.endswith(
-        "save the data to a file and name the file in the prompt (the agent reads what it needs)."
-    )
+    assert re.match(
+        r"this prompt is ~2\d,\d{3} tokens: even beside the system prompt and tools alone "
+        r"\(~4,\d{3}\) and room for the reply \(8,192\) it does not fit claude-sonnet-5-5's "
+        r"28,000-token context window, so it was not sent; save the data to a file and name the "
+        r"file in the prompt \(the agent reads what it needs\)\.$",
+        said,
+    ), said
     with pytest.raises(UsageError, match=r"^this directive is ~2\d,.*so it was not sent"):
         session.fork_now("look " + huge)
     with pytest.raises(UsageError, match=r"^this message is ~2\d,.*so it was not sent"):
         await session.send("w", huge)
     with pytest.raises(UsageError, match=r"^this message is ~2\d,"):
         session.send_now("w", huge)
-    # the prompt fits alone: the conversation is what is full
-    with pytest.raises(UsageError, match=r"or compact the conversation first\.$"):
-        await session.ask(BIG * 3)
+    # it would fit beside the system prompt, not beside the conversation, and it is larger
+    # than what the conversation has added: the conversation would have to be compacted
+    with pytest.raises(UsageError) as refused:
+        await session.ask(BIG * 2)
+    said = str(refused.value)
+    assert re.match(r"this prompt is ~1\d,\d{3} tokens: with the conversation so far \(~1", said)
+    assert "(~1" in said and "; compaction is off) and room for the reply (8,192)" in said
+    assert said.endswith("(the agent reads what it needs), or compact the conversation first.")
+    assert "\n" not in said
     assert len(emulator.api_requests()) == requests and session.messages == messages
     assert [t.id for t in session.tasks] == [task.id] and task.run == 1
+
+
+async def test_with_compaction_on_only_what_cannot_fit_beside_the_system_prompt_is_refused(
+    emulator: Any, make_session: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Compaction can shrink the conversation to its system prompt and tools: a prompt that
+    would fit there goes (the conversation is compacted first, and the line says so); only
+    one that would not is refused."""
+    session = make_session(auto_respond=False, context_window=28_000, large_prompt_tokens=5_000)
+    await session.ask("hello")
+    requests = len(emulator.api_requests())
+    with pytest.raises(UsageError) as refused:
+        await session.ask(BIG * 5)
+    said = str(refused.value)
+    assert re.match(r"this prompt is ~2\d,\d{3} tokens: even beside the system prompt and", said)
+    assert said.endswith("name the file in the prompt (the agent reads what it needs).")
+    assert len(emulator.api_requests()) == requests
+    first = await session.ask(BIG * 2)  # about 11,500 tokens: the window has room
+    assert first.ok, first.error
+    capsys.readouterr()
+    again = await session.ask(BIG * 2)  # no room beside the first: compacted, then sent
+    assert again.ok, again.error
+    line = capsys.readouterr().err
+    assert "(the conversation is compacted first, to make room)" in line, line
+    assert str(session.messages[0]["content"]).startswith(  # compacted, then answered
+        "[{'type': 'text', 'text': '<conversation-summary>"
+    )

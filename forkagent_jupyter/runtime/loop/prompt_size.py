@@ -1,10 +1,14 @@
 """How big a prompt is next to the conversation it joins, and what it costs.
 
 `Session.ask` (a prompt), `Session.fork` (a directive) and `Session.send` (a message) measure
-what they are about to send before anything goes (`Session.check_prompt`): one that cannot
-fit the model's context window with the conversation so far and room for the reply is
-refused in one line (nothing sent, nothing added to a history); one of `large_prompt_tokens`
-or more is said in one line, its size and cost, and sent.
+what they are about to send before anything goes (`Session.check_prompt`). One of
+`large_prompt_tokens` or more is said in one line, its size and cost, and sent. One that
+cannot fit the model's context window is refused in one line (nothing sent, nothing added to
+a history): one that would not fit even beside the system prompt and tools alone (no
+compaction can make room for it), or, with compaction off, one larger than the conversation
+so far that would not fit beside it. A full conversation with an ordinary prompt is not the
+prompt's doing, and the figures are estimates: that stays compaction's to handle (with it
+off, the API's window error, as before).
 
 The figures are the project's own (`messages_api`): the prompt's tokens are the emulator's
 count of a user message holding it, scaled by the conversation's measured/estimated ratio
@@ -26,7 +30,7 @@ from typing import Any, Literal
 from ...messages_api.tokens import ByteTokenizer, count_input_tokens
 from ...messages_api.usage import Usage, cost_usd
 from ..errors import UsageError
-from .compaction import predict_tokens, window_for
+from .compaction import estimate_tokens, predict_tokens, window_for
 from .config import AgentConfig, LoopState
 
 __all__ = ["PromptKind", "PromptSize", "prompt_size"]
@@ -67,11 +71,30 @@ class PromptSize:
     """Each later request of that conversation: its tokens read from the cache."""
     holder: str = "the conversation"
     """Whose conversation keeps it, in words ("the conversation", "x's conversation")."""
+    base: int = 0
+    """The system prompt and tools alone: the least a request of that conversation holds."""
+    compaction: bool = True
+    """Compaction is on: the conversation can shrink before the request that sends it."""
+    compacts: bool = False
+    """The conversation is compacted before the request that sends it (`compact_at`)."""
+
+    def _over(self, joined: int) -> bool:
+        return joined + self.tokens + self.max_tokens > self.window
+
+    @property
+    def alone_too_large(self) -> bool:
+        """It does not fit even beside the system prompt and tools alone."""
+        return self._over(self.base)
 
     @property
     def fits(self) -> bool:
-        """Whether the request fits the model's context window with it."""
-        return self.context + self.tokens + self.max_tokens <= self.window
+        """False when the prompt is why a request with it cannot fit the context window: not
+        even beside the system prompt and tools, or (compaction off) larger than the
+        conversation so far and not beside it (see the module doc)."""
+        if self.alone_too_large:
+            return False
+        own = self.context - self.base  # what the conversation itself has added
+        return self.compaction or not (self._over(self.context) and self.tokens > own)
 
     def line(self) -> str:
         """Its size and cost in one line (said before a large one is sent)."""
@@ -90,8 +113,9 @@ class PromptSize:
                 f"about {_usd(self.send_usd)} to send, and it stays in {self.holder}: "
                 f"{_usd(self.reread_usd)} more for each later request"
             )
+        first = " (the conversation is compacted first, to make room)" if self.compacts else ""
         return (
-            f"{head}: {cost}. Large data costs less saved to a file and named in the "
+            f"{head}: {cost}{first}. Large data costs less saved to a file and named in the "
             f"{self.kind} (the agent reads what it needs)."
         )
 
@@ -101,17 +125,19 @@ class PromptSize:
             f"save the data to a file and name the file in the {self.kind} (the agent reads "
             "what it needs)"
         )
-        if self.tokens + self.max_tokens <= self.window:  # the conversation is what is full
+        if self.alone_too_large:
+            beside = f"even beside the system prompt and tools alone (~{self.base:,})"
+        else:  # compaction off: the conversation so far does not shrink by itself
+            beside = f"with the conversation so far (~{self.context:,}; compaction is off)"
             instead += {
                 "prompt": ", or compact the conversation first",
                 "directive": ", or let the worker inherit fewer turns",
                 "message": "",
             }[self.kind]
         return (
-            f"this {self.kind} is ~{self.tokens:,} tokens: with the conversation so far "
-            f"(~{self.context:,}) and room for the reply ({self.max_tokens:,}) it does not fit "
-            f"{self.model}'s {self.window:,}-token context window, so it was not sent; "
-            f"{instead}."
+            f"this {self.kind} is ~{self.tokens:,} tokens: {beside} and room for the reply "
+            f"({self.max_tokens:,}) it does not fit {self.model}'s {self.window:,}-token context "
+            f"window, so it was not sent; {instead}."
         )
 
     def checked(self, threshold: int | None) -> str | None:
@@ -138,6 +164,10 @@ def prompt_size(
     raw = count_input_tokens({"messages": [{"role": "user", "content": text}]}, _TOKENIZER)
     tokens = round(raw * state.token_ratio)
     context, _raw = predict_tokens(cfg, state, history)
+    window = window_for(cfg.model, cfg.compaction)
+    policy = cfg.compaction
+    at = policy.compact_at if policy is not None else None
+    compacts = at is not None and context + tokens + cfg.max_tokens >= at * window
     hour = cfg.cache_ttl == "1h"
     written = Usage(
         cache_creation_input_tokens=tokens,
@@ -149,9 +179,12 @@ def prompt_size(
         tokens=tokens,
         context=context,
         max_tokens=cfg.max_tokens,
-        window=window_for(cfg.model, cfg.compaction),
+        window=window,
         model=cfg.model,
         send_usd=cost_usd(written, cfg.model),
         reread_usd=cost_usd(Usage(cache_read_input_tokens=tokens), cfg.model),
         holder=holder,
+        base=round(estimate_tokens(cfg, []) * state.token_ratio),
+        compaction=at is not None,
+        compacts=compacts,
     )

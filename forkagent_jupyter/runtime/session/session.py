@@ -410,9 +410,10 @@ class Session:
         turns: int | None = None,
     ) -> str | None:
         """`prompt_size`'s verdict before `text` is sent: a UsageError (one line: its size,
-        the context window, what to do instead) when it cannot fit with the conversation so
-        far; its size and cost in one line when it has `large_prompt_tokens` tokens or more;
-        else None. `ask`, `fork` and `send` check this way and print that line on stderr."""
+        the context window, what to do instead) when it cannot fit the context window
+        (`PromptSize.fits`); its size and cost in one line when it has `large_prompt_tokens`
+        tokens or more; else None. `ask`, `fork` and `send` check this way and print that
+        line on stderr."""
         size = self.prompt_size(text, to=to, fork=fork, turns=turns)
         return size.checked(self.options.large_prompt_tokens)
 
@@ -461,8 +462,8 @@ class Session:
                 )
             problem = self.registry.name_problem(name)
             if problem is not None:
-                running = self.registry.holder(name) is not None
-                stop = f", or stop {name} first" if running else ""
+                holder = self.registry.holder(name)
+                stop = f", or stop {name} first" if holder and not holder.done else ""
                 raise UsageError(f"{problem}: give this worker another name{stop}.")
         self.say_prompt_size(directive, fork=True, turns=turns)
         return self.workers.fork(
