@@ -154,15 +154,22 @@ def _quoted(value: Any) -> str:
     return text if len(text) <= 80 else text[:76] + "...'"
 
 
-def check_setting(label: str, trait: TraitType[Any, Any], value: Any, current: Any) -> None:
+def check_setting(
+    label: str,
+    trait: TraitType[Any, Any],
+    value: Any,
+    current: Any,
+    given: dict[str, Any] | None = None,
+) -> None:
     """Raise a one-line SettingError unless `value` is allowed for `trait`: by the session's
-    options for theirs (`SessionOptions.check`), else by the trait's type and tags."""
+    options for theirs (`SessionOptions.check`, with `given`: the settings fixed at the start
+    as they stand, which the model's check reads), else by the trait's type and tags."""
     from ..runtime import OptionRefusedError, SessionOptions
 
     option = _option(trait)
     if option is not None and (value is not None or trait.allow_none):
         try:
-            SessionOptions.check(option, value)
+            SessionOptions.check(option, value, given)
         except OptionRefusedError as refused:
             if refused.reason is not None:  # the check's own words
                 raise SettingError(
@@ -252,7 +259,8 @@ class CheckedSettings(Configurable):  # type: ignore[misc]
         if trait is not None and trait.metadata.get("config"):
             current = getattr(self, name)
             label = f"{type(self).__name__}.{name}"
-            check_setting(label, trait, value, current)
+            given = {n: getattr(self, n) for n in fixed_settings(self) if n != name}
+            check_setting(label, trait, value, current, given)
             why = self._frozen.get(name)
             if why is not None and value != current:
                 raise SettingError(
@@ -280,7 +288,8 @@ class ForkAgent(CheckedSettings):
         "",
         allow_none=True,
         help="Model id or alias (sonnet, opus, haiku, fable; default: FORKAGENT_MODEL or the "
-        "built-in default).",
+        "built-in default). A name that is no Claude model is refused where the Anthropic API "
+        "would get it; another backend or base URL takes it as written, with one line.",
     ).tag(config=True)
     backend = Unicode(
         "",
@@ -366,6 +375,14 @@ class ForkAgent(CheckedSettings):
     ).tag(config=True)
     cache_ttl = CaselessStrEnum(
         ["5m", "1h"], default_value="5m", help="Prompt-cache lifetime to request."
+    ).tag(config=True)
+    large_prompt_tokens = Int(
+        20_000,
+        allow_none=True,
+        help="An %%agent prompt, %fork directive or %send message of this many tokens or more "
+        "(a large {variable} put in) is said in one line on stderr, its size and cost, before "
+        "it is sent (None: never). One that cannot fit the model's context window is refused "
+        "whatever this is.",
     ).tag(config=True)
     executor = CaselessStrEnum(
         ["local", "dask"],

@@ -144,7 +144,8 @@ class KernelUI:
     # -- parent turns --------------------------------------------------------------------------
 
     async def run_turn(self, prompt: str) -> None:
-        await run_turn(self.agent.session, prompt)
+        """An `%%agent` turn, its prompt checked and its size said by the cell already."""
+        await run_turn(self.agent.session, prompt, size_said=True)
 
     # -- workers -------------------------------------------------------------------------------
 

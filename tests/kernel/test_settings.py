@@ -221,6 +221,7 @@ BAD_SETTINGS = {
     "executor": ("'ray'",),
     "auto_background_after": ("float('inf')", "-1"),
     "thinking": ("True", "10", "2048.0"),
+    "large_prompt_tokens": ("0", "-1", "True", "2.5", "float('inf')"),
 }
 
 
@@ -571,7 +572,7 @@ def test_settings_refuse_exactly_what_the_session_options_refuse() -> None:
     the kernel cannot be unset)."""
     from forkagent_jupyter.kernel.settings import ForkAgent, SettingError, allowed_values
     from forkagent_jupyter.runtime.errors import UsageError
-    from forkagent_jupyter.runtime.session.options import SessionOptions
+    from forkagent_jupyter.runtime.session.options import OptionRefusedError, SessionOptions
 
     traits = ForkAgent().traits(config=True)
     checked = [name for name in traits if name in SessionOptions.model_fields]
@@ -580,11 +581,13 @@ def test_settings_refuse_exactly_what_the_session_options_refuse() -> None:
         for value in CANDIDATES:
             settings = ForkAgent()
             before = getattr(settings, name)
+            reason = None  # the check's own words, where it has them (the model's)
             try:
                 SessionOptions.of(None, {name: value})
                 refused = None
             except UsageError as exc:
                 refused = str(exc)
+                reason = exc.reason if isinstance(exc, OptionRefusedError) else None
             if value is None and not traits[name].allow_none:
                 with pytest.raises(SettingError, match=r"refused: it takes .*\(it stays "):
                     setattr(settings, name, value)
@@ -594,6 +597,11 @@ def test_settings_refuse_exactly_what_the_session_options_refuse() -> None:
                 continue
             with pytest.raises(SettingError) as caught:
                 setattr(settings, name, value)
+            if reason is not None:
+                assert str(caught.value) == (
+                    f"ForkAgent.{name} = {value!r} refused: {reason} (it stays {before!r})."
+                ), (name, value)
+                continue
             takes = allowed_values(traits[name])  # the options' words (None if it takes it)
             assert refused.startswith(f"{name} = {value!r} refused: it takes {takes}")
             assert str(caught.value) == (

@@ -243,6 +243,9 @@ WRONG_KIND: list[tuple[str, Any]] = [
     ("permission_mode", "yolo"),
     ("executor", "ray"),
     ("model", 5),
+    ("large_prompt_tokens", 0),
+    ("large_prompt_tokens", True),
+    ("large_prompt_tokens", 2.5),
 ]
 
 

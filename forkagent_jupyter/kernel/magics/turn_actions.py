@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from argparse import Namespace
 from typing import Any
 
@@ -50,9 +51,13 @@ class TurnActions(AgentCore):
                     self.session.model = opts.model
             if opts.new:  # after the options were taken: a refused one loses no conversation
                 self.session.parent.reset()
+            with said_as(magic):  # one that cannot fit: refused before anything shows
+                line = self.session.check_prompt(prompt)
+            if line is not None:  # a large one: its size and cost above the answer
+                print(line, file=sys.stderr)
             with said_as(magic):
                 async with interruptible():
-                    await self.ui.run_turn(prompt)
+                    await self.ui.run_turn(prompt)  # the size said (`stream`'s size_said)
                     # a card that ended in the turn (a `context: fork` command's) shows its
                     # final state in this cell
                     await self.ui.hub.drained()

@@ -65,14 +65,15 @@ def usage_html(session: Session) -> str:
     )
 
 
-async def run_turn(session: Session, prompt: str) -> None:
-    """Run one parent turn, rendering it into the running cell as it streams."""
+async def run_turn(session: Session, prompt: str, *, size_said: bool = False) -> None:
+    """Run one parent turn, rendering it into the running cell as it streams (`size_said`:
+    the prompt's size was said already, see `Session.stream`)."""
     handle = display(SafeMarkdown("…"), display_id=True)
     shown = StreamedText()
     last = 0.0
     stop_html = stop_text = ""  # why the turn stopped (ours, often with amounts: no math)
     try:
-        async for event in session.parent.stream(prompt):
+        async for event in session.parent.stream(prompt, size_said=size_said):
             shown.apply(event)  # text; a retry takes back the broken attempt's text
             line = None if isinstance(event, TextDelta) else event_markdown(event)
             if line is not None:

@@ -7,19 +7,32 @@ An agent file may name a model only by an alias or a Claude model id (an unknown
 when the file is read, not at the first request). The session's model may also be any other
 id (a Foundry deployment, a proxy's name), so only its shape is checked there: one word of
 letters, digits and `. _ - : / @ +` (with an optional `[1m]`), which every real id is.
+
+Where the requests go decides the rest (`foreign_model`): the Anthropic API itself (and the
+offline model, which knows the same models) answers 404 for a name that is no Claude model
+(`gpt-4`), so there such a name is refused at once, naming the closest aliases and ids; any
+other backend, a custom base URL or a model client of its own may know it, so there it is
+taken with one line on stderr saying that it is sent as written.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
+import sys
+
+from ...messages_api.catalog import DEFAULT_CATALOG
 
 __all__ = [
+    "ANTHROPIC_API",
     "MODEL_ALIASES",
     "OTHER_ALIASES",
+    "foreign_model",
     "model_problem",
     "resolve_model",
     "session_model",
+    "tell_once",
 ]
 
 MODEL_ALIASES = {
@@ -99,3 +112,71 @@ def session_model(value: str, default: str) -> str:
             f"alias ({', '.join(MODEL_ALIASES)}) or an id such as {MODEL_ALIASES['sonnet']}"
         )
     return resolve_model(name, default) or default
+
+
+ANTHROPIC_API = "https://api.anthropic.com"
+"""The Anthropic API's own address: a base URL that is this one is no custom endpoint."""
+
+_told: set[str] = set()
+
+
+def tell_once(line: str) -> None:
+    """`line` on stderr, once per process: a setting is checked again where it lands (the
+    kernel's `%config`, then the session), and the person reads it once."""
+    if line not in _told:
+        _told.add(line)
+        print(line, file=sys.stderr)
+
+
+def _endpoint(backend: str | None, base_url: str | None, client: bool) -> str | None:
+    """Where a session's requests go, in words, when that may know models the Anthropic API
+    does not (None: the Anthropic API itself, or the offline model)."""
+    if client:
+        return "the session's own model client"
+    backend = backend or os.environ.get("FORKAGENT_BACKEND") or None
+    if backend not in (None, "anthropic", "offline"):
+        return f"the {backend} backend"
+    if backend == "offline":
+        return None
+    if base_url:
+        given = "base_url"
+    elif os.environ.get("ANTHROPIC_BASE_URL", "").strip():
+        base_url, given = os.environ["ANTHROPIC_BASE_URL"].strip(), "ANTHROPIC_BASE_URL"
+    else:
+        return None
+    if base_url.rstrip("/") == ANTHROPIC_API:
+        return None
+    return f"the endpoint at {given}"
+
+
+def _closest(name: str) -> list[str]:
+    """The aliases and Claude model ids closest to `name` (at most two; [] if none is)."""
+    known = [*MODEL_ALIASES, *(m for m in DEFAULT_CATALOG if not m[-8:].isdigit())]
+    return difflib.get_close_matches(name.lower(), known, n=2, cutoff=0.6)
+
+
+def foreign_model(
+    value: str, *, backend: str | None, base_url: str | None, client: bool = False
+) -> str | None:
+    """What is said of the session model `value` (as written) on the backend that would get
+    it (`backend` and `base_url` as given, None: from the environment; `client`: a model
+    client of its own): None for an alias or a Claude model id; for any other name, the one
+    line saying it is sent as written, or, where it goes to the Anthropic API (or the offline
+    model), a ValueError naming the closest models."""
+    name = _bare(value)
+    if name.lower() in MODEL_ALIASES or name.lower() in OTHER_ALIASES or _MODEL_ID.match(name):
+        return None
+    where = _endpoint(backend, base_url, client)
+    if where is not None:
+        return (
+            f"forkagent: model {name!r} is no Claude model id; it is sent to {where} as "
+            "written (its first request says whether that endpoint knows it)."
+        )
+    close = _closest(name)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    shown = name if len(name) <= 60 else name[:57] + "..."
+    raise ValueError(
+        f"{shown!r} is no Claude model, and the Anthropic API answers 404 for it: {hint}use an "
+        f"alias ({', '.join(MODEL_ALIASES)}) or an id such as {MODEL_ALIASES['sonnet']}; a "
+        "proxy's or platform's name needs its backend or ANTHROPIC_BASE_URL"
+    )

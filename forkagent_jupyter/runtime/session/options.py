@@ -13,7 +13,7 @@ of the same name reaches it without more code (kernel/settings.py).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import NoneType, UnionType
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -34,7 +34,7 @@ from ..loop.thinking import thinking_param
 from ..mcp.servers import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT
 from ..model.backends import BACKENDS, Backend
 from ..model.client import CacheTTL, ModelClient, default_model_name
-from ..model.names import session_model
+from ..model.names import foreign_model, session_model, tell_once
 from ..model.retry import DEFAULT_STREAM_RETRIES
 from ..permissions.gate import PermissionPolicy
 from ..tools.base import Tool
@@ -138,6 +138,14 @@ class SessionOptions(BaseModel):
     """The API's `thinking` parameter; given as a token budget, "adaptive", "off"/0/None or
     the API's dict (`thinking.thinking_param`)."""
     cache_ttl: CacheTTL = "5m"
+    large_prompt_tokens: int | None = Field(
+        default=20_000,
+        ge=1,
+        json_schema_extra={"kind": "a number of tokens", "none": "or None (never said)"},
+    )
+    """A prompt, directive or message of this many tokens or more is said in one line (its
+    size and cost) before it is sent (`loop/prompt_size.py`); one that cannot fit the
+    context window is refused whatever this is."""
 
     # -- live: pushed to the part that holds them (live_settings.py) ---------------------
     permission_mode: SessionMode = "default"
@@ -189,15 +197,28 @@ class SessionOptions(BaseModel):
 
     @field_validator("model", mode="before")
     @classmethod
-    def _model(cls, value: Any) -> Any:
+    def _model(cls, value: Any, info: ValidationInfo) -> Any:
+        """An alias (sonnet, opus, ...) is its model id; an id that cannot be one is refused;
+        a name that is no Claude model is refused where the Anthropic API would get it, and
+        taken with one line elsewhere (`names.foreign_model`: the backend, base URL and
+        client, declared above, are known here)."""
         if value is None or value == "":
             return default_model_name()
         if not isinstance(value, str):
             return value  # refused as not a string
-        try:  # an alias (sonnet, opus, ...) is its model id; an id that cannot be one is refused
-            return session_model(value, default_model_name())
+        try:
+            model = session_model(value, default_model_name())
+            said = foreign_model(
+                value,
+                backend=info.data.get("backend"),
+                base_url=info.data.get("base_url"),
+                client=info.data.get("client") is not None,
+            )
         except ValueError as exc:
             raise RefusalError(str(exc)) from None
+        if said is not None:
+            tell_once(said)
+        return model
 
     @field_validator("backend", mode="before")
     @classmethod
@@ -248,11 +269,13 @@ class SessionOptions(BaseModel):
         return text
 
     @classmethod
-    def check(cls, name: str, value: Any) -> Any:
+    def check(cls, name: str, value: Any, given: Mapping[str, Any] | None = None) -> Any:
         """The value the setting `name` holds when given `value`, or a one-line UsageError
-        naming the setting, the value and what it takes (the check `%config` uses)."""
+        naming the setting, the value and what it takes (the check `%config` uses). `given`:
+        the settings fixed at the start as they stand (the model's check depends on the
+        backend)."""
         try:
-            return getattr(cls.model_validate({name: value}), name)
+            return getattr(cls.model_validate({**(given or {}), name: value}), name)
         except ValidationError as exc:
             raise option_error(exc) from None
 

@@ -66,6 +66,8 @@ class ParentTurns:
         changed: asyncio.Event,
         on_cost: Callable[[], None],
         trusted: Callable[[], bool | None],
+        check_prompt: Callable[[str], str | None],
+        say_prompt_size: Callable[[str], None],
     ) -> None:
         self.main = main
         """The parent's own run: its history, config and transcript."""
@@ -87,6 +89,9 @@ class ParentTurns:
         self.on_cost = on_cost
         """Called after each of the parent's requests is charged (the budget is enforced)."""
         self.trusted = trusted
+        self.check_prompt = check_prompt
+        """A prompt's size: refused when it cannot fit; its line when it is large."""
+        self.say_prompt_size = say_prompt_size
         """Whether the session was told the folder is trusted (`SessionOptions.trusted`; None:
         as `~/.claude.json` says), read at each use: `configure` may change it."""
         self.usage = Usage()
@@ -100,15 +105,22 @@ class ParentTurns:
         self.usage = self.usage + usage
         self.cost += cost_usd
 
-    async def stream(self, prompt: str) -> AsyncIterator[LoopEvent]:
+    async def stream(self, prompt: str, *, size_said: bool = False) -> AsyncIterator[LoopEvent]:
         """Run one parent turn, yielding its events (`Session.ask` folds them). It goes
         before an automatic answer to notifications that waits (`Session.hold_answers`).
         Pending notifications are delivered with the prompt (before it), so none is lost or
         read twice; with `auto_respond` on, a task's end is left to the automatic answer
-        that follows the turn."""
+        that follows the turn. A prompt that cannot fit the context window is refused (a
+        UsageError, nothing sent), a large one said first (`Session.check_prompt`);
+        `size_said`: the caller has said its line already (the notebook does, above the
+        answer)."""
         if not isinstance(prompt, str) or not prompt.strip():
             raise UsageError("The prompt is empty: write what the agent should do.")
         self.budget.check("The turn was")
+        if size_said:  # the caller said its size; one that cannot fit is refused all the same
+            self.check_prompt(prompt)
+        else:
+            self.say_prompt_size(prompt)
         invocation = await asyncio.to_thread(find_invocation, prompt, self.workdir, self.home)
         try:
             async with self.lock.turn("next"):  # before an automatic answer that waits

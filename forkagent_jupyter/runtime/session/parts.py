@@ -90,6 +90,8 @@ def make_parts(
     rate_limits: RateLimits,
     stream_retry: StreamRetry,
     compaction: CompactPolicy,
+    check_prompt: Callable[[str], str | None],
+    say_prompt_size: Callable[[str], None],
 ) -> SessionParts:
     """A session's task registry and queue, the agents' contexts, the workers, the parent's
     own run and turns, the answers to its notifications, the budget's enforcement, where live
@@ -166,6 +168,8 @@ def make_parts(
         changed=changed,
         on_cost=lambda: spending.enforce(),
         trusted=lambda: options().trusted,
+        check_prompt=check_prompt,
+        say_prompt_size=say_prompt_size,
     )
     spending = Spending(
         budget=budget,

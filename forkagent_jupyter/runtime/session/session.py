@@ -12,6 +12,7 @@ sub-object (`parent`, `responder`, `registry`, `workers`, `compute`, `contexts`,
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -27,7 +28,10 @@ from ..config.trust_asks import folder_asks
 from ..errors import ConfigError, UsageError
 from ..events import Compacted
 from ..executors import ComputePlane, WorkerNamespace
-from ..loop.compaction import CompactPolicy, window_for
+from ..loop.compaction import CompactPolicy, last_turns, window_for
+from ..loop.config import LoopState
+from ..loop.prompt_size import PromptSize, prompt_size
+from ..loop.thinking import with_budget
 from ..mcp.servers import McpServers
 from ..model.backends import Backend, select_backend
 from ..model.client import CacheTTL, ModelClient
@@ -159,6 +163,8 @@ class Session:
             rate_limits=self.rate_limits,
             stream_retry=self.stream_retry,
             compaction=self.compaction,
+            check_prompt=lambda text: self.check_prompt(text),
+            say_prompt_size=lambda text: self.say_prompt_size(text),
         )
         self.session_id = p.session_id
         self.store = p.store
@@ -218,6 +224,9 @@ class Session:
     trusted = Setting[bool | None]()
     """Whether the work directory's own files may grant (`config/trust.py`): None as
     `~/.claude.json` records it; True or False for this session only. From the next turn."""
+    large_prompt_tokens = Setting[int | None]()
+    """A prompt, directive or message of this many tokens or more is said in one line (its
+    size and cost, on stderr) before it is sent (None: never); `check_prompt`."""
     max_cost_usd = Setting[float | None]()
     """The session's cost budget in USD (None: none); see `model/budget.py`. Raising it lets work
     go on: notifications that waited are read with the next turn."""
@@ -338,6 +347,67 @@ class Session:
             raise UsageError("Resuming needs transcripts (Session(transcripts=...)).")
         return await self.parent.resume(self.store, session_id)
 
+    def prompt_size(
+        self,
+        text: str,
+        *,
+        to: str | None = None,
+        fork: bool = False,
+        turns: int | None = None,
+    ) -> PromptSize:
+        """How big `text` is where it would go, and what it costs (`loop/prompt_size.py`):
+        the parent's next prompt (default), a fork's directive (`fork`, inheriting the last
+        `turns` turns), or a message to the agent `to` (one this session does not hold is
+        measured against an empty conversation: its transcript is not read for this)."""
+        if to is not None:
+            task = self.registry.find(to)
+            run = self.workers.runs.get(task.id) if task is not None else None
+            if task is not None and run is not None:
+                holder = f"{task.name or task.id}'s conversation"
+                return prompt_size(
+                    "message", text, run.config, run.state, run.history, holder=holder
+                )
+        main = self.main
+        cfg = replace(
+            main.config,
+            model=self.model,
+            max_tokens=with_budget(self.max_tokens, self.thinking),
+            cache_ttl=self.cache_ttl,
+        )
+        if to is not None:
+            return prompt_size("message", text, cfg, LoopState(), [], holder="its conversation")
+        if not fork:
+            return prompt_size("prompt", text, cfg, main.state, main.history)
+        history, state = main.history, main.state
+        if turns is not None:  # a window of the history: counted, not predicted from the last
+            history = last_turns(history, turns)
+            state = LoopState(token_ratio=state.token_ratio)
+        return prompt_size(
+            "directive", text, cfg, state, history, holder="the worker's conversation"
+        )
+
+    def check_prompt(
+        self,
+        text: str,
+        *,
+        to: str | None = None,
+        fork: bool = False,
+        turns: int | None = None,
+    ) -> str | None:
+        """`prompt_size`'s verdict before `text` is sent: a UsageError (one line: its size,
+        the context window, what to do instead) when it cannot fit the context window
+        (`PromptSize.fits`); its size and cost in one line when it has `large_prompt_tokens`
+        tokens or more; else None. `ask`, `fork` and `send` check this way and print that
+        line on stderr."""
+        size = self.prompt_size(text, to=to, fork=fork, turns=turns)
+        return size.checked(self.options.large_prompt_tokens)
+
+    def say_prompt_size(self, text: str, **where: Any) -> None:
+        """`check_prompt`, its line (if any) printed on stderr."""
+        line = self.check_prompt(text, **where)
+        if line is not None:
+            print(line, file=sys.stderr)
+
     # -- background work -----------------------------------------------------------------
 
     async def fork(
@@ -365,7 +435,8 @@ class Session:
     ) -> Task:
         """`fork` for callers that cannot await (the notebook's `%fork`): the same fork, the
         task returned at once. A name a running task already has is refused (the new
-        worker would hide it from `send`, `stop` and `wait`)."""
+        worker would hide it from `send`, `stop` and `wait`), and so is another task's id; a
+        finished task's name moves to the new worker (`TaskRegistry.register`)."""
         self.budget.check("The fork was")
         if name is not None:
             if not name or len(name) > 64 or any(c.isspace() or c in "'\"`" for c in name):
@@ -374,12 +445,12 @@ class Session:
                     f"a worker's name is one word of at most 64 characters, without quotes, "
                     f"not {shown!r}."
                 )
-            holder = self.registry.find(name)
-            if holder is not None and not holder.done:
-                raise UsageError(
-                    f"the name {name!r} is in use by the running task {holder.id}: give this "
-                    f"worker another name, or stop {name} first."
-                )
+            problem = self.registry.name_problem(name)
+            if problem is not None:
+                holder = self.registry.holder(name)
+                stop = f", or stop {name} first" if holder and not holder.done else ""
+                raise UsageError(f"{problem}: give this worker another name{stop}.")
+        self.say_prompt_size(directive, fork=True, turns=turns)
         return self.workers.fork(
             self.main,
             directive,
@@ -443,14 +514,18 @@ class Session:
 
     async def send(self, to: str, message: str) -> str:
         """Message a running worker (queued) or a finished one (resumed; one of an earlier
-        session from its transcript, read on a thread)."""
+        session from its transcript, read on a thread). One that cannot fit the agent's
+        context window is refused, a large one said first (`check_prompt`)."""
         self.budget.check("The message was")
+        self.say_prompt_size(message, to=to)
         return await self.workers.send(to, message)
 
     def send_now(self, to: str, message: str) -> str | None:
         """`send` for callers that cannot await, to an agent this session holds: its reply,
         or None when the agent has to be resumed from disk (then `await send(...)`)."""
         self.budget.check("The message was")
+        if self.registry.find(to) is not None:  # else `send` measures it, once
+            self.say_prompt_size(message, to=to)
         return self.workers.deliver(to, message)
 
     def background(self, task_id: str) -> Task:

@@ -253,18 +253,51 @@ class TaskRegistry:
             listener(task)
 
     def register(self, task: Task) -> Task:
+        """Add `task`. Its name names it from now on (see `name_problem` for the names a new
+        task cannot take): a finished task that had the name keeps its id and gives the name
+        up, and each card says so in one line. A name it cannot take (a caller that did not
+        ask `name_problem`: a resumed agent, a batch) is left off, said on its card."""
         if task.id in self._tasks:
             raise ValueError(f"task {task.id} already exists")
+        if task.name is not None:
+            problem = self.name_problem(task.name)
+            earlier = self.holder(task.name)
+            if problem is not None:
+                task.notes.append(f"not named {task.name!r}: {problem}; use its id {task.id}")
+                task.name = None
+            elif earlier is not None:
+                earlier.name = None
+                earlier.notes.append(f"its name {task.name} now names {task.id}, a later worker")
+                task.notes.append(
+                    f"{task.name} now names this worker; the earlier {task.name} is {earlier.id}"
+                )
+                self.changed(earlier)
         self._tasks[task.id] = task
         self.changed(task)
         return task
 
+    def holder(self, name: str) -> Task | None:
+        """The task `name` names: at most one task has a name at a time (`register`)."""
+        return next((t for t in self._tasks.values() if t.name == name), None)
+
+    def name_problem(self, name: str) -> str | None:
+        """Why a new task cannot be named `name` (None: it can). A running task's name is
+        its own until it ends (a new holder would hide it from send, stop and wait), and an
+        id is no name (the id would win). A finished task's name moves to the new one."""
+        if name in self._tasks:
+            return f"{name!r} is the id of another task"
+        holder = self.holder(name)
+        if holder is not None and not holder.done:
+            return f"the name {name!r} is in use by the running task {holder.id}"
+        return None
+
     def find(self, key: str) -> Task | None:
-        """The task with this id, or the newest one with this name."""
+        """The task with this id, else the one this name names now (names are never shared:
+        re-running `%fork --name x` moves `x` to the new worker, the earlier one keeps its
+        id)."""
         if key in self._tasks:
             return self._tasks[key]
-        named = [t for t in self._tasks.values() if t.name == key]
-        return named[-1] if named else None
+        return self.holder(key)
 
     def note(self, key: str, line: str) -> bool:
         """A line on a task's card (once), such as an MCP failure during its call; False

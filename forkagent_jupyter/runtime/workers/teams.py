@@ -279,13 +279,17 @@ class Teams:
         problem = name_problem(name)
         if problem is not None:
             raise UsageError(problem)
-        holder = self.workers.registry.find(name)
+        registry = self.workers.registry
+        holder = registry.holder(name)
         if holder is not None and not holder.done:
             where = f"a running member of team {holder.team!r}" if holder.team else "in use"
             raise UsageError(
                 f"The name {name!r} is {where} (task {holder.id}): message it with "
                 "SendMessage, or give this teammate another name."
             )
+        taken = registry.name_problem(name)  # another task's id
+        if taken is not None:
+            raise UsageError(f"{taken[0].upper()}{taken[1:]}: give this teammate another name.")
         workers = self.workers
         task = Task(
             id=agent_id,
