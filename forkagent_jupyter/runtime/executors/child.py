@@ -476,8 +476,9 @@ def serve_worker(sock: socket.socket, namespace: dict[str, Any]) -> NoReturn:
         if shell is not None:
             shell.display_pub.publish = worker.publish
             shell.display_pub.clear_output = worker.clear_output
-        threading.Thread(target=worker.flusher, name="forkagent-output", daemon=True).start()
-        watch(lambda line: worker.write("stderr", line + "\n"))
+        flusher = threading.Thread(target=worker.flusher, name="forkagent-output", daemon=True)
+        flusher.start()
+        watch(lambda line: worker.write("stderr", line + "\n"), own=[flusher])
         worker.serve()
     finally:
         os._exit(0)
