@@ -4,7 +4,10 @@ A data scientist's fan-out computes: each worker's Python burns CPU on the data.
 IPython kernel with the extension loaded (offline model: the directives carry the code), it
 measures, each as a ratio or a time within one run:
 * the kernel's `execute_request` round trip while 2 workers each burn CPU, against the same
-  kernel idle (isolated workers; `--shared` workers reported for comparison);
+  kernel idle (isolated workers; `--shared` workers reported for comparison); and the same
+  sampled from the `%fork` cell on (the launch: snapshot, sandbox, cards, the workers' first
+  calls), in rounds that each sample the idle kernel just before, against both the idle
+  kernel and the workers computing after their launch;
 * the wall time of 2 and 4 computing workers against one (the same work each; the best of
   three runs of each);
 * how long `%stop` of a computing worker takes until its task is `killed`;
@@ -43,8 +46,15 @@ ROOT = Path(__file__).resolve().parents[1]
 # The first statement: 85 ms before workers were sandboxed; the sandbox (a second fork into
 # user, PID and mount namespaces, and the scrub of credentials from the snapshot's memory)
 # brings it to ~240 ms on an idle 2-core machine; a pickled frame would take seconds.
+# The launch bound compares the round trip sampled from the `%fork` on with the one sampled
+# once the workers compute, in the same run: what the launch itself adds (a busy machine
+# raises both; on a quiet one the latter is about 1.0x idle, so this is the 1.3x of idle;
+# the from-launch ratio to idle is also held to rtt_ratio_max). Workers in the kernel's own
+# session (its scheduling autogroup) measured 1.41x and 1.91x idle from the launch on, 1.45x
+# what they gave computing; in sessions of their own 0.93x and 1.06x (0.73x, 0.95x).
 BOUNDS = {
     "rtt_ratio_max": 3.0,
+    "launch_over_computing_max": 1.3,
     "wall_2_over_floor_max": 1.3,
     "wall_4_over_floor_max": 1.3,
     "stop_s_max": 0.5,
@@ -56,6 +66,9 @@ SIZES = {
     "quick": {"burn": 1.5, "work": 2.0, "frame_mb": 400, "fits": 8000},
 }
 S = "__forkagent__.session"
+LAUNCH_ROUNDS = 4
+"""Rounds of (idle, then from the launch on) round trips, pooled: one round's median moves
+with the machine's other work."""
 
 HELPERS = '''
 import time, os
@@ -169,7 +182,27 @@ def responsiveness(client: Client, burn: float) -> dict[str, Any]:
         out[f"{mode}_rtt_ms_median"] = statistics.median(busy) * 1000
         out[f"{mode}_rtt_ratio"] = statistics.median(busy) / statistics.median(idle)
         out[f"{mode}_samples"] = len(busy)
+    out.update(from_launch(client, burn))
+    out["launch_over_computing"] = out["launch_rtt_ratio"] / out["isolated_rtt_ratio"]
     return out
+
+
+def from_launch(client: Client, burn: float) -> dict[str, Any]:
+    """Round trips sampled from the `%fork` of 2 computing workers on, against the idle
+    kernel sampled just before, in LAUNCH_ROUNDS rounds (pooled)."""
+    idle: list[float] = []
+    launch: list[float] = []
+    for _ in range(LAUNCH_ROUNDS):
+        idle += rtts(client, 1.0)
+        client.run("\n".join(f"%fork burn `py: burn({burn})`" for _ in range(2)))
+        launch += rtts(client, burn * 0.6)
+        wait_idle(client)
+    return {
+        "launch_idle_rtt_ms_median": statistics.median(idle) * 1000,
+        "launch_rtt_ms_median": statistics.median(launch) * 1000,
+        "launch_rtt_ratio": statistics.median(launch) / statistics.median(idle),
+        "launch_samples": len(launch),
+    }
 
 
 def parallelism(client: Client, work_s: float) -> dict[str, Any]:
@@ -318,6 +351,16 @@ def check(result: dict[str, Any]) -> list[str]:
     r, p, s, m = (result[k] for k in ("rtt", "parallel", "stop", "snapshot"))
     if r["isolated_rtt_ratio"] > b["rtt_ratio_max"]:
         failures.append(f"RTT ratio {r['isolated_rtt_ratio']:.2f} > {b['rtt_ratio_max']}")
+    if r["launch_rtt_ratio"] > b["rtt_ratio_max"]:
+        failures.append(
+            f"RTT ratio from the launch on {r['launch_rtt_ratio']:.2f} > {b['rtt_ratio_max']}"
+        )
+    if r["launch_over_computing"] > b["launch_over_computing_max"]:
+        failures.append(
+            f"RTT from the launch on {r['launch_rtt_ratio']:.2f}x idle, "
+            f"{r['launch_over_computing']:.2f}x the computing workers' "
+            f"({r['isolated_rtt_ratio']:.2f}x) > {b['launch_over_computing_max']}"
+        )
     for n in (2, 4):
         over, bound = p[f"wall_{n}_over_floor"], b[f"wall_{n}_over_floor_max"]
         if over > bound:

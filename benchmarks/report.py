@@ -112,6 +112,18 @@ def _compute_load(r: dict[str, Any]) -> list[str]:
                 f"{rtt['isolated_rtt_ms_median']:.1f} ms)",
                 f"<= {b['rtt_ratio_max']}x",
             ],
+            *(
+                [
+                    [
+                        "  the same sampled from the `%fork` on (the launch), vs idle",
+                        f"**{rtt['launch_rtt_ratio']:.2f}x**, "
+                        f"{rtt['launch_over_computing']:.2f}x the computing workers'",
+                        f"<= {b['launch_over_computing_max']}x the computing workers'",
+                    ]
+                ]
+                if "launch_rtt_ratio" in rtt  # results of before it was measured
+                else []
+            ),
             [
                 "  the same with `--shared` workers (threads in the kernel)",
                 f"{rtt['shared_rtt_ratio']:.2f}x",

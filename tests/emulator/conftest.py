@@ -69,7 +69,7 @@ def control(emu: Emulator, method: str, name: str, payload: Any = None) -> Any:
         headers={"content-type": "application/json"},
     )
     try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
+        with urllib.request.urlopen(req, timeout=60) as resp:
             return json.loads(resp.read())
     except urllib.error.HTTPError as exc:
         with exc:

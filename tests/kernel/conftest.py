@@ -170,7 +170,7 @@ class Kernel:
             metadata={},
         )
         self.client.shell_channel.send(msg)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             self.drain()
             welcome = self.comm_data(comm_id, "welcome")

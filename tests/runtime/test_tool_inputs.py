@@ -80,5 +80,5 @@ async def test_a_background_shell_is_killed_when_its_agent_ends(
     assert task.status == "completed"
     [shell] = session.shells.shells.values()
     assert shell.agent_id == task.id
-    await asyncio.wait_for(shell.ended.wait(), 10)
+    await asyncio.wait_for(shell.ended.wait(), 60)
     assert shell.status == "killed"

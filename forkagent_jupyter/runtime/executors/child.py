@@ -489,8 +489,9 @@ def serve_worker(sock: socket.socket, namespace: dict[str, Any]) -> NoReturn:
             shell.display_pub.publish = worker.publish
             shell.display_pub.clear_output = worker.clear_output
             shell._showtraceback = worker.show_traceback
-        threading.Thread(target=worker.flusher, name="forkagent-output", daemon=True).start()
-        watch(lambda line: worker.write("stderr", line + "\n"))
+        flusher = threading.Thread(target=worker.flusher, name="forkagent-output", daemon=True)
+        flusher.start()
+        watch(lambda line: worker.write("stderr", line + "\n"), own=[flusher])
         worker.serve()
     finally:
         os._exit(0)

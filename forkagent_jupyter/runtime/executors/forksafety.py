@@ -20,9 +20,12 @@ state says they are there. A call that hands work to such a pool waits for ever.
   ever, and a module another thread was importing is dropped so that importing it starts
   afresh.
 * in each worker, `watch()` starts a watchdog when the survey found a hazard: a worker whose
-  code waits, without using any CPU, on a lock held at the fork gets an error naming it
-  instead of waiting for ever; one stalled in a pool that cannot be rescued ends with
-  `HAZARD_EXIT` (its card already says why).
+  code waits, with none of its threads using CPU, on a lock held at the fork gets an error
+  naming it instead of waiting for ever; one stalled in a pool that cannot be rescued ends
+  with `HAZARD_EXIT` (its card already says why). The worker's own threads (its output
+  flusher, the watchdog) are not counted: they use a little CPU all the time, more on a busy
+  machine, and counting them hid every stall once that crossed a clock tick per
+  `STALL_SECONDS`.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import threading
 import time
 import types
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -392,16 +395,18 @@ def _drop_half_imported(found: Survey) -> None:
 # -- in a worker --------------------------------------------------------------------------------
 
 
-def watch(say: Callable[[str], None]) -> None:
+def watch(say: Callable[[str], None], own: Sequence[threading.Thread] = ()) -> None:
     """In a worker: put the survey's lines on its card and, if it found a lock or a pool
-    that cannot be rescued, watch for a stall on it (see the module doc)."""
+    that cannot be rescued, watch for a stall on it (see the module doc). `own`: the
+    worker's own threads, started already, whose CPU use is no sign of progress."""
     found = _current
     for line in found.lines:
         say(line)
     if not any(h.locks or h.pool for h in found.hazards):
         return
     signal.signal(signal.SIGUSR2, _on_stall)
-    watchdog = threading.Thread(target=_watchdog, args=(found,), name="forkagent-watchdog")
+    skip = {t.native_id for t in own if t.native_id is not None}
+    watchdog = threading.Thread(target=_watchdog, args=(found, skip), name="forkagent-watchdog")
     watchdog.daemon = True
     watchdog.start()
 
@@ -427,10 +432,17 @@ def _on_stall(_signum: int, frame: types.FrameType | None) -> None:
         walk = walk.f_back
 
 
-def _cpu_ticks() -> int:
-    with open("/proc/self/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
+def _cpu_ticks(skip: set[int]) -> int:
+    """CPU clock ticks used so far by this process's threads but those in `skip` (a thread
+    that has ended counts no more: its end is progress enough to start the count again)."""
+    ticks = 0
+    for task in Path("/proc/self/task").iterdir():
+        if int(task.name) in skip:
+            continue
+        with contextlib.suppress(OSError):
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks
 
 
 def _main_waits_on_futex() -> bool:
@@ -444,16 +456,17 @@ def _main_waits_on_futex() -> bool:
     return False
 
 
-def _watchdog(found: Survey) -> None:
+def _watchdog(found: Survey, skip: set[int]) -> None:
     stalled_since: float | None = None
     signalled = False
     last = -1
     main = threading.main_thread().ident
     pools = [h.pool for h in found.hazards if h.pool]
+    skip = skip | {threading.get_native_id()}
     while True:
         time.sleep(WATCH_INTERVAL)
         try:
-            ticks = _cpu_ticks()
+            ticks = _cpu_ticks(skip)
             waiting = _main_waits_on_futex()
         except (OSError, ValueError, IndexError):
             return

@@ -42,7 +42,11 @@ from .wire import READ_LIMIT, FrameTooLargeError, MessageError, encode, frame_li
 
 __all__ = ["ProcessRunner", "RunnerPlane", "Snapshot", "fork_supported"]
 
-EXIT_REPORT_WAIT = 1.0  # seconds to wait for the snapshot to say how a worker ended
+EXIT_REPORT_WAIT = 60.0
+"""At most how long (seconds) the kernel waits for the snapshot to say how a worker it lost
+ended. The report comes once the snapshot has reaped the worker (it looks every 0.2 s), or
+the wait ends with the snapshot; on a busy machine that takes more than a second, and the
+worker's card then said only "ended" instead of why (a fork-safety exit, a signal)."""
 _tokens = itertools.count(1)
 
 
@@ -74,7 +78,7 @@ class Snapshot:
         self.closed = False
         self._spawns: dict[int, asyncio.Future[int]] = {}
         self._exits: dict[int, int] = {}
-        self._exit_waiters: dict[int, asyncio.Future[int]] = {}
+        self._exit_waiters: dict[int, asyncio.Future[int | None]] = {}
         self._reader: asyncio.Task[None] | None = None
 
     async def spawn(self, nice: int = 0) -> tuple[int, socket.socket]:
@@ -135,13 +139,19 @@ class Snapshot:
         for waiter in self._spawns.values():
             if not waiter.done():
                 waiter.set_exception(WorkerLostError(ended))
+        for exit_waiter in self._exit_waiters.values():  # nobody is left to say
+            if not exit_waiter.done():
+                exit_waiter.set_result(None)
         self.control.close()  # now, even if the loop ends before the transport does
         _reap_soon(self.pid)
 
     async def exit_status(self, pid: int) -> int | None:
-        """How worker `pid` ended, once the snapshot has reaped it (None if unknown)."""
+        """How worker `pid` ended, once the snapshot has reaped it (None if unknown: the
+        snapshot has ended too, or said nothing within EXIT_REPORT_WAIT)."""
         if pid in self._exits:
             return self._exits[pid]
+        if self.closed:
+            return None
         waiter = self._exit_waiters.setdefault(pid, asyncio.get_running_loop().create_future())
         try:
             return await asyncio.wait_for(asyncio.shield(waiter), EXIT_REPORT_WAIT)

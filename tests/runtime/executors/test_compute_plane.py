@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,37 @@ async def test_a_dead_worker_process_fails_its_task_once(make_session: Any) -> N
     # its history stays a valid conversation: the call was answered
     history = session.workers.runs[task.id].history
     assert history[-1]["content"][0]["type"] == "tool_result"
+
+
+async def test_a_worker_lost_while_its_snapshot_is_starved_says_how_it_ended(
+    make_session: Any, tmp_path: Path
+) -> None:
+    """The kernel waits for the snapshot's report of how a worker ended as for an event: on
+    a busy machine the snapshot gets no CPU for seconds, and the card said only "ended"."""
+    gate = tmp_path / "gate"
+    session = make_session(auto_respond=False, namespace={"gate": str(gate)})
+    task = await session.fork(
+        "Quit `py: import os, time; "
+        "[time.sleep(0.02) for _ in iter(lambda: os.path.exists(gate), True)]; os._exit(7)`"
+    )
+    deadline = asyncio.get_running_loop().time() + 60
+    while getattr(session.compute.runners.get(task.id), "pid", None) is None:
+        assert asyncio.get_running_loop().time() < deadline
+        await asyncio.sleep(0.02)
+    runner = session.compute.runners[task.id]
+    snapshot = runner.snapshot
+    os.kill(snapshot.pid, signal.SIGSTOP)  # starved: it runs nothing until SIGCONT
+    try:
+        gate.touch()  # the worker exits with code 7
+        while runner.pid not in snapshot._exit_waiters:  # the kernel saw it go
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(3)  # a starved spell longer than the kernel used to wait (1 s)
+        assert task.status == "running"  # still waiting for the report, not "ended"
+    finally:
+        os.kill(snapshot.pid, signal.SIGCONT)
+    finished = await done(session, task)
+    assert finished.error == ("the worker's process exited with code 7 while it ran Python code")
 
 
 def _until_exited(pid: int) -> None:

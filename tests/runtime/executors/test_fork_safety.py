@@ -8,8 +8,12 @@ calls it again: the situation in which a copied thread pool hangs a worker."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -156,3 +160,66 @@ async def test_a_pool_that_cannot_survive_a_fork_ends_the_worker_with_a_reason(
     assert finished.status == "failed"
     assert "exited with code 71 (it waited on a thread pool of the kernel" in finished.error
     assert "polars's thread pool was running in the kernel" in _card_text(outputs)
+
+
+_STALL_UNDER_OWN_WORK = """
+import os, sys, threading
+from forkagent_jupyter.runtime.executors import forksafety
+
+lock = threading.Lock()
+holding, done = threading.Event(), threading.Event()
+
+def hold():
+    with lock:
+        holding.set()
+        done.wait()
+
+threading.Thread(target=hold, name="holder", daemon=True).start()
+holding.wait()
+found = forksafety.survey()
+pid = os.fork()
+if pid:
+    done.set()
+    _, status = os.waitpid(pid, 0)
+    sys.exit(os.waitstatus_to_exitcode(status))
+forksafety.settle(found)
+
+def spin():  # the worker's own thread, never idle: as its output flusher is on a busy machine
+    while True:
+        sum(range(1000))
+
+own = threading.Thread(target=spin, name="forkagent-output", daemon=True)
+own.start()
+forksafety.watch(lambda line: print(line, flush=True), own=[own])
+try:
+    lock.acquire()
+except forksafety.InheritedLockError as exc:
+    print("raised:", exc, flush=True)
+    os._exit(0)
+os._exit(3)
+"""
+
+
+def test_the_worker_s_own_busy_threads_do_not_hide_a_stall(tmp_path: Path) -> None:
+    """The watchdog counts the CPU of the threads that could end the wait, not the worker's
+    own: on a busy machine those use more than a clock tick per stall period, and a worker
+    waiting on a lock held at the fork then waited for ever."""
+    script = tmp_path / "stall.py"  # a file: the survey looks at the user's code, not <string>
+    script.write_text(_STALL_UNDER_OWN_WORK)
+    proc = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its fork too is ended below, whatever happens
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])},
+    )
+    try:
+        out, err = proc.communicate(timeout=WAIT)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == 0, err
+    assert "At the fork, thread 'holder' held 'lock'" in out
+    assert "raised: 'lock' was held by another thread of the kernel" in out

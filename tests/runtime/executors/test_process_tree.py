@@ -4,6 +4,7 @@ killed when it is stopped, and when it finishes (its own process stays for pulls
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -101,3 +102,21 @@ async def test_a_finished_worker_holds_no_sqlite_lock(make_session: Any, tmp_pat
         pytest.fail("the finished worker still holds the database lock")
     assert await session.pull(task.id, "left") == {"left": 1}  # it is kept for pulls
     con.close()
+
+
+async def test_a_worker_leads_a_session_of_its_own(make_session: Any) -> None:
+    """A computing worker shares no scheduling group (Linux autogroup: one per session) with
+    the kernel, so the kernel keeps its share of the CPU while workers compute."""
+    session = make_session(auto_respond=False)
+    task = await session.fork("Go `py: import time; time.sleep(0.5)`")
+    [finished] = await session.wait(task.id, timeout=60)
+    assert finished.status == "completed", finished.error
+    pid = session.compute.runners[task.id].pid
+    assert _running(pid)  # kept for pulls
+    # its session is led by the process the snapshot forked (in a sandbox, the one that
+    # waits for the worker), not by the kernel's session's leader
+    assert os.getsid(pid) != os.getsid(0)
+    assert os.getpgid(pid) == pid  # and still leads its group (what `kill_tree` ends)
+    autogroup = Path(f"/proc/{pid}/autogroup")
+    if autogroup.exists():  # a kernel built with autogroups
+        assert autogroup.read_text() != Path("/proc/self/autogroup").read_text()

@@ -80,7 +80,7 @@ async def test_the_dask_child_has_no_credentials_and_no_view_of_its_parent(
     assert visible == "False 1"  # a PID namespace of its own: the parent is not in its /proc
     writer.close()
     proc.kill()
-    await asyncio.to_thread(proc.wait, 10)
+    await asyncio.to_thread(proc.wait, 60)
 
 
 async def test_the_dask_child_reaches_no_port_of_this_machine_but_its_own() -> None:

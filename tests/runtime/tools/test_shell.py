@@ -82,15 +82,15 @@ async def _wait_dead(pid: int, timeout: float = 30) -> bool:
 
 
 async def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
-    # the first two commands take milliseconds (seconds on a loaded machine, hence 5); the
+    # the first two commands take milliseconds (seconds on a loaded machine, hence 10); the
     # timeout is there for the `sleep 30`
     out = await call(
         BashTool(),
         make_ctx(tmp_path),
         command="echo before; sleep 30 & echo $! > child.pid; sleep 30",
-        timeout=5,
+        timeout=10,
     )
-    assert out.is_error and "timed out after 5 s" in out.content
+    assert out.is_error and "timed out after 10 s" in out.content
     assert out.content.startswith("before")
     assert await _wait_dead(int((tmp_path / "child.pid").read_text()))
 
