@@ -46,15 +46,15 @@ ROOT = Path(__file__).resolve().parents[1]
 # The first statement: 85 ms before workers were sandboxed; the sandbox (a second fork into
 # user, PID and mount namespaces, and the scrub of credentials from the snapshot's memory)
 # brings it to ~240 ms on an idle 2-core machine; a pickled frame would take seconds.
-# The launch bound compares the round trip sampled from the `%fork` on with the one sampled
-# once the workers compute, in the same run: what the launch itself adds (a busy machine
-# raises both; on a quiet one the latter is about 1.0x idle, so this is the 1.3x of idle;
-# the from-launch ratio to idle is also held to rtt_ratio_max). Workers in the kernel's own
-# session (its scheduling autogroup) measured 1.41x and 1.91x idle from the launch on, 1.45x
-# what they gave computing; in sessions of their own 0.93x and 1.06x (0.73x, 0.95x).
+# The launch bound: the round trip sampled from the `%fork` on (the launch, then the workers'
+# first compute) is at most 1.3x idle; on a machine busy enough that computing workers raise
+# it once they compute (the first row, same run) above 1.0x, at most 1.3x that. Workers in
+# the kernel's own session (its scheduling autogroup) measured 1.41x and 1.91x idle from the
+# launch on, against 0.97x and 1.32x once computing; in sessions of their own 0.93x and 1.06x
+# (1.27x and 1.11x).
 BOUNDS = {
     "rtt_ratio_max": 3.0,
-    "launch_over_computing_max": 1.3,
+    "launch_rtt_ratio_max": 1.3,
     "wall_2_over_floor_max": 1.3,
     "wall_4_over_floor_max": 1.3,
     "stop_s_max": 0.5,
@@ -188,8 +188,9 @@ def responsiveness(client: Client, burn: float) -> dict[str, Any]:
 
 
 def from_launch(client: Client, burn: float) -> dict[str, Any]:
-    """Round trips sampled from the `%fork` of 2 computing workers on, against the idle
-    kernel sampled just before, in LAUNCH_ROUNDS rounds (pooled)."""
+    """Round trips sampled from the `%fork` of 2 computing workers on (the launch, then their
+    first compute), against the idle kernel sampled just before, in LAUNCH_ROUNDS rounds
+    (pooled)."""
     idle: list[float] = []
     launch: list[float] = []
     for _ in range(LAUNCH_ROUNDS):
@@ -351,15 +352,12 @@ def check(result: dict[str, Any]) -> list[str]:
     r, p, s, m = (result[k] for k in ("rtt", "parallel", "stop", "snapshot"))
     if r["isolated_rtt_ratio"] > b["rtt_ratio_max"]:
         failures.append(f"RTT ratio {r['isolated_rtt_ratio']:.2f} > {b['rtt_ratio_max']}")
-    if r["launch_rtt_ratio"] > b["rtt_ratio_max"]:
+    launch_bound = b["launch_rtt_ratio_max"] * max(1.0, r["isolated_rtt_ratio"])
+    if r["launch_rtt_ratio"] > launch_bound:
         failures.append(
-            f"RTT ratio from the launch on {r['launch_rtt_ratio']:.2f} > {b['rtt_ratio_max']}"
-        )
-    if r["launch_over_computing"] > b["launch_over_computing_max"]:
-        failures.append(
-            f"RTT from the launch on {r['launch_rtt_ratio']:.2f}x idle, "
-            f"{r['launch_over_computing']:.2f}x the computing workers' "
-            f"({r['isolated_rtt_ratio']:.2f}x) > {b['launch_over_computing_max']}"
+            f"RTT from the launch on {r['launch_rtt_ratio']:.2f}x idle > {launch_bound:.2f} "
+            f"({b['launch_rtt_ratio_max']}x idle, or the computing workers' "
+            f"{r['isolated_rtt_ratio']:.2f}x if above 1)"
         )
     for n in (2, 4):
         over, bound = p[f"wall_{n}_over_floor"], b[f"wall_{n}_over_floor_max"]

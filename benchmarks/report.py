@@ -118,7 +118,8 @@ def _compute_load(r: dict[str, Any]) -> list[str]:
                         "  the same sampled from the `%fork` on (the launch), vs idle",
                         f"**{rtt['launch_rtt_ratio']:.2f}x**, "
                         f"{rtt['launch_over_computing']:.2f}x the computing workers'",
-                        f"<= {b['launch_over_computing_max']}x the computing workers'",
+                        f"<= {b['launch_rtt_ratio_max']}x idle (or the computing workers', "
+                        "if above)",
                     ]
                 ]
                 if "launch_rtt_ratio" in rtt  # results of before it was measured
