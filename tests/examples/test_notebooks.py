@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import base64
 import importlib.resources
 import json
@@ -424,4 +425,5 @@ def test_teams(run_notebook: RunNotebook) -> None:
     assert 'from user: call: SendMessage {"to": "team-lead"' in reported
     stopped = ran.text("%stop team:analysts")
     assert "stopping team analysts (2 teammate(s))" in stopped
-    assert "{'ana': 'killed', 'bob': 'killed'}" in ran.text("%tasks --wait\nprint({t.name")
+    ended = ran.text("%tasks --wait\nprint({t.name").rsplit("\n{", 1)[1]
+    assert ast.literal_eval("{" + ended.strip()) == {"ana": "killed", "bob": "killed"}

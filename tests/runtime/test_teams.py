@@ -14,7 +14,7 @@ import pytest
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain, last_user_text
 from forkagent_jupyter.runtime.session.session import STOPPED_BY_USER
 
-from .helpers import until
+from .helpers import git, until
 
 pytestmark = pytest.mark.anyio
 
@@ -111,16 +111,35 @@ async def test_name_and_team_name_spawn_a_teammate_and_the_team_becomes_current(
     assert session.workers.teams.current == "analysts"
 
 
-async def test_two_spawns_in_one_reply_form_one_team(emulator: Any, make_session: Any) -> None:
+async def test_two_spawns_in_one_reply_form_one_team_listed_in_the_replys_order(
+    emulator: Any, make_session: Any, tmp_path: Any
+) -> None:
+    """The calls run side by side: ana's worktree (git, on a thread) makes her start after
+    bob, yet the roster lists the team as the lead's reply asked for it."""
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(
+        tmp_path,
+        "-c",
+        "user.email=t@example.com",
+        "-c",
+        "user.name=T",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "init",
+    )
     brain = scripted(emulator)
-    ana = spawn("ana", "ANA-JOB", "analysts").blocks()[0]
+    ana = spawn("ana", "ANA-JOB", "analysts", isolation="worktree").blocks()[0]
     bob = spawn("bob", "BOB-JOB").blocks()[0]  # name alone: the team of the call beside it
     brain.when_last_user_contains("FORM", Reply((ana, bob)), times=1)
     session = make_session(auto_respond=False)
     turn = await session.ask("FORM a team")
     assert [c.is_error for c in turn.tool_calls] == [False, False], turn.tool_calls
     assert all("team_name: analysts" in c.result for c in turn.tool_calls)
-    assert sorted(t.name or "" for t in session.teams["analysts"]) == ["ana", "bob"]
+    started = sorted(session.teams["analysts"], key=lambda t: t.started_at)
+    assert [t.name for t in started] == ["bob", "ana"]  # the race this test is about
+    assert [t.name for t in session.teams["analysts"]] == ["ana", "bob"]
 
 
 async def test_a_teammates_file_decides_its_tools_and_send_message_is_always_there(

@@ -160,7 +160,8 @@ def teammate_prompt(name: str, team: str) -> str:
 
 @dataclass
 class Team:
-    """A team: its name and its members by name (agent ids), in the order they joined."""
+    """A team: its name and its members by name (agent ids), in the order the lead asked for
+    them (calls side by side in one reply start in any order; the roster keeps the reply's)."""
 
     name: str
     members: dict[str, str] = field(default_factory=dict)
@@ -174,6 +175,8 @@ class Teams:
         self.teams: dict[str, Team] = {}
         self.current: str | None = None  # the team the parent spawned into last
         self._requests = 0
+        self._asked: dict[str, int] = {}  # a teammate's place in its lead's calls, by name
+        self._calls = 0
 
     # -- who is where ------------------------------------------------------------------------
 
@@ -237,6 +240,8 @@ class Teams:
             )
         if not name:
             return None
+        self._calls += 1  # counted before any await: the order of the lead's reply
+        self._asked[name] = self._calls
         if team_name is None:
             return self.current if caller.id == "main" else None
         if caller.id != "main":
@@ -305,7 +310,12 @@ class Teams:
         run = named_run(lead, definition, wrapped, config, task, worktree=worktree)
         run.team = team
         open_transcript(workers.store, run, None, 0)
-        self.teams.setdefault(team, Team(team)).members[name] = agent_id
+        members = self.teams.setdefault(team, Team(team)).members
+        members[name] = agent_id
+        asked = self._asked
+        ordered = sorted(members.items(), key=lambda m: asked.get(m[0], 0))
+        members.clear()
+        members.update(ordered)
         self.current = team
         return workers.start(run)
 
