@@ -7,7 +7,8 @@
 * `cache`: prompt-cache accounting on a clock (`VirtualClock`, `WallClock`);
 * `validation`: the request rules, with the API's error messages;
 * `errors`: error responses (`ApiError`, the error body);
-* `offline_reply`: the deterministic reply of the offline model.
+* `offline_reply`: the deterministic reply of the offline model;
+* `shapes`: messages and content blocks as kept and sent (`Message`, `Block`, `JSON`).
 
 It imports neither `runtime` nor `emulator`; both build on it, and neither imports the other
 (a test checks the imports).
