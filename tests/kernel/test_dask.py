@@ -12,6 +12,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -220,4 +221,62 @@ def test_the_models_code_cannot_reach_a_cluster_the_kernel_made(
         assert found["listening ports"] == "0 of 0 reached", found  # none of the machine's
         assert kernel.value("x") == 1
     finally:
+        kernel.execute("cluster.close()", timeout=60)
+
+
+def test_a_local_worker_keeps_the_network_but_not_the_cluster_the_kernel_made(
+    kernel: Kernel, tmp_path: Path
+) -> None:
+    """With the default executor (a process forked from the kernel, which keeps the network),
+    the model's code reaches neither the scheduler of a LocalCluster the kernel made (it runs
+    any function in the kernel) nor its workers (the kernel's environment), by any route; a
+    server that is not the kernel's still answers it."""
+    setup(kernel)
+    made = kernel.execute(
+        "from distributed import LocalCluster\n"
+        "cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, "
+        "dashboard_address=None)\n"
+        "x = 1",
+        timeout=120,
+    )
+    assert made.status == "ok", made.texts()
+    outside = socket.create_server(("127.0.0.1", 0))
+    try:
+        address = kernel.value("cluster.scheduler_address")
+        workers = kernel.value("list(cluster.scheduler_info['workers'])")
+        shutil.copy(REACH_CLUSTER, tmp_path / "reach_cluster.py")
+        sha = hashlib.sha256(KEY.encode()).hexdigest()
+        probe = (
+            f"SCHEDULER = {address!r}; KEY_SHA = {sha!r}; exec(open('reach_cluster.py').read())\n"
+            f"attempt('a Dask worker', lambda: drive({workers[0]!r}))\n"
+            "import socket\n"
+            f"attempt('outside', lambda: socket.create_connection(('127.0.0.1', "
+            f"{outside.getsockname()[1]}), 10).close() or 'reached')\n"
+            "import json; print(json.dumps(found))\n"
+        )
+        (tmp_path / "climb.py").write_text(probe)
+        # in a fresh Python the worker starts (a copy of the kernel's Dask client state
+        # would wait on the kernel's Dask threads, which a fork does not copy)
+        code = (
+            "import json, subprocess, sys; "
+            "ran = subprocess.run([sys.executable, 'climb.py'], capture_output=True, "
+            "text=True, timeout=120); "
+            "found = json.loads(ran.stdout.splitlines()[-1])"
+        )
+        kernel.execute(f"%fork --name climber probe `py: {code}`")
+        kernel.run_approving("%tasks --wait climber", timeout=180)
+        task = f"{SESSION}.registry.get('climber')"
+        assert status(kernel, "climber") == "completed", kernel.value(f"{task}.error")
+        assert kernel.value(f"{runner('climber')}.kind") == "process"
+        pulled = kernel.execute("%tasks --pull climber found")
+        assert pulled.status == "ok", pulled.texts()
+        found = dict(kernel.value("found"))
+        driven = [route for route, what in found.items() if "ran" in what or "KEY" in what]
+        assert driven == [], found
+        assert found["the scheduler's address"].startswith("blocked"), found
+        assert found["a Dask worker"].startswith("blocked"), found
+        assert found["outside"] == "reached", found  # the network itself is kept
+        assert kernel.value("x") == 1
+    finally:
+        outside.close()
         kernel.execute("cluster.close()", timeout=60)

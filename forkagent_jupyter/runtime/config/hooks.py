@@ -72,6 +72,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..executors.listeners import aclosed_ports
 from ..executors.sandbox import confined
 from ..secrets import scrubbed_env
 
@@ -468,7 +469,7 @@ class Hooks:
         env["CLAUDE_PROJECT_DIR"] = str(self.workdir)
         try:
             proc = await asyncio.create_subprocess_exec(
-                *confined(["/bin/sh", "-c", entry.command]),
+                *confined(["/bin/sh", "-c", entry.command], closed=await aclosed_ports()),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,

@@ -1,5 +1,6 @@
 """Where agents' Python runs: the notebook's namespace on a thread, or a worker process
-started from a snapshot of the kernel (sandboxed: `sandbox`, `confine`), or a Dask cluster.
+started from a snapshot of the kernel (sandboxed: `sandbox`, `confine`; kept off the servers
+the kernel runs: `listeners`), or a Dask cluster.
 See `plane.ComputePlane`. The runtime's own git runs confined too (`own_git`).
 
 May import: the leaves only (errors, secrets, history, output)."""

@@ -171,7 +171,7 @@ def _serve_spawns(control: socket.socket, namespace: dict[str, Any]) -> None:
                 _die_with_parent()
                 with contextlib.suppress(OSError):
                     os.nice(int(request[2]))
-                sandbox.enter(fds[0], tell)
+                sandbox.enter(fds[0], tell, closed=request[3])
                 sandbox.readable()
                 serve_worker(socket.socket(fileno=fds[0]), namespace)
             os.close(tell)

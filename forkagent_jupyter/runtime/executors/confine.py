@@ -20,6 +20,11 @@ call's `cmd &` children end when PROGRAM ends. With `--task` (a background shell
 process waits until every process of the namespace has ended, so they live as long as the
 task; killing the process the kernel knows ends them all.
 
+With `--closed-ports=P,Q,...` PROGRAM cannot connect to those TCP ports (the servers the
+kernel runs, which run code for whoever connects: listeners.py) and keeps the rest of the
+network; where the system's Landlock has no network rules, it gets no network at all (a network
+namespace of its own, with only its own loopback).
+
 Where the namespaces cannot be made, PROGRAM runs as it would have (the connection file still
 covered where a mount namespace alone can be made), and the first line on stderr says so; the
 kernel asks before running a `Bash` call there (`sandbox.confinement_gap`). Standard library
@@ -34,11 +39,19 @@ import sys
 from pathlib import Path
 
 _CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
+CLONE_NEWNET = 0x40000000
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
+_SYS_LANDLOCK = {"x86_64": 444, "aarch64": 444}  # create_ruleset; add_rule +1, restrict +2
+_LANDLOCK_CREATE_RULESET_VERSION, _LANDLOCK_RULE_NET_PORT = 1, 2
+_LANDLOCK_ACCESS_NET_CONNECT_TCP = 1 << 1
+_PR_SET_NO_NEW_PRIVS = 38
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 0x4000, 1 << 18
 _PR_SET_PDEATHSIG, _PR_CAPBSET_DROP = 1, 24
 _PASSED_ON = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGWINCH")
 """Signals the waiting processes pass on to the program (the first process of a PID namespace
 ignores a signal it has no handler for)."""
+_PORTS = "--closed-ports="
+"""`--closed-ports=P,Q,...` (after `--task`, before the paths): ports it must not connect to."""
 PREFIX = "forkagent: this command is not confined"
 """How the line on stderr begins where the namespaces cannot be made."""
 
@@ -83,6 +96,61 @@ def drop_capabilities(libc: ctypes.CDLL) -> None:
     libc.capset(ctypes.byref(header), data)
 
 
+def close_ports(libc: ctypes.CDLL, ports: set[int]) -> str | None:
+    """This process (and whatever it starts from now on) can no longer connect to the TCP
+    `ports`, on any host, and keeps every other port (Landlock, Linux 6.7 and newer; the
+    process also gains no privilege from a set-uid program any more). None when done, else
+    why not (the caller then takes the network away instead)."""
+    import platform
+
+    number = _SYS_LANDLOCK.get(platform.machine())
+    if number is None:
+        return f"Landlock is not known on {platform.machine()}"
+    version = libc.syscall(number, None, 0, _LANDLOCK_CREATE_RULESET_VERSION)
+    if version < 4:  # the network rules came with version 4
+        return "this system's Landlock has no network rules" if version > 0 else "no Landlock"
+
+    class Ruleset(ctypes.Structure):
+        _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64)]
+
+    class PortRule(ctypes.Structure):
+        _pack_ = 1
+        _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
+
+    ruleset = Ruleset(0, _LANDLOCK_ACCESS_NET_CONNECT_TCP)
+    fd = libc.syscall(number, ctypes.byref(ruleset), ctypes.sizeof(ruleset), 0)
+    if fd < 0:
+        return f"a Landlock ruleset could not be made ({os.strerror(ctypes.get_errno())})"
+    try:
+        rule = PortRule(_LANDLOCK_ACCESS_NET_CONNECT_TCP, 0)
+        where = ctypes.byref(rule)
+        for port in range(65536):  # every port is allowed but those
+            if port not in ports:
+                rule.port = port
+                if libc.syscall(number + 1, fd, _LANDLOCK_RULE_NET_PORT, where, 0) != 0:
+                    return f"a Landlock rule was refused ({os.strerror(ctypes.get_errno())})"
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            return "no_new_privs could not be set"
+        if libc.syscall(number + 2, fd, 0) != 0:
+            return f"Landlock could not be applied ({os.strerror(ctypes.get_errno())})"
+        return None
+    finally:
+        os.close(fd)
+
+
+def loopback_up() -> None:
+    """The loopback of this process's own network namespace up (its code may serve itself on
+    127.0.0.1); nothing else is in that namespace."""
+    import fcntl
+    import socket
+    import struct
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        asked = fcntl.ioctl(sock, _SIOCGIFFLAGS, struct.pack("16sH14x", b"lo", 0))
+        flags = struct.unpack_from("16sH", asked)[1]
+        fcntl.ioctl(sock, _SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | _IFF_UP))
+
+
 def unshare(libc: ctypes.CDLL, flags: int) -> str | None:
     """This process in new namespaces of `flags`, inside a user namespace of its own where
     one can be made (where not, as root, without one); None when done, else why not."""
@@ -113,13 +181,16 @@ def _cover_only(libc: ctypes.CDLL, paths: list[str]) -> None:
             drop_capabilities(libc)
 
 
-def confine(paths: list[str]) -> tuple[str | None, int]:
+def confine(paths: list[str], ports: set[int] | None = None) -> tuple[str | None, int]:
     """Enter the namespaces and fork (see the module doc). Returns in the first process of
     the new PID namespace, its /proc and `paths` done: (None, the descriptor on which to
     report how PROGRAM ended) - or, where that failed, (why, -1) in this process itself. The
-    process that started never returns when the namespaces were made."""
+    process that started never returns when the namespaces were made. `ports`: TCP ports it
+    must not connect to (the kernel's servers, listeners.py); where they cannot be closed
+    alone, it gets no network."""
     libc = ctypes.CDLL(None, use_errno=True)
-    why = unshare(libc, _CLONE_NEWNS | _CLONE_NEWPID)
+    network = not ports or close_ports(libc, ports) is None
+    why = unshare(libc, _CLONE_NEWNS | _CLONE_NEWPID | (0 if network else CLONE_NEWNET))
     if why is not None:
         _cover_only(libc, paths)
         return why, -1
@@ -140,6 +211,8 @@ def confine(paths: list[str]) -> tuple[str | None, int]:
         mount(libc, "none", "/", None, MS_REC | MS_PRIVATE)  # nothing leaks to the host
         mount(libc, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         cover(libc, paths)
+        if not network:
+            loopback_up()
     except OSError as exc:
         why = str(exc)
     finally:
@@ -240,7 +313,10 @@ def main(argv: list[str]) -> None:
     task = argv[:1] == ["--task"]
     split = argv.index("--") if "--" in argv else len(argv)
     paths, program = argv[int(check or task) : split], argv[split + 1 :]
-    why, report = confine(paths)
+    ports: set[int] = set()
+    if paths and paths[0].startswith(_PORTS):
+        ports = {int(p) for p in paths.pop(0).removeprefix(_PORTS).split(",") if p}
+    why, report = confine(paths, ports)
     if why is not None:
         print(f"{PREFIX}: {why}", file=sys.stderr, flush=True)
     if check:

@@ -35,6 +35,7 @@ from .base import (
 )
 from .child import become_snapshot, describe_status
 from .forksafety import settle, survey
+from .listeners import aclosed_ports
 from .memory import Held, parse_held
 from .pulled import decode_pulled
 from .tree import kill_tree
@@ -82,7 +83,9 @@ class Snapshot:
         self._reader: asyncio.Task[None] | None = None
 
     async def spawn(self, nice: int = 0) -> tuple[int, socket.socket]:
-        """A new worker process forked from the snapshot, and the kernel's end of its socket."""
+        """A new worker process forked from the snapshot, and the kernel's end of its socket.
+        It cannot connect to the servers the kernel runs now (listeners.py)."""
+        closed = await aclosed_ports()
         if self.closed:
             raise WorkerLostError("the snapshot process has ended")
         if self._reader is None:
@@ -93,7 +96,8 @@ class Snapshot:
         waiter = asyncio.get_running_loop().create_future()
         self._spawns[token] = waiter
         try:
-            socket.send_fds(self.control, [pickle.dumps(("spawn", token, nice))], [theirs.fileno()])
+            request = ("spawn", token, nice, sorted(closed))
+            socket.send_fds(self.control, [pickle.dumps(request)], [theirs.fileno()])
         except OSError as exc:
             ours.close()
             raise WorkerLostError(

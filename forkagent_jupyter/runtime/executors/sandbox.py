@@ -12,8 +12,10 @@ A worker runs code the model wrote, in a copy-on-write copy of the kernel. Two m
   kernel's and the Jupyter server's /proc entries (environ, mem, cmdline) are not there to
   read; the kernel's connection file and Jupyter's runtime folder (connection files, the
   server's token) are covered; then it gives up every capability, so it cannot uncover them.
-  It keeps the network, the file system and your user's files as they are (a Dask child
-  does not keep the network: `enter(network=False)`).
+  It keeps the file system and your user's files as they are, and the network but the ports
+  the kernel's own servers listen on (a Dask scheduler the kernel made runs any code for
+  whoever connects: listeners.py); a Dask child does not keep the network at all
+  (`enter(network=False)`).
 
 And in the kernel itself, `guard_kernel` (once, when the extension loads): the kernel makes
 itself non-dumpable, so its /proc entries (mem, environ, maps, ...) belong to root and no
@@ -42,18 +44,22 @@ import signal
 import subprocess
 import sys
 from array import array
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..secrets import known_secrets, secret_names
 from .confine import (
+    CLONE_NEWNET,
     MS_NODEV,
     MS_NOEXEC,
     MS_NOSUID,
     MS_PRIVATE,
     MS_REC,
     PREFIX,
+    close_ports,
     cover,
+    loopback_up,
     mount,
     write,
 )
@@ -74,8 +80,6 @@ __all__ = [
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWPID = 0x20000000
-_CLONE_NEWNET = 0x40000000
-_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 _PR_SET_PDEATHSIG, _PR_GET_DUMPABLE, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP = 1, 3, 4, 24
 _MEMORY_CAPS = {
     16: "CAP_SYS_MODULE",
@@ -211,18 +215,22 @@ def kernel_files() -> list[Path]:
 _CONFINE = Path(__file__).with_name("confine.py")
 
 
-def confined(argv: list[str], *, task: bool = False) -> list[str]:
+def confined(argv: list[str], *, task: bool = False, closed: Collection[int] = ()) -> list[str]:
     """The command line that runs `argv` in namespaces of its own (confine.py: its own
     processes only in /proc, the kernel's connection file and Jupyter's runtime folder
     covered), when this process is a kernel on Linux; else `argv` itself. For the programs
     the kernel starts for the model (Bash), hooks and stdio MCP servers. `task`: a background
-    shell, whose processes live until every one has ended (else they end with `argv`)."""
+    shell, whose processes live until every one has ended (else they end with `argv`).
+    `closed`: TCP ports it must not connect to (`listeners.aclosed_ports()`: the kernel's
+    servers)."""
     if not sys.platform.startswith("linux"):
         return argv
     paths = _kernel_paths()
     if not paths:
         return argv
     options = ["--task"] if task else []
+    if closed:
+        options.append("--closed-ports=" + ",".join(str(p) for p in sorted(closed)))
     return [sys.executable, "-I", "-S", str(_CONFINE), *options, *paths, "--", *argv]
 
 
@@ -361,14 +369,18 @@ def _overwrite(memmem: object, start: int, end: int, needle: ctypes.Array[ctypes
 # -- in each worker -----------------------------------------------------------------------------
 
 
-def enter(inherited: int, tell: int, *, network: bool = True) -> None:
+def enter(inherited: int, tell: int, *, network: bool = True, closed: Collection[int] = ()) -> None:
     """In a worker right after its fork (see the module doc). Returns in the sandboxed worker;
     the process that forked it never returns from here. `inherited` is the worker's socket,
     closed in the waiting process so that the kernel sees it close when the worker ends; the
     worker's pid (as the kernel sees it) is written to `tell` (nothing: this process is the
     worker), then `tell` is closed. Without `network` the worker also gets a network
     namespace of its own, with only a loopback of its own in it (a Dask child: the cluster's
-    scheduler and workers, which run code for whoever connects, are out of its reach)."""
+    scheduler and workers, which run code for whoever connects, are out of its reach). With
+    it, the worker cannot connect to the TCP ports `closed` (the servers the kernel runs,
+    listeners.py); where they cannot be closed alone, it gets no network."""
+    if network and closed and close_ports(_libc(), set(closed)) is not None:
+        network = False
     try:
         _enter(inherited, tell, network)
     finally:
@@ -400,7 +412,7 @@ def worker_pid(told: int, forked: int) -> int:
 def _enter(inherited: int, tell: int, network: bool) -> None:
     libc = _libc()
     uid, gid = os.getuid(), os.getgid()
-    flags = _CLONE_NEWPID | _CLONE_NEWNS | (0 if network else _CLONE_NEWNET)
+    flags = _CLONE_NEWPID | _CLONE_NEWNS | (0 if network else CLONE_NEWNET)
     mapped = libc.unshare(_CLONE_NEWUSER | flags) == 0
     if mapped:
         try:
@@ -428,7 +440,7 @@ def _enter(inherited: int, tell: int, network: bool) -> None:
         STATE.error = f"the worker's /proc could not be replaced ({exc})"
     if not network:
         with contextlib.suppress(OSError):
-            _loopback_up()
+            loopback_up()
     _drop_capabilities(libc)
 
 
@@ -452,19 +464,6 @@ def _wait_and_mirror(worker: int, inherited: int) -> None:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, [number])
         os.kill(os.getpid(), number)
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
-
-
-def _loopback_up() -> None:
-    """The loopback of this process's own network namespace up (its code may serve itself on
-    127.0.0.1); nothing else is in that namespace."""
-    import fcntl
-    import socket
-    import struct
-
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        asked = fcntl.ioctl(sock, _SIOCGIFFLAGS, struct.pack("16sH14x", b"lo", 0))
-        flags = struct.unpack_from("16sH", asked)[1]
-        fcntl.ioctl(sock, _SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | _IFF_UP))
 
 
 def _mount_views(libc: ctypes.CDLL) -> None:

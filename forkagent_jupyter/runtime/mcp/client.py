@@ -26,6 +26,7 @@ from typing import IO, Any, Literal
 import anyio
 
 from ..config.mcp_config import HttpServer, ServerSpec, StdioServer, tool_name
+from ..executors.listeners import aclosed_ports
 from ..executors.sandbox import confined
 
 __all__ = ["McpCallError", "McpConnection", "McpToolInfo", "State"]
@@ -166,7 +167,8 @@ class McpConnection:
             from mcp import StdioServerParameters, stdio_client
 
             self._errlog = await asyncio.to_thread(tempfile.TemporaryFile, "w+")
-            command, *args = confined([config.command, *config.args])
+            closed = await aclosed_ports()
+            command, *args = confined([config.command, *config.args], closed=closed)
             params = StdioServerParameters(
                 command=command,
                 args=args,

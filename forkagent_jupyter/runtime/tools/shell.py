@@ -25,6 +25,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..executors.listeners import aclosed_ports
 from ..executors.sandbox import confined, confinement_gap
 from ..output import MAX_OUTPUT, HeadTail, cap_output
 from ..secrets import scrubbed_env
@@ -159,7 +160,11 @@ async def _spawn(
     read_fd, write_fd = os.pipe()
     try:
         proc = await asyncio.create_subprocess_exec(
-            *confined([shutil.which("bash") or "/bin/sh", "-c", command], task=task),
+            *confined(
+                [shutil.which("bash") or "/bin/sh", "-c", command],
+                task=task,
+                closed=await aclosed_ports(),
+            ),
             cwd=ctx.workdir,
             env=scrubbed_env(ctx.env),
             stdin=asyncio.subprocess.DEVNULL,

@@ -6,8 +6,11 @@ says so, and every Bash call is put to the person."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -16,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from forkagent_jupyter.runtime.executors import sandbox
+from forkagent_jupyter.runtime.executors import listeners, sandbox
 from forkagent_jupyter.runtime.permissions.gate import PermissionGate
 from forkagent_jupyter.runtime.permissions.policies import Allow, ScriptedPolicy
 from forkagent_jupyter.runtime.tools.base import ToolContext
@@ -30,6 +33,7 @@ from ..tools.helpers import call
 pytestmark = pytest.mark.anyio
 
 NO_NAMESPACES = Path(__file__).resolve().parents[2] / "no_namespaces.py"
+NO_LANDLOCK = Path(__file__).resolve().parents[2] / "no_landlock.py"
 CONFINE = Path(sandbox.__file__).with_name("confine.py")
 
 
@@ -206,3 +210,111 @@ async def test_this_system_can_confine_a_kernels_programs(
 ) -> None:
     monkeypatch.setattr(sandbox, "_gap", [])
     assert await sandbox.confinement_gap() is None
+
+
+def _outside_server() -> tuple[int, int]:
+    """A server that is no process of this one's (started twice removed, so it belongs to
+    the host's init): (its pid, its port)."""
+    code = (
+        "import os, socket, time; s = socket.create_server(('127.0.0.1', 0)); "
+        "print(s.getsockname()[1], flush=True); os.close(1); time.sleep(120)"
+    )
+    shell = f"{sys.executable} -c {code!r} 2>/dev/null & echo $!"
+    done = subprocess.run(["sh", "-c", shell], capture_output=True, text=True, timeout=30)
+    pid, port = done.stdout.split()
+    return int(pid), int(port)
+
+
+def _child_server() -> subprocess.Popen[str]:
+    """A server in a process this one started (it prints its port)."""
+    code = (
+        "import socket, time; s = socket.create_server(('127.0.0.1', 0)); "
+        "print(s.getsockname()[1], flush=True); time.sleep(120)"
+    )
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+
+
+REACH = (
+    "import socket, sys\n"
+    "for port in sys.argv[1:]:\n"
+    "    try:\n"
+    "        socket.create_connection(('127.0.0.1', int(port)), 5).close()\n"
+    "        print(port, 'reached')\n"
+    "    except OSError as exc:\n"
+    "        print(port, 'blocked', type(exc).__name__)\n"
+)
+
+
+async def test_bash_keeps_the_network_but_not_the_ports_the_kernel_listens_on(
+    in_a_kernel: Path, tmp_path: Path
+) -> None:
+    """A server in the kernel (a Dask scheduler runs any function for whoever connects) and
+    one in a process the kernel started are closed to Bash; a server elsewhere is not."""
+    (tmp_path / "reach.py").write_text(REACH)
+    own = socket.create_server(("127.0.0.1", 0))
+    child = _child_server()
+    outside_pid, outside = _outside_server()
+    try:
+        assert child.stdout is not None
+        childs = int(child.stdout.readline())
+        ports = [own.getsockname()[1], childs, outside]
+        closed = await listeners.aclosed_ports()
+        assert {ports[0], ports[1]} <= closed and outside not in closed
+        out = await call(
+            BashTool(),
+            ctx(tmp_path),
+            command=f"{sys.executable} reach.py {' '.join(map(str, ports))}",
+        )
+        assert not out.is_error, out.content
+        said = dict(line.split(" ", 1) for line in out.content.splitlines() if line[:1].isdigit())
+        assert said[str(ports[0])].startswith("blocked"), said
+        assert said[str(ports[1])].startswith("blocked"), said
+        assert said[str(outside)] == "reached", said
+    finally:
+        own.close()
+        child.kill()
+        child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(outside_pid, signal.SIGKILL)
+
+
+def test_where_a_port_cannot_be_closed_alone_the_program_gets_no_network(
+    tmp_path: Path,
+) -> None:
+    """confine.py's fallback: without Landlock's network rules (here: a system call filter
+    refuses Landlock), a program with ports to keep away from has no network at all, only a
+    loopback of its own."""
+    (tmp_path / "reach.py").write_text(REACH)
+    own = socket.create_server(("127.0.0.1", 0))
+    outside_pid, outside = _outside_server()
+    try:
+        port = own.getsockname()[1]
+        done = subprocess.run(
+            [
+                sys.executable,
+                str(NO_LANDLOCK),
+                sys.executable,
+                "-I",
+                "-S",
+                str(CONFINE),
+                f"--closed-ports={port}",
+                "--",
+                sys.executable,
+                "reach.py",
+                str(port),
+                str(outside),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        said = dict(line.split(" ", 1) for line in done.stdout.splitlines())
+        assert said[str(port)].startswith("blocked") and said[str(outside)].startswith("blocked")
+    finally:
+        own.close()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(outside_pid, signal.SIGKILL)
