@@ -5,5 +5,6 @@ slash commands and skills typed as `/name` (`commands`, and their text: `command
 server configuration (`mcp_config`), workspace trust and what a folder asks for (`trust`,
 `trust_asks`), and reading a file anyone may have put there without hanging (`files`).
 
-May import: model, executors and the leaves. Imported by: permissions and everything above.
+May import: model, executors, messages_api (its shapes) and the leaves. Imported by: permissions
+and everything above.
 """

@@ -203,13 +203,13 @@ class AgentDefinition(BaseModel):
     loaded_skills: tuple[tuple[str, str], ...] = ()
     memory_dir: Path | None = None
     memory_text: str = ""
-    mcpServers: list[str | dict[str, Any]] | None = None  # noqa: N815
+    mcpServers: list[str | dict[str, object]] | None = None  # noqa: N815
     """MCP servers for this agent: names of configured servers, or `{name: server}` started
     with the agent and stopped when it ends (a mapping of names to servers is read the same
     way)."""
     requiredMcpServers: list[str] = Field(default_factory=list)  # noqa: N815
     """Servers that must be up: the Agent call waits for them (bounded) or fails."""
-    hooks: dict[str, Any] | None = None
+    hooks: dict[str, object] | None = None
     """Hooks for this agent's run only, as in a settings file (see `hooks.py`); its `Stop`
     hooks run when it ends (`SubagentStop`)."""
     source: Source
@@ -217,7 +217,7 @@ class AgentDefinition(BaseModel):
 
     @field_validator("hooks")
     @classmethod
-    def _hooks(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+    def _hooks(cls, value: dict[str, object] | None) -> dict[str, object] | None:
         if value is not None:
             _entries, refused = parse_hooks(value, "the agent file")
             if refused:
@@ -359,7 +359,8 @@ def _agent_file(
     except FileProblemError as exc:
         raise AgentFileError(path, exc.key, exc.problem, line=exc.line, name=stem) from None
     data, lines = dict(parsed.data), parsed.lines
-    name = data.get("name") if isinstance(data.get("name"), str) else stem
+    given = data.get("name")
+    name = given if isinstance(given, str) else stem
     for key, why in _LOADER_FIELDS.items():
         if key in data:
             problem = f"not allowed in front matter ({why})"

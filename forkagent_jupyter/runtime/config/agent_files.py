@@ -23,7 +23,6 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -59,7 +58,7 @@ class FileProblemError(Exception):
 class FrontMatter:
     """A parsed file: its keys, the line of each key, and the Markdown body."""
 
-    data: dict[str, Any]
+    data: dict[str, object]
     lines: dict[str, int]
     body: str
     relaxed: bool = False  # it parsed only with the lenient second reading
@@ -184,7 +183,7 @@ class _TooDeepError(yaml.YAMLError):
     """Front matter nested deeper than the YAML reader can follow (it recurses)."""
 
 
-def _load(head: list[str]) -> Any:
+def _load(head: list[str]) -> object:
     try:
         return yaml.safe_load("\n".join(head))
     except RecursionError:
@@ -231,7 +230,7 @@ def parse_front_matter(text: str) -> FrontMatter:
     return FrontMatter({str(k): v for k, v in data.items()}, lines, body, relaxed)
 
 
-def _expanded_size(value: Any, budget: int) -> int:
+def _expanded_size(value: object, budget: int) -> int:
     """How many values `value` holds with every YAML alias expanded (a list or mapping
     reached twice counts twice), counting no further than just past `budget`: nine
     lines of `&a [*b, *b, ...]` expand to a billion values, which reading them (a

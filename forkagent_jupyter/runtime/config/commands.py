@@ -41,7 +41,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from ..model.names import model_problem
 from .agent_files import FileProblemError, agent_files, parse_front_matter, read_agent_text
@@ -164,7 +164,7 @@ def looks_like_command(name: str) -> bool:
     return bool(_COMMAND_LIKE.match(name)) and not os.path.lexists("/" + name)
 
 
-def parse_tool_list(value: Any) -> tuple[str, ...]:
+def parse_tool_list(value: object) -> tuple[str, ...]:
     """`allowed-tools` as Claude Code splits it: a list, or one string of names separated by
     commas or spaces, where a `(...)` spec is kept whole (`Bash(git diff:*)`)."""
     items = value if isinstance(value, list) else [value]
@@ -189,7 +189,7 @@ def parse_tool_list(value: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _flag(value: Any) -> bool:
+def _flag(value: object) -> bool:
     return value is True or value == "true"
 
 
@@ -202,7 +202,7 @@ def _first_line(text: str, fallback: str) -> str:
     return fallback
 
 
-def _hint(value: Any) -> str | None:
+def _hint(value: object) -> str | None:
     if value is None:
         return None
     if isinstance(value, list):  # `argument-hint: [message]` is a YAML list
@@ -242,8 +242,9 @@ def _read(
     except FileProblemError as exc:
         at = f"{shown}:{exc.line}" if exc.line is not None else shown
         raise _BadFileError(f"{at}: {exc.problem}") from None
-    if named_by_file and isinstance(data.get("name"), str) and data["name"].strip():
-        name = name.rpartition(":")[0] + (":" if ":" in name else "") + data["name"].strip()
+    given = data.get("name")
+    if named_by_file and isinstance(given, str) and given.strip():
+        name = name.rpartition(":")[0] + (":" if ":" in name else "") + given.strip()
     if not _TYPED_NAME.match(name):
         raise _BadFileError(
             f"{shown}: the command name {name!r} cannot be typed (no spaces or '/')"

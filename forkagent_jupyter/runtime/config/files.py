@@ -17,7 +17,8 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
+
+from ...messages_api.shapes import JSON
 
 __all__ = [
     "MAX_CONFIG_BYTES",
@@ -94,10 +95,10 @@ def read_bytes(path: Path, limit: int = MAX_CONFIG_BYTES, *, head: bool = False)
     return data
 
 
-def _depth(value: Any, limit: int) -> int:
+def _depth(value: JSON, limit: int) -> int:
     """How deep `value` nests (lists and objects), counting no further than `limit` + 1."""
     deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
+    stack: list[tuple[JSON, int]] = [(value, 1)]
     while stack:
         item, level = stack.pop()
         if not isinstance(item, (dict, list)):
@@ -110,7 +111,7 @@ def _depth(value: Any, limit: int) -> int:
     return deepest
 
 
-def read_json(path: Path, limit: int = MAX_CONFIG_BYTES) -> Any:
+def read_json(path: Path, limit: int = MAX_CONFIG_BYTES) -> JSON:
     """The file's JSON value (see `read_bytes`); None when there is no such file;
     FileRefusedError when the file cannot be read, is not JSON, or nests deeper than
     `MAX_DEPTH`."""
@@ -118,7 +119,7 @@ def read_json(path: Path, limit: int = MAX_CONFIG_BYTES) -> Any:
     if raw is None:
         return None
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data: JSON = json.loads(raw.decode("utf-8"))
     except RecursionError:
         raise FileRefusedError(
             f"is nested too deeply to read (a configuration file nests at most {MAX_DEPTH} "

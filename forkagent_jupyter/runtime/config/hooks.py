@@ -70,7 +70,7 @@ import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from ..executors.listeners import aclosed_ports
 from ..executors.sandbox import confined
@@ -199,7 +199,7 @@ class HookOutcome:
     """A hook answered `continue: false`: the agent stops (it is not kept going)."""
 
 
-def parse_hooks(data: Any, source: str) -> tuple[list[HookEntry], list[str]]:
+def parse_hooks(data: object, source: str) -> tuple[list[HookEntry], list[str]]:
     """The hook entries of one `hooks` value, and a line per part that cannot be used."""
     entries: list[HookEntry] = []
     refused: list[str] = []
@@ -237,7 +237,7 @@ def parse_hooks(data: Any, source: str) -> tuple[list[HookEntry], list[str]]:
 
 
 def _entry(
-    hook: Any, event: str, matcher: str, source: str, where: str, refused: list[str]
+    hook: object, event: str, matcher: str, source: str, where: str, refused: list[str]
 ) -> HookEntry | None:
     if not isinstance(hook, dict):
         refused.append(f"{where}: a hook is an object like {{'type': 'command', ...}}")
@@ -340,7 +340,7 @@ class Hooks:
             del self.lines[: MAX_LINES // 10]
 
     async def run(
-        self, event: str, payload: dict[str, Any], subject: str | None = None
+        self, event: str, payload: Mapping[str, object], subject: str | None = None
     ) -> HookOutcome:
         """Run the hooks of `event` that match `subject` (tool name or agent type)."""
         chosen = [e for e in self.entries if e.event == event and e.matches(subject)]
@@ -432,7 +432,7 @@ class Hooks:
     async def stop_check(
         self,
         event: Literal["Stop", "SubagentStop"],
-        payload: dict[str, Any],
+        payload: Mapping[str, object],
         subject: str | None,
         *,
         blocked: int,

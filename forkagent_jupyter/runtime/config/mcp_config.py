@@ -37,10 +37,11 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ...messages_api.shapes import JSON
 from ..errors import ConfigError
 from ..secrets import SECRET_ENV_VARS
 from .files import MAX_CONFIG_BYTES, FileRefusedError, read_json
@@ -125,16 +126,19 @@ def expand(text: str, env: Mapping[str, str]) -> str:
     return _VAR.sub(one, text)
 
 
-def _expanded(raw: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+def _expanded(raw: dict[str, object], env: Mapping[str, str]) -> dict[str, object]:
     out = dict(raw)
     for key in ("command", "url"):
-        if isinstance(out.get(key), str):
-            out[key] = expand(out[key], env)
-    if isinstance(out.get("args"), list):
-        out["args"] = [expand(a, env) if isinstance(a, str) else a for a in out["args"]]
+        text = out.get(key)
+        if isinstance(text, str):
+            out[key] = expand(text, env)
+    args = out.get("args")
+    if isinstance(args, list):
+        out["args"] = [expand(a, env) if isinstance(a, str) else a for a in args]
     for key in ("env", "headers"):
-        if isinstance(out.get(key), dict):
-            out[key] = {k: expand(v, env) if isinstance(v, str) else v for k, v in out[key].items()}
+        table = out.get(key)
+        if isinstance(table, dict):
+            out[key] = {k: expand(v, env) if isinstance(v, str) else v for k, v in table.items()}
     return out
 
 
@@ -144,24 +148,27 @@ CREDENTIAL = (
 )
 
 
-def _secrets_named(raw: dict[str, Any]) -> list[str]:
+def _secrets_named(raw: dict[str, object]) -> list[str]:
     """The credential variables the server's strings name (`${ANTHROPIC_API_KEY}`)."""
     texts: list[str] = []
     for key in ("command", "url"):
-        if isinstance(raw.get(key), str):
-            texts.append(raw[key])
+        text = raw.get(key)
+        if isinstance(text, str):
+            texts.append(text)
     for key in ("args",):
-        if isinstance(raw.get(key), list):
-            texts += [a for a in raw[key] if isinstance(a, str)]
+        args = raw.get(key)
+        if isinstance(args, list):
+            texts += [a for a in args if isinstance(a, str)]
     for key in ("env", "headers"):
-        if isinstance(raw.get(key), dict):
-            texts += [v for v in raw[key].values() if isinstance(v, str)]
+        table = raw.get(key)
+        if isinstance(table, dict):
+            texts += [v for v in table.values() if isinstance(v, str)]
     found = {m.group(1) for t in texts for m in _VAR.finditer(t)}
     return sorted(found & set(SECRET_ENV_VARS))
 
 
 def _one(
-    name: str, raw: Any, env: Mapping[str, str], credentials: bool = True
+    name: str, raw: object, env: Mapping[str, str], credentials: bool = True
 ) -> ServerConfig | str:
     """The server, or why it cannot be used; without `credentials`, a credential variable
     counts as not set."""
@@ -191,7 +198,7 @@ def _one(
 
 
 def parse_servers(
-    data: Any,
+    data: object,
     source: str,
     env: Mapping[str, str],
     cwd: Path | None = None,
@@ -227,7 +234,7 @@ def parse_servers(
     return specs, problems
 
 
-def _read_json(path: Path, shown: str, problems: list[str], limit: int = MAX_BYTES) -> Any:
+def _read_json(path: Path, shown: str, problems: list[str], limit: int = MAX_BYTES) -> JSON:
     try:
         return read_json(path, limit)
     except FileRefusedError as exc:
@@ -338,11 +345,12 @@ def read_config(
     problems: list[str] = []
     found: dict[str, ServerSpec] = {}
     user = _read_json(home / CLAUDE_JSON, f"~/{CLAUDE_JSON}", problems, MAX_CLAUDE_JSON_BYTES)
-    layers: list[tuple[Any, str, bool]] = []  # (mcpServers, source, the project's)
+    layers: list[tuple[JSON, str, bool]] = []  # (mcpServers, source, the project's)
     if isinstance(user, dict):
         if "mcpServers" in user:
             layers.append((user["mcpServers"], "~/.claude.json", False))
-        project = (user.get("projects") or {}) if isinstance(user.get("projects"), dict) else {}
+        projects = user.get("projects")
+        project = projects if isinstance(projects, dict) else {}
         entry = project.get(str(workdir))
         if isinstance(entry, dict) and "mcpServers" in entry:
             layers.append((entry["mcpServers"], f"~/.claude.json (project {workdir})", False))
@@ -368,7 +376,7 @@ def read_config(
 
 
 def agent_servers(
-    entries: Any,
+    entries: object,
     source: str,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,

@@ -49,8 +49,9 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
+from ...messages_api.shapes import JSON
 from ..executors.own_git import run_git_sync
 from .files import FileRefusedError, read_json
 from .hooks import HookEntry, HookTrust, parse_hooks
@@ -248,7 +249,9 @@ def _read_one(
         out.directories.append((path, source))
 
 
-def _read_hooks(value: Any, file: SettingsFile, source: str, out: SettingsRead, held: bool) -> None:
+def _read_hooks(
+    value: JSON, file: SettingsFile, source: str, out: SettingsRead, held: bool
+) -> None:
     """A file's `hooks`. Of a folder not trusted, only the checks that make calls asked (a
     PreToolUse hook of a type not run here) apply; the commands wait."""
     hooks, refused = parse_hooks(value, source)
@@ -285,7 +288,7 @@ def narrows(mode: str, current: str) -> bool:
     return current in _WIDTH and _WIDTH[mode] < _WIDTH[current]
 
 
-def _read_mode(mode: Any, file: SettingsFile, source: str, out: SettingsRead, held: bool) -> None:
+def _read_mode(mode: JSON, file: SettingsFile, source: str, out: SettingsRead, held: bool) -> None:
     if mode is None:
         return
     if mode not in SETTINGS_MODES:
@@ -319,7 +322,7 @@ MCP_APPROVAL_KEYS = ("enableAllProjectMcpServers", "enabledMcpjsonServers")
 
 
 def _refuse_self_approval(
-    data: dict[str, Any],
+    data: dict[str, JSON],
     file: SettingsFile,
     source: str,
     out: SettingsRead,
@@ -342,8 +345,13 @@ def _refuse_self_approval(
             )
 
 
+def _strings(value: JSON) -> TypeGuard[list[str]]:
+    """Whether `value` is a list of strings."""
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
 def _read_mcp_approval(
-    data: dict[str, Any], file: SettingsFile, source: str, out: SettingsRead, held: bool
+    data: dict[str, JSON], file: SettingsFile, source: str, out: SettingsRead, held: bool
 ) -> None:
     """The `.mcp.json` approval keys of one file (see the module doc)."""
     _refuse_self_approval(data, file, source, out, MCP_APPROVAL_KEYS, "MCP servers")
@@ -362,7 +370,7 @@ def _read_mcp_approval(
         names = data.get(key)
         if names is None or (key == "enabledMcpjsonServers" and file.scope == "project"):
             continue
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        if not _strings(names):
             out.refused.append((key, source, "is not a list of server names"))
         elif held and key == "enabledMcpjsonServers":
             out.withheld.extend((f"{key} {n}", source) for n in names)
@@ -374,7 +382,7 @@ HOOK_APPROVAL_KEYS = ("enableAllProjectHooks", "enabledProjectHooks")
 
 
 def _read_hook_approval(
-    data: dict[str, Any], file: SettingsFile, source: str, out: SettingsRead, held: bool
+    data: dict[str, JSON], file: SettingsFile, source: str, out: SettingsRead, held: bool
 ) -> None:
     """The project-hook approval keys of one file: the person's files only (see the doc)."""
     _refuse_self_approval(data, file, source, out, HOOK_APPROVAL_KEYS, "hooks")
@@ -390,7 +398,7 @@ def _read_hook_approval(
             out.hooks_enable_all = (value, source)
     commands = data.get("enabledProjectHooks")
     if commands is not None:
-        if not isinstance(commands, list) or not all(isinstance(c, str) for c in commands):
+        if not _strings(commands):
             out.refused.append(("enabledProjectHooks", source, "is not a list of commands"))
         elif held:
             out.withheld.extend(

@@ -21,13 +21,19 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from ...messages_api.shapes import JSON
 from ..config.mcp_config import HttpServer, ServerSpec, StdioServer, tool_name
 from ..executors.listeners import aclosed_ports
 from ..executors.sandbox import confined
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+    from mcp.types import CallToolResult
+    from mcp.types import Tool as ServerTool
 
 __all__ = ["McpCallError", "McpConnection", "McpToolInfo", "State"]
 
@@ -48,7 +54,7 @@ class McpToolInfo:
 
     name: str
     description: str
-    input_schema: dict[str, Any]
+    input_schema: dict[str, JSON]
 
 
 def _line(exc: BaseException) -> str:
@@ -59,7 +65,7 @@ def _line(exc: BaseException) -> str:
     return text[:300]
 
 
-def _schema(raw: Any) -> dict[str, Any] | None:
+def _schema(raw: object) -> dict[str, JSON] | None:
     """The input schema the API can take (an object schema), or None."""
     if not isinstance(raw, dict) or raw.get("type") != "object":
         return None
@@ -83,7 +89,7 @@ class McpConnection:
         self.reason = ""
         self.tools: list[McpToolInfo] = []
         self.skipped: list[str] = []  # tools not offered, each with why
-        self._session: Any = None
+        self._session: ClientSession | None = None
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -158,7 +164,7 @@ class McpConnection:
                 errlog, self._errlog = self._errlog, None
                 await asyncio.to_thread(errlog.close)
 
-    async def _open(self, stack: contextlib.AsyncExitStack) -> Any:
+    async def _open(self, stack: contextlib.AsyncExitStack) -> ClientSession:
         """The SDK's session on a started server (or an opened HTTP client)."""
         from mcp import ClientSession
 
@@ -189,9 +195,9 @@ class McpConnection:
             )
         return await stack.enter_async_context(ClientSession(read, write))
 
-    async def _handshake(self, session: Any) -> None:
+    async def _handshake(self, session: ClientSession) -> None:
         await session.initialize()
-        tools: list[Any] = []
+        tools: list[ServerTool] = []
         cursor: str | None = None
         for _page in range(50):
             from mcp.types import PaginatedRequestParams
@@ -215,7 +221,7 @@ class McpConnection:
             text = (tool.description or "").strip() or f"Tool {tool.name} of MCP server {self.name}"
             self.tools.append(McpToolInfo(tool.name, text[:MAX_DESCRIPTION], schema))
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
+    async def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
         """The server's CallToolResult; McpCallError (one line) when there is none."""
         session = self._session
         if self.state != "connected" or session is None:

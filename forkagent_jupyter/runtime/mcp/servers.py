@@ -16,7 +16,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Literal, TypedDict
 
 from ..config.mcp_config import (
     AGENT_APPROVE_HINT,
@@ -29,14 +29,14 @@ from ..config.mcp_config import (
 )
 from ..permissions.rules import Rule
 from ..tasks.registry import Task
-from ..tools.base import Tool
-from .client import McpConnection
+from .client import McpConnection, State
 from .tool import McpTool
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_STARTUP_TIMEOUT",
     "McpServers",
+    "ServerRow",
     "covers",
     "describe",
 ]
@@ -57,6 +57,19 @@ def covers(pattern: str, name: str) -> bool:
         return Rule.parse(pattern).covers(name)
     except ValueError:
         return False
+
+
+class ServerRow(TypedDict):
+    """One server as `McpServers.summary` gives it (`%mcp`)."""
+
+    name: str
+    agent: str  # "" for the session's own
+    source: str
+    transport: Literal["stdio", "http"]
+    state: State
+    reason: str
+    tools: list[str]
+    skipped: list[str]
 
 
 class McpServers:
@@ -190,15 +203,15 @@ class McpServers:
             self._tools[id(conn)] = made
         return made
 
-    def tools(self) -> list[Tool[Any]]:
+    def tools(self) -> list[McpTool]:
         """The session's servers' tools, in name order (connected servers only)."""
         return self._unique(c for c in self.servers.values())
 
-    def _unique(self, conns: Iterable[McpConnection], taken: Iterable[str] = ()) -> list[Tool[Any]]:
+    def _unique(self, conns: Iterable[McpConnection], taken: Iterable[str] = ()) -> list[McpTool]:
         """The tools of `conns` in name order; a name already taken (two servers whose names
         differ only in characters a tool name cannot hold) is left out."""
         seen = set(taken)
-        out: list[Tool[Any]] = []
+        out: list[McpTool] = []
         for tool in sorted((t for c in conns for t in self._tools_of(c)), key=lambda t: t.name):
             if tool.name in seen:
                 continue
@@ -211,7 +224,7 @@ class McpServers:
     async def start_agent(
         self,
         agent_id: str,
-        entries: Any,
+        entries: object,
         required: Iterable[str],
         source: str,
         *,
@@ -273,11 +286,11 @@ class McpServers:
             return f"{why}: {APPROVE_HINT}" if why == "not approved" else why
         return "not configured"
 
-    def agent_tools(self, agent_id: str, taken: Iterable[str] = ()) -> list[Tool[Any]]:
+    def agent_tools(self, agent_id: str, taken: Iterable[str] = ()) -> list[McpTool]:
         """The tools of an agent's own servers, in name order (names in `taken` left out)."""
         return self._unique(self.agents.get(agent_id, {}).values(), taken)
 
-    def follow(self, jobs: set[asyncio.Task[Any]], task: Task) -> None:
+    def follow(self, jobs: set[asyncio.Task[None]], task: Task) -> None:
         """A task registry's listener: a named agent's own servers stop when it ends (the
         stop is one of `jobs`, which the session awaits when it closes)."""
         if task.done and task.id in self.agents:
@@ -309,9 +322,9 @@ class McpServers:
         carded = bool(agent_id) and self.on_note is not None and self.on_note(agent_id, line)
         log.log(logging.INFO if carded else logging.WARNING, "%s", line)
 
-    def summary(self) -> list[dict[str, Any]]:
+    def summary(self) -> list[ServerRow]:
         """Every server, the session's then the agents', with its state and tools."""
-        rows: list[dict[str, Any]] = []
+        rows: list[ServerRow] = []
         groups = [("", self.servers), *self.agents.items()]
         for owner, conns in groups:
             for conn in conns.values():

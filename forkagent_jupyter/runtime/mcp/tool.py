@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -18,6 +18,9 @@ from ..config.mcp_config import tool_name
 from ..output import cap_output
 from ..tools.base import Tool, ToolContext, ToolError, ToolOutput
 from .client import McpCallError, McpConnection, McpToolInfo
+
+if TYPE_CHECKING:
+    from mcp.types import CallToolResult
 
 __all__ = ["McpInput", "McpTool"]
 
@@ -85,7 +88,7 @@ class McpTool(Tool[McpInput]):
             self._notes.note(ctx.agent_id, line)
 
 
-def _result(result: Any) -> tuple[str, tuple[bytes, ...]]:
+def _result(result: CallToolResult) -> tuple[str, tuple[bytes, ...]]:
     """The text and PNG images of a CallToolResult (ValueError/TypeError when it is none)."""
     content = result.content
     if not isinstance(content, list):
@@ -93,10 +96,9 @@ def _result(result: Any) -> tuple[str, tuple[bytes, ...]]:
     parts: list[str] = []
     images: list[bytes] = []
     for block in content:
-        kind = getattr(block, "type", None)
-        if kind == "text":
+        if block.type == "text":
             parts.append(str(block.text))
-        elif kind == "image":
+        elif block.type == "image":
             if block.mime_type != "image/png":
                 parts.append(f"[an image of type {block.mime_type}, not shown]")
                 continue
@@ -104,14 +106,14 @@ def _result(result: Any) -> tuple[str, tuple[bytes, ...]]:
                 images.append(base64.b64decode(block.data, validate=True))
             except (binascii.Error, ValueError):
                 raise ValueError("an image that is not base64") from None
-        elif kind == "resource":
+        elif block.type == "resource":
             resource = block.resource
             body = getattr(resource, "text", None)
             parts.append(str(body) if body is not None else f"[resource {resource.uri}]")
-        elif kind == "resource_link":
+        elif block.type == "resource_link":
             parts.append(f"[resource {block.uri}]")
         else:
-            parts.append(f"[a {kind} block, not shown]")
+            parts.append(f"[a {block.type} block, not shown]")
     structured = getattr(result, "structured_content", None)
     if not parts and structured is not None:
         parts.append(json.dumps(structured, ensure_ascii=False, default=str))

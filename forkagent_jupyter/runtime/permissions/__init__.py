@@ -5,5 +5,6 @@ runs and writes (`shell_syntax`, `shell_programs`, `shell_git`, `shell_writes`) 
 that run later without anyone choosing to run them, whose writing is always asked
 (`runs_later`).
 
-May import: config, tools and the leaves. Imported by: loop, mcp, workers, session.
+May import: config, tools, messages_api (its shapes) and the leaves. Imported by: loop, mcp,
+workers, session.
 """

@@ -68,6 +68,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ...messages_api.shapes import JSON
 from ..config.settings import SettingsRead
 from ..executors.sandbox import kernel_files
 from ..secrets import redact
@@ -174,7 +175,7 @@ class PermissionGate:
         self._parent: PermissionGate | None = None  # a worker's gate follows its session's
         self._asked_mode: PermissionMode | None = None
         self._unset_mode: PermissionMode = "bubble"
-        self.recorder: Callable[[dict[str, Any]], None] | None = None
+        self.recorder: Callable[[dict[str, JSON]], None] | None = None
         """Called with each decision (the runtime writes them to the agent's transcript)."""
         self.limits: tuple[ToolLimit, ...] = ()
         """The calls this gate's agent may make at all: each limit must cover a call (none:
@@ -248,7 +249,7 @@ class PermissionGate:
         self._approval_timeout = value
 
     @property
-    def log(self) -> list[dict[str, Any]]:
+    def log(self) -> list[dict[str, JSON]]:
         """Every decision: tool, summary, decision, by (rule/limit/workdir/mode/no-approval/
         preview/policy/no-policy/input/error), rule, message, agent_id, task_id."""
         return self.rules.log
@@ -347,7 +348,7 @@ class PermissionGate:
             log.warning("permission check of %s failed: %s", tool.name, redact(repr(exc)))
             decision = Deny(f"{tool.name} refused: its input could not be checked ({exc}).")
             by, rule = "error", None
-        entry: dict[str, Any] = {
+        entry: dict[str, JSON] = {
             "tool": tool.name,
             "summary": describe_call(tool, args),
             "decision": decision.behavior,

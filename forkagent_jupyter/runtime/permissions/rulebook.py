@@ -8,8 +8,9 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
+from ...messages_api.shapes import JSON
 from ..config.settings import SettingsRead
 from .rules import Rule
 
@@ -53,7 +54,7 @@ class RuleBook:
     folder_trust: str = ""  # whether the folder is trusted, and why (`trust.FolderTrust.why`)
     tools: frozenset[str] = frozenset()  # the session's own tool names (custom tools too)
     home: Path | None = None  # the person's home: their settings and agent files are there
-    log: list[dict[str, Any]] = field(default_factory=list)
+    log: list[dict[str, JSON]] = field(default_factory=list)
 
     def of(self, kind: RuleKind) -> list[Rule]:
         return {"allow": self.allow, "ask": self.ask, "deny": self.deny}[kind]
