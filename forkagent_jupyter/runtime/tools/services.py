@@ -6,9 +6,9 @@ session makes one per agent from its own, the agent's run and Python runner fill
 
 The tools sit below the parts that lend these services (the session, its workers, its MCP
 servers, the model client for the web tools), so what a tool calls on those is declared here
-as a protocol; the agent tools' `workers` and `agent_run` are the session's own objects, used
-through the few names the Agent tools document (the Agent tools, which sit above them,
-read them as the classes they are).
+as a protocol. `workers` and `agent_run` are the session's own `Workers` and the agent's
+`AgentRun`: their protocols name what TodoWrite uses, and the Agent tools (in workers/, above
+both) check that they are those classes and use them whole.
 """
 
 from __future__ import annotations
