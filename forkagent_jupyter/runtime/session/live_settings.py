@@ -5,8 +5,6 @@ where it is used needs nothing here."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..executors import ComputePlane
 from ..loop.compaction import CompactPolicy
 from ..mcp.servers import McpServers
@@ -22,8 +20,8 @@ __all__ = ["LiveSettings", "requested_changes"]
 
 
 def requested_changes(
-    current: SessionOptions, options: SessionOptions | None, changes: dict[str, Any]
-) -> dict[str, Any]:
+    current: SessionOptions, options: SessionOptions | None, changes: dict[str, object]
+) -> dict[str, object]:
     """What `configure(options, **changes)` asks for: the fields of `options` that differ
     from `current`, then `changes` by name."""
     if options is None:

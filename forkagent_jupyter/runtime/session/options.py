@@ -27,6 +27,7 @@ from pydantic import (
     ValidationInfo,
     field_validator,
 )
+from pydantic.config import JsonDict
 
 from ..errors import UsageError
 from ..executors import WorkerNamespace
@@ -56,7 +57,7 @@ SessionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan", "do
 MAX_SECONDS = 7 * 24 * 3600
 """The longest wait a seconds setting takes (a week): longer is no limit, which is None."""
 
-_SECONDS: dict[str, Any] = {"kind": "a number of seconds"}
+_SECONDS: JsonDict = {"kind": "a number of seconds"}
 
 
 class SessionOptions(BaseModel):
@@ -269,7 +270,7 @@ class SessionOptions(BaseModel):
         return text
 
     @classmethod
-    def check(cls, name: str, value: Any, given: Mapping[str, Any] | None = None) -> Any:
+    def check(cls, name: str, value: object, given: Mapping[str, object] | None = None) -> object:
         """The value the setting `name` holds when given `value`, or a one-line UsageError
         naming the setting, the value and what it takes (the check `%config` uses). `given`:
         the settings fixed at the start as they stand (the model's check depends on the
@@ -279,7 +280,7 @@ class SessionOptions(BaseModel):
         except ValidationError as exc:
             raise option_error(exc) from None
 
-    def changed(self, **changes: Any) -> SessionOptions:
+    def changed(self, **changes: object) -> SessionOptions:
         """A copy with `changes`, each checked (a UsageError in one line when one is refused:
         an unknown name, a field fixed at the start, a value the field does not take)."""
         new = self.model_copy()
@@ -294,7 +295,7 @@ class SessionOptions(BaseModel):
         return new
 
     @classmethod
-    def of(cls, options: SessionOptions | None, settings: dict[str, Any]) -> SessionOptions:
+    def of(cls, options: SessionOptions | None, settings: Mapping[str, object]) -> SessionOptions:
         """`options` (default: all defaults) with `settings` (Session's keyword arguments)
         applied: the one place they become options. An unknown keyword is a TypeError, as
         for any call; a refused value a UsageError."""
@@ -308,7 +309,7 @@ class SessionOptions(BaseModel):
             raise option_error(exc) from None
 
 
-def _bounds(metadata: list[Any]) -> str:
+def _bounds(metadata: list[object]) -> str:
     """A number's bounds in words: " >= 1", " above 0 and at most 1", " from 0 to 19"."""
     low = next((m.ge for m in metadata if isinstance(m, annotated_types.Ge)), None)
     above = next((m.gt for m in metadata if isinstance(m, annotated_types.Gt)), None)
@@ -329,12 +330,12 @@ class OptionRefusedError(UsageError):
     """A refused setting: its one line, and its parts for a caller that words it its own way
     (`%config`): the setting, the value, and the check's reason (None: what it takes)."""
 
-    def __init__(self, line: str, name: str, value: Any, reason: str | None) -> None:
+    def __init__(self, line: str, name: str, value: object, reason: str | None) -> None:
         super().__init__(line)
         self.name, self.value, self.reason = name, value, reason
 
 
-def quoted(value: Any) -> str:
+def quoted(value: object) -> str:
     """`value` as a refusal quotes it: its repr, cut to 80 characters."""
     text = repr(value)
     return text if len(text) <= 80 else text[:76] + "...'"

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ...messages_api.shapes import JSON
 from ...messages_api.usage import Usage
 from ..config.agent_definitions import agent_listing, scan_agents
 from ..config.hooks import Hooks
@@ -275,7 +276,7 @@ class ParentTurns:
         available = [*contexts.tools.names(), *contexts.named_tools.names()]
         return agent_listing(scan_agents(self.workdir, self.home).agents, available)
 
-    def history_replaced(self, messages: list[dict[str, Any]], data: dict[str, Any]) -> None:
+    def history_replaced(self, messages: list[dict[str, Any]], data: dict[str, JSON]) -> None:
         """The parent's history was compacted: on disk, and the agent listing told again if
         its message was dropped."""
         transcript = self.main.transcript

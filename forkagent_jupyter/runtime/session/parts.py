@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from ...messages_api.usage import Usage
 from ..batch.client import BatchSdk
@@ -54,7 +53,7 @@ class SessionParts:
 
     session_id: str
     store: TranscriptStore | None
-    hook_jobs: set[asyncio.Task[Any]]
+    hook_jobs: set[asyncio.Task[object]]
     """Background jobs (Notification hooks, a named agent's MCP servers stopping), awaited
     when the session closes."""
     lock: TurnLock
@@ -103,7 +102,7 @@ def make_parts(
         root = o.transcripts if not isinstance(o.transcripts, bool) else None
         root = Path(root or workdir / ".forkagent" / "sessions")
         store = TranscriptStore(root, session_id)
-    hook_jobs: set[asyncio.Task[Any]] = set()
+    hook_jobs: set[asyncio.Task[object]] = set()
     lock = TurnLock()
     changed = asyncio.Event()
     budget = CostBudget(cost, o.max_cost_usd)

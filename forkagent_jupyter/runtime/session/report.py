@@ -11,10 +11,31 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...messages_api.usage import Usage, cost_usd, usage_counts
+from typing_extensions import TypedDict
+
+from ...messages_api.usage import Usage, UsageCounts, cost_usd, usage_counts
 from ..tasks.registry import Task
 
-__all__ = ["CostLine", "CostReport", "cost_report"]
+__all__ = ["CostLine", "CostReport", "CostRow", "CostSummary", "cost_report"]
+
+
+class CostRow(UsageCounts):
+    """One agent's line of `CostReport.to_dict` (or the total's): its token counts and costs."""
+
+    name: str
+    status: str
+    cache_hit_ratio: float
+    cost_usd: float
+    uncached_cost_usd: float
+
+
+class CostSummary(TypedDict):
+    """`CostReport.to_dict`: per agent and the totals."""
+
+    model: str
+    agents: list[CostRow]
+    total: CostRow
+    saving: float
 
 
 @dataclass(frozen=True)
@@ -58,11 +79,11 @@ class CostReport:
         base = self.uncached_cost_usd
         return 1 - self.cost_usd / base if base else 0.0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CostSummary:
         """Plain data (JSON-ready): per agent and the totals; token counts named as in
         `usage_counts` (`total_input_tokens` is the whole prompt)."""
 
-        def row(name: str, status: str, u: Usage, cost: float, base: float) -> dict[str, Any]:
+        def row(name: str, status: str, u: Usage, cost: float, base: float) -> CostRow:
             return {
                 "name": name,
                 "status": status,

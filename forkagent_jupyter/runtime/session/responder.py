@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 from ..events import LoopEvent
 from ..model.budget import CostBudget
@@ -45,7 +44,7 @@ class Responder:
         turn: ParentTurn,
         lock: TurnLock,
         changed: asyncio.Event,
-        jobs: set[asyncio.Task[Any]],
+        jobs: set[asyncio.Task[object]],
     ) -> None:
         self.settings = settings
         """The session's options as they stand (`auto_respond`)."""

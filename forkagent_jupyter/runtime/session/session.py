@@ -84,7 +84,7 @@ class Setting(Generic[T]):
         value: T = getattr(obj.options, self.name)
         return value
 
-    def __set__(self, obj: Session, value: Any) -> None:
+    def __set__(self, obj: Session, value: object) -> None:
         obj.configure(**{self.name: value})
 
 
@@ -101,7 +101,7 @@ class Session:
         model: str | None = None,
         *,
         options: SessionOptions | None = None,
-        **settings: Any,
+        **settings: object,
     ) -> None:
         """`settings` are `SessionOptions` fields by name (`api_key`, `backend`,
         `permission_mode`, `workdir`, `system_prompt`, `auto_respond`, `max_cost_usd`...);
@@ -241,7 +241,7 @@ class Session:
     def system_prompt(self, value: str | None) -> None:
         self.configure(system_prompt=value)
 
-    def configure(self, options: SessionOptions | None = None, /, **changes: Any) -> None:
+    def configure(self, options: SessionOptions | None = None, /, **changes: object) -> None:
         """Change settings while the session runs: by name (`configure(model="...",
         max_workers=4)`) or as a whole (`configure(options)`: the fields that differ). Each
         applies at once to what holds it (running workers included, see `live_settings.py`);
@@ -402,9 +402,11 @@ class Session:
         size = self.prompt_size(text, to=to, fork=fork, turns=turns)
         return size.checked(self.options.large_prompt_tokens)
 
-    def say_prompt_size(self, text: str, **where: Any) -> None:
+    def say_prompt_size(
+        self, text: str, *, to: str | None = None, fork: bool = False, turns: int | None = None
+    ) -> None:
         """`check_prompt`, its line (if any) printed on stderr."""
-        line = self.check_prompt(text, **where)
+        line = self.check_prompt(text, to=to, fork=fork, turns=turns)
         if line is not None:
             print(line, file=sys.stderr)
 
@@ -466,7 +468,7 @@ class Session:
         *,
         batch: bool = False,
         names: Sequence[str | None] | None = None,
-        items: Sequence[Any] | None = None,
+        items: Sequence[object] | None = None,
         poll_interval: float = 30.0,
         notify: Notify = "digest",
         prewarm: bool = True,
@@ -494,7 +496,7 @@ class Session:
             raise UsageError(f"No batch {batch_id!r} in this session. Known batches: {known}.")
         return run.results()
 
-    async def pull(self, task_id: str, *names: str, trust: bool = False) -> dict[str, Any]:
+    async def pull(self, task_id: str, *names: str, trust: bool = False) -> dict[str, object]:
         """Copies of the values a worker holds under these names: plain data, arrays and
         frames, decoded without running code; other objects only with `trust` (unpickled:
         that runs code the worker chose). A PullError says which name cannot come back and
@@ -506,7 +508,7 @@ class Session:
 
     # -- the compute plane (`compute`: the workers' processes, for hosts) ----------------
 
-    def use_dask(self, client: Any) -> None:
+    def use_dask(self, client: object) -> None:
         """Isolated workers' code runs on the Dask cluster of this `distributed.Client`
         from the next worker on (a ConfigError when it cannot be used)."""
         self.compute.use_dask(client=client)

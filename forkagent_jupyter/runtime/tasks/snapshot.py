@@ -13,6 +13,7 @@ prompt. Each is read as this type, its counts in the words of `usage_counts`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
@@ -33,7 +34,7 @@ def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _counts(data: dict[str, Any]) -> UsageCounts:
+def _counts(data: Mapping[str, object]) -> UsageCounts:
     """The token counts of a snapshot as given (`usage`), or of a record with flat fields."""
     given = data.get("usage")
     if isinstance(given, dict):

@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from ...messages_api.shapes import JSON
 from ..errors import RunEndedError
 from ..secrets import redact
 from .services import ToolServices
@@ -99,7 +100,7 @@ class ToolOutcome:
     images: tuple[bytes, ...] = ()
 
 
-_SPECS: dict[type[Any], dict[str, Any]] = {}
+_SPECS: dict[type[object], dict[str, JSON]] = {}
 
 
 class Tool(ABC, Generic[InputT]):
@@ -117,7 +118,7 @@ class Tool(ABC, Generic[InputT]):
     allowed_in_plan: ClassVar[bool] = False
     """The tool may run in plan mode (it changes nothing the plan is about)."""
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> dict[str, JSON]:
         """The tool's definition as the Messages API takes it (stable key order). Built once
         per tool class: the same bytes every request, and no schema work per request."""
         cached = _SPECS.get(type(self))
@@ -194,7 +195,7 @@ class ToolSet:
 
     def __init__(self, tools: Iterable[Tool[Any]] = ()) -> None:
         self._tools: dict[str, Tool[Any]] = {}
-        self._specs: list[dict[str, Any]] | None = None
+        self._specs: list[dict[str, JSON]] | None = None
         for tool in tools:
             self.add(tool)
 
@@ -217,7 +218,7 @@ class ToolSet:
     def names(self) -> list[str]:
         return list(self._tools)
 
-    def specs(self) -> list[dict[str, Any]]:
+    def specs(self) -> list[dict[str, JSON]]:
         if self._specs is None:
             self._specs = [t.spec() for t in self._tools.values()]
         return self._specs

@@ -13,10 +13,12 @@ import asyncio
 import json
 import secrets
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict
 
+from ...messages_api.shapes import JSON
 from .base import Tool, ToolContext, ToolError
 from .diff import unified_diff
 from .files import (
@@ -143,7 +145,27 @@ class NotebookEditInput(_Input):
     )
 
 
-def _load_notebook(path: Path, shown: str) -> dict[str, Any]:
+class _Cell(TypedDict, total=False):
+    """A notebook cell as nbformat writes it (a file may carry other keys, kept as they are)."""
+
+    cell_type: str
+    id: str
+    metadata: dict[str, JSON]
+    source: str | list[str]
+    outputs: list[JSON]
+    execution_count: int | None
+
+
+class _Notebook(TypedDict, total=False):
+    """An `.ipynb` document: the keys NotebookEdit reads (it checks that `cells` is a list;
+    the rest it writes back as it found them)."""
+
+    cells: list[_Cell]
+    nbformat: int
+    nbformat_minor: int
+
+
+def _load_notebook(path: Path, shown: str) -> _Notebook:
     if path.suffix != ".ipynb":
         raise ToolError(f"{shown} is not a notebook (.ipynb); use Edit for other files.")
     if not path.is_file():
@@ -154,15 +176,15 @@ def _load_notebook(path: Path, shown: str) -> dict[str, Any]:
         raise ToolError(f"{shown} is not a readable notebook: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         raise ToolError(f"{shown} is not a notebook: it has no list of cells.")
-    return data
+    return cast(_Notebook, data)  # checked: a dict holding a list of cells
 
 
-def _source(cell: dict[str, Any]) -> str:
+def _source(cell: _Cell) -> str:
     source = cell.get("source", "")
     return "".join(source) if isinstance(source, list) else str(source)
 
 
-def _find(cells: list[dict[str, Any]], cell_id: str, shown: str) -> int:
+def _find(cells: list[_Cell], cell_id: str, shown: str) -> int:
     for i, cell in enumerate(cells):
         if cell.get("id") == cell_id:
             return i
@@ -173,20 +195,19 @@ def _find(cells: list[dict[str, Any]], cell_id: str, shown: str) -> int:
     raise ToolError(f"No cell {cell_id!r} in {shown}. Cells: {ids}")
 
 
-def _new_cell(cell_type: str, source: str, with_id: bool) -> dict[str, Any]:
-    cell: dict[str, Any] = {"cell_type": cell_type, "metadata": {}, "source": source}
+def _new_cell(cell_type: str, source: str, with_id: bool) -> _Cell:
+    cell: _Cell = {"cell_type": cell_type, "metadata": {}, "source": source}
     if with_id:
         cell["id"] = secrets.token_hex(4)
     if cell_type == "code":
-        cell.update(execution_count=None, outputs=[])
+        cell["execution_count"] = None
+        cell["outputs"] = []
     return cell
 
 
-def _notebook_edit(
-    data: dict[str, Any], args: NotebookEditInput, shown: str
-) -> tuple[str, str, str]:
+def _notebook_edit(data: _Notebook, args: NotebookEditInput, shown: str) -> tuple[str, str, str]:
     """Apply the edit to `data` in place: (what it did, the cell's old source, new source)."""
-    cells: list[dict[str, Any]] = data["cells"]
+    cells = data["cells"]
     with_ids = (data.get("nbformat"), data.get("nbformat_minor", 0)) >= (4, 5)
     if args.edit_mode == "insert":
         if args.cell_type is None:

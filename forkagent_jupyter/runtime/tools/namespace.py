@@ -7,8 +7,8 @@ shapes, dtypes, a few rows and summary statistics.
 from __future__ import annotations
 
 import types
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,11 +18,13 @@ from .base import Tool, ToolContext, ToolError
 
 __all__ = ["DescribeDataTool", "VariablesTool", "summarize_value"]
 
+R = TypeVar("R")
+
 _HIDDEN = {"In", "Out", "exit", "quit", "get_ipython"}
 MAX_VARIABLES = 200
 
 
-def summarize_value(value: Any) -> str:
+def summarize_value(value: object) -> str:
     """Type and size of a value, in one short line."""
     kind = type(value).__name__
     shape = getattr(value, "shape", None)
@@ -87,17 +89,18 @@ class DescribeDataTool(Tool[DescribeInput]):
         return cap_output(str(text))
 
 
-async def _where_code_runs(ctx: ToolContext, fn: Callable[..., Any], *args: Any) -> Any:
+async def _where_code_runs(ctx: ToolContext, fn: Callable[..., R], *args: object) -> R:
     """`fn(namespace, *args)` in the agent's own namespace (a worker's is in its process)."""
     from .python import runner_of
 
     try:
-        return await runner_of(ctx).call(fn, *args)
+        result: R = await runner_of(ctx).call(fn, *args)  # fn's own result, pickled back
+        return result
     except (ValueError, CallFailedError) as exc:
         raise ToolError(str(exc)) from None
 
 
-def list_variables(namespace: dict[str, Any], include_private: bool) -> str:
+def list_variables(namespace: Mapping[str, object], include_private: bool) -> str:
     rows = []
     for name, value in list(namespace.items()):
         if name in _HIDDEN or (name.startswith("_") and not include_private):
@@ -112,7 +115,7 @@ def list_variables(namespace: dict[str, Any], include_private: bool) -> str:
     return shown + (f"\n... {more} more" if more > 0 else "")
 
 
-def describe_variable(namespace: dict[str, Any], name: str, rows: int) -> str:
+def describe_variable(namespace: Mapping[str, object], name: str, rows: int) -> str:
     if name not in namespace:
         known = [n for n, v in namespace.items() if hasattr(v, "describe") and n[:1] != "_"]
         hint = f" DataFrames here: {', '.join(sorted(known))}." if known else ""

@@ -6,22 +6,32 @@ session makes one per agent from its own, the agent's run and Python runner fill
 
 The tools sit below the parts that lend these services (the session, its workers, its MCP
 servers, the model client for the web tools), so what a tool calls on those is declared here
-as a protocol; the agent tools' `workers` and `agent_run` are the session's own objects, used
-through the few names the Agent tools document.
+as a protocol. `workers` and `agent_run` are the session's own `Workers` and the agent's
+`AgentRun`: their protocols name what TodoWrite uses, and the Agent tools (in workers/, above
+both) check that they are those classes and use them whole.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
+from ...messages_api.shapes import JSON
 from ..events import ModelResponse
 from ..executors.base import CodeRunner
+from ..tasks.registry import Task, TaskRegistry, Todo
 from .shells import ShellRegistry
 
-__all__ = ["AgentServers", "ReadGuard", "ToolServices", "WebModel"]
+__all__ = [
+    "AgentServers",
+    "ReadGuard",
+    "RunningAgent",
+    "SessionAgents",
+    "ToolServices",
+    "WebModel",
+]
 
 ReadGuard = Callable[[Path], bool]
 """Whether Glob and Grep may show a file (a real path): False where a deny or ask rule for
@@ -31,7 +41,24 @@ a reading tool matches it."""
 class WebModel(Protocol):
     """How WebSearch and WebFetch reach the model (`web.WebAccess`)."""
 
-    async def ask(self, agent_id: str, tool: dict[str, Any], text: str) -> ModelResponse: ...
+    async def ask(self, agent_id: str, tool: dict[str, JSON], text: str) -> ModelResponse: ...
+
+
+class SessionAgents(Protocol):
+    """The session's `Workers`, as the tools below them reach them: its task registry."""
+
+    @property
+    def registry(self) -> TaskRegistry: ...
+
+
+class RunningAgent(Protocol):
+    """The calling agent's own `AgentRun`, as the tools below it reach it: its todo list
+    and its task (None for the parent conversation)."""
+
+    todos: list[Todo]
+
+    @property
+    def task(self) -> Task | None: ...
 
 
 class AgentServers(Protocol):
@@ -41,7 +68,7 @@ class AgentServers(Protocol):
     async def start_agent(
         self,
         agent_id: str,
-        entries: Any,
+        entries: Sequence[str | Mapping[str, object]] | None,
         required: Iterable[str],
         source: str,
         *,
@@ -53,9 +80,9 @@ class AgentServers(Protocol):
 
 @dataclass
 class ToolServices:
-    workers: Any = None
+    workers: SessionAgents | None = None
     """The session's `Workers` (Agent, SendMessage, TaskStop, TaskOutput, TodoWrite)."""
-    agent_run: Any = None
+    agent_run: RunningAgent | None = None
     """The calling agent's own `AgentRun` (set when the run starts)."""
     python_runner: CodeRunner | None = None
     """Where the agent's Python code runs (the Python tool)."""

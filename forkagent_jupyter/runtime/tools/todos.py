@@ -6,7 +6,7 @@ It changes nothing outside the agent, so it needs no approval and runs in plan m
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -60,11 +60,11 @@ class TodoWriteTool(Tool[TodoWriteInput]):
 
     async def run(self, args: TodoWriteInput, ctx: ToolContext) -> str:
         todos = [Todo(t.content, t.status, t.activeForm) for t in args.todos]
-        run: Any = ctx.services.agent_run
+        run = ctx.services.agent_run
         if run is not None:
             run.todos = todos
-            task = getattr(run, "task", None)
-            workers: Any = ctx.services.workers
+            task = run.task
+            workers = ctx.services.workers
             if task is not None:
                 task.todos = todos
                 if workers is not None:

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ...messages_api.shapes import JSON
 from ...messages_api.usage import Usage, cost_usd
 from ..events import ModelResponse
 from ..model.client import ModelClient, ModelRequest
@@ -50,7 +50,7 @@ class WebAccess:
     model: str
     record: Callable[[str, Usage, float], None]
 
-    async def ask(self, agent_id: str, tool: dict[str, Any], text: str) -> ModelResponse:
+    async def ask(self, agent_id: str, tool: dict[str, JSON], text: str) -> ModelResponse:
         request = ModelRequest(
             model=self.model,
             system=[{"type": "text", "text": _SYSTEM}],
@@ -127,12 +127,12 @@ class WebSearchTool(_WebTool[WebSearchInput]):
 
     async def run(self, args: WebSearchInput, ctx: ToolContext) -> str:
         web = _access(ctx)
-        tool: dict[str, Any] = {"type": WEB_SEARCH_TOOL, "name": "web_search"}
+        tool: dict[str, JSON] = {"type": WEB_SEARCH_TOOL, "name": "web_search"}
         tool["max_uses"] = MAX_SEARCHES
         if args.allowed_domains:
-            tool["allowed_domains"] = args.allowed_domains
+            tool["allowed_domains"] = list(args.allowed_domains)
         elif args.blocked_domains:
-            tool["blocked_domains"] = args.blocked_domains
+            tool["blocked_domains"] = list(args.blocked_domains)
         text = f"Search the web for:\n<web-search-query>{args.query}</web-search-query>"
         response = await web.ask(ctx.agent_id, tool, text)
         failed = _errors(response, "web_search_tool_result")
@@ -180,7 +180,7 @@ class WebFetchTool(_WebTool[WebFetchInput]):
     async def run(self, args: WebFetchInput, ctx: ToolContext) -> str:
         web = _access(ctx)
         host = urlsplit(args.url).hostname or ""
-        tool = {
+        tool: dict[str, JSON] = {
             "type": WEB_FETCH_TOOL,
             "name": "web_fetch",
             "max_uses": 1,

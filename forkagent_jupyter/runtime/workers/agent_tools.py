@@ -6,18 +6,23 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
+from ..config.agent_definitions import AgentDefinition
 from ..errors import ConfigError, UsageError
 from ..loop.fork import FORK_RECURSION_ERROR
 from ..tasks.registry import Task, shown_path
 from ..tools.base import Tool, ToolContext, ToolError
 from ..tools.shells import ShellRegistry
+from .agent_run import AgentRun
 from .teams import TEAM_LEAD, Structured
 from .worktree import Worktree, create_worktree
+
+if TYPE_CHECKING:
+    from .workers import Workers
 
 __all__ = [
     "AgentTool",
@@ -36,10 +41,14 @@ def new_agent_id() -> str:
     return make()
 
 
-def _workers(ctx: ToolContext) -> tuple[Any, Any]:
+def _workers(ctx: ToolContext) -> tuple[Workers, AgentRun]:
+    """The session's `Workers` and the calling agent's `AgentRun`, which the session lends
+    every agent's tools (the tools' own view of them names only what TodoWrite uses)."""
+    from .workers import Workers
+
     workers = ctx.services.workers
     run = ctx.services.agent_run
-    if workers is None or run is None:
+    if not isinstance(workers, Workers) or not isinstance(run, AgentRun):
         raise ToolError("Background agents are not available in this session.")
     return workers, run
 
@@ -121,7 +130,7 @@ def finished_text(task: Task, failure: str | None = None) -> str:
     )
 
 
-_removing: set[asyncio.Task[Any]] = set()
+_removing: set[asyncio.Task[object]] = set()
 
 
 async def _new_worktree(ctx: ToolContext, agent_id: str) -> Worktree:
@@ -344,7 +353,9 @@ class AgentTool(Tool[AgentInput]):
         )
 
 
-async def _start_servers(ctx: ToolContext, agent_id: str, definition: Any) -> list[str] | None:
+async def _start_servers(
+    ctx: ToolContext, agent_id: str, definition: AgentDefinition | None
+) -> list[str] | None:
     """Start a named agent's own MCP servers and wait (bounded) for those it requires; the
     lines for its card (None: it has none). A required server that is not up is a ToolError
     in one line."""
@@ -370,7 +381,7 @@ async def _start_servers(ctx: ToolContext, agent_id: str, definition: Any) -> li
 
 
 async def _wait_for(
-    workers: Any, run: Any, task: Task, launched: Callable[[], str], *, hold: bool = False
+    workers: Workers, run: AgentRun, task: Task, launched: Callable[[], str], *, hold: bool = False
 ) -> str:
     """A synchronous agent's answer as the call's result. It moves to the background (its
     result then comes as a notification) when the user asks or after

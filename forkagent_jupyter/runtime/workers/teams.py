@@ -34,6 +34,7 @@ from xml.sax.saxutils import escape
 
 from pydantic import BaseModel, ConfigDict
 
+from ...messages_api.shapes import JSON
 from ..config.agent_definitions import AgentDefinition
 from ..errors import UsageError
 from ..loop.config import AgentConfig
@@ -433,7 +434,7 @@ class Teams:
         if isinstance(message, ShutdownRequest):
             self._requests += 1
             request_id = f"shutdown-{self._requests}@{to}"
-            body: dict[str, Any] = {"type": "shutdown_request", "request_id": request_id}
+            body: dict[str, JSON] = {"type": "shutdown_request", "request_id": request_id}
             body["from"] = TEAM_LEAD
             if message.reason:
                 body["reason"] = message.reason
@@ -507,7 +508,7 @@ class Teams:
 
     def _idle_notice(self, run: AgentRun) -> None:
         name = self.sender(run)
-        body: dict[str, Any] = {"type": "idle_notification", "from": name}
+        body: dict[str, JSON] = {"type": "idle_notification", "from": name}
         body["idleReason"] = "available"
         reply = text_since(run, run.turn_start)
         if reply:  # it did not send it to anyone: the lead reads it here
