@@ -290,7 +290,7 @@ class McpServers:
         """The tools of an agent's own servers, in name order (names in `taken` left out)."""
         return self._unique(self.agents.get(agent_id, {}).values(), taken)
 
-    def follow(self, jobs: set[asyncio.Task[None]], task: Task) -> None:
+    def follow(self, jobs: set[asyncio.Task[object]], task: Task) -> None:
         """A task registry's listener: a named agent's own servers stop when it ends (the
         stop is one of `jobs`, which the session awaits when it closes)."""
         if task.done and task.id in self.agents:
