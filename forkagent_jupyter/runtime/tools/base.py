@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..errors import RunEndedError
+from ..history import Message
 from ..secrets import redact
 from .services import ToolServices
 
@@ -60,7 +61,7 @@ class CallInfo:
     assistant message that holds the call (the Agent tool forks from it)."""
 
     tool_use_id: str
-    history: list[dict[str, Any]]
+    history: list[Message]
 
 
 @dataclass
