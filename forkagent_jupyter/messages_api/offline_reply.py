@@ -37,6 +37,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .shapes import Block
+
 __all__ = ["CAPABILITIES", "offline_reply", "with_ids"]
 
 _FENCE = re.compile(r"```[ \t]*(python|py)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
@@ -113,8 +115,8 @@ def _result_text(block: Mapping[str, Any]) -> str:
     return ""
 
 
-def _plan_calls(text: str, tools: set[str]) -> tuple[list[dict[str, Any]], str]:
-    calls: list[dict[str, Any]] = []
+def _plan_calls(text: str, tools: set[str]) -> tuple[list[Block], str]:
+    calls: list[Block] = []
     parts: list[str] = []
     if "Python" in tools:
         codes = [m.group(2) for m in _FENCE.finditer(text) if m.group(1)]
@@ -123,7 +125,7 @@ def _plan_calls(text: str, tools: set[str]) -> tuple[list[dict[str, Any]], str]:
         calls += [{"type": "tool_use", "name": "Python", "input": {"code": c}} for c in codes]
         if codes:
             parts.append(f"{len(codes)} Python block{'s' if len(codes) > 1 else ''}")
-    named = []
+    named: list[Block] = []
     for m in _CALL_LINE.finditer(_FENCE.sub("", text)):
         try:
             data = json.loads(m.group(2) or "{}")
@@ -246,20 +248,20 @@ def _thought(body: Mapping[str, Any], blocks: Sequence[Mapping[str, Any]]) -> st
 
 def offline_reply(
     body: Mapping[str, Any], sign: Callable[[str], str] | None = None
-) -> tuple[list[dict[str, Any]], str]:
+) -> tuple[list[Block], str]:
     """The offline model's reply to a request body: (content blocks without ids, stop_reason).
     With thinking on, a thinking block comes first (signed by `sign`, if given)."""
     blocks, stop_reason = _reply(body)
     if _thinks(body):
         thought = _thought(body, blocks)
-        block: dict[str, Any] = {"type": "thinking", "thinking": thought}
+        block: Block = {"type": "thinking", "thinking": thought}
         if sign is not None:
             block["signature"] = sign(thought)
         blocks = [block, *blocks]
     return blocks, stop_reason
 
 
-def _reply(body: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]:
+def _reply(body: Mapping[str, Any]) -> tuple[list[Block], str]:
     messages = list(body.get("messages") or [])
     tools = {str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, Mapping)}
     users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
@@ -275,7 +277,11 @@ def _reply(body: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]:
     for name, pattern, key in _WEB:
         found = pattern.search(text)
         if name in tools and found is not None:
-            use = {"type": "server_tool_use", "name": name, "input": {key: found.group(1).strip()}}
+            use: Block = {
+                "type": "server_tool_use",
+                "name": name,
+                "input": {key: found.group(1).strip()},
+            }
             return [use], "end_turn"
     notes = _NOTIFICATION.findall(text)
     if notes:
@@ -299,15 +305,20 @@ def _reply(body: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]:
     return [{"type": "text", "text": CAPABILITIES}], "end_turn"
 
 
-def with_ids(body: Mapping[str, Any], blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def with_ids(body: Mapping[str, Any], blocks: list[Block]) -> list[Block]:
     seed = hashlib.sha256(
         json.dumps(body.get("messages"), sort_keys=True, default=str).encode()
     ).hexdigest()
-    out = []
+    out: list[Block] = []
     for i, block in enumerate(blocks):
         if block["type"] == "tool_use" and "id" not in block:
             digest = hashlib.sha256(f"{seed}:{i}".encode()).hexdigest()[:24]
             block = {"type": "tool_use", "id": f"toolu_off{digest}", **block}
-            block = {k: block[k] for k in ("type", "id", "name", "input")}
+            block = {
+                "type": block["type"],
+                "id": block["id"],
+                "name": block["name"],
+                "input": block["input"],
+            }
         out.append(block)
     return out

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
         rollups_supported,
     )
     from .executors.sandbox import guard_kernel
+    from .history import Block, Message
     from .mcp.servers import describe as describe_mcp_servers
     from .model.backends import mark_offline_announced
     from .model.budget import CostBudget
@@ -132,6 +133,9 @@ _WHERE: dict[str, tuple[str, str]] = {
     "Retrying": ("events", "Retrying"),
     "Compacted": ("events", "Compacted"),
     "Stop": ("events", "Stop"),
+    # the conversation: its messages and their content blocks
+    "Message": ("history", "Message"),
+    "Block": ("history", "Block"),
     # what a worker's code shows (its card renders these), and what a pull can say
     "Output": ("executors", "Output"),
     "StreamText": ("executors", "StreamText"),
@@ -186,6 +190,7 @@ __all__ = [
     "AllowAll",
     "AutoTurn",
     "BatchRun",
+    "Block",
     "CallbackPolicy",
     "ClearOutput",
     "CommandScan",
@@ -200,6 +205,7 @@ __all__ = [
     "Held",
     "InterruptedAgent",
     "LoopEvent",
+    "Message",
     "ModelError",
     "OptionRefusedError",
     "Output",

@@ -7,8 +7,9 @@ session folds them into a `Turn`. Each is a frozen dataclass tagged by `kind`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
+from ..messages_api.shapes import JSON, Block, ToolInput
 from ..messages_api.usage import Usage
 
 __all__ = [
@@ -58,7 +59,7 @@ class TextDelta:
 class ModelResponse:
     """A complete assistant reply as the API returned it (content as API dicts)."""
 
-    content: list[dict[str, Any]]
+    content: list[Block]
     stop_reason: str
     usage: Usage
     model: str
@@ -75,7 +76,7 @@ ModelEvent = TextDelta | ModelResponse
 class AssistantMessage:
     """The assistant message that was appended to the history."""
 
-    content: list[dict[str, Any]]
+    content: list[Block]
     stop_reason: str
     kind: Literal["assistant"] = "assistant"
 
@@ -89,7 +90,7 @@ class UsageReport:
     cost_usd: float
     kind: Literal["usage"] = "usage"
     message_id: str = ""
-    timing: dict[str, Any] | None = None
+    timing: dict[str, JSON] | None = None
     """When the request was sent, started, streamed and ended, its retries and waits
     (`timing.RequestClock.summary`); None where nothing measured it."""
 
@@ -101,7 +102,7 @@ class ToolUse:
 
     id: str
     name: str
-    input: dict[str, Any]
+    input: ToolInput
     description: str = ""
     kind: Literal["tool_use"] = "tool_use"
 
@@ -148,7 +149,7 @@ class Stop:
     reason: StopReason
     error: str | None = None
     turns: int = 0
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, JSON] = field(default_factory=dict)
     kind: Literal["stop"] = "stop"
 
 

@@ -7,11 +7,15 @@ loaded, so both give byte-identical histories.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+from ..messages_api.shapes import Block, Message
 
 __all__ = [
     "FORK_TAG",
+    "Block",
+    "Message",
     "ToolCalls",
     "append_message",
     "blocks_of",
@@ -28,7 +32,7 @@ FORK_TAG = "fork-directive"
 the last user message that holds one (`own_start`)."""
 
 
-def blocks_of(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+def blocks_of(message: Message) -> list[Block]:
     """A message's content as a list of blocks (a string is one text block)."""
     content = message["content"]
     if isinstance(content, str):
@@ -36,7 +40,7 @@ def blocks_of(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     return list(content)
 
 
-def append_message(history: list[dict[str, Any]], message: dict[str, Any]) -> None:
+def append_message(history: list[Message], message: Message) -> None:
     """Append `message`, merging it into the last message when both have the same role.
 
     The merged message is a new dict (the old one may be shared with forks)."""
@@ -47,7 +51,7 @@ def append_message(history: list[dict[str, Any]], message: dict[str, Any]) -> No
         history.append(message)
 
 
-def last_assistant_text(history: list[dict[str, Any]]) -> str:
+def last_assistant_text(history: Sequence[Message]) -> str:
     """The text of the last assistant message that has any ("" when none has)."""
     for message in reversed(history):
         if message["role"] == "assistant":
@@ -59,7 +63,7 @@ def last_assistant_text(history: list[dict[str, Any]]) -> str:
     return ""
 
 
-def own_start(history: Sequence[Mapping[str, Any]], is_fork: bool) -> int:
+def own_start(history: Sequence[Message], is_fork: bool) -> int:
     """Where an agent's own messages begin in `history`: a fork's after its directive (what
     comes before is the parent's, inherited); a named agent's at the start."""
     if not is_fork:
@@ -74,7 +78,7 @@ def own_start(history: Sequence[Mapping[str, Any]], is_fork: bool) -> int:
     return 0  # compacted away: everything left is its own
 
 
-def unanswered_tool_uses(history: list[dict[str, Any]]) -> list[str]:
+def unanswered_tool_uses(history: Sequence[Message]) -> list[str]:
     """Ids of tool_use blocks in a final assistant message (they still need results)."""
     if not history or history[-1]["role"] != "assistant":
         return []
@@ -91,7 +95,7 @@ class ToolCalls(NamedTuple):
     """Of `made`, those with no result at all (the run was cut off while they ran)."""
 
 
-def tool_calls(messages: Iterable[Mapping[str, Any]]) -> ToolCalls:
+def tool_calls(messages: Iterable[Message]) -> ToolCalls:
     """The tool calls the assistant messages of `messages` made, and how they came back. A
     result for a call not made in `messages` (a fork's placeholder for its parent's call) is
     not counted."""

@@ -20,11 +20,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any
 
 import ipywidgets as w
 
-from ...runtime import Output, Task
+from ...runtime import Message, Output, Task
 from ..parents import in_latest_request
 from .approval_prompt import ApprovalPrompt, PendingStrip
 from .card_box import PLAIN_CARDS, VISIBLE_CARDS, CardBox
@@ -62,7 +61,7 @@ class CardHub:
         self._flusher: asyncio.Task[None] | None = None
         self.flushes = 0
         self.renders = 0
-        self.history_of: Callable[[str], list[dict[str, Any]]] | None = None
+        self.history_of: Callable[[str], list[Message]] | None = None
         self.boxes: list[CardBox] = []
         # between cells nothing is running to own a message: headless clients (nbclient)
         # drop what is sent then, so lasting changes sent then are sent again in the next cell

@@ -12,7 +12,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from ...runtime import ClearOutput, Display, Output, StreamText, Task
+from ...runtime import Block, ClearOutput, Display, Message, Output, StreamText, Task
 from ..render.markdown import markdown_html
 from ..render.safe_output import safe_bundle
 from ..render.task_line import (
@@ -114,7 +114,7 @@ class TaskCard(WholeText, w.VBox):  # type: ignore[misc]
             children=[self.transcript], titles=("Transcript",), selected_index=None, layout=layout
         )
         self.details.observe(self._on_open, names="selected_index")
-        self.history: Callable[[], list[dict[str, Any]]] | None = None
+        self.history: Callable[[], list[Message]] | None = None
         # what the worker's code printed and displayed (figures too), made on first output
         self.output: w.Output | None = None
         self.queued: list[Output] = []
@@ -274,7 +274,7 @@ class TaskCard(WholeText, w.VBox):  # type: ignore[misc]
         if self.history is not None:
             self.show_transcript(self.history())
 
-    def show_transcript(self, messages: list[dict[str, Any]]) -> None:
+    def show_transcript(self, messages: list[Message]) -> None:
         parts = []
         for m in messages[-30:]:
             content = m["content"]
@@ -283,7 +283,7 @@ class TaskCard(WholeText, w.VBox):  # type: ignore[misc]
         self.transcript.value = "".join(parts)
 
 
-def _block_text(block: dict[str, Any]) -> str:
+def _block_text(block: Block) -> str:
     """A content block in a line of the transcript view (images named, not inlined)."""
     if block.get("type") == "image":
         return "[image]"

@@ -6,20 +6,26 @@ client; a batch request that did not succeed fails the fork with the API's reaso
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
+from typing_extensions import TypedDict
+
+from ...messages_api.shapes import JSON, Block
 from ...messages_api.usage import Usage
 from ..errors import ConfigError, ModelError
 from ..events import ModelEvent, ModelResponse, TextDelta
-from ..model.client import ModelClient, ModelRequest, build_request
+from ..model.client import ModelClient, ModelRequest, RequestBody, build_request
 from ..secrets import redact
 
 if TYPE_CHECKING:
     import anthropic
+    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 
 __all__ = [
     "OFFLINE_POLL_INTERVAL",
     "BatchFirstModel",
+    "BatchMessage",
+    "BatchResult",
     "BatchSdk",
     "BatchSubmitter",
     "failure_reason",
@@ -34,17 +40,38 @@ FAILED_REASONS = {
 }
 
 
+class BatchMessage(TypedDict, total=False):
+    """The message of a succeeded batch request (its JSON)."""
+
+    id: str
+    model: str
+    content: list[Block]
+    stop_reason: str | None
+    usage: dict[str, JSON]
+
+
+class BatchResult(TypedDict, total=False):
+    """One request's result in a batch (its JSON): `succeeded` with its `message`, `errored`
+    with the API's `error`, `canceled` or `expired`."""
+
+    type: str
+    message: BatchMessage
+    error: dict[str, JSON]
+
+
 class BatchSubmitter(Protocol):
     """Where a fork's first request goes (a `BatchRun`): the batch result for it."""
 
-    async def submit(self, custom_id: str, body: dict[str, Any]) -> dict[str, Any]: ...
+    async def submit(
+        self, custom_id: str, body: MessageCreateParamsNonStreaming
+    ) -> BatchResult: ...
 
 
 def sdk_client_of(client: ModelClient) -> anthropic.AsyncAnthropic:
     """The `anthropic.AsyncAnthropic` behind a session's model client, or a ConfigError."""
     import anthropic
 
-    seen: ModelClient | Any = client
+    seen: object = client
     for _ in range(8):
         sdk = getattr(seen, "_client", None)
         if isinstance(sdk, anthropic.AsyncAnthropic):
@@ -72,7 +99,7 @@ class BatchSdk:
         self.client = client
         """The session's model client as it stands (a `RequestLog` may wrap it)."""
         self.backend = backend
-        self.offline: tuple[Any, Callable[[], Awaitable[None]]] | None = None
+        self.offline: tuple[anthropic.AsyncAnthropic, Callable[[], Awaitable[None]]] | None = None
         """The in-process emulator's SDK client and how to stop it, once started."""
 
     async def get(self) -> anthropic.AsyncAnthropic:
@@ -87,7 +114,7 @@ class BatchSdk:
             service = importlib.import_module("forkagent_jupyter.offline_batches")
             self.offline = await service.start()
         sdk, _stop = self.offline
-        return cast("anthropic.AsyncAnthropic", sdk)
+        return sdk
 
     async def aclose(self) -> None:
         """Stop the offline emulator, if it was started."""
@@ -97,18 +124,20 @@ class BatchSdk:
             await stop()
 
 
-def wire_order(body: dict[str, Any]) -> dict[str, Any]:
+def wire_order(body: RequestBody) -> MessageCreateParamsNonStreaming:
     """`body` with its keys in the order the SDK's `messages.create` puts them on the wire
     (the order of its parameter TypedDict), so a batch's `params` serialize to the same
-    bytes as the real-time request's body."""
+    bytes as the real-time request's body: the SDK's params from here on."""
     from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 
-    order = [k for k in MessageCreateParamsNonStreaming.__annotations__ if k in body]
-    return {**{k: body[k] for k in order}, **body}
+    fields = dict(body)
+    order = [k for k in MessageCreateParamsNonStreaming.__annotations__ if k in fields]
+    wired = {**{k: fields[k] for k in order}, **fields}
+    return cast("MessageCreateParamsNonStreaming", wired)
 
 
-def _message_response(message: dict[str, Any]) -> ModelResponse:
-    content = [dict(b) for b in message.get("content") or []]
+def _message_response(message: BatchMessage) -> ModelResponse:
+    content = [b.copy() for b in message.get("content") or []]
     return ModelResponse(
         content=content,
         stop_reason=str(message.get("stop_reason") or "end_turn"),
@@ -119,7 +148,7 @@ def _message_response(message: dict[str, Any]) -> ModelResponse:
     )
 
 
-def failure_reason(result: dict[str, Any]) -> str:
+def failure_reason(result: BatchResult) -> str:
     """The API's reason a batch request did not succeed, as one line."""
     kind = str(result.get("type"))
     if kind == "errored":
@@ -154,7 +183,7 @@ class BatchFirstModel:
             raise ModelError(failure_reason(result))
         if request.on_response_start is not None:
             request.on_response_start()
-        response = _message_response(dict(result.get("message") or {}))
+        response = _message_response(result.get("message") or {})
         text = "".join(str(b.get("text", "")) for b in response.content if b.get("type") == "text")
         if text:
             yield TextDelta(text)

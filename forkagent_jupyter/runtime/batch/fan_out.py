@@ -63,8 +63,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, cast
 
+from typing_extensions import TypedDict, Unpack
+
+from ...messages_api.shapes import JSON
 from ...messages_api.tokens import count_input_tokens
 from ...messages_api.usage import Usage, cost_usd
 from ..errors import ConfigError, ModelError, UsageError
@@ -78,6 +81,7 @@ from ..workers.workers import AgentRun, Workers, new_agent_id
 from .client import (
     OFFLINE_POLL_INTERVAL,
     BatchFirstModel,
+    BatchResult,
     BatchSdk,
     sdk_client_of,
     wire_order,
@@ -87,6 +91,8 @@ from .results import digest as batch_digest
 
 if TYPE_CHECKING:
     import anthropic
+    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+    from anthropic.types.messages import MessageBatch
 
 __all__ = [
     "DIGEST_LINES",
@@ -114,6 +120,33 @@ class Fork(Protocol):
     checks, then a fork of the parent conversation)."""
 
     def __call__(self, directive: str, *, name: str | None = None) -> Task: ...
+
+
+class RunSettings(TypedDict, total=False):
+    """The fields of a `BatchRun` that differ from one run of a session to another."""
+
+    poll_interval: float
+    notify: Notify
+    prewarm: bool
+    id: str
+    processing_status: str
+
+
+class _ForkRecord(TypedDict, total=False):
+    agent_id: str
+    name: str | None
+    directive: str
+    item: JSON
+
+
+class _BatchRecord(TypedDict, total=False):
+    """A batch's record file (`BatchRun._write_record`), as it is read back."""
+
+    batch_id: str
+    poll_interval: float
+    notify: str
+    forks: list[_ForkRecord]
+    collected: bool
 
 
 class Batches(Mapping[str, "BatchRun"]):
@@ -158,7 +191,7 @@ class Batches(Mapping[str, "BatchRun"]):
     def add(self, key: str, run: BatchRun) -> None:
         self._runs[key] = run
 
-    def new_run(self, sdk: anthropic.AsyncAnthropic, **settings: Any) -> BatchRun:
+    def new_run(self, sdk: anthropic.AsyncAnthropic, **settings: Unpack[RunSettings]) -> BatchRun:
         """A `BatchRun` of this session's (`settings`: its other fields)."""
         return BatchRun(
             sdk,
@@ -229,7 +262,7 @@ class BatchRun:
 
     # -- what the forks call -------------------------------------------------------------
 
-    async def submit(self, custom_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def submit(self, custom_id: str, body: MessageCreateParamsNonStreaming) -> BatchResult:
         fork = self._fork(custom_id)
         fork.body = body
         fork.waiter = asyncio.get_running_loop().create_future()
@@ -282,8 +315,9 @@ class BatchRun:
             self.processing_status = "ended"
             return
         requests = [{"custom_id": f.task.id, "params": f.body} for f in pending]
-        if self.prewarm and len(pending) > 1:
-            await self._prewarm(pending[0].body or {})
+        first = pending[0].body
+        if self.prewarm and len(pending) > 1 and first is not None:
+            await self._prewarm(first)
         try:
             created = await self.sdk.messages.batches.create(requests=requests)  # type: ignore[arg-type]
         except Exception as exc:
@@ -299,7 +333,7 @@ class BatchRun:
             self._poll(), name=f"batch-poll:{self.id}"
         )
 
-    async def _prewarm(self, body: dict[str, Any]) -> None:
+    async def _prewarm(self, body: MessageCreateParamsNonStreaming) -> None:
         """Write the shared prefix at once with a `max_tokens: 0` request (see module doc)."""
         thinking = body.get("thinking")
         if isinstance(thinking, dict) and thinking.get("type") not in (None, "disabled"):
@@ -309,7 +343,9 @@ class BatchRun:
             input_tokens=count_input_tokens(body) if pacer.known else 0, max_tokens=0
         )
         try:
-            raw = await self.sdk.messages.with_raw_response.create(**{**body, "max_tokens": 0})
+            params = body.copy()
+            params["max_tokens"] = 0
+            raw = await self.sdk.messages.with_raw_response.create(**params)
             pacer.observe(raw.headers, ticket)
             reply = await raw.parse()
         except Exception as exc:  # not fatal: the batch goes on, maybe without cache reads
@@ -320,7 +356,7 @@ class BatchRun:
         self.prewarm_cost_usd = cost_usd(Usage.from_api(reply.usage), reply.model)
         self.charge_parent(self.prewarm_cost_usd)
 
-    def _update(self, batch: Any) -> None:
+    def _update(self, batch: MessageBatch) -> None:
         self.processing_status = str(batch.processing_status)
         self.request_counts = batch.request_counts.model_dump()
         self._changed()
@@ -355,7 +391,7 @@ class BatchRun:
         store = self.store
         return store.dir / "batches" / f"{self.id}.json" if store is not None and self.id else None
 
-    def _write_record(self, **extra: Any) -> None:
+    def _write_record(self, **extra: object) -> None:
         path = self._record_path()
         store = self.store
         if path is None or store is None:
@@ -383,7 +419,8 @@ class BatchRun:
         try:
             decoder = await self.sdk.messages.batches.results(self.id)
             async for row in decoder:
-                result = row.result.model_dump(mode="json", exclude_none=True)
+                # the SDK's result model as its JSON: the shape `BatchResult` names
+                result = cast(BatchResult, row.result.model_dump(mode="json", exclude_none=True))
                 try:
                     fork = self._fork(row.custom_id)
                 except KeyError:
@@ -485,7 +522,7 @@ async def fan_out(
     fork: Fork,
     batch: bool = False,
     names: Sequence[str | None] | None = None,
-    items: Sequence[Any] | None = None,
+    items: Sequence[object] | None = None,
     poll_interval: float = POLL_INTERVAL,
     notify: Notify = "digest",
     prewarm: bool = True,
@@ -545,11 +582,11 @@ def in_batch(batches: Batches, task_id: str) -> bool:
     return any(task_id in run.ids for run in batches.values())
 
 
-def _pending_records(root: Path) -> list[tuple[Path, dict[str, Any]]]:
-    found = []
+def _pending_records(root: Path) -> list[tuple[Path, _BatchRecord]]:
+    found: list[tuple[Path, _BatchRecord]] = []
     for path in sorted(root.glob("*/batches/*.json")):
         try:
-            record = json.loads(path.read_text(encoding="utf-8"))
+            record: _BatchRecord = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         if isinstance(record, dict) and not record.get("collected") and record.get("batch_id"):

@@ -7,13 +7,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...messages_api.usage import Usage, usage_counts
 from ..errors import ConfigError
 from ..tasks.notifications import format_task_notification
 from ..tasks.registry import Task
 from ..tasks.snapshot import TaskSnapshot
+from .client import BatchResult
+
+if TYPE_CHECKING:
+    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 
 __all__ = ["DIGEST_LINES", "BatchFork", "BatchResults", "digest", "results_table"]
 
@@ -26,13 +30,13 @@ class BatchFork:
 
     task: Task
     directive: str
-    item: Any = None
-    body: dict[str, Any] | None = None
-    result: dict[str, Any] | None = None
-    waiter: asyncio.Future[dict[str, Any]] | None = None
+    item: object = None
+    body: MessageCreateParamsNonStreaming | None = None
+    result: BatchResult | None = None
+    waiter: asyncio.Future[BatchResult] | None = None
 
 
-class BatchResults(list[dict[str, Any]]):
+class BatchResults(list[dict[str, object]]):
     """One row per fork of a batch (a plain list of dicts); `to_dataframe()` for pandas."""
 
     COLUMNS = (

@@ -34,14 +34,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from ...messages_api.catalog import DEFAULT_CATALOG, catalog_name
+from ...messages_api.shapes import JSON
 from ...messages_api.tokens import ByteTokenizer, count_input_tokens
 from ...messages_api.usage import Usage, cost_usd
 from ..errors import ModelError, StreamInterruptedError, UsageError
 from ..events import Compacted, LoopEvent, ModelResponse, UsageReport
-from ..history import blocks_of
+from ..history import Block, Message, blocks_of
 from ..model.client import ModelRequest, build_request
 from ..secrets import redact
 from .config import AgentConfig, CompactPolicy, LoopState
@@ -104,16 +105,16 @@ def window_for(model: str, policy: CompactPolicy | None = None) -> int:
     return info.context_window if info is not None else DEFAULT_WINDOW
 
 
-def _has_results(message: dict[str, Any]) -> bool:
+def _has_results(message: Message) -> bool:
     return any(b.get("type") == "tool_result" for b in blocks_of(message))
 
 
-def turn_starts(history: Sequence[dict[str, Any]]) -> list[int]:
+def turn_starts(history: Sequence[Message]) -> list[int]:
     """Indices of the messages that start a turn: user messages without tool results."""
     return [i for i, m in enumerate(history) if m.get("role") == "user" and not _has_results(m)]
 
 
-def last_turns(history: Sequence[dict[str, Any]], turns: int) -> list[dict[str, Any]]:
+def last_turns(history: Sequence[Message], turns: int) -> list[Message]:
     """The last `turns` turns of `history` (all of it when it has no more); the message
     dicts are shared, not copied."""
     if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
@@ -124,7 +125,7 @@ def last_turns(history: Sequence[dict[str, Any]], turns: int) -> list[dict[str, 
     return list(history[starts[-turns] :])
 
 
-def _cut(history: Sequence[dict[str, Any]], keep_turns: int) -> int | None:
+def _cut(history: Sequence[Message], keep_turns: int) -> int | None:
     """Where the kept turns start (None: nothing older to drop)."""
     starts = turn_starts(history)
     keep = max(1, keep_turns)
@@ -135,19 +136,22 @@ def _cut(history: Sequence[dict[str, Any]], keep_turns: int) -> int | None:
 
 
 def compacted_history(
-    history: Sequence[dict[str, Any]], summary: str, keep_turns: int
-) -> list[dict[str, Any]] | None:
+    history: Sequence[Message], summary: str, keep_turns: int
+) -> list[Message] | None:
     """`summary` followed by the last `keep_turns` turns (at least the current one), or None
     when nothing older than those turns exists."""
     cut = _cut(history, keep_turns)
     if cut is None:
         return None
     first = history[cut]
-    head = {"role": "user", "content": [{"type": "text", "text": summary}, *blocks_of(first)]}
+    head: Message = {
+        "role": "user",
+        "content": [{"type": "text", "text": summary}, *blocks_of(first)],
+    }
     return [head, *history[cut + 1 :]]
 
 
-def _directives(history: Sequence[dict[str, Any]], keep_turns: int) -> list[str]:
+def _directives(history: Sequence[Message], keep_turns: int) -> list[str]:
     """The fork directives in the part that compaction drops: a worker keeps its own."""
     cut = _cut(history, keep_turns) or 0
     return [
@@ -158,10 +162,10 @@ def _directives(history: Sequence[dict[str, Any]], keep_turns: int) -> list[str]
     ]
 
 
-def summary_request_messages(history: Sequence[dict[str, Any]], words: int) -> list[dict[str, Any]]:
+def summary_request_messages(history: Sequence[Message], words: int) -> list[Message]:
     """The conversation with the summary instruction at its end (every earlier message is
     the same dict, so the request's prefix is the conversation's)."""
-    instruction = {"type": "text", "text": _INSTRUCTION.format(words=words)}
+    instruction: Block = {"type": "text", "text": _INSTRUCTION.format(words=words)}
     messages = list(history)
     if messages and messages[-1]["role"] == "user":
         messages[-1] = {"role": "user", "content": [*blocks_of(messages[-1]), instruction]}
@@ -170,7 +174,7 @@ def summary_request_messages(history: Sequence[dict[str, Any]], words: int) -> l
     return messages
 
 
-def estimate_tokens(cfg: AgentConfig, messages: Sequence[dict[str, Any]]) -> int:
+def estimate_tokens(cfg: AgentConfig, messages: Sequence[Message]) -> int:
     """The prompt tokens of a request with these messages, as the emulator counts them."""
     request = ModelRequest(
         model=cfg.model,
@@ -193,7 +197,7 @@ def note_usage(state: LoopState, usage: Usage) -> None:
 
 
 def predict_tokens(
-    cfg: AgentConfig, state: LoopState, history: Sequence[dict[str, Any]]
+    cfg: AgentConfig, state: LoopState, history: Sequence[Message]
 ) -> tuple[int, int]:
     """The prompt tokens of the next request with `history`, and the uncalibrated count of
     the whole request when one was made (0 when the prediction built on a measurement)."""
@@ -207,7 +211,7 @@ def predict_tokens(
 
 
 async def compact_if_needed(
-    cfg: AgentConfig, history: list[dict[str, Any]], state: LoopState
+    cfg: AgentConfig, history: list[Message], state: LoopState
 ) -> AsyncIterator[LoopEvent]:
     """Compact `history` when the request about to be sent would reach the threshold."""
     policy = cfg.compaction
@@ -232,7 +236,7 @@ async def compact_if_needed(
 
 async def compact(
     cfg: AgentConfig,
-    history: list[dict[str, Any]],
+    history: list[Message],
     state: LoopState,
     *,
     trigger: Literal["threshold", "manual"] = "manual",
@@ -306,7 +310,7 @@ async def compact(
 def _summary_request(
     cfg: AgentConfig,
     state: LoopState,
-    source: list[dict[str, Any]],
+    source: list[Message],
     words: int,
     max_tokens: int,
     previous_end: int | None,
@@ -330,12 +334,12 @@ def _summary_request(
 def _fitting(
     cfg: AgentConfig,
     state: LoopState,
-    history: list[dict[str, Any]],
+    history: list[Message],
     before: int,
     max_tokens: int,
     window: int,
     words: int,
-) -> tuple[list[dict[str, Any]], int | None]:
+) -> tuple[list[Message], int | None]:
     """What the summary request reads: the whole conversation when it fits the window (from
     the cache, at `previous_end`), else its most recent turns that do (a conversation already
     past its window, e.g. with compaction turned on late); the transcript keeps the rest."""
@@ -374,7 +378,7 @@ def _strip_tags(text: str) -> str:
     return re.sub(rf"</?{SUMMARY_TAG}>", "", text).strip()
 
 
-def _record(event: Compacted) -> dict[str, Any]:
+def _record(event: Compacted) -> dict[str, JSON]:
     return {
         "trigger": event.trigger,
         "before_tokens": event.before_tokens,

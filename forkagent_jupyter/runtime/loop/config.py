@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from ...messages_api.shapes import JSON
 from ..config.hooks import Hooks
-from ..history import append_message
+from ..history import Block, Message, append_message
 from ..model.client import CacheTTL, ModelClient
 from ..model.retry import StreamRetry
 from ..permissions.gate import PermissionGate
@@ -53,14 +53,14 @@ class AgentConfig:
 
     client: ModelClient
     model: str
-    system: list[dict[str, Any]]
+    system: list[Block]
     tools: ToolSet
     gate: PermissionGate
     ctx: ToolContext
     max_turns: int = 50
     max_tokens: int = 8192
     cache_ttl: CacheTTL = "5m"
-    thinking: dict[str, Any] | None = None
+    thinking: dict[str, JSON] | None = None
     """The API's `thinking` parameter (None: left out); a fork keeps its parent's exactly."""
     effort: str | None = None
     stream_retry: StreamRetry = field(default_factory=StreamRetry)
@@ -87,19 +87,19 @@ class LoopState:
     requests: int = 0
     before_first_request: Callable[[], Awaitable[bool]] | None = None
     on_first_response_start: Callable[[], None] | None = None
-    on_message: Callable[[dict[str, Any]], None] | None = None
+    on_message: Callable[[Message], None] | None = None
     inbox: Callable[[], list[str]] | None = None
     context_tokens: int = 0
     """The last request's prompt size (uncached + cache writes + cache reads)."""
     last_estimate: int = 0
     token_ratio: float = 1.0
     """Measured / estimated prompt tokens of the last request (calibrates the estimate)."""
-    on_history_replaced: Callable[[list[dict[str, Any]], dict[str, Any]], None] | None = None
+    on_history_replaced: Callable[[list[Message], dict[str, JSON]], None] | None = None
     """Called with the new history (and what happened) when compaction replaces it."""
     on_rate_wait: Callable[[float | None], None] | None = None
     """Told the expected seconds while a request waits for rate-limit room (model/pacer.py)."""
 
-    def append(self, history: list[dict[str, Any]], message: dict[str, Any]) -> None:
+    def append(self, history: list[Message], message: Message) -> None:
         append_message(history, message)
         if self.on_message is not None:
             self.on_message(message)

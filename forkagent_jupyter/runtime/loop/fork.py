@@ -26,9 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from ..history import FORK_TAG, blocks_of
+from ..history import FORK_TAG, Block, Message, blocks_of
 
 __all__ = [
     "FORK_PLACEHOLDER",
@@ -83,12 +82,12 @@ def child_directive(directive: str, own_tool_use_id: str | None) -> str:
 class ForkMessages:
     """A child's starting history and where its shared prefix ends (for a cache breakpoint)."""
 
-    messages: list[dict[str, Any]]
+    messages: list[Message]
     shared_end: tuple[int, int] | None
 
 
 def build_fork_messages(
-    history: Sequence[dict[str, Any]],
+    history: Sequence[Message],
     directive: str,
     *,
     own_tool_use_id: str | None = None,
@@ -103,7 +102,7 @@ def build_fork_messages(
     * is empty: just the directive.
     The returned list shares every unchanged message dict with `history`.
     """
-    text = {"type": "text", "text": child_directive(directive, own_tool_use_id)}
+    text: Block = {"type": "text", "text": child_directive(directive, own_tool_use_id)}
     messages = list(history)
     if not messages:
         return ForkMessages([{"role": "user", "content": [text]}], None)
@@ -111,7 +110,7 @@ def build_fork_messages(
     if last["role"] == "assistant":
         uses = [b for b in blocks_of(last) if b.get("type") == "tool_use"]
         if uses:
-            placeholders = [
+            placeholders: list[Block] = [
                 {"type": "tool_result", "tool_use_id": b["id"], "content": FORK_PLACEHOLDER}
                 for b in uses
             ]

@@ -23,8 +23,8 @@ import base64
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
-from typing import Any
 
+from ...messages_api.shapes import ToolInput
 from ...messages_api.usage import cost_usd
 from ..errors import ModelError, StreamInterruptedError
 from ..events import (
@@ -39,7 +39,7 @@ from ..events import (
     ToolUse,
     UsageReport,
 )
-from ..history import valid_text
+from ..history import Block, Message, valid_text
 from ..model.client import ModelRequest
 from ..model.timing import RequestClock
 from ..permissions.gate import Allow
@@ -55,12 +55,12 @@ NOT_RUN_REFUSAL = "Not run: the reply that asked for this call ended in a refusa
 NOT_RUN_TRUNCATED = "Not run: the reply was cut off by max_tokens before this call was complete."
 
 
-def _tool_uses(content: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def _tool_uses(content: Sequence[Block]) -> list[Block]:
     return [b for b in content if b.get("type") == "tool_use"]
 
 
-def _result_block(tool_use_id: str, outcome: ToolOutcome) -> dict[str, Any]:
-    content: str | list[dict[str, Any]] = outcome.content
+def _result_block(tool_use_id: str, outcome: ToolOutcome) -> Block:
+    content: str | list[Block] = outcome.content
     if outcome.images:
         content = [{"type": "text", "text": outcome.content}]
         content += [
@@ -74,22 +74,20 @@ def _result_block(tool_use_id: str, outcome: ToolOutcome) -> dict[str, Any]:
             }
             for png in outcome.images
         ]
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
+    block: Block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
     if outcome.is_error:
         block["is_error"] = True
     return block
 
 
-def _clean(content: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def _clean(content: Sequence[Block]) -> list[Block]:
     """Drop whitespace-only text blocks: the API rejects them when they are sent back."""
     return [
         b for b in content if not (b.get("type") == "text" and not str(b.get("text", "")).strip())
     ]
 
 
-async def _call_tool(
-    cfg: AgentConfig, use: dict[str, Any], history: list[dict[str, Any]]
-) -> ToolOutcome:
+async def _call_tool(cfg: AgentConfig, use: Block, history: list[Message]) -> ToolOutcome:
     name = str(use.get("name"))
     raw = use.get("input") if isinstance(use.get("input"), dict) else {}
     assert isinstance(raw, dict)
@@ -130,18 +128,20 @@ async def _call_tool(
 async def call_tool(
     cfg: AgentConfig,
     name: str,
-    tool_input: dict[str, Any],
-    history: list[dict[str, Any]],
+    tool_input: ToolInput,
+    history: list[Message],
     call_id: str,
 ) -> ToolOutcome:
     """One call made outside the model's turn on the person's behalf (a command's shell
     line), exactly as the loop makes the model's: PreToolUse hooks, the gate (asked like any
     call), the tool, PostToolUse hooks. A refusal is an `is_error` outcome."""
-    return await _call_tool(cfg, {"id": call_id, "name": name, "input": tool_input}, history)
+    return await _call_tool(
+        cfg, {"type": "tool_use", "id": call_id, "name": name, "input": tool_input}, history
+    )
 
 
 async def _timed_call(
-    cfg: AgentConfig, use: dict[str, Any], history: list[dict[str, Any]]
+    cfg: AgentConfig, use: Block, history: list[Message]
 ) -> tuple[ToolOutcome, float, float]:
     """`_call_tool`, with when it started and ended (wall clock)."""
     started = time.time()
@@ -149,10 +149,10 @@ async def _timed_call(
     return outcome, started, time.time()
 
 
-def _batches(cfg: AgentConfig, uses: list[dict[str, Any]]) -> list[list[int]]:
+def _batches(cfg: AgentConfig, uses: list[Block]) -> list[list[int]]:
     """Indices of calls grouped so that consecutive concurrency-safe calls share a batch."""
 
-    def safe(use: dict[str, Any]) -> bool:
+    def safe(use: Block) -> bool:
         tool = cfg.tools.get(str(use.get("name")))
         return bool(tool and tool.concurrency_safe)
 
@@ -167,7 +167,7 @@ def _batches(cfg: AgentConfig, uses: list[dict[str, Any]]) -> list[list[int]]:
 
 async def run_turn(
     cfg: AgentConfig,
-    history: list[dict[str, Any]],
+    history: list[Message],
     state: LoopState | None = None,
 ) -> AsyncIterator[LoopEvent]:
     """Run the loop on `history` (which must end with a user message), appending to it."""
@@ -246,7 +246,7 @@ async def run_turn(
 
 
 def _request(
-    cfg: AgentConfig, history: list[dict[str, Any]], state: LoopState, clock: RequestClock
+    cfg: AgentConfig, history: list[Message], state: LoopState, clock: RequestClock
 ) -> ModelRequest:
     """The next model request of the loop (the first response's start hook goes with the
     first request only)."""
@@ -307,7 +307,7 @@ async def _receive(
 
 def _account(
     state: LoopState,
-    history: list[dict[str, Any]],
+    history: list[Message],
     response: ModelResponse,
     clock: RequestClock,
 ) -> UsageReport:
@@ -328,8 +328,8 @@ def _account(
 
 def _cut_short(
     stop_reason: str,
-    uses: list[dict[str, Any]],
-    history: list[dict[str, Any]],
+    uses: list[Block],
+    history: list[Message],
     state: LoopState,
     requests: int,
 ) -> Stop | None:

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from ...messages_api.tokens import ByteTokenizer, count_input_tokens
 from ...messages_api.usage import Usage, cost_usd
 from ..errors import UsageError
+from ..history import Message
 from .compaction import estimate_tokens, predict_tokens, window_for
 from .config import AgentConfig, LoopState
 
@@ -155,7 +156,7 @@ def prompt_size(
     text: str,
     cfg: AgentConfig,
     state: LoopState,
-    history: Sequence[dict[str, Any]],
+    history: Sequence[Message],
     *,
     holder: str = "the conversation",
 ) -> PromptSize:

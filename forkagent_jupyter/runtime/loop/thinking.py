@@ -13,19 +13,20 @@ definition asks for it, and what it does to `max_tokens`.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
+from ...messages_api.shapes import JSON
 from ..errors import UsageError
 
 __all__ = ["EFFORTS", "MIN_BUDGET", "Effort", "check_effort", "thinking_param", "with_budget"]
 
 MIN_BUDGET = 1024
-EFFORTS = ("low", "medium", "high", "xhigh", "max")
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
+EFFORTS: tuple[Effort, ...] = ("low", "medium", "high", "xhigh", "max")
 _OFF = ("off", "disabled", "none", "false", "0", "")
 
 
-def _budget(value: int) -> dict[str, Any]:
+def _budget(value: int) -> dict[str, JSON]:
     if value < MIN_BUDGET:
         raise UsageError(
             f"A thinking budget must be at least {MIN_BUDGET} tokens (the API's minimum); got "
@@ -34,7 +35,7 @@ def _budget(value: int) -> dict[str, Any]:
     return {"type": "enabled", "budget_tokens": value}
 
 
-def thinking_param(value: Any) -> dict[str, Any] | None:
+def thinking_param(value: object) -> dict[str, JSON] | None:
     """The API's `thinking` parameter for `value` (see the module doc); None: no thinking."""
     if value is None or value is False:
         return None
@@ -74,17 +75,19 @@ def thinking_param(value: Any) -> dict[str, Any] | None:
     raise UsageError(f"thinking {value!r} is not understood: a budget in tokens or 'adaptive'.")
 
 
-def with_budget(max_tokens: int, thinking: dict[str, Any] | None) -> int:
+def with_budget(max_tokens: int, thinking: dict[str, JSON] | None) -> int:
     """`max_tokens` for a request with `thinking`: the budget on top of the answer's room."""
-    if thinking and thinking.get("type") == "enabled":
-        return max_tokens + int(thinking["budget_tokens"])
+    budget = thinking.get("budget_tokens") if thinking else None
+    if thinking and thinking.get("type") == "enabled" and isinstance(budget, int):
+        return max_tokens + budget
     return max_tokens
 
 
-def check_effort(value: Any) -> Effort | None:
+def check_effort(value: object) -> Effort | None:
     """An effort level the API takes, or None."""
     if value is None:
         return None
-    if value not in EFFORTS:
-        raise UsageError(f"effort {value!r} is not one of {', '.join(EFFORTS)}.")
-    return value  # type: ignore[no-any-return]
+    for effort in EFFORTS:
+        if value == effort:
+            return effort
+    raise UsageError(f"effort {value!r} is not one of {', '.join(EFFORTS)}.")

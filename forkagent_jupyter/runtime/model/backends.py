@@ -15,8 +15,9 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Literal, TypeVar, get_args
 
 from ..errors import ConfigError
 from ..secrets import redact, register_holder, register_secret
@@ -24,6 +25,11 @@ from .client import AnthropicModel, ModelClient
 from .credentials import HELD_ATTRIBUTES, anthropic_client
 from .decoded_stream import DecodedStreamModel
 from .offline import OFFLINE_NOTICE, OfflineModel
+
+if TYPE_CHECKING:
+    import anthropic
+
+_Client = TypeVar("_Client")
 
 __all__ = ["BACKENDS", "Backend", "Selection", "mark_offline_announced", "select_backend"]
 
@@ -86,7 +92,7 @@ def select_backend(
     return Selection("foundry", AnthropicModel(model, client=_foundry(api_key, base_url)))
 
 
-def _platform(name: str, make: Any, *held: str, **kwargs: Any) -> Any:
+def _platform(name: str, make: Callable[..., _Client], *held: str, **kwargs: str | None) -> _Client:
     import anthropic
 
     try:
@@ -112,7 +118,7 @@ def _needs(module: str, backend: str, why: str) -> None:
         )
 
 
-def _bedrock(api_key: str | None, base_url: str | None) -> Any:
+def _bedrock(api_key: str | None, base_url: str | None) -> anthropic.AsyncAnthropicBedrock:
     """Amazon Bedrock: a Bedrock API key (`api_key=` or AWS_BEARER_TOKEN_BEDROCK) or AWS
     credentials (the usual AWS chain), AWS_REGION; model ids such as
     `anthropic.claude-...-v1:0` or a cross-region inference profile (`us.anthropic...`)."""
@@ -131,7 +137,7 @@ def _bedrock(api_key: str | None, base_url: str | None) -> Any:
     )
 
 
-def _vertex(access_token: str | None, base_url: str | None) -> Any:
+def _vertex(access_token: str | None, base_url: str | None) -> anthropic.AsyncAnthropicVertex:
     """Google Cloud Vertex AI: an access token (`api_key=`) or Application Default
     Credentials (google-auth), CLOUD_ML_REGION and ANTHROPIC_VERTEX_PROJECT_ID; model ids such
     as `claude-...@20250929`."""
@@ -149,7 +155,7 @@ def _vertex(access_token: str | None, base_url: str | None) -> Any:
     )
 
 
-def _foundry(api_key: str | None, base_url: str | None) -> Any:
+def _foundry(api_key: str | None, base_url: str | None) -> anthropic.AsyncAnthropicFoundry:
     """Microsoft Foundry: `api_key=` or ANTHROPIC_FOUNDRY_API_KEY, and ANTHROPIC_FOUNDRY_RESOURCE
     (or a base URL); the first-party model ids."""
     import anthropic

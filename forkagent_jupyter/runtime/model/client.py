@@ -17,10 +17,14 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from typing_extensions import Required, TypedDict
+
 from ...messages_api.catalog import DEFAULT_MODEL
+from ...messages_api.shapes import JSON
 from ...messages_api.usage import Usage
 from ..errors import ConfigError, ModelError, StreamInterruptedError
 from ..events import ModelEvent, ModelResponse, TextDelta
+from ..history import Block, Message, blocks_of
 from ..secrets import redact, register_holder, register_secret
 from .stream import MessageReducer, StreamError, sse_events
 from .timing import RequestClock
@@ -30,6 +34,7 @@ __all__ = [
     "CacheTTL",
     "ModelClient",
     "ModelRequest",
+    "RequestBody",
     "build_request",
     "default_model_name",
 ]
@@ -59,17 +64,17 @@ class ModelRequest:
     """Everything one request needs, before cache markers are placed."""
 
     model: str
-    system: list[dict[str, Any]]
-    tools: list[dict[str, Any]]
-    messages: Sequence[dict[str, Any]]
+    system: list[Block]
+    tools: list[dict[str, JSON]]
+    messages: Sequence[Message]
     max_tokens: int = 8192
-    thinking: dict[str, Any] | None = None
+    thinking: dict[str, JSON] | None = None
     effort: str | None = None
     """`output_config.effort` (None: left out)."""
     cache_ttl: CacheTTL = "5m"
     cache_points: list[tuple[int, int]] = field(default_factory=list)
     previous_end: int | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: dict[str, JSON] | None = None
     on_response_start: Callable[[], None] | None = None
     """Called once when the response starts (the moment its cache writes become readable)."""
     on_headers: Callable[[Mapping[str, str]], None] | None = None
@@ -94,39 +99,54 @@ class ModelClient(Protocol):
     async def aclose(self) -> None: ...
 
 
-def _marked(block: Mapping[str, Any], ttl: CacheTTL) -> dict[str, Any]:
-    copy = dict(block)
+class RequestBody(TypedDict, total=False):
+    """The JSON body of a /v1/messages request, as `build_request` makes it (keys in the
+    order it adds them)."""
+
+    model: Required[str]
+    max_tokens: Required[int]
+    system: list[Block]
+    tools: list[dict[str, JSON]]
+    messages: list[Message]
+    thinking: dict[str, JSON]
+    output_config: dict[str, JSON]
+    metadata: dict[str, JSON]
+
+
+def _marked(block: Block, ttl: CacheTTL) -> Block:
+    copy = block.copy()
     copy["cache_control"] = (
         {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": ttl}
     )
     return copy
 
 
-def _blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
-    content = message["content"]
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    return list(content)
+def _marked_tool(tool: dict[str, JSON], ttl: CacheTTL) -> dict[str, JSON]:
+    copy = dict(tool)
+    copy["cache_control"] = (
+        {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": ttl}
+    )
+    return copy
 
 
-def _markable(block: Mapping[str, Any]) -> bool:
+def _markable(block: Block) -> bool:
     if block.get("type") in ("thinking", "redacted_thinking"):
         return False
     return not (block.get("type") == "text" and not str(block.get("text", "")).strip())
 
 
-def build_request(req: ModelRequest) -> dict[str, Any]:
+def build_request(req: ModelRequest) -> RequestBody:
     """The JSON body for /v1/messages, with cache breakpoints placed (see module doc)."""
     ttl = req.cache_ttl
     tools = list(req.tools)
     if tools:
-        tools[-1] = _marked(tools[-1], ttl)
+        tools[-1] = _marked_tool(tools[-1], ttl)
     system = list(req.system)
     if system:
         system[-1] = _marked(system[-1], ttl)
     budget = MAX_BREAKPOINTS - bool(tools) - bool(system)
 
-    messages: list[dict[str, Any]] = list(req.messages)
+    messages: list[Message] = list(req.messages)
     last = len(messages) - 1
     candidates: list[tuple[int, int | None]] = []
     if last >= 0:
@@ -139,7 +159,7 @@ def build_request(req: ModelRequest) -> dict[str, Any]:
     for index, wanted in candidates:
         if used >= budget or not 0 <= index <= last:
             continue
-        blocks = _blocks(messages[index])
+        blocks = blocks_of(messages[index])
         pos = len(blocks) - 1 if wanted is None else min(wanted, len(blocks) - 1)
         while pos >= 0 and not _markable(blocks[pos]):
             pos -= 1
@@ -148,12 +168,12 @@ def build_request(req: ModelRequest) -> dict[str, Any]:
         marks.setdefault(index, set()).add(pos)
         used += 1
     for index, positions in marks.items():
-        blocks = _blocks(messages[index])
+        blocks = blocks_of(messages[index])
         for pos in positions:
             blocks[pos] = _marked(blocks[pos], ttl)
         messages[index] = {**messages[index], "content": blocks}
 
-    body: dict[str, Any] = {"model": req.model, "max_tokens": req.max_tokens}
+    body: RequestBody = {"model": req.model, "max_tokens": req.max_tokens}
     if system:
         body["system"] = system
     if tools:
@@ -323,7 +343,7 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
     return None
 
 
-def _api_type(exc: Any) -> str:
+def _api_type(exc: object) -> str:
     body = getattr(exc, "body", None)
     if isinstance(body, Mapping):
         err = body.get("error")
@@ -332,7 +352,7 @@ def _api_type(exc: Any) -> str:
     return type(exc).__name__
 
 
-def _api_message(exc: Any) -> str:
+def _api_message(exc: object) -> str:
     body = getattr(exc, "body", None)
     if isinstance(body, Mapping):
         err = body.get("error")

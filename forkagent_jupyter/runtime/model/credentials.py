@@ -9,10 +9,13 @@ but the SDK cannot load is an error, never a silent fall-back.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..secrets import hide_environment_block, redact, register_holder, register_secret
+
+if TYPE_CHECKING:
+    import anthropic
 
 __all__ = ["HELD_ATTRIBUTES", "anthropic_client"]
 
@@ -26,7 +29,7 @@ def anthropic_client(
     base_url: str | None = None,
     max_retries: int = 2,
     timeout: float = 600.0,
-) -> Any | None:
+) -> anthropic.AsyncAnthropic | None:
     """An `anthropic.AsyncAnthropic` with the credential the SDK resolved, or None."""
     import anthropic
 

@@ -6,7 +6,6 @@ which the same `MessageReducer` folds into the message."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
 
 from ...messages_api.usage import Usage
 from ..errors import ModelError, StreamInterruptedError
@@ -36,7 +35,7 @@ class DecodedStreamModel(AnthropicModel):
         reducer = MessageReducer()
         streaming = False  # the 200 response has begun: a failure now breaks it mid-way
         try:
-            events: Any = await self._client.messages.create(**build_request(request), stream=True)
+            events = await self._client.messages.create(**build_request(request), stream=True)
             streaming = True
             async for event in events:
                 data = event.to_dict()

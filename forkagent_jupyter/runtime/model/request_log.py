@@ -14,10 +14,9 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from ..events import ModelEvent
-from .client import ModelClient, ModelRequest, build_request
+from .client import ModelClient, ModelRequest, RequestBody, build_request
 
 __all__ = ["Breakpoint", "RequestLog", "breakpoints", "prefix_bytes", "shared_prefix"]
 
@@ -28,7 +27,7 @@ class RequestLog:
     def __init__(self, inner: ModelClient) -> None:
         self.inner = inner
         self.name = inner.name
-        self.bodies: list[dict[str, Any]] = []
+        self.bodies: list[RequestBody] = []
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         self.bodies.append(build_request(request))
@@ -39,13 +38,13 @@ class RequestLog:
         await self.inner.aclose()
 
 
-def prefix_bytes(body: Mapping[str, Any]) -> bytes:
+def prefix_bytes(body: Mapping[str, object]) -> bytes:
     """The body's cacheable part in the cache's order: tools, system, then messages."""
     ordered = {k: body.get(k) for k in ("tools", "system", "messages")}
     return json.dumps(ordered, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def shared_prefix(a: Mapping[str, Any], b: Mapping[str, Any]) -> int:
+def shared_prefix(a: Mapping[str, object], b: Mapping[str, object]) -> int:
     """How many leading bytes of `prefix_bytes` two bodies have in common."""
     x, y = prefix_bytes(a), prefix_bytes(b)
     n = min(len(x), len(y))
@@ -65,13 +64,13 @@ class Breakpoint:
     end_byte: int
 
 
-def breakpoints(body: Mapping[str, Any]) -> list[Breakpoint]:
+def breakpoints(body: Mapping[str, object]) -> list[Breakpoint]:
     """The body's cache breakpoints, in cache order."""
     found: list[Breakpoint] = []
     data = prefix_bytes(body)
     offset = 0
 
-    def visit(block: Any, where: str) -> None:
+    def visit(block: object, where: str) -> None:
         nonlocal offset
         if isinstance(block, Mapping) and "cache_control" in block:
             encoded = json.dumps(block, ensure_ascii=False, separators=(",", ":")).encode()
@@ -81,13 +80,15 @@ def breakpoints(body: Mapping[str, Any]) -> list[Breakpoint]:
             ttl = str(block["cache_control"].get("ttl", "5m"))
             found.append(Breakpoint(where, ttl, end))
 
-    for i, tool in enumerate(body.get("tools") or []):
+    tools = body.get("tools")
+    for i, tool in enumerate(tools if isinstance(tools, list) else []):
         visit(tool, f"tools[{i}]")
     system = body.get("system")
     for i, block in enumerate(system if isinstance(system, list) else []):
         visit(block, f"system[{i}]")
-    for i, message in enumerate(body.get("messages") or []):
-        content = message.get("content")
+    messages = body.get("messages")
+    for i, message in enumerate(messages if isinstance(messages, list) else []):
+        content = message.get("content") if isinstance(message, Mapping) else None
         for j, block in enumerate(content if isinstance(content, list) else []):
             visit(block, f"messages[{i}].content[{j}]")
     return found

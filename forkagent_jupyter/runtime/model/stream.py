@@ -12,9 +12,46 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
 
-__all__ = ["MessageReducer", "StreamError", "sse_events"]
+from typing_extensions import TypedDict
+
+from ...messages_api.shapes import JSON, Block
+
+__all__ = ["MessageReducer", "StreamError", "StreamEvent", "sse_events"]
+
+
+class _Started(TypedDict, total=False):
+    id: str
+    model: str
+    usage: dict[str, JSON]
+
+
+class _Delta(TypedDict, total=False):
+    type: str
+    text: str
+    partial_json: str
+    thinking: str
+    signature: str
+    citation: dict[str, JSON]
+    stop_reason: str | None
+
+
+class _Error(TypedDict, total=False):
+    type: str
+    message: str
+
+
+class StreamEvent(TypedDict, total=False):
+    """One event of a Messages API stream, as its JSON data says (the fields of every type;
+    `MessageReducer.feed` reads those of the event's own type)."""
+
+    type: str
+    index: int
+    message: _Started
+    content_block: Block
+    delta: _Delta
+    usage: dict[str, JSON]
+    error: _Error
 
 
 class StreamError(Exception):
@@ -26,7 +63,7 @@ class StreamError(Exception):
         self.message = message
 
 
-async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, StreamEvent]]:
     """(event name, data) for each server-sent event."""
     name = ""
     data: list[str] = []
@@ -34,7 +71,7 @@ async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, dict
         line = raw.rstrip("\r\n")
         if not line:
             if data:
-                payload = json.loads("\n".join(data))
+                payload: StreamEvent = json.loads("\n".join(data))
                 yield name or str(payload.get("type", "")), payload
             name, data = "", []
         elif line.startswith("event:"):
@@ -42,8 +79,8 @@ async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, dict
         elif line.startswith("data:"):
             data.append(line[5:].lstrip())
     if data:
-        payload = json.loads("\n".join(data))
-        yield name or str(payload.get("type", "")), payload
+        last: StreamEvent = json.loads("\n".join(data))
+        yield name or str(last.get("type", "")), last
 
 
 @dataclass
@@ -52,14 +89,15 @@ class MessageReducer:
 
     id: str = ""
     model: str = ""
-    content: list[dict[str, Any]] = field(default_factory=list)
+    content: list[Block | None] = field(default_factory=list)
+    """The blocks so far, by index (None: a gap, or a start that had no block)."""
     stop_reason: str | None = None
-    usage: dict[str, Any] = field(default_factory=dict)
+    usage: dict[str, JSON] = field(default_factory=dict)
     started: bool = False
     finished: bool = False
     _json: dict[int, list[str]] = field(default_factory=dict)
 
-    def feed(self, name: str, event: dict[str, Any]) -> str | None:
+    def feed(self, name: str, event: StreamEvent) -> str | None:
         kind = event.get("type", name)
         if kind == "message_start":
             message = event.get("message") or {}
@@ -68,11 +106,12 @@ class MessageReducer:
             self.model = str(message.get("model", ""))
             self.usage = dict(message.get("usage") or {})
         elif kind == "content_block_start":
-            block = dict(event.get("content_block") or {})
+            started = event.get("content_block")
+            block = started.copy() if started else None
             index = int(event.get("index", len(self.content)))
             while len(self.content) <= index:
-                self.content.append({})
-            if block.get("type") == "tool_use":
+                self.content.append(None)
+            if block is not None and block.get("type") == "tool_use":
                 block["input"] = {}
                 self._json[index] = []
             self.content[index] = block
@@ -81,9 +120,10 @@ class MessageReducer:
         elif kind == "content_block_stop":
             index = int(event.get("index", 0))
             parts = self._json.pop(index, None)
-            if parts is not None:
+            stopped = self.content[index] if parts is not None else None
+            if parts is not None and stopped is not None:
                 text = "".join(parts)
-                self.content[index]["input"] = json.loads(text) if text.strip() else {}
+                stopped["input"] = json.loads(text) if text.strip() else {}
         elif kind == "message_delta":
             delta = event.get("delta") or {}
             if delta.get("stop_reason") is not None:
@@ -98,8 +138,10 @@ class MessageReducer:
             raise StreamError(str(err.get("type", "error")), str(err.get("message", "")))
         return None
 
-    def _delta(self, index: int, delta: dict[str, Any]) -> str | None:
+    def _delta(self, index: int, delta: _Delta) -> str | None:
         block = self.content[index]
+        if block is None:
+            return None
         kind = delta.get("type")
         if kind == "text_delta":
             text = str(delta.get("text", ""))
@@ -112,16 +154,20 @@ class MessageReducer:
         elif kind == "signature_delta":
             block["signature"] = str(delta.get("signature", ""))
         elif kind == "citations_delta":
-            block.setdefault("citations", []).append(delta.get("citation"))
+            citation = delta.get("citation")
+            if citation is not None:
+                block.setdefault("citations", []).append(citation)
         return None
 
-    def blocks(self) -> list[dict[str, Any]]:
+    def blocks(self) -> list[Block]:
         """The content as API dicts with a stable key order (what is sent back later)."""
-        out: list[dict[str, Any]] = []
+        out: list[Block] = []
         for b in self.content:
+            if b is None:
+                continue
             kind = b.get("type")
             if kind == "text":
-                block: dict[str, Any] = {"type": "text", "text": b.get("text", "")}
+                block: Block = {"type": "text", "text": b.get("text", "")}
                 if b.get("citations"):
                     block["citations"] = b["citations"]
                 out.append(block)

@@ -20,13 +20,15 @@ written as `tool` events from their `ToolResult` (started, ended). These events 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
+from ...messages_api.shapes import JSON
 from ...messages_api.usage import usage_counts
 from ..events import ToolResult, UsageReport
 
-__all__ = ["Attempt", "RequestClock", "record_timing", "stamp"]
+__all__ = ["Attempt", "EventLog", "RequestClock", "record_timing", "stamp"]
 
 
 def stamp(value: float | None) -> float | None:
@@ -44,7 +46,7 @@ class Attempt:
     ended: float | None = None
     error: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JSON]:
         return {
             "sent": stamp(self.sent),
             "started": stamp(self.started),
@@ -95,7 +97,7 @@ class RequestClock:
     def waited(self, start: float, end: float) -> None:
         self.waits.append((start, end))
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, JSON]:
         """JSON-ready: when the attempt that answered was sent, its response started, its
         first token came and it ended; the attempts before it (each broke off or was refused)
         and the waits."""
@@ -111,7 +113,13 @@ class RequestClock:
         }
 
 
-def record_timing(transcript: Any, event: object) -> None:
+class EventLog(Protocol):
+    """Where `record_timing` writes: a transcript (`Transcript.append_event`)."""
+
+    def append_event(self, kind: str, data: Mapping[str, object] | None = None) -> None: ...
+
+
+def record_timing(transcript: EventLog | None, event: object) -> None:
     """Write the timing an event carries to `transcript` (a `Transcript`, or None: nothing):
     a `request` event for a `UsageReport` with a clock's summary, a `tool` event for a
     `ToolResult` with its times."""

@@ -40,7 +40,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..config.agent_definitions import resolve_model
 from ..config.command_text import shell_lines, with_outputs
@@ -53,6 +53,7 @@ from ..config.commands import (
 )
 from ..errors import UsageError
 from ..events import LoopEvent, Stop, TextDelta, ToolResult, ToolUse
+from ..history import Block, Message
 from ..loop.config import AgentConfig
 from ..loop.loop import call_tool
 from ..permissions.limits import ToolLimit
@@ -167,7 +168,7 @@ async def shell_expanded(
     config: AgentConfig,
     invocation: Invocation,
     text: str,
-    history: list[dict[str, Any]],
+    history: list[Message],
     events: list[LoopEvent],
 ) -> str:
     """`text` with each shell line's output in its place: each line a Bash call through the
@@ -343,7 +344,10 @@ async def run_fork_command(turns: ParentTurns, prepared: Prepared) -> AsyncItera
             said += f"\n\nIts partial result:\n{task.result}"
         output = f"<local-command-stderr>\n{said}\n</local-command-stderr>"
         stop = Stop("error", f"{invocation.typed} {task.status}: {why}")
-    blocks = [{"type": "text", "text": invocation.typed}, {"type": "text", "text": output}]
+    blocks: list[Block] = [
+        {"type": "text", "text": invocation.typed},
+        {"type": "text", "text": output},
+    ]
     main.state.append(main.history, {"role": "user", "content": blocks})
     yield TextDelta(said)
     yield stop

@@ -25,7 +25,7 @@ from ..config.trust import notice
 from ..config.trust_asks import folder_asks
 from ..errors import UsageError
 from ..events import Compacted, LoopEvent, Stop, UsageReport
-from ..history import last_assistant_text
+from ..history import Block, Message, last_assistant_text
 from ..loop.compaction import compact
 from ..loop.config import AgentConfig, LoopState
 from ..loop.loop import run_turn
@@ -219,7 +219,7 @@ class ParentTurns:
             if said.blocked:
                 raise UsageError(f"A UserPromptSubmit hook blocked the prompt: {said.reason}")
             texts = [*texts, *said.context]
-        blocks = [{"type": "text", "text": t} for t in texts]
+        blocks: list[Block] = [{"type": "text", "text": t} for t in texts]
         listing = await asyncio.to_thread(self.agent_listing)  # reads the agent files
         if listing is not None and listing != self.listed:
             blocks.insert(0, {"type": "text", "text": listing})
@@ -253,7 +253,7 @@ class ParentTurns:
                     yield replace(stop, turns=requests)
                     return
                 blocked += 1
-                message = {"role": "user", "content": [{"type": "text", "text": feedback}]}
+                message: Message = {"role": "user", "content": [{"type": "text", "text": feedback}]}
                 main.state.append(main.history, message)
         finally:
             if adjust is not None:  # the command's limit and model end with its turn
@@ -276,7 +276,7 @@ class ParentTurns:
         available = [*contexts.tools.names(), *contexts.named_tools.names()]
         return agent_listing(scan_agents(self.workdir, self.home).agents, available)
 
-    def history_replaced(self, messages: list[dict[str, Any]], data: dict[str, JSON]) -> None:
+    def history_replaced(self, messages: list[Message], data: dict[str, JSON]) -> None:
         """The parent's history was compacted: on disk, and the agent listing told again if
         its message was dropped."""
         transcript = self.main.transcript

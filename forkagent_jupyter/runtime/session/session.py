@@ -28,6 +28,7 @@ from ..config.trust_asks import folder_asks
 from ..errors import ConfigError, UsageError
 from ..events import Compacted
 from ..executors import ComputePlane, WorkerNamespace
+from ..history import Message
 from ..loop.compaction import CompactPolicy, last_turns, window_for
 from ..loop.config import LoopState
 from ..loop.prompt_size import PromptSize, prompt_size
@@ -262,7 +263,7 @@ class Session:
     # -- configuration -------------------------------------------------------------------
 
     @property
-    def messages(self) -> list[dict[str, Any]]:
+    def messages(self) -> list[Message]:
         """The parent conversation, as API message dicts."""
         return self.main.history
 
@@ -639,7 +640,7 @@ class Session:
         """Call `listener(task)` whenever a task starts or changes; returns the unsubscribe."""
         return self.registry.subscribe(listener)
 
-    def history(self, task_id: str) -> list[dict[str, Any]]:
+    def history(self, task_id: str) -> list[Message]:
         """A worker's conversation so far, as API message dicts ([] for an unknown id)."""
         run = self.workers.runs.get(task_id)
         return run.history if run is not None else []

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from ...messages_api.shapes import ToolInput
 from ...messages_api.usage import Usage
 from ..events import (
     LoopEvent,
@@ -32,7 +32,7 @@ class ToolCall:
 
     id: str
     name: str
-    input: dict[str, Any]
+    input: ToolInput
     result: str = ""
     is_error: bool = False
 

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ValidationError
 
 from ...messages_api.shapes import JSON
 from ..errors import RunEndedError
+from ..history import Message
 from ..secrets import redact
 from .services import ToolServices
 
@@ -61,7 +62,7 @@ class CallInfo:
     assistant message that holds the call (the Agent tool forks from it)."""
 
     tool_use_id: str
-    history: list[dict[str, Any]]
+    history: list[Message]
 
 
 @dataclass

@@ -85,10 +85,18 @@ def _text(response: ModelResponse) -> str:
 def _errors(response: ModelResponse, kind: str) -> list[str]:
     codes = []
     for block in response.content:
-        content = block.get("content")
+        content: object = block.get("content")  # a server tool's error result: an object
         if block.get("type") == kind and isinstance(content, dict) and "error_code" in content:
             codes.append(str(content["error_code"]))
     return codes
+
+
+def _pages(content: object) -> list[str]:
+    """The pages of a web_search_tool_result's content (a list of results; an error result
+    holds an object instead: no pages)."""
+    if not isinstance(content, list):
+        return []
+    return [f"- {r.get('title', '')}: {r.get('url', '')}" for r in content]
 
 
 class _Input(BaseModel):
@@ -137,10 +145,10 @@ class WebSearchTool(_WebTool[WebSearchInput]):
         response = await web.ask(ctx.agent_id, tool, text)
         failed = _errors(response, "web_search_tool_result")
         pages = [
-            f"- {r.get('title', '')}: {r.get('url', '')}"
+            page
             for b in response.content
-            if b.get("type") == "web_search_tool_result" and isinstance(b.get("content"), list)
-            for r in b["content"]
+            if b.get("type") == "web_search_tool_result"
+            for page in _pages(b.get("content"))
         ]
         if not pages and failed:
             raise ToolError(f"The web search failed ({', '.join(failed)}).")

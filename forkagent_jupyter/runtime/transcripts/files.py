@@ -13,11 +13,14 @@ import json
 import re
 import time
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict
 
+from ...messages_api.shapes import JSON
 from ..errors import AgentError
+from ..history import Message
 
 __all__ = [
     "LOCK_FILE",
@@ -25,8 +28,10 @@ __all__ = [
     "RESET_EVENT",
     "RESULT_EVENT",
     "AgentMeta",
+    "EventData",
     "LoadedTranscript",
     "PastRuns",
+    "Record",
     "TranscriptError",
     "WorktreeRecord",
     "fingerprint",
@@ -48,11 +53,57 @@ the file: a transcript keeps everything)."""
 _FILE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}")
 
 
+class EventData(TypedDict, total=False):
+    """The data of an event record as it is read back: the fields of each kind that a
+    reader looks at (each kind writes its own; a reader checks what it reads)."""
+
+    # compacted, resumed: the history from there on
+    messages: list[Message]
+    # result (RESULT_EVENT)
+    text: str
+    status: str
+    error: str
+    # request (model/timing.py); `started` and `ended` are a tool call's too
+    sent: float | None
+    started: float | None
+    first_token: float | None
+    ended: float | None
+    retries: list[dict[str, JSON]]
+    rate_waits: list[list[float | None]]
+    held: list[float | None] | None
+    usage: dict[str, int]
+    model: str
+    message_id: str
+    cost_usd: float
+    # tool
+    name: str
+    is_error: bool
+    # permission
+    tool: str
+    decision: str
+    asked_at: float | None
+    answered_at: float | None
+    # notification, notifications_read
+    task: str
+    tasks: list[str]
+
+
+class Record(TypedDict, total=False):
+    """One line of a transcript file (a message or an event), as it is read back."""
+
+    type: str
+    message: Message
+    kind: str
+    data: EventData
+    seq: int
+    t: float
+
+
 class TranscriptError(AgentError):
     """A transcript on disk is damaged beyond its last line."""
 
 
-def fingerprint(value: Any) -> str:
+def fingerprint(value: object) -> str:
     """sha256 of `value`'s exact JSON (key order kept), e.g. of the system blocks or tools."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -97,7 +148,7 @@ class AgentMeta(BaseModel):
     tools_hash: str | None = None
     created_at: float = Field(default_factory=time.time)
 
-    def cache_mismatches(self, *, system: Any | None = None, tools: Any | None = None) -> list[str]:
+    def cache_mismatches(self, *, system: object = None, tools: object = None) -> list[str]:
         """Which of `system`/`tools` differ from what the agent ran with (unknown: no)."""
         pairs = (("system", system, self.system_hash), ("tools", tools, self.tools_hash))
         return [n for n, value, h in pairs if value is not None and h and fingerprint(value) != h]
@@ -121,7 +172,7 @@ class PastRuns(NamedTuple):
 
 class LoadedTranscript(NamedTuple):
     meta: AgentMeta
-    messages: list[dict[str, Any]]
+    messages: list[Message]
     """The history, repaired so that a resumed request is valid."""
     session_dir: Path
     repairs: list[str]

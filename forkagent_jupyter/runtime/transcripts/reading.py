@@ -9,18 +9,19 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
-from ..history import append_message, blocks_of, own_start, tool_calls
+from ..history import Block, Message, append_message, blocks_of, own_start, tool_calls
 from ..tasks.snapshot import AnsweredNotifications
 from .files import (
     REPLACE_EVENTS,
     RESET_EVENT,
     RESULT_EVENT,
     AgentMeta,
+    EventData,
     PastRuns,
+    Record,
     TranscriptError,
     meta_path,
     transcript_path,
@@ -130,7 +131,7 @@ def read_metas(session: Path) -> list[AgentMeta]:
     return sorted(metas, key=lambda m: m.created_at)
 
 
-def past_runs(records: list[dict[str, Any]], is_fork: bool) -> PastRuns:
+def past_runs(records: list[Record], is_fork: bool) -> PastRuns:
     """What an agent's records (its file) say of its runs: whether the last one ended, their
     results, its tool calls and how they came back. Only the agent's own calls count: a
     fork's file written when it was resumed in a later session starts with its parent's
@@ -148,8 +149,8 @@ def past_runs(records: list[dict[str, Any]], is_fork: bool) -> PastRuns:
             ended = False  # a new run (or more of this one) after the last result
         elif record.get("type") == "event" and record.get("kind") == RESULT_EVENT:
             ended = True
-            data = record.get("data")
-            data = data if isinstance(data, dict) else {}
+            raw = record.get("data")
+            data: EventData = raw if isinstance(raw, dict) else {}
             text = data.get("text")
             if isinstance(text, str) and text and text != data.get("error"):
                 results.insert(0, text)  # a result (a run that had none recorded its error)
@@ -158,12 +159,12 @@ def past_runs(records: list[dict[str, Any]], is_fork: bool) -> PastRuns:
     return PastRuns(ended, tuple(results), calls.made, calls.failed + cut_off, cut_off)
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
+def read_records(path: Path) -> list[Record]:
     """The records of a transcript file, read line by line (a long file is never one string:
     a reading thread lets the event loop in between lines)."""
     if not path.exists():
         return []
-    records = []
+    records: list[Record] = []
     number, broken = 0, 0  # `broken`: a line that is not JSON, allowed only as the last one
     with path.open(encoding="utf-8", errors="replace", newline="\n") as lines:
         for line in lines:
@@ -181,14 +182,12 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return [r for r in records if isinstance(r, dict)]
 
 
-def replay(
-    session: Path, meta: AgentMeta, upto: int | None, seen: set[str]
-) -> list[dict[str, Any]]:
+def replay(session: Path, meta: AgentMeta, upto: int | None, seen: set[str]) -> list[Message]:
     """The agent's history as the runtime built it, from its records up to seq `upto`."""
     if meta.agent_id in seen:
         raise TranscriptError(f"transcripts of {sorted(seen)} inherit from each other")
     seen.add(meta.agent_id)
-    messages: list[dict[str, Any]] = []
+    messages: list[Message] = []
     if meta.inherits_from:
         parent_meta = meta_path(session, meta.inherits_from)
         if not parent_meta.is_file():
@@ -211,7 +210,7 @@ def replay(
     return messages
 
 
-def _is_empty_assistant(message: dict[str, Any]) -> bool:
+def _is_empty_assistant(message: Message) -> bool:
     """An assistant message with nothing to send back: no text, no tool use, only thinking."""
     for block in blocks_of(message):
         kind = block.get("type")
@@ -223,8 +222,8 @@ def _is_empty_assistant(message: dict[str, Any]) -> bool:
 
 
 def repair_for_resume(
-    messages: list[dict[str, Any]],
-) -> tuple[list[dict[str, Any]], list[str]]:
+    messages: list[Message],
+) -> tuple[list[Message], list[str]]:
     """`messages` made valid to continue: only the end changes, the rest stays identical.
 
     Drops trailing assistant messages that carry nothing usable (whitespace, thinking only),
@@ -248,7 +247,7 @@ def repair_for_resume(
     missing = [i for i in asked if i not in answered]
     if not missing:
         return out, repairs
-    results = [
+    results: list[Block] = [
         {"type": "tool_result", "tool_use_id": i, "content": INTERRUPTED_RESULT, "is_error": True}
         for i in missing
     ]

@@ -42,11 +42,11 @@ import logging
 import os
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from ..errors import UsageError
+from ..history import Message
 from ..secrets import redact
 from .files import (
     LOCK_FILE,
@@ -112,16 +112,16 @@ class Transcript:
         data = text.encode("utf-8", "backslashreplace")  # a lone surrogate, escaped
         self.store._writer.submit(lambda: self.store._write(path, data))
 
-    def _record(self, record: dict[str, Any]) -> None:
+    def _record(self, record: Mapping[str, object]) -> None:
         self.seq += 1
         line = dumps({**record, "seq": self.seq, "t": round(time.time(), 3)})
         self._append(self.path, line + "\n")
 
-    def append_message(self, message: dict[str, Any]) -> None:
+    def append_message(self, message: Message) -> None:
         """Record one message of the agent's history (on disk when this returns)."""
         self._record({"type": "message", "message": message})
 
-    def append_event(self, kind: str, data: dict[str, Any] | None = None) -> None:
+    def append_event(self, kind: str, data: Mapping[str, object] | None = None) -> None:
         """Record something that is not a message: a permission decision, a status, usage."""
         self._record({"type": "event", "kind": kind, "data": data or {}})
 
@@ -135,7 +135,7 @@ class Transcript:
         """The end of a run: `text` (its result, else its error) at the end of the output
         file, and an event in the transcript with how it ended (`status`, `error`), which
         tells a run that ended from one a restart cut off (`PastRuns`)."""
-        data: dict[str, Any] = {"text": text}
+        data: dict[str, str] = {"text": text}
         if status is not None:
             data["status"] = status
         if error is not None:
@@ -144,7 +144,7 @@ class Transcript:
         body = text.strip() or "(no text)"
         self._append(self.output_path, redact(f"[{time.strftime('%H:%M:%S')}] result:\n{body}\n"))
 
-    def update_meta(self, **changes: Any) -> None:
+    def update_meta(self, **changes: object) -> None:
         """Change fields of the meta file (e.g. `worktree_path=None` once it is removed)."""
         self.meta = self.meta.model_copy(update=changes)
         self.store._submit_meta(self.meta)
@@ -175,7 +175,7 @@ class TranscriptStore:
         if not ignore.exists():
             self._writer.submit(lambda: ignore.write_text("*\n"))
         self._transcripts: dict[str, Transcript] = {}
-        self._lock: weakref.finalize[Any, Any] | None = None  # see `_hold_lock`
+        self._lock: weakref.finalize[[int], TranscriptStore] | None = None  # see `_hold_lock`
         self._writer.submit(self._hold_lock)
 
     def _hold_lock(self) -> None:
@@ -304,7 +304,7 @@ class TranscriptStore:
         path = meta_path(self.dir, meta.agent_id)
         self._writer.submit(lambda: self._replace(path, lambda: self._write_meta(meta)))
 
-    def write_json(self, path: Path, data: Any) -> None:
+    def write_json(self, path: Path, data: object) -> None:
         """Replace the file `path` (under the root) with `data` as JSON, in one step, on the
         writer thread: in order with the transcripts, never on the event loop."""
         text = redact(json.dumps(data, ensure_ascii=False, indent=1)) + "\n"

@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from typing_extensions import TypedDict, Unpack
+
 from ..errors import UsageError
+from .files import EventData
 from .reading import read_metas, read_records
 from .store import AgentMeta, TranscriptStore
 from .writer import flush_all
@@ -77,6 +80,19 @@ class TimelineRow:
         return self.end - self.start
 
 
+class _RequestFields(TypedDict, total=False):
+    """The fields of a request row beyond those of every row."""
+
+    first_token: float | None
+    readable: float | None
+    message_id: str
+    input_tokens: int
+    cache_read: int
+    cache_write: int
+    output_tokens: int
+    cost_usd: float
+
+
 @dataclass(frozen=True)
 class Lane:
     name: str
@@ -114,7 +130,7 @@ class Timeline:
     def span(self) -> float:
         return max((r.end for r in self.rows), default=0.0)
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[dict[str, object]]:
         return [asdict(r) for r in self.rows]
 
     def to_dataframe(self) -> Any:
@@ -219,11 +235,11 @@ def _lane_name(meta: AgentMeta) -> str:
     return meta.name or meta.agent_id
 
 
-def _num(value: Any) -> float | None:
+def _num(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _events(session: Path, agent_id: str) -> list[tuple[float, str, dict[str, Any]]]:
+def _events(session: Path, agent_id: str) -> list[tuple[float, str, EventData]]:
     path = session / "agents" / f"{agent_id}.jsonl"
     out = []
     for record in read_records(path):
@@ -233,20 +249,21 @@ def _events(session: Path, agent_id: str) -> list[tuple[float, str, dict[str, An
     return out
 
 
-def _pair(value: Any) -> tuple[Any, Any]:
+def _pair(value: object) -> tuple[object, object]:
     return (value[0], value[1]) if isinstance(value, list) and len(value) == 2 else (None, None)
 
 
 def _agent_rows(
-    lane: str, agent_id: str, events: list[tuple[float, str, dict[str, Any]]]
-) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
+    lane: str, agent_id: str, events: list[tuple[float, str, EventData]]
+) -> list[TimelineRow]:
+    rows: list[TimelineRow] = []
 
-    def span(kind: RowKind, start: Any, end: Any, label: str, **more: Any) -> None:
+    def span(
+        kind: RowKind, start: object, end: object, label: str, **more: Unpack[_RequestFields]
+    ) -> None:
         s, e = _num(start), _num(end)
         if s is not None and e is not None:
-            row = {"lane": lane, "agent_id": agent_id, "kind": kind, "start": s, "end": e}
-            rows.append({**row, "label": label, **more})
+            rows.append(TimelineRow(lane, agent_id, kind, s, e, label, **more))
 
     for _t, kind, data in events:
         if kind == "request":
@@ -258,7 +275,7 @@ def _agent_rows(
                     why = str(attempt.get("error") or "retried")
                     span("retry", attempt.get("sent"), attempt.get("ended"), why)
             raw = data.get("usage")
-            usage: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            usage: dict[str, int] = raw if isinstance(raw, dict) else {}
             span(  # the attempt that answered (those before it are `retry` rows)
                 "request",
                 data.get("sent"),
@@ -283,8 +300,8 @@ def _agent_rows(
 
 
 def _notification_rows(
-    events: list[tuple[float, str, dict[str, Any]]], wanted: set[str], lanes: dict[str, str]
-) -> list[dict[str, Any]]:
+    events: list[tuple[float, str, EventData]], wanted: set[str], lanes: dict[str, str]
+) -> list[TimelineRow]:
     """The parent's lane: each report of a wanted task, from when it was queued for the parent
     to when it reached the parent's conversation."""
     queued: dict[str, list[float]] = {}
@@ -297,22 +314,17 @@ def _notification_rows(
                 waiting = queued.get(str(task))
                 if waiting:
                     start = waiting.pop(0)
+                    label = f"report of {lanes.get(str(task), str(task))}"
                     rows.append(
-                        {
-                            "lane": "parent",
-                            "agent_id": "main",
-                            "kind": "notification",
-                            "start": start,
-                            "end": t,
-                            "task": str(task),
-                            "label": f"report of {lanes.get(str(task), str(task))}",
-                        }
+                        TimelineRow(
+                            "parent", "main", "notification", start, t, label, task=str(task)
+                        )
                     )
     return rows
 
 
 def _answering(
-    events: list[tuple[float, str, dict[str, Any]]], wanted: set[str]
+    events: list[tuple[float, str, EventData]], wanted: set[str]
 ) -> list[tuple[float, float]]:
     """When the parent was answering reports of wanted tasks: from reading them to its
     recorded answer."""
@@ -332,37 +344,42 @@ def _build(session: Path, metas: dict[str, AgentMeta], chosen: list[str]) -> Tim
         Lane(_lane_name(metas[a]), a, metas[a].kind) for a in order if a in metas
     ]
     names = {lane.agent_id: lane.name for lane in lanes}
-    raw: list[dict[str, Any]] = []
+    raw: list[TimelineRow] = []
     for agent_id in order:
         raw += _agent_rows(names.get(agent_id, agent_id), agent_id, _events(session, agent_id))
     main_events = _events(session, "main")
     raw += _notification_rows(main_events, set(order), names)
     if raw:  # the parent's own rows within the span of the chosen agents' work
-        lo = min(r["start"] for r in raw)
+        lo = min(r.start for r in raw)
         created = [metas[a].created_at for a in order if a in metas]
         lo = min([lo, *created])
-        hi = max(r["end"] for r in raw)
+        hi = max(r.end for r in raw)
         windows = [(lo, hi), *_answering(main_events, set(order))]
         parent = _agent_rows("parent", "main", main_events)
-        raw += [r for r in parent if any(r["end"] >= a and r["start"] <= b for a, b in windows)]
+        raw += [r for r in parent if any(r.end >= a and r.start <= b for a, b in windows)]
     if not raw:
         raise UsageError(
             f"No timings recorded for these agents in session {session.name} (their transcripts "
             "were written by a version that did not record them)."
         )
-    t0 = min(r["start"] for r in raw)
+    t0 = min(r.start for r in raw)
     rows = [_shift(r, t0) for r in raw]
     rows, leads = _leads(rows, metas, order)
     rows.sort(key=lambda r: (r.start, r.lane))
     return Timeline(session.name, t0, lanes, rows, leads)
 
 
-def _shift(fields: dict[str, Any], t0: float) -> TimelineRow:
-    moved = dict(fields)
-    for key in ("start", "end", "first_token", "readable"):
-        if moved.get(key) is not None:
-            moved[key] = round(float(moved[key]) - t0, 3)
-    return TimelineRow(**moved)
+def _shift(row: TimelineRow, t0: float) -> TimelineRow:
+    def moved(at: float | None) -> float | None:
+        return None if at is None else round(at - t0, 3)
+
+    return replace(
+        row,
+        start=round(row.start - t0, 3),
+        end=round(row.end - t0, 3),
+        first_token=moved(row.first_token),
+        readable=moved(row.readable),
+    )
 
 
 def _leads(

@@ -17,9 +17,8 @@ import queue
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from ..secrets import redact
 
@@ -35,12 +34,12 @@ MAX_OPEN_FILES = 64
 _LINE_BREAKS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
 
 
-def dumps(record: dict[str, Any]) -> str:
+def dumps(record: Mapping[str, object]) -> str:
     text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=_unknown)
     return redact(text.translate(_LINE_BREAKS))
 
 
-def _unknown(value: Any) -> str:
+def _unknown(value: object) -> str:
     log.warning("transcript: %s written as text (not JSON)", type(value).__name__)
     return str(value)
 
@@ -91,7 +90,6 @@ def _close_all(fds: OrderedDict[Path, int]) -> None:
 
 
 _Job = Callable[[], object]
-_STOP = object()
 
 
 class Writer:
@@ -102,7 +100,7 @@ class Writer:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()  # None: stop
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
 
@@ -118,7 +116,7 @@ class Writer:
                     thread.start()
                     self._thread = thread
                     _live_writers.add(self)
-                    stop = weakref.finalize(self, self._jobs.put, _STOP)
+                    stop = weakref.finalize(self, self._jobs.put, None)
                     stop.atexit = False  # at exit the thread writes what is left first
         self._jobs.put(job)
         if not _on_event_loop():
@@ -163,10 +161,10 @@ def _on_event_loop() -> bool:
     return True
 
 
-def _drain(jobs: queue.SimpleQueue[Any]) -> None:
+def _drain(jobs: queue.SimpleQueue[_Job | None]) -> None:
     while True:
         job = jobs.get()
-        if job is _STOP:
+        if job is None:
             return
         try:
             job()

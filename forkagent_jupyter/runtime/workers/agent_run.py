@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 import secrets as _secrets
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from ..config.agent_definitions import AgentDefinition
 from ..events import Stop
-from ..history import last_assistant_text, own_start
+from ..history import Message, last_assistant_text, own_start
 from ..loop.config import AgentConfig, LoopState
 from ..tasks.registry import Task, Todo
 from ..transcripts.store import AgentMeta, Transcript, TranscriptStore, WorktreeRecord, fingerprint
@@ -44,7 +44,7 @@ class AgentRun:
 
     id: str
     config: AgentConfig
-    history: list[dict[str, Any]]
+    history: list[Message]
     state: LoopState = field(default_factory=LoopState)
     task: Task | None = None
     is_fork: bool = False

@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from ..history import Message
 from .agent_run import AgentRun
 
 __all__ = ["LEADER_WAIT_SECONDS", "ForkGroup", "ForkGroups"]
@@ -35,7 +35,7 @@ class ForkGroups:
         self._groups: dict[tuple[int, int], ForkGroup] = {}
         self._rate_waiting = rate_waiting  # whether that agent waits for rate-limit room
 
-    def group_for(self, source: list[dict[str, Any]]) -> ForkGroup:
+    def group_for(self, source: list[Message]) -> ForkGroup:
         """The group of forks that start from the end of `source`."""
         anchor = source[-1] if source else None
         key = (id(anchor) if source else 0, len(source))

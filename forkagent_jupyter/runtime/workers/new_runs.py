@@ -8,9 +8,9 @@ one; the session's configuration of it (tools, gate, client) comes in ready made
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ..config.agent_definitions import AgentDefinition, missing_tools
+from ..history import Message
 from ..loop.config import AgentConfig, LoopState
 from ..loop.fork import build_fork_messages
 from ..tasks.registry import Task
@@ -24,7 +24,7 @@ __all__ = ["fork_run", "interrupted_note", "named_run", "restored_run"]
 
 def fork_run(
     parent: AgentRun,
-    source: list[dict[str, Any]],
+    source: list[Message],
     directive: str,
     config: AgentConfig,
     task: Task,
@@ -81,7 +81,7 @@ def named_run(
         )
     if definition.initialPrompt:  # the file's initial prompt goes first
         prompt = f"{definition.initialPrompt}\n\n{prompt}"
-    history = [{"role": "user", "content": [{"type": "text", "text": prompt}]}]
+    history: list[Message] = [{"role": "user", "content": [{"type": "text", "text": prompt}]}]
     run = AgentRun(
         task.id, config, history, LoopState(), task, owner=parent.id, definition=definition
     )

@@ -38,6 +38,7 @@ from ..config.agent_definitions import AgentDefinition, AgentScan, unknown_agent
 from ..config.hooks import Hooks
 from ..errors import RunEndedError, UsageError
 from ..events import Stop
+from ..history import Message
 from ..loop.compaction import last_turns, window_for
 from ..loop.config import AgentConfig
 from ..loop.fork import FORK_RECURSION_ERROR
@@ -116,7 +117,7 @@ class Workers:
         *,
         description: str,
         tool_use_id: str | None = None,
-        history: list[dict[str, Any]] | None = None,
+        history: list[Message] | None = None,
         name: str | None = None,
         agent_id: str | None = None,
         worktree: Worktree | None = None,
