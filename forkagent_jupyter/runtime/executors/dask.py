@@ -172,7 +172,7 @@ class DaskBackend:
                 live.remove(runner)
 
     def runner(
-        self, agent_id: str, snapshot: dict[str, Any], epoch: int, sink: OutputSink
+        self, agent_id: str, snapshot: dict[str, object], epoch: int, sink: OutputSink
     ) -> DaskRunner:
         runner = DaskRunner(self, agent_id, snapshot, epoch, sink)
         self.runners = [r for r in self.runners if r.ended is None]
@@ -219,7 +219,7 @@ class DaskRunner:
         self,
         backend: DaskBackend,
         agent_id: str,
-        snapshot: dict[str, Any],
+        snapshot: dict[str, object],
         epoch: int,
         sink: OutputSink,
     ) -> None:
@@ -365,7 +365,7 @@ class DaskRunner:
                 )
             return result
 
-    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def call(self, fn: Callable[..., object], *args: object) -> object:
         async with self._lock:
             await self._ensure()
             shipment = await self._shipment({a for a in args if isinstance(a, str)})
@@ -374,7 +374,7 @@ class DaskRunner:
                 raise CallFailedError(str(value))
             return value
 
-    async def pull(self, names: Sequence[str], trust: bool = False) -> dict[str, Any]:
+    async def pull(self, names: Sequence[str], trust: bool = False) -> dict[str, object]:
         if not self.alive:
             why = self.ended or "it has not run any code yet"
             raise PullError(f"worker {self.agent_id} has no process to pull from: {why}")

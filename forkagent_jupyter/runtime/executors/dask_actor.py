@@ -61,7 +61,7 @@ class DaskAgent:
 
     # -- the child process -------------------------------------------------------------------
 
-    async def start(self, nice: int = 0, workdir: str | None = None) -> dict[str, Any]:
+    async def start(self, nice: int = 0, workdir: str | None = None) -> dict[str, object]:
         """Start the child process (once, at niceness `nice`), in `workdir` (the notebook's
         folder) when that folder exists on this machine; where it runs."""
         if self.proc is None:
@@ -233,7 +233,7 @@ class _LostError(Exception):
     """The child process ended under a request."""
 
 
-async def _fetch(keys: dict[str, tuple[str, list[str]]]) -> dict[str, Any]:
+async def _fetch(keys: dict[str, tuple[str, list[str]]]) -> dict[str, object]:
     """The values of scattered keys, from this Dask worker's memory; a key it does not hold
     is first copied here from a worker that does (once per Dask worker: the siblings placed
     on it share that copy while the key lives)."""

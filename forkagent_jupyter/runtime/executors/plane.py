@@ -61,7 +61,7 @@ class ComputePlane:
 
     def __init__(
         self,
-        namespace: dict[str, Any],
+        namespace: dict[str, object],
         *,
         worker_namespace: WorkerNamespace = "isolated",
         max_workers: int = 16,
@@ -197,7 +197,9 @@ class ComputePlane:
                     await runner.call(release_transactions)
             if runner.alive and runner.parked:
                 with contextlib.suppress(Exception):
-                    self._measured(runner.agent_id, await runner.call(own_memory_mb))
+                    mb = await runner.call(own_memory_mb)
+                    if isinstance(mb, (int, float)):  # what the worker's process said
+                        self._measured(runner.agent_id, mb)
 
         with contextlib.suppress(RuntimeError):
             task = asyncio.get_running_loop().create_task(prune())
@@ -245,7 +247,7 @@ class ComputePlane:
 
     async def pull(
         self, agent_id: str, names: Sequence[str], trust: bool = False
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """Copies of a worker's values: data only, or (`trust`) anything that pickles."""
         runner = self.runners.get(agent_id)
         if runner is None:

@@ -89,7 +89,7 @@ class ShipGroup:
         self._locks: dict[tuple[str, int], threading.Lock] = {}
         self._guard = threading.Lock()
 
-    def pack(self, names: Iterable[str], snapshot: dict[str, Any]) -> Shipment:
+    def pack(self, names: Iterable[str], snapshot: dict[str, object]) -> Shipment:
         shipment = Shipment()
         for name in sorted(names):
             packed = self._pack_one(name, snapshot[name])
