@@ -22,7 +22,7 @@ import os
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from ..secrets import redact
 from .base import ClearOutput, CodeRunner, Display, Output, PullError, StreamText, valid_output
@@ -35,6 +35,7 @@ from .memory import (
     read_rollups,
 )
 from .process import ProcessRunner, Snapshot, fork_supported
+from .shipping import DaskClient
 from .thread import ThreadRunner
 from .tree import prune_group, release_transactions
 
@@ -96,7 +97,7 @@ class ComputePlane:
         self.executor: Literal["local", "dask"] = "local"
         self.dask: DaskBackend | None = None
 
-    def use_dask(self, address: str | None = None, client: Any = None) -> None:
+    def use_dask(self, address: str | None = None, client: DaskClient | None = None) -> None:
         """Isolated workers' code runs on a Dask cluster from the next worker on (see
         `dask.DaskBackend`); running workers keep where they run."""
         backend = DaskBackend(address, client)  # a ConfigError when it cannot be used

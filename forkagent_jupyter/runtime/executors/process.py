@@ -43,7 +43,7 @@ from .wire import (
     FrameTooLargeError,
     MessageError,
     Request,
-    call_reply,
+    call_result,
     encode,
     frame_limit,
     read_message,
@@ -418,7 +418,7 @@ class ProcessRunner:
         async with self._lock:
             await self._ensure()
             called = await self._request(("call", next(self._ids), fn, args), "called")
-            status, value = call_reply(called)
+            status, value = call_result(called[2] if len(called) == 3 else None)
             if status != "ok":
                 raise CallFailedError(str(value))
             return value

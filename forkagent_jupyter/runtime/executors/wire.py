@@ -37,7 +37,7 @@ __all__ = [
     "FrameTooLargeError",
     "MessageError",
     "Request",
-    "call_reply",
+    "call_result",
     "encode",
     "frame_limit",
     "pull_limit",
@@ -192,10 +192,9 @@ def encode(message: Request) -> bytes:
     return _encode(message)
 
 
-def call_reply(called: tuple[object, ...]) -> tuple[object, object]:
-    """The (status, value) of a worker's reply to a call: ("ok", its result) or ("error", why);
-    ("", "?") for a reply that is not one (the worker is not trusted)."""
-    result = called[2] if len(called) == 3 else None
+def call_result(result: object) -> tuple[object, object]:
+    """The (status, value) a worker sent for a call: ("ok", its result) or ("error", why);
+    ("", "?") for what is not one (the worker is not trusted)."""
     if isinstance(result, (tuple, list)) and len(result) == 2:
         return result[0], result[1]
     return "", "?"
