@@ -19,7 +19,6 @@ import re
 import threading
 import weakref
 from collections.abc import Mapping
-from typing import Any
 
 __all__ = [
     "SECRET_ENV_VARS",
@@ -58,7 +57,7 @@ _MASK = "[redacted]"
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
-_holders: weakref.WeakKeyDictionary[Any, tuple[str, ...]] = weakref.WeakKeyDictionary()
+_holders: weakref.WeakKeyDictionary[object, tuple[str, ...]] = weakref.WeakKeyDictionary()
 
 
 def register_secret(value: str | None) -> None:
@@ -115,7 +114,7 @@ def scrubbed_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def register_holder(obj: Any, *attributes: str) -> None:
+def register_holder(obj: object, *attributes: str) -> None:
     """Remember an object that holds credentials in these attributes (an SDK client), so a
     process forked from this one can wipe them (`forget_secrets`)."""
     with _lock:

@@ -9,9 +9,9 @@ happens (`Output`s, for the worker's card) and return an `ExecResult` (for the m
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from ..errors import AgentError, RunEndedError
 from ..history import valid_text
@@ -51,8 +51,8 @@ class StreamText:
 class Display:
     """One rich output, as IPython's display() publishes it: a MIME bundle."""
 
-    data: dict[str, Any]
-    metadata: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, object]
+    metadata: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ class PullError(AgentError):
     """Values could not be brought back from a worker (the message says which and why)."""
 
 
-def png_of(bundle: dict[str, Any]) -> bytes | None:
+def png_of(bundle: Mapping[str, object]) -> bytes | None:
     """The PNG bytes of a display bundle (IPython gives base64 text; some give bytes)."""
     data = bundle.get("image/png")
     if isinstance(data, bytes):
@@ -127,10 +127,12 @@ class CodeRunner(Protocol):
         """Run `code` like a notebook cell; outputs go to the runner's sink as they happen."""
         ...
 
-    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """`fn(namespace, *args)` where the code runs (fn and its result must pickle)."""
+    async def call(self, fn: Callable[..., object], *args: object) -> object:
+        """`fn(namespace, *args)` where the code runs (fn and its result must pickle). From a
+        worker's process the result is what it sent: the caller checks it is what `fn`
+        returns."""
         ...
 
-    async def pull(self, names: Sequence[str]) -> dict[str, Any]:
+    async def pull(self, names: Sequence[str]) -> dict[str, object]:
         """Copies of these names' values; a PullError names what cannot come back."""
         ...

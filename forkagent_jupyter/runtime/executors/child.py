@@ -29,9 +29,9 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn, TextIO
 
 from ..secrets import forget_secrets
 from . import sandbox
@@ -67,7 +67,7 @@ def _die_with_parent() -> None:
 
 
 def _refusal(what: str, instead: str) -> Callable[..., NoReturn]:
-    def refuse(*_args: Any, **_kwargs: Any) -> NoReturn:
+    def refuse(*_args: object, **_kwargs: object) -> NoReturn:
         raise NotInWorkerError(
             f"{what} not available in a worker process: it has no connection to the "
             f"notebook's frontend; {instead}"
@@ -97,12 +97,12 @@ def _detach_from_kernel() -> None:
     session = getattr(kernel, "session", None)
     if session is not None:
         session.send = _refuse_message
-    comm: Any = sys.modules.get("comm")
+    comm = sys.modules.get("comm")
     if comm is not None:
-        comm.create_comm = _refuse_widget
+        setattr(comm, "create_comm", _refuse_widget)  # noqa: B010
 
 
-_kernel_streams: list[tuple[str, Any]] = []
+_kernel_streams: list[tuple[str, TextIO]] = []
 """The kernel's sys.stdout/stderr at the fork: code keeps them (a logging handler made by
 `logging.basicConfig` in the kernel writes to its stderr), so a worker points them at its own."""
 
@@ -120,7 +120,7 @@ def _child_stdio() -> None:
             os.dup2(null.fileno(), fd)
 
 
-def become_snapshot(control: socket.socket, namespace: dict[str, Any]) -> NoReturn:
+def become_snapshot(control: socket.socket, namespace: dict[str, object]) -> NoReturn:
     """Run in the child right after the kernel forked it; never returns. Its exit code says
     how it ended: 0 when the kernel let it go, SETUP_FAILED when letting go of the kernel's
     things raised (the kernel names the code when a worker cannot start)."""
@@ -142,7 +142,7 @@ def become_snapshot(control: socket.socket, namespace: dict[str, Any]) -> NoRetu
         os._exit(0)
 
 
-def _serve_spawns(control: socket.socket, namespace: dict[str, Any]) -> None:
+def _serve_spawns(control: socket.socket, namespace: dict[str, object]) -> None:
     reports = FrameSocket(control)
     children: dict[int, int] = {}  # the process it waits for -> the worker's pid (sandbox.py)
     while True:
@@ -238,7 +238,7 @@ class _PipeStream(io.TextIOBase):
 
 
 class _Worker:
-    def __init__(self, conn: FrameSocket, namespace: dict[str, Any]) -> None:
+    def __init__(self, conn: FrameSocket, namespace: dict[str, object]) -> None:
         self.conn = conn
         self.namespace = namespace
         self.lock = threading.Lock()
@@ -333,15 +333,23 @@ class _Worker:
             try:
                 self.conn.send(("output", display))
             except TypeError:  # a value in the bundle is not data: its text forms still go
-                data = {k: v for k, v in display.data.items() if isinstance(v, (str, bytes))}
+                data: dict[str, object] = {
+                    k: v for k, v in display.data.items() if isinstance(v, (str, bytes))
+                }
                 self.conn.send(("output", Display(data, {})))
         except FrameTooLargeError as exc:  # the kernel would end this process for it
             self.write("stderr", f"[a display was left out: it was {exc}]\n")
 
-    def publish(self, data: Any, metadata: Any = None, *_args: Any, **_kwargs: Any) -> None:
+    def publish(
+        self,
+        data: Mapping[str, object] | None,
+        metadata: Mapping[str, object] | None = None,
+        *_args: object,
+        **_kwargs: object,
+    ) -> None:
         self.display(Display(dict(data or {}), dict(metadata or {})))
 
-    def show_traceback(self, _etype: Any, _evalue: Any, stb: list[str]) -> None:
+    def show_traceback(self, _etype: object, _evalue: object, stb: list[str]) -> None:
         """The shell's traceback of an error it handles itself (a display whose formatter
         raises: a `_repr_html_` that fails, a figure that cannot be drawn), as a cell shows it
         and goes on: on the card's stderr and in the call's output, in plain text. (The
@@ -388,7 +396,7 @@ class _Worker:
             tuple(self.images),
         )
 
-    def _show_value(self, value: Any) -> None:
+    def _show_value(self, value: object) -> None:
         """A rich final value (a DataFrame's table) goes to the card, as a cell's Out[] would."""
         shell = ipython_shell()
         if shell is None:
@@ -406,10 +414,10 @@ class _Worker:
                 request = self.conn.recv()
             except (EOFError, OSError):
                 return
-            kind, call_id = request[0], request[1] if len(request) > 1 else None
-            if kind == "exit":
+            call_id = request[1] if len(request) > 1 else None
+            if request[0] == "exit":
                 return
-            if kind == "run":
+            if request[0] == "run":
                 ran = self.run(request[2])
                 try:
                     held = held_values(self.namespace, self.before)
@@ -421,14 +429,14 @@ class _Worker:
                     note = f"[this call's figures were left out of its result: it was {exc}]\n"
                     ran = dataclasses.replace(ran, stderr=ran.stderr + note, images=())
                     self.conn.send(("done", call_id, ran, held))
-            elif kind == "call":
+            elif request[0] == "call":
                 try:
-                    result: Any = ("ok", request[2](self.namespace, *request[3]))
+                    result = ("ok", request[2](self.namespace, *request[3]))
                     reply = ("called", call_id, result)
                     self.conn.send(reply)
                 except Exception as exc:
                     self.conn.send(("called", call_id, ("error", f"{type(exc).__name__}: {exc}")))
-            elif kind == "pull":
+            elif request[0] == "pull":
                 trust = bool(request[3]) if len(request) > 3 else False
                 values, errors = encode_pulled(self.namespace, list(request[2]), trust)
                 try:
@@ -449,9 +457,12 @@ def _forward_kernel_streams(out: _PipeStream, err: _PipeStream) -> None:
             continue  # a process without a kernel: its real files, left as they are
         target = own[name]
         with contextlib.suppress(AttributeError, TypeError):
-            stream.write = target.write
-            stream.writelines = target.writelines
-            stream.flush = lambda: None
+            for attribute, replacement in (
+                ("write", target.write),
+                ("writelines", target.writelines),
+                ("flush", lambda: None),
+            ):
+                setattr(stream, attribute, replacement)
 
 
 def _own_file_offsets() -> None:
@@ -476,7 +487,7 @@ def _own_file_offsets() -> None:
                 os.close(again)
 
 
-def serve_worker(sock: socket.socket, namespace: dict[str, Any]) -> NoReturn:
+def serve_worker(sock: socket.socket, namespace: dict[str, object]) -> NoReturn:
     """A worker process: serve one agent's calls on `sock`; never returns."""
     try:
         _own_file_offsets()
@@ -497,7 +508,7 @@ def serve_worker(sock: socket.socket, namespace: dict[str, Any]) -> NoReturn:
         os._exit(0)
 
 
-def value_summary(value: Any) -> str:
+def value_summary(value: object) -> str:
     """A short description of a pulled value, for the line that says what came back."""
     shape = getattr(value, "shape", None)
     kind = type(value).__name__

@@ -25,21 +25,23 @@ import asyncio
 import contextlib
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ConfigError
 from .base import (
     CallFailedError,
     ExecResult,
+    Output,
     OutputSink,
     PullError,
     StreamText,
     WorkerLostError,
 )
 from .pulled import decode_pulled
-from .shipping import ShipGroup, Shipment, referenced_names, shippable
+from .shipping import DaskClient, DaskFuture, ShipGroup, Shipment, referenced_names, shippable
+from .wire import call_result
 
 __all__ = ["DaskBackend", "DaskRunner", "require_dask"]
 
@@ -47,6 +49,7 @@ POLL_SECONDS = 0.1
 POLL_SECONDS_MAX = 1.0  # polls slow down to this while the code prints nothing
 LOST_AFTER = 15.0
 CONNECT_TIMEOUT = 10.0
+_T = TypeVar("_T")
 INSTALL_HINT = (
     'the Dask executor needs the optional dependencies: pip install "forkagent-jupyter[dask]" '
     "(distributed and cloudpickle)"
@@ -65,7 +68,7 @@ def require_dask() -> None:
 class DaskBackend:
     """The cluster the workers' code runs on (see the module doc)."""
 
-    def __init__(self, address: str | None = None, client: Any = None) -> None:
+    def __init__(self, address: str | None = None, client: DaskClient | None = None) -> None:
         require_dask()
         if client is None and not address:
             raise ConfigError(
@@ -75,7 +78,7 @@ class DaskBackend:
         self.address = address or str(getattr(getattr(client, "scheduler", None), "address", ""))
         self._client = client
         self._owns_client = client is None
-        self._connecting: asyncio.Future[Any] | None = None
+        self._connecting: asyncio.Future[DaskClient] | None = None
         self._groups: dict[int, ShipGroup] = {}
         self.runners: list[DaskRunner] = []
         self.inline_bytes = 0
@@ -84,7 +87,7 @@ class DaskBackend:
 
     # -- the client --------------------------------------------------------------------------
 
-    async def client(self) -> Any:
+    async def client(self) -> DaskClient:
         """The connected client (connecting on first use, off the event loop)."""
         if self._client is not None:
             return self._client
@@ -94,23 +97,24 @@ class DaskBackend:
         self._client = client
         return client
 
-    def _connect(self) -> Any:
+    def _connect(self) -> DaskClient:
         import distributed
 
-        make: Any = distributed.Client
+        make: Any = distributed.Client  # its constructor is untyped
         try:
-            return make(
+            client: DaskClient = make(
                 self.address,
                 timeout=CONNECT_TIMEOUT,
                 set_as_default=False,
                 direct_to_workers=True,
             )
+            return client
         except Exception as exc:
             raise WorkerLostError(
                 f"cannot reach the Dask scheduler at {self.address}: {type(exc).__name__}: {exc}"
             ) from None
 
-    def group(self, epoch: int, client: Any) -> ShipGroup:
+    def group(self, epoch: int, client: DaskClient) -> ShipGroup:
         found = self._groups.get(epoch)
         if found is None:
             self._groups = {e: g for e, g in self._groups.items() if e >= epoch - 1}
@@ -123,11 +127,13 @@ class DaskBackend:
         calls, plus each scattered value once)."""
         return self.inline_bytes + sum(g.scattered_bytes for g in self._groups.values())
 
-    async def await_on_client(self, make: Callable[[], Any], timeout: float | None = None) -> Any:
+    async def await_on_client(
+        self, make: Callable[[], Awaitable[_T]], timeout: float | None = None
+    ) -> _T:
         """Await an actor call made by `make()` on the client's loop, from the kernel's loop."""
         client = await self.client()
 
-        async def on_client_loop() -> Any:
+        async def on_client_loop() -> _T:
             return await make()
 
         running = asyncio.wrap_future(
@@ -172,7 +178,7 @@ class DaskBackend:
                 live.remove(runner)
 
     def runner(
-        self, agent_id: str, snapshot: dict[str, Any], epoch: int, sink: OutputSink
+        self, agent_id: str, snapshot: dict[str, object], epoch: int, sink: OutputSink
     ) -> DaskRunner:
         runner = DaskRunner(self, agent_id, snapshot, epoch, sink)
         self.runners = [r for r in self.runners if r.ended is None]
@@ -194,7 +200,7 @@ class DaskBackend:
         if client is not None:
             await asyncio.to_thread(_close_client, client)
 
-    def _release(self) -> Any:
+    def _release(self) -> DaskClient | None:
         """Kill the runners; the client to close (one this backend connected), if any."""
         for runner in self.runners:
             runner.kill("the session was closed")
@@ -205,7 +211,7 @@ class DaskBackend:
         return None
 
 
-def _close_client(client: Any) -> None:
+def _close_client(client: DaskClient) -> None:
     with contextlib.suppress(Exception):
         client.close(timeout=2)
 
@@ -219,7 +225,7 @@ class DaskRunner:
         self,
         backend: DaskBackend,
         agent_id: str,
-        snapshot: dict[str, Any],
+        snapshot: dict[str, object],
         epoch: int,
         sink: OutputSink,
     ) -> None:
@@ -228,14 +234,14 @@ class DaskRunner:
         self.snapshot = snapshot
         self.epoch = epoch
         self.sink = sink
-        self.actor: Any = None
+        self.actor: Any = None  # a distributed.Actor: the DaskAgent's methods, called remotely
         self.where: str | None = None  # the Dask worker's address
         self.pid: int | None = None  # of the process on that worker
         self.ended: str | None = None
         self.parked = False
         self.acked = 0
         self.shipped: set[str] = set()
-        self._future: Any = None
+        self._future: DaskFuture | None = None
         self._lock = asyncio.Lock()
 
     @property
@@ -266,14 +272,15 @@ class DaskRunner:
             pure=False,
             key=f"forkagent-{self.agent_id}-{uuid.uuid4().hex[:8]}",
         )
-        actor = await asyncio.to_thread(future.result, LOST_AFTER * 4)
+        actor: Any = await asyncio.to_thread(future.result, LOST_AFTER * 4)
         if getattr(actor, "_client", None) is None:  # bind it to our client, not a default one
             actor._client, actor._future = client, future
         self._future, self.actor, self.where, self.ended = future, actor, where, None
         started = await self._call("start", self.backend.nice, str(Path.cwd()))
         self.pid = int(started["pid"])
 
-    async def _call(self, method: str, *args: Any, timeout: float | None = None) -> Any:
+    async def _call(self, method: str, *args: object, timeout: float | None = None) -> Any:
+        """The actor's `method(*args)` (what it returns: distributed does not type it)."""
         actor = self.actor
         if actor is None:
             raise WorkerLostError(self.ended or "the worker has no place on the cluster")
@@ -295,7 +302,7 @@ class DaskRunner:
         self._end(reason)
         return WorkerLostError(reason)
 
-    async def _invoke(self, method: str, *args: Any, poll: bool = True) -> Any:
+    async def _invoke(self, method: str, *args: object, poll: bool = True) -> object:
         """Call the actor; while it runs, bring its outputs to the sink and watch it lives."""
         call = asyncio.ensure_future(self._call(method, *args))
         interval = POLL_SECONDS
@@ -325,7 +332,7 @@ class DaskRunner:
             raise WorkerLostError(str(value))
         return value
 
-    def _deliver(self, outputs: list[tuple[int, Any]]) -> None:
+    def _deliver(self, outputs: list[tuple[int, Output]]) -> None:
         for seq, output in outputs:
             if seq > self.acked:
                 self.acked = seq
@@ -365,16 +372,17 @@ class DaskRunner:
                 )
             return result
 
-    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def call(self, fn: Callable[..., object], *args: object) -> object:
         async with self._lock:
             await self._ensure()
             shipment = await self._shipment({a for a in args if isinstance(a, str)})
-            status, value = await self._invoke("call", fn, args, shipment.blobs, shipment.keys)
+            reply = await self._invoke("call", fn, args, shipment.blobs, shipment.keys)
+            status, value = call_result(reply)
             if status != "ok":
                 raise CallFailedError(str(value))
             return value
 
-    async def pull(self, names: Sequence[str], trust: bool = False) -> dict[str, Any]:
+    async def pull(self, names: Sequence[str], trust: bool = False) -> dict[str, object]:
         if not self.alive:
             why = self.ended or "it has not run any code yet"
             raise PullError(f"worker {self.agent_id} has no process to pull from: {why}")

@@ -24,19 +24,39 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from ..secrets import scrubbed_env
 from .base import Display, ExecResult, Output, StreamText
 from .child import describe_status
 from .dask_child import bind_names
-from .wire import FrameTooLargeError, MessageError, encode, frame_limit, read_message
+from .wire import (
+    FrameTooLargeError,
+    MessageError,
+    Request,
+    call_result,
+    encode,
+    frame_limit,
+    read_message,
+)
+
+if TYPE_CHECKING:
+    from dask.typing import Key
 
 __all__ = ["DaskAgent"]
 
-Reply = tuple[str, Any, list[tuple[int, Output]]]
+Reply = tuple[str, object, list[tuple[int, Output]]]
 """("ok", value, outputs) or ("lost", why, outputs): outputs not yet acknowledged."""
+
+
+class Started(TypedDict):
+    """Where an agent's child process runs: its pid, the Dask worker's address, the host."""
+
+    pid: int
+    worker: str
+    host: str
 
 
 class DaskAgent:
@@ -61,7 +81,7 @@ class DaskAgent:
 
     # -- the child process -------------------------------------------------------------------
 
-    async def start(self, nice: int = 0, workdir: str | None = None) -> dict[str, Any]:
+    async def start(self, nice: int = 0, workdir: str | None = None) -> Started:
         """Start the child process (once, at niceness `nice`), in `workdir` (the notebook's
         folder) when that folder exists on this machine; where it runs."""
         if self.proc is None:
@@ -73,7 +93,7 @@ class DaskAgent:
         assert self.proc is not None
         return {"pid": self.proc.pid, "worker": get_worker().address, "host": socket.gethostname()}
 
-    async def _request(self, message: tuple[Any, ...], reply: str) -> tuple[Any, ...]:
+    async def _request(self, message: Request, reply: str) -> tuple[object, ...]:
         assert self._reader is not None and self._writer is not None
         if self.ended is not None:
             raise _LostError(self.ended)
@@ -138,8 +158,10 @@ class DaskAgent:
                     errors[name] = f"could not be handed to the worker ({exc})"
         if blobs:
             called = await self._request(("call", next(self._ids), bind_names, (blobs,)), "called")
-            status, value = called[2]
-            errors.update(value if status == "ok" else {"?": str(value)})
+            status, value = call_result(called[2] if len(called) == 3 else None)
+            errors.update(
+                value if status == "ok" and isinstance(value, dict) else {"?": str(value)}
+            )
         return errors
 
     # -- requests (from the kernel) ----------------------------------------------------------
@@ -155,8 +177,8 @@ class DaskAgent:
                 done = await self._request(("run", next(self._ids), code), "done")
             except _LostError as lost:
                 return ("lost", str(lost), self._unacked(ack))
-        result: ExecResult = done[2]
-        if errors:
+        result = done[2]
+        if errors and isinstance(result, ExecResult):
             note = "".join(f"[{name} was not shipped: {why}]\n" for name, why in errors.items())
             result = ExecResult(
                 result.stdout, note + result.stderr, result.value_repr, result.error, result.images
@@ -165,8 +187,8 @@ class DaskAgent:
 
     async def call(
         self,
-        fn: Any,
-        args: tuple[Any, ...],
+        fn: Callable[..., object],
+        args: tuple[object, ...],
         blobs: dict[str, bytes],
         keys: dict[str, tuple[str, list[str]]],
     ) -> Reply:
@@ -233,17 +255,19 @@ class _LostError(Exception):
     """The child process ended under a request."""
 
 
-async def _fetch(keys: dict[str, tuple[str, list[str]]]) -> dict[str, Any]:
+async def _fetch(keys: dict[str, tuple[str, list[str]]]) -> dict[str, object]:
     """The values of scattered keys, from this Dask worker's memory; a key it does not hold
     is first copied here from a worker that does (once per Dask worker: the siblings placed
     on it share that copy while the key lives)."""
     from distributed import get_worker
 
-    worker: Any = get_worker()
-    missing = {key: holders for key, holders in keys.values() if key not in worker.data}
+    worker = get_worker()
+    missing: dict[Key, list[str]] = {
+        key: holders for key, holders in keys.values() if key not in worker.data
+    }
     if missing:
         await worker.gather(missing)
-    found: dict[str, Any] = {}
+    found: dict[str, object] = {}
     for name, (key, _holders) in keys.items():
         if key not in worker.data:
             raise _LostError(

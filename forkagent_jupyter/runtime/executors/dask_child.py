@@ -25,12 +25,12 @@ import os
 import pickle
 import socket
 import sys
-from typing import Any, NoReturn
+from typing import NoReturn
 
 __all__ = ["bind_names", "main", "refusal", "refuse"]
 
 
-def bind_names(namespace: dict[str, Any], blobs: dict[str, bytes]) -> dict[str, str]:
+def bind_names(namespace: dict[str, object], blobs: dict[str, bytes]) -> dict[str, str]:
     """Bind shipped values (pickles) to names the worker has not bound itself; returns the
     names that could not be unpickled here, with why."""
     errors: dict[str, str] = {}
@@ -44,8 +44,8 @@ def bind_names(namespace: dict[str, Any], blobs: dict[str, bytes]) -> dict[str, 
     return errors
 
 
-def _namespace() -> dict[str, Any]:
-    namespace: dict[str, Any] = {"__name__": "__main__"}
+def _namespace() -> dict[str, object]:
+    namespace: dict[str, object] = {"__name__": "__main__"}
     try:
         from IPython.core.interactiveshell import InteractiveShell
         from IPython.display import display
@@ -99,12 +99,12 @@ def refuse(sock: socket.socket, why: str) -> NoReturn:
     try:
         while True:
             request = conn.recv()
-            kind, call_id = request[0], request[1] if len(request) > 1 else None
-            if kind == "run":
+            call_id = request[1] if len(request) > 1 else None
+            if request[0] == "run":
                 conn.send(("done", call_id, ExecResult(error=line), ([], 0)))
-            elif kind == "call":
+            elif request[0] == "call":
                 conn.send(("called", call_id, ("error", line)))
-            elif kind == "pull":
+            elif request[0] == "pull":
                 conn.send(("pulled", call_id, {}, dict.fromkeys(request[2], line)))
             else:
                 break

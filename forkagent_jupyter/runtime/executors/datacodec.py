@@ -21,11 +21,21 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import decimal
+import importlib
 import json
 import struct
-from typing import Any
+import sys
+from collections.abc import Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
+from ...messages_api.shapes import JSON
 from .base import ClearOutput, Display, ExecResult, StreamText
+
+if TYPE_CHECKING:
+    import numpy
+    import numpy.typing as npt
+    import polars
 
 __all__ = ["BadDataError", "NotDataError", "dumps", "loads"]
 
@@ -49,7 +59,7 @@ class BadDataError(ValueError):
     """A blob that is not a well-formed encoding of data."""
 
 
-def dumps(value: Any) -> bytes:
+def dumps(value: object) -> bytes:
     """`value` as a blob; NotDataError names the first part that is not data."""
     buffers: list[bytes] = []
     tree = _Encoder(buffers).encode(value, 0)
@@ -60,7 +70,7 @@ def dumps(value: Any) -> bytes:
     return b"".join(parts)
 
 
-def loads(blob: bytes | bytearray | memoryview, views: bool = False) -> Any:
+def loads(blob: bytes | bytearray | memoryview, views: bool = False) -> object:
     """The value a blob encodes; BadDataError for anything malformed (never runs its code).
     With `views`, a bytes value comes back as a read-only memoryview of `blob` (no copy: a
     pulled value nested in a worker's message is not copied before it is decoded)."""
@@ -89,10 +99,9 @@ def loads(blob: bytes | bytearray | memoryview, views: bool = False) -> Any:
         raise BadDataError(f"malformed data ({type(exc).__name__}: {exc})") from None
 
 
-def _modules() -> tuple[Any, Any]:
-    import sys
-
-    return sys.modules.get("numpy"), sys.modules.get("pandas")
+def _loaded(name: str) -> bool:
+    """Whether the code has imported `name` (a value of its types can exist only then)."""
+    return sys.modules.get(name) is not None
 
 
 class _Encoder:
@@ -103,41 +112,40 @@ class _Encoder:
         self.buffers.append(data)
         return len(self.buffers) - 1
 
-    def encode(self, value: Any, depth: int) -> Any:
+    def encode(self, value: object, depth: int) -> JSON:
         if depth > _MAX_DEPTH:
             raise NotDataError("nested too deeply")
         kind = type(value)
-        if value is None or kind in (bool, int, str):
+        if value is None or type(value) is bool or type(value) is int or type(value) is str:
             return value
         if kind is float:
             return ["f", repr(value)]
         nested = depth + 1
-        if kind is list:
+        if type(value) is list:
             return ["L", [self.encode(v, nested) for v in value]]
-        if kind is tuple:
+        if type(value) is tuple:
             return ["T", [self.encode(v, nested) for v in value]]
-        if kind is dict:
+        if type(value) is dict:
             return [
                 "D",
                 [[self.encode(k, nested), self.encode(v, nested)] for k, v in value.items()],
             ]
-        if kind in (set, frozenset):
+        if type(value) is set or type(value) is frozenset:
             return ["S" if kind is set else "F", [self.encode(v, nested) for v in value]]
-        if kind in (bytes, bytearray):
+        if type(value) is bytes or type(value) is bytearray:
             return ["B" if kind is bytes else "BA", self.buffer(bytes(value))]
-        if kind is complex:
+        if type(value) is complex:
             return ["C", repr(value.real), repr(value.imag)]
         if kind is decimal.Decimal:
             return ["Dec", str(value)]
-        if kind in (dt.datetime, dt.date, dt.time):
-            if getattr(value, "tzinfo", None) not in (None, dt.timezone.utc) and not isinstance(
-                value.tzinfo, dt.timezone
-            ):
-                raise NotDataError(f"a {kind.__name__} with the time zone {value.tzinfo!r}")
+        if type(value) is dt.datetime or type(value) is dt.date or type(value) is dt.time:
+            tz = getattr(value, "tzinfo", None)
+            if tz not in (None, dt.timezone.utc) and not isinstance(tz, dt.timezone):
+                raise NotDataError(f"a {kind.__name__} with the time zone {tz!r}")
             return [kind.__name__, value.isoformat()]
-        if kind is dt.timedelta:
+        if type(value) is dt.timedelta:
             return ["timedelta", value.days, value.seconds, value.microseconds]
-        if kind in _RECORDS.values():
+        if kind in _RECORDS.values() and dataclasses.is_dataclass(value):
             fields = {
                 f.name: self.encode(getattr(value, f.name), nested)
                 for f in dataclasses.fields(value)
@@ -145,44 +153,47 @@ class _Encoder:
             return ["rec", kind.__name__, fields]
         return self.encode_library(value, nested)
 
-    def encode_library(self, value: Any, depth: int) -> Any:
-        np, pd = _modules()
-        if np is not None:
+    def encode_library(self, value: object, depth: int) -> JSON:
+        if _loaded("numpy"):
+            import numpy as np
+
             if type(value) is np.ndarray:
                 return self.array(value, depth)
             if isinstance(value, np.generic) and value.dtype.kind not in "OV":
                 return ["npscalar", value.dtype.str, self.buffer(value.tobytes())]
-        if pd is not None:
-            if value is pd.NA:
+        if _loaded("pandas"):
+            pd = _pandas()
+            item: Any = value  # of the untyped pandas, when it is one
+            if item is pd.NA:
                 return ["na"]
-            if value is pd.NaT:
+            if item is pd.NaT:
                 return ["nat"]
-            if type(value) is pd.Timestamp:
-                return ["timestamp", value.isoformat(), _tz_name(value.tz)]
-            if type(value) is pd.Timedelta:
-                return ["pdtimedelta", int(value.value)]
-            if type(value) is pd.Period:
-                return ["period", int(value.ordinal), value.freqstr]
-            if type(value) is pd.Interval:
-                left, right = self.encode(value.left, depth), self.encode(value.right, depth)
-                return ["interval", left, right, value.closed]
-            if type(value) is pd.DataFrame:
-                columns = [self.values(value.iloc[:, i], depth) for i in range(value.shape[1])]
+            if type(item) is pd.Timestamp:
+                return ["timestamp", item.isoformat(), _tz_name(item.tz)]
+            if type(item) is pd.Timedelta:
+                return ["pdtimedelta", int(item.value)]
+            if type(item) is pd.Period:
+                return ["period", int(item.ordinal), item.freqstr]
+            if type(item) is pd.Interval:
+                left, right = self.encode(item.left, depth), self.encode(item.right, depth)
+                return ["interval", left, right, item.closed]
+            if type(item) is pd.DataFrame:
+                columns = [self.values(item.iloc[:, i], depth) for i in range(item.shape[1])]
                 return [
                     "dataframe",
-                    self.index(value.index, depth),
-                    self.index(value.columns, depth),
+                    self.index(item.index, depth),
+                    self.index(item.columns, depth),
                     columns,
                 ]
-            if type(value) is pd.Series:
+            if type(item) is pd.Series:
                 return [
                     "series",
-                    self.index(value.index, depth),
-                    self.values(value, depth),
-                    self.encode(value.name, depth),
+                    self.index(item.index, depth),
+                    self.values(item, depth),
+                    self.encode(item.name, depth),
                 ]
-            if isinstance(value, pd.Index):
-                return self.index(value, depth)
+            if isinstance(item, pd.Index):
+                return self.index(item, depth)
         arrow = _arrow_of(value)
         if arrow is not None:
             return [arrow[0], self.buffer(_ipc_stream(arrow[1]))]
@@ -190,7 +201,7 @@ class _Encoder:
         where = "" if kind.__module__ == "builtins" else f"{kind.__module__}."
         raise NotDataError(f"a {where}{kind.__qualname__}")
 
-    def array(self, value: Any, depth: int) -> Any:
+    def array(self, value: npt.NDArray[numpy.generic], depth: int) -> JSON:
         if value.dtype.kind == "O":
             return [
                 "ndobject",
@@ -204,8 +215,8 @@ class _Encoder:
         data = np.ascontiguousarray(value).tobytes()
         return ["ndarray", value.dtype.str, list(value.shape), self.buffer(data)]
 
-    def values(self, series: Any, depth: int) -> Any:
-        """The values of a Series or Index, with their dtype."""
+    def values(self, series: Any, depth: int) -> JSON:
+        """The values of a Series or Index (of the untyped pandas), with their dtype."""
         import numpy as np
 
         pd = _pandas()
@@ -224,7 +235,8 @@ class _Encoder:
         items = series.to_numpy(dtype=object).tolist()
         return ["extension", str(dtype), [self.encode(v, depth) for v in items]]
 
-    def index(self, index: Any, depth: int) -> Any:
+    def index(self, index: Any, depth: int) -> JSON:
+        """A pandas Index (pandas is untyped)."""
         pd = _pandas()
 
         if type(index) is pd.RangeIndex:
@@ -241,21 +253,23 @@ class _Encoder:
         return ["index", self.values(index, depth), self.encode(index.name, depth)]
 
 
-def _arrow_of(value: Any) -> tuple[str, Any] | None:
+def _arrow_of(value: object) -> tuple[str, object] | None:
     """An Arrow table or a polars frame/series as (its tag, an Arrow table); None otherwise."""
-    import sys
-
-    pa, pl = sys.modules.get("pyarrow"), sys.modules.get("polars")
+    pa = sys.modules.get("pyarrow")
     if pa is not None and type(value) is pa.Table:
         return "arrow", value
-    if pl is not None and type(value) is pl.DataFrame:
-        return "polars", value.to_arrow()
-    if pl is not None and type(value) is pl.Series:
-        return "polarseries", value.to_frame().to_arrow()
+    if _loaded("polars"):
+        import polars as pl
+
+        if type(value) is pl.DataFrame:
+            return "polars", value.to_arrow()
+        if type(value) is pl.Series:
+            return "polarseries", value.to_frame().to_arrow()
     return None
 
 
 def _ipc_stream(table: Any) -> bytes:
+    """An Arrow table (pyarrow is untyped) as an IPC stream."""
     import pyarrow as pa
 
     sink = pa.BufferOutputStream()
@@ -264,7 +278,7 @@ def _ipc_stream(table: Any) -> bytes:
     return bytes(sink.getvalue())
 
 
-def _read_ipc(data: memoryview) -> Any:
+def _read_ipc(data: memoryview) -> object:
     """An Arrow IPC stream read and validated in full (offsets and lengths inside their
     buffers: nothing read later can run past them)."""
     try:
@@ -276,7 +290,7 @@ def _read_ipc(data: memoryview) -> Any:
     return table
 
 
-def _tz_name(tz: Any) -> str | None:
+def _tz_name(tz: object) -> str | None:
     return None if tz is None else str(tz)
 
 
@@ -285,7 +299,7 @@ class _Decoder:
         self.buffers = buffers
         self.views = views
 
-    def decode(self, node: Any, depth: int) -> Any:
+    def decode(self, node: object, depth: int) -> object:
         if depth > _MAX_DEPTH:
             raise BadDataError("nested too deeply")
         if node is None or type(node) in (bool, int, str):
@@ -301,22 +315,22 @@ class _Decoder:
             raise BadDataError(f"unknown tag {tag!r}")
         return method(args, nested)
 
-    def items(self, node: Any, depth: int) -> list[Any]:
+    def items(self, node: object, depth: int) -> list[object]:
         if type(node) is not list:
             raise BadDataError("expected a list")
         return [self.decode(v, depth) for v in node]
 
-    def blob(self, index: Any) -> bytes:
+    def blob(self, index: object) -> bytes:
         return bytes(self.view(index))
 
-    def view(self, index: Any) -> memoryview:
+    def view(self, index: object) -> memoryview:
         if type(index) is not int:
             raise BadDataError("a buffer reference must be a number")
         return self.buffers[index].toreadonly()
 
-    def tag_rec(self, args: list[Any], depth: int) -> Any:
+    def tag_rec(self, args: list[object], depth: int) -> object:
         name, fields = args
-        record = _RECORDS.get(name)
+        record = _RECORDS.get(name) if type(name) is str else None
         if record is None or type(fields) is not dict:
             raise BadDataError(f"unknown record {name!r}")
         known = {f.name for f in dataclasses.fields(record)}
@@ -324,7 +338,7 @@ class _Decoder:
             raise BadDataError(f"unknown fields of {name}")
         return record(**{k: self.decode(v, depth) for k, v in fields.items()})
 
-    def tag_ndarray(self, args: list[Any], depth: int) -> Any:
+    def tag_ndarray(self, args: list[object], depth: int) -> object:
         import numpy as np
 
         descr, shape, ref = args
@@ -332,7 +346,7 @@ class _Decoder:
         view = np.frombuffer(self.view(ref), dtype=dtype).reshape(_shape(shape))
         return view.copy()  # one copy (numpy's: the GIL is let go), writable, its own memory
 
-    def tag_ndobject(self, args: list[Any], depth: int) -> Any:
+    def tag_ndobject(self, args: list[object], depth: int) -> object:
         import numpy as np
 
         shape, items = args
@@ -341,23 +355,23 @@ class _Decoder:
         array[:] = values
         return array.reshape(_shape(shape))
 
-    def tag_npscalar(self, args: list[Any], depth: int) -> Any:
+    def tag_npscalar(self, args: list[object], depth: int) -> object:
         import numpy as np
 
         descr, ref = args
         return np.frombuffer(self.blob(ref), dtype=_dtype(descr))[0]
 
-    def tag_na(self, args: list[Any], depth: int) -> Any:
+    def tag_na(self, args: list[object], depth: int) -> object:
         pd = _pandas()
 
         return pd.NA
 
-    def tag_nat(self, args: list[Any], depth: int) -> Any:
+    def tag_nat(self, args: list[object], depth: int) -> object:
         pd = _pandas()
 
         return pd.NaT
 
-    def tag_timestamp(self, args: list[Any], depth: int) -> Any:
+    def tag_timestamp(self, args: list[object], depth: int) -> object:
         pd = _pandas()
 
         text, tz = _strs(args, 2)
@@ -369,7 +383,7 @@ class _Decoder:
                 pass  # a fixed offset stays one
         return stamp
 
-    def tag_pdtimedelta(self, args: list[Any], depth: int) -> Any:
+    def tag_pdtimedelta(self, args: list[object], depth: int) -> object:
         pd = _pandas()
 
         (value,) = args
@@ -377,7 +391,7 @@ class _Decoder:
             raise BadDataError("a Timedelta is a number of nanoseconds")
         return pd.Timedelta(value, unit="ns")
 
-    def values(self, node: Any, depth: int) -> tuple[Any, Any]:
+    def values(self, node: object, depth: int) -> tuple[object, object]:
         """(values, dtype) for a Series or Index."""
         import numpy as np
 
@@ -408,7 +422,8 @@ class _Decoder:
             return pd.array(self.items(node[2], depth), dtype=dtype), dtype
         raise BadDataError(f"unknown values {kind!r}")
 
-    def index(self, node: Any, depth: int) -> Any:
+    def index(self, node: object, depth: int) -> Any:
+        """A pandas Index (pandas is untyped)."""
         pd = _pandas()
 
         if type(node) is not list or not node:
@@ -427,16 +442,16 @@ class _Decoder:
             return pd.Index(values, dtype=dtype, name=self.decode(node[2], depth), copy=False)
         raise BadDataError(f"unknown index {kind!r}")
 
-    def tag_index(self, args: list[Any], depth: int) -> Any:
+    def tag_index(self, args: list[object], depth: int) -> object:
         return self.index(["index", *args], depth)
 
-    def tag_rangeindex(self, args: list[Any], depth: int) -> Any:
+    def tag_rangeindex(self, args: list[object], depth: int) -> object:
         return self.index(["rangeindex", *args], depth)
 
-    def tag_multiindex(self, args: list[Any], depth: int) -> Any:
+    def tag_multiindex(self, args: list[object], depth: int) -> object:
         return self.index(["multiindex", *args], depth)
 
-    def tag_series(self, args: list[Any], depth: int) -> Any:
+    def tag_series(self, args: list[object], depth: int) -> object:
         pd = _pandas()
 
         index, values, name = args
@@ -445,35 +460,37 @@ class _Decoder:
             data, index=self.index(index, depth), dtype=dtype, name=self.decode(name, depth)
         )
 
-    def tag_arrow(self, args: list[Any], depth: int) -> Any:
+    def tag_arrow(self, args: list[object], depth: int) -> object:
         return _read_ipc(self.view(args[0]))
 
-    def tag_polars(self, args: list[Any], depth: int) -> Any:
+    def tag_polars(self, args: list[object], depth: int) -> polars.DataFrame | polars.Series:
         try:
             import polars as pl
         except ImportError:
             raise BadDataError("a polars DataFrame, and polars is not installed here") from None
         return pl.from_arrow(_read_ipc(self.view(args[0])))
 
-    def tag_polarseries(self, args: list[Any], depth: int) -> Any:
+    def tag_polarseries(self, args: list[object], depth: int) -> object:
+        import polars as pl
+
         frame = self.tag_polars(args, depth)
-        if frame.width != 1:
+        if not isinstance(frame, pl.DataFrame) or frame.width != 1:
             raise BadDataError("a polars Series must be one column")
         return frame.to_series()
 
-    def tag_period(self, args: list[Any], depth: int) -> Any:
+    def tag_period(self, args: list[object], depth: int) -> object:
         ordinal, freq = args
         if type(ordinal) is not int or type(freq) is not str:
             raise BadDataError("a Period is an ordinal and a frequency")
         return _pandas().Period(ordinal=ordinal, freq=freq)
 
-    def tag_interval(self, args: list[Any], depth: int) -> Any:
+    def tag_interval(self, args: list[object], depth: int) -> object:
         left, right, closed = args
         if closed not in ("left", "right", "both", "neither"):
             raise BadDataError("an Interval is closed left, right, both or neither")
         return _pandas().Interval(self.decode(left, depth), self.decode(right, depth), closed)
 
-    def tag_dataframe(self, args: list[Any], depth: int) -> Any:
+    def tag_dataframe(self, args: list[object], depth: int) -> object:
         pd = _pandas()
 
         index_node, columns_node, columns = args
@@ -490,7 +507,7 @@ class _Decoder:
         return frame
 
 
-def _dtype(descr: Any) -> Any:
+def _dtype(descr: object) -> numpy.dtype[numpy.generic]:
     import numpy as np
 
     if type(descr) is not str:
@@ -501,51 +518,68 @@ def _dtype(descr: Any) -> Any:
     return dtype
 
 
-def _shape(shape: Any) -> tuple[int, ...]:
+def _shape(shape: object) -> tuple[int, ...]:
     if type(shape) is not list or not all(type(n) is int and n >= 0 for n in shape):
         raise BadDataError("a shape is a list of sizes")
     return tuple(shape)
 
 
-def _strs(args: list[Any], count: int) -> list[Any]:
-    if len(args) != count or not all(a is None or type(a) is str for a in args):
+def _strs(args: list[object], count: int) -> list[str | None]:
+    strings = [a for a in args if a is None or type(a) is str]
+    if len(args) != count or len(strings) != count:
         raise BadDataError("expected strings")
-    return args
+    return strings
 
 
-def _float(text: Any) -> float:
+def _text(args: list[object]) -> str:
+    (text,) = _strs(args, 1)
+    if text is None:
+        raise BadDataError("expected a string")
+    return text
+
+
+def _int(value: object) -> int:
+    if not isinstance(value, (int, float, str)):
+        raise BadDataError("expected a number")
+    return int(value)
+
+
+def _float(text: object) -> float:
     if type(text) is not str:
         raise BadDataError("a float is written as text")
     return float(text)
 
 
-def _when(kind: Any) -> Any:
-    def decode(self: _Decoder, args: list[Any], depth: int) -> Any:
-        (text,) = _strs(args, 1)
-        return kind.fromisoformat(text)
+_Tag = Callable[[_Decoder, list[object], int], object]
+"""Decodes the arguments of a node headed by its tag."""
+
+
+def _when(kind: type[dt.datetime] | type[dt.date] | type[dt.time]) -> _Tag:
+    def decode(self: _Decoder, args: list[object], depth: int) -> object:
+        return kind.fromisoformat(_text(args))
 
     return decode
 
 
-def _container(build: Any) -> Any:
-    def decode(self: _Decoder, args: list[Any], depth: int) -> Any:
+def _container(build: Callable[[list[object]], object]) -> _Tag:
+    def decode(self: _Decoder, args: list[object], depth: int) -> object:
         (items,) = args
         return build(self.items(items, depth))
 
     return decode
 
 
-def _dict(self: _Decoder, args: list[Any], depth: int) -> Any:
+def _dict(self: _Decoder, args: list[object], depth: int) -> object:
     (pairs,) = args
     if type(pairs) is not list or not all(type(p) is list and len(p) == 2 for p in pairs):
         raise BadDataError("a dict is a list of pairs")
     return {self.decode(k, depth): self.decode(v, depth) for k, v in pairs}
 
 
-_SIMPLE: dict[str, Any] = {
+_SIMPLE: dict[str, _Tag] = {
     "f": lambda self, args, depth: _float(args[0]),
     "C": lambda self, args, depth: complex(_float(args[0]), _float(args[1])),
-    "Dec": lambda self, args, depth: decimal.Decimal(_strs(args, 1)[0]),
+    "Dec": lambda self, args, depth: decimal.Decimal(_text(args)),
     "L": _container(list),
     "T": _container(tuple),
     "S": _container(set),
@@ -556,11 +590,10 @@ _SIMPLE: dict[str, Any] = {
     "datetime": _when(dt.datetime),
     "date": _when(dt.date),
     "time": _when(dt.time),
-    "timedelta": lambda self, args, depth: dt.timedelta(*[int(a) for a in args[:3]]),
+    "timedelta": lambda self, args, depth: dt.timedelta(*[_int(a) for a in args[:3]]),
 }
 
 
-def _pandas() -> Any:
-    import pandas  # type: ignore[import-untyped]
-
-    return pandas
+def _pandas() -> ModuleType:
+    """pandas (untyped: what is read of it is not checked)."""
+    return importlib.import_module("pandas")

@@ -16,13 +16,14 @@ import io
 import os
 import sys
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from .base import Display
 
 __all__ = [
     "DisplayRouter",
+    "Shell",
     "flush_figures",
     "ipython_shell",
     "open_figures",
@@ -33,13 +34,35 @@ Route = Callable[[Display], bool]
 """Takes a display of the routed thread; True if it consumed it (else it is shown as usual)."""
 
 
-def ipython_shell() -> Any:
+class Publisher(Protocol):
+    """What is used of IPython's display publisher: its methods, hooked or replaced."""
+
+    publish: Callable[..., None]
+    clear_output: Callable[..., None]
+
+
+class Formatter(Protocol):
+    """IPython's display formatter: a value's MIME bundle and its metadata."""
+
+    def format(self, obj: object) -> tuple[Mapping[str, object], Mapping[str, object]]: ...
+
+
+class Shell(Protocol):
+    """What is used of IPython's running shell (IPython is never imported here)."""
+
+    display_pub: Publisher
+    display_formatter: Formatter
+    _showtraceback: Callable[..., None]
+
+
+def ipython_shell() -> Shell | None:
     """The running IPython shell, or None (IPython not loaded or no shell made)."""
     module = sys.modules.get("IPython.core.interactiveshell")
     if module is None:
         return None
     cls = module.InteractiveShell
-    return cls.instance() if cls.initialized() else None
+    shell: Shell | None = cls.instance() if cls.initialized() else None
+    return shell
 
 
 def open_figures() -> set[int]:
@@ -102,22 +125,28 @@ class DisplayRouter:
     """Hooks the shell's display publisher: displays made by a routed thread go to that
     thread's route; all others are published as before. One per shell."""
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: Shell) -> None:
         self.publisher = shell.display_pub
         self.original = self.publisher.publish
         self.routes: dict[int, Route] = {}
         self.publisher.publish = self.publish
 
     @classmethod
-    def of(cls, shell: Any) -> DisplayRouter:
+    def of(cls, shell: Shell) -> DisplayRouter:
         existing = getattr(shell.display_pub, "_forkagent_router", None)
         if isinstance(existing, DisplayRouter):
             return existing
         router = cls(shell)
-        shell.display_pub._forkagent_router = router
+        setattr(shell.display_pub, "_forkagent_router", router)  # noqa: B010
         return router
 
-    def publish(self, data: Any, metadata: Any = None, *args: Any, **kwargs: Any) -> None:
+    def publish(
+        self,
+        data: Mapping[str, object] | None,
+        metadata: Mapping[str, object] | None = None,
+        *args: object,
+        **kwargs: object,
+    ) -> None:
         route = self.routes.get(threading.get_ident())
         if route is not None and route(Display(dict(data or {}), dict(metadata or {}))):
             return

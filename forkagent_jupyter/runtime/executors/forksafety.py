@@ -41,7 +41,7 @@ import threading
 import time
 import types
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,7 +71,7 @@ class Hazard:
     """One thing a worker inherits that may make it wait for ever: `line` is for its card."""
 
     line: str
-    locks: list[Any] = field(default_factory=list)  # locks a thread held at the fork
+    locks: list[object] = field(default_factory=list)  # locks a thread held at the fork
     module: str | None = None  # a module another thread was importing
     pool: str | None = None  # a library whose thread pool cannot survive the fork
 
@@ -117,9 +117,9 @@ def _importing(frame: types.FrameType | None) -> str | None:
     return None
 
 
-def _held_locks(frame: types.FrameType | None) -> list[tuple[str, Any]]:
+def _held_locks(frame: types.FrameType | None) -> list[tuple[str, object]]:
     """Locks a thread's user frames reference that are held now (by it, most likely)."""
-    held: list[tuple[str, Any]] = []
+    held: list[tuple[str, object]] = []
     seen: set[int] = set()
     while frame is not None:
         if _is_user_code(frame.f_code.co_filename):
@@ -131,10 +131,10 @@ def _held_locks(frame: types.FrameType | None) -> list[tuple[str, Any]]:
     return held
 
 
-def _referenced(frame: types.FrameType) -> list[tuple[str, Any]]:
+def _referenced(frame: types.FrameType) -> list[tuple[str, object]]:
     """The objects a frame names: its locals, the globals its code uses, and one attribute
     level of its locals (`self.lock`)."""
-    found: list[tuple[str, Any]] = []
+    found: list[tuple[str, object]] = []
     local_items = list(frame.f_locals.items())
     found.extend(local_items)
     for name in frame.f_code.co_names:
@@ -150,7 +150,7 @@ def _referenced(frame: types.FrameType) -> list[tuple[str, Any]]:
 _LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
 
 
-def _inner_lock(value: Any) -> Any:
+def _inner_lock(value: object) -> object:
     if isinstance(value, _LOCK_TYPES):
         return value
     if isinstance(value, threading.Condition):
@@ -160,7 +160,7 @@ def _inner_lock(value: Any) -> Any:
     return None
 
 
-def _is_held(value: Any) -> bool:
+def _is_held(value: object) -> bool:
     lock = _inner_lock(value)
     if lock is None:
         return False
@@ -322,13 +322,15 @@ def _restart_thread_pools() -> None:
     module = sys.modules.get("concurrent.futures.thread")
     if module is None:
         return
-    threads: Any = getattr(module, "_threads_queues", {})
-    pools: dict[int, Any] = {}
+    from concurrent.futures.thread import ThreadPoolExecutor  # loaded: `module` is it
+
+    threads: MutableMapping[threading.Thread, object] = getattr(module, "_threads_queues", {})
+    pools: dict[int, ThreadPoolExecutor] = {}
     for thread in list(threads):
         args = getattr(thread, "_args", ())
         ref = args[0] if args else None
         pool = ref() if isinstance(ref, weakref.ref) else None
-        if isinstance(pool, module.ThreadPoolExecutor):
+        if isinstance(pool, ThreadPoolExecutor):
             pools[id(pool)] = pool
     threads.clear()
     for pool in pools.values():
@@ -353,18 +355,18 @@ def _refuse_kernel_process_pools() -> None:
     """A `multiprocessing` pool (or ThreadPool) of the kernel: its task and result handler
     threads are not here (and its processes serve the kernel), so its map would wait for ever.
     Pools made here are marked; any other refuses work with InheritedPoolError."""
-    module: Any = sys.modules.get("multiprocessing.pool")
+    module: Any = sys.modules.get("multiprocessing.pool")  # its private methods are replaced
     if module is None:
         return  # no pool was made in the kernel
     pool_class = module.Pool
     made = pool_class.__init__
     check = pool_class._check_running
 
-    def init_marked(self: Any, *args: Any, **kwargs: Any) -> None:
+    def init_marked(self: Any, *args: object, **kwargs: object) -> None:
         self._forkagent_own = True
         made(self, *args, **kwargs)
 
-    def check_running(self: Any) -> None:
+    def check_running(self: object) -> None:
         check(self)
         if not getattr(self, "_forkagent_own", False):
             thread_pool = isinstance(self, module.ThreadPool)
@@ -381,7 +383,7 @@ def _refuse_kernel_process_pools() -> None:
 def _drop_half_imported(found: Survey) -> None:
     import importlib._bootstrap as bootstrap
 
-    locks: dict[str, Any] = getattr(bootstrap, "_module_locks", {})
+    locks: dict[str, object] = getattr(bootstrap, "_module_locks", {})
     for hazard in found.hazards:
         if hazard.module is None:
             continue

@@ -32,7 +32,6 @@ import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 __all__ = [
     "MAX_HELD",
@@ -74,7 +73,7 @@ def default_worker_memory_mb() -> int:
     return max(1, total // 4 // 2**20)
 
 
-def own_memory_mb(_namespace: Any = None) -> float:
+def own_memory_mb(_namespace: object = None) -> float:
     """In a worker (through the runner's `call`): the memory this process alone holds."""
     kb = 0
     for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
@@ -154,7 +153,7 @@ class Held:
     size: int | None  # bytes; None when it cannot be told
 
 
-def approx_size(value: Any) -> int | None:
+def approx_size(value: object) -> int | None:
     """About how many bytes `value` holds: an array's or a frame's buffers (its index too),
     text and bytes; for a container, itself and its items' own sizes (not deeper); for
     anything else, the object itself."""
@@ -177,14 +176,14 @@ def approx_size(value: Any) -> int | None:
         return None
 
 
-def baseline(namespace: Mapping[str, Any]) -> dict[str, int]:
+def baseline(namespace: Mapping[str, object]) -> dict[str, int]:
     """In a worker when it starts: which object each name holds (by identity), so that what its
     code binds later can be told apart. Reads only: no page of the kernel's is written."""
     return {name: id(value) for name, value in namespace.items()}
 
 
 def held_values(
-    namespace: Mapping[str, Any], before: Mapping[str, int]
+    namespace: Mapping[str, object], before: Mapping[str, int]
 ) -> tuple[list[tuple[str, str, int | None]], int]:
     """In a worker: the names its code bound since `before` (new, or holding another object),
     largest first (at most MAX_HELD), as plain tuples for the wire; and how many there are.
@@ -200,7 +199,7 @@ def held_values(
     return found[:MAX_HELD], len(found)
 
 
-def parse_held(raw: Any) -> tuple[tuple[Held, ...], int]:
+def parse_held(raw: object) -> tuple[tuple[Held, ...], int]:
     """In the kernel: a worker's report of what it holds (its code is untrusted: anything that
     is not a well-formed report counts as nothing)."""
     if type(raw) is not tuple or len(raw) != 2 or type(raw[0]) is not list:

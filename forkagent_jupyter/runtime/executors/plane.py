@@ -22,7 +22,7 @@ import os
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from ..secrets import redact
 from .base import ClearOutput, CodeRunner, Display, Output, PullError, StreamText, valid_output
@@ -35,6 +35,7 @@ from .memory import (
     read_rollups,
 )
 from .process import ProcessRunner, Snapshot, fork_supported
+from .shipping import DaskClient
 from .thread import ThreadRunner
 from .tree import prune_group, release_transactions
 
@@ -61,7 +62,7 @@ class ComputePlane:
 
     def __init__(
         self,
-        namespace: dict[str, Any],
+        namespace: dict[str, object],
         *,
         worker_namespace: WorkerNamespace = "isolated",
         max_workers: int = 16,
@@ -96,7 +97,7 @@ class ComputePlane:
         self.executor: Literal["local", "dask"] = "local"
         self.dask: DaskBackend | None = None
 
-    def use_dask(self, address: str | None = None, client: Any = None) -> None:
+    def use_dask(self, address: str | None = None, client: DaskClient | None = None) -> None:
         """Isolated workers' code runs on a Dask cluster from the next worker on (see
         `dask.DaskBackend`); running workers keep where they run."""
         backend = DaskBackend(address, client)  # a ConfigError when it cannot be used
@@ -197,7 +198,9 @@ class ComputePlane:
                     await runner.call(release_transactions)
             if runner.alive and runner.parked:
                 with contextlib.suppress(Exception):
-                    self._measured(runner.agent_id, await runner.call(own_memory_mb))
+                    mb = await runner.call(own_memory_mb)
+                    if isinstance(mb, (int, float)):  # what the worker's process said
+                        self._measured(runner.agent_id, mb)
 
         with contextlib.suppress(RuntimeError):
             task = asyncio.get_running_loop().create_task(prune())
@@ -245,7 +248,7 @@ class ComputePlane:
 
     async def pull(
         self, agent_id: str, names: Sequence[str], trust: bool = False
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """Copies of a worker's values: data only, or (`trust`) anything that pickles."""
         runner = self.runners.get(agent_id)
         if runner is None:

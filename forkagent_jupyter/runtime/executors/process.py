@@ -21,7 +21,7 @@ import threading
 import warnings
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from .base import (
     CallFailedError,
@@ -39,7 +39,16 @@ from .listeners import aclosed_ports
 from .memory import Held, parse_held
 from .pulled import decode_pulled
 from .tree import kill_tree
-from .wire import READ_LIMIT, FrameTooLargeError, MessageError, encode, frame_limit, read_message
+from .wire import (
+    READ_LIMIT,
+    FrameTooLargeError,
+    MessageError,
+    Request,
+    call_result,
+    encode,
+    frame_limit,
+    read_message,
+)
 
 __all__ = ["ProcessRunner", "RunnerPlane", "Snapshot", "fork_supported"]
 
@@ -59,7 +68,7 @@ def fork_supported() -> bool:
 class Snapshot:
     """A process forked from this one now; it forks the worker processes."""
 
-    def __init__(self, namespace: dict[str, Any], epoch: int = 0) -> None:
+    def __init__(self, namespace: dict[str, object], epoch: int = 0) -> None:
         self.epoch = epoch
         self.control, theirs = socket.socketpair()
         found = survey()  # what a copy of the kernel now could wait on for ever
@@ -121,15 +130,18 @@ class Snapshot:
             return ""
         return f" (it {describe_status(status)})" if pid else ""
 
-    def _on_report(self, message: tuple[Any, ...]) -> None:
-        if len(message) != 3 or not all(type(n) is int for n in message[1:]):
+    def _on_report(self, message: tuple[object, ...]) -> None:
+        if len(message) != 3:
             return
-        if message[0] == "spawned":
-            waiter = self._spawns.pop(message[1], None)
+        kind, first, second = message
+        if type(first) is not int or type(second) is not int:
+            return
+        if kind == "spawned":
+            waiter = self._spawns.pop(first, None)
             if waiter is not None and not waiter.done():
-                waiter.set_result(message[2])
-        elif message[0] == "exited":
-            pid, status = message[1], message[2]
+                waiter.set_result(second)
+        elif kind == "exited":
+            pid, status = first, second
             self.children.discard(pid)
             self._exits[pid] = status
             exit_waiter = self._exit_waiters.pop(pid, None)
@@ -360,7 +372,7 @@ class ProcessRunner:
 
     # -- requests ----------------------------------------------------------------------------
 
-    async def _request(self, message: tuple[Any, ...], reply: str) -> tuple[Any, ...]:
+    async def _request(self, message: Request, reply: str) -> tuple[object, ...]:
         """Send a request and wait for its reply, handing outputs to the sink meanwhile. A
         frame longer than the reply may be (`wire.frame_limit`) ends the process."""
         assert self._reader is not None and self._writer is not None
@@ -406,16 +418,16 @@ class ProcessRunner:
                 raise WorkerLostError("the worker's process sent a result that is not one")
             return result
 
-    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def call(self, fn: Callable[..., object], *args: object) -> object:
         async with self._lock:
             await self._ensure()
             called = await self._request(("call", next(self._ids), fn, args), "called")
-            status, value = called[2] if len(called) == 3 and len(called[2]) == 2 else ("", "?")
+            status, value = call_result(called[2] if len(called) == 3 else None)
             if status != "ok":
                 raise CallFailedError(str(value))
             return value
 
-    async def pull(self, names: Sequence[str], trust: bool = False) -> dict[str, Any]:
+    async def pull(self, names: Sequence[str], trust: bool = False) -> dict[str, object]:
         if not self.alive:
             why = self.ended or "it has not run any code yet"
             raise PullError(f"worker {self.agent_id} has no process to pull from: {why}")

@@ -14,7 +14,6 @@ import importlib.machinery
 import sys
 import types
 from collections.abc import Sequence
-from typing import Any
 
 __all__ = ["text_progress"]
 
@@ -50,12 +49,12 @@ class _TextBars(importlib.abc.MetaPathFinder):
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or spec.loader is None:
             return spec
-        loader: Any = spec.loader
+        loader = spec.loader
         original = loader.exec_module
 
         def exec_module(module: types.ModuleType) -> None:
             original(module)
             _as_text(module)
 
-        loader.exec_module = exec_module
+        setattr(loader, "exec_module", exec_module)  # noqa: B010
         return spec

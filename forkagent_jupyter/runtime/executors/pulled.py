@@ -13,7 +13,6 @@ import asyncio
 import pickle
 import types
 from collections.abc import Sequence
-from typing import Any
 
 from . import datacodec
 from .base import PullError
@@ -28,7 +27,7 @@ TRUST_HINT = (
 
 
 def encode_pulled(
-    namespace: dict[str, Any], names: Sequence[str], trust: bool
+    namespace: dict[str, object], names: Sequence[str], trust: bool
 ) -> tuple[dict[str, tuple[str, bytes]], dict[str, str]]:
     """In the worker: each name's value as ("data", blob) or, trusted, ("pickle", blob)."""
     values: dict[str, tuple[str, bytes]] = {}
@@ -62,15 +61,17 @@ def encode_pulled(
     return values, errors
 
 
-async def decode_pulled(reply: Sequence[Any], names: Sequence[str], trust: bool) -> dict[str, Any]:
+async def decode_pulled(reply: object, names: Sequence[str], trust: bool) -> dict[str, object]:
     """In the kernel: the values of a worker's reply to a pull (PullError names what could
     not come back, or a reply that is not one)."""
-    if len(reply) != 2 or type(reply[0]) is not dict or type(reply[1]) is not dict:
+    if not isinstance(reply, Sequence) or len(reply) != 2:
         raise PullError("the worker's reply to the pull is malformed")
     encoded, errors = reply
+    if type(encoded) is not dict or type(errors) is not dict:
+        raise PullError("the worker's reply to the pull is malformed")
     if errors:
         raise PullError("; ".join(f"{name}: {why}" for name, why in errors.items()))
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     for name in names:
         entry = encoded.get(name)
         if type(entry) is not tuple or len(entry) != 2 or type(entry[1]) not in (bytes, memoryview):

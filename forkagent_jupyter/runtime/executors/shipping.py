@@ -22,17 +22,59 @@ object between the fork and that moment is seen. Names reached only through `glo
 from __future__ import annotations
 
 import ast
+import asyncio
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
-__all__ = ["LARGE_BYTES", "ShipGroup", "Shipment", "referenced_names"]
+__all__ = [
+    "LARGE_BYTES",
+    "DaskClient",
+    "DaskFuture",
+    "ShipGroup",
+    "Shipment",
+    "referenced_names",
+]
 
 LARGE_BYTES = 1_000_000
 """A value whose pickle (or estimated size) is larger than this is scattered, not sent inline."""
 
 _SKIPPED = frozenset({"In", "Out", "get_ipython", "exit", "quit", "display", "__forkagent__"})
+
+
+class DaskFuture(Protocol):
+    """What is used of a `distributed.Future` (distributed is untyped in parts)."""
+
+    @property
+    def key(self) -> str: ...
+
+    def result(self, timeout: float | None = None) -> object: ...
+
+
+class ClientLoop(Protocol):
+    @property
+    def asyncio_loop(self) -> asyncio.AbstractEventLoop: ...
+
+
+class DaskClient(Protocol):
+    """What is used of a `distributed.Client` (distributed is untyped in parts)."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def loop(self) -> ClientLoop: ...
+
+    def scheduler_info(self) -> Mapping[str, Mapping[str, object]]: ...
+
+    def submit(self, fn: Callable[..., object], *args: object, **kwargs: object) -> DaskFuture: ...
+
+    def scatter(self, data: list[object], *, broadcast: bool, hash: bool) -> list[DaskFuture]: ...
+
+    def who_has(self, futures: list[DaskFuture]) -> Mapping[str, Sequence[str]]: ...
+
+    def close(self, timeout: float) -> object: ...
 
 
 def referenced_names(code: str) -> set[str]:
@@ -71,9 +113,9 @@ class Shipment:
 @dataclass
 class _Packed:
     blob: bytes | None = None
-    future: Any = None  # a distributed.Future of scattered data
+    future: DaskFuture | None = None  # of scattered data
     error: str | None = None
-    value: Any = None  # held, so the id it was packed under is not reused
+    value: object = None  # held, so the id it was packed under is not reused
     holders: list[str] = field(default_factory=list)
 
 
@@ -81,7 +123,7 @@ class ShipGroup:
     """The packed values of one fork group, shared by its workers (thread-safe: packing runs
     on worker threads, never on the kernel's event loop)."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: DaskClient) -> None:
         self.client = client
         self.scattered_bytes = 0
         self.inline_bytes = 0
@@ -89,7 +131,7 @@ class ShipGroup:
         self._locks: dict[tuple[str, int], threading.Lock] = {}
         self._guard = threading.Lock()
 
-    def pack(self, names: Iterable[str], snapshot: dict[str, Any]) -> Shipment:
+    def pack(self, names: Iterable[str], snapshot: dict[str, object]) -> Shipment:
         shipment = Shipment()
         for name in sorted(names):
             packed = self._pack_one(name, snapshot[name])
@@ -102,7 +144,7 @@ class ShipGroup:
         self.inline_bytes += shipment.bytes_inline
         return shipment
 
-    def _pack_one(self, name: str, value: Any) -> _Packed:
+    def _pack_one(self, name: str, value: object) -> _Packed:
         ident = (name, id(value))
         with self._guard:
             lock = self._locks.setdefault(ident, threading.Lock())
@@ -112,7 +154,7 @@ class ShipGroup:
                 found = self._packed[ident] = self._pack_value(value)
             return found
 
-    def _pack_value(self, value: Any) -> _Packed:
+    def _pack_value(self, value: object) -> _Packed:
         import cloudpickle
         from dask.sizeof import sizeof
 
@@ -137,7 +179,7 @@ class ShipGroup:
         return _Packed(future=future, value=value, holders=holders)
 
 
-def _why_not(value: Any, exc: BaseException) -> str:
+def _why_not(value: object, exc: BaseException) -> str:
     return (
         f"a {type(value).__name__} cannot be pickled ({type(exc).__name__}: {exc}); it stays "
         "in the kernel (open files, sockets, locks and GPU handles do not travel)"

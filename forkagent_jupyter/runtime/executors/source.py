@@ -17,7 +17,6 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from types import CodeType
-from typing import Any
 
 __all__ = [
     "INTERRUPT_TEXT",
@@ -48,7 +47,7 @@ class Ran:
     """The outcome of running source: the final expression's value (when there was one and it
     was not None) or the formatted traceback."""
 
-    value: Any = None
+    value: object = None
     has_value: bool = False
     error: str | None = None
 
@@ -71,7 +70,7 @@ def _register_source(code: str) -> str:
     return filename
 
 
-def _evaluate(code: CodeType, namespace: dict[str, Any]) -> Any:
+def _evaluate(code: CodeType, namespace: dict[str, object]) -> object:
     result = eval(code, namespace)
     if code.co_flags & inspect.CO_COROUTINE:
         try:
@@ -86,7 +85,7 @@ def _evaluate(code: CodeType, namespace: dict[str, Any]) -> Any:
     return result
 
 
-def safe_repr(value: Any) -> str:
+def safe_repr(value: object) -> str:
     from ..output import cap_output  # here: the tools package imports this one
 
     try:
@@ -112,7 +111,7 @@ def format_exception(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, tb)).rstrip("\n")
 
 
-def run_source(code: str, namespace: dict[str, Any]) -> Ran:
+def run_source(code: str, namespace: dict[str, object]) -> Ran:
     """Run `code` in `namespace` in the calling thread. Never raises for errors in the code
     (SystemExit and interrupts included: they become the error text)."""
     filename = _register_source(code)
@@ -141,7 +140,7 @@ def run_source(code: str, namespace: dict[str, Any]) -> Ran:
         return Ran(error=format_exception(exc))
 
 
-def execute_source(code: str, namespace: dict[str, Any]) -> tuple[str | None, str | None]:
+def execute_source(code: str, namespace: dict[str, object]) -> tuple[str | None, str | None]:
     """Run `code`: (repr of the trailing expression's value or None, traceback or None)."""
     ran = run_source(code, namespace)
     return ran.value_repr, ran.error

@@ -23,7 +23,7 @@ import io
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TextIO
+from typing import TextIO
 
 from .base import Display, ExecResult, OutputSink, PullError, StreamText, png_of
 from .display import DisplayRouter, flush_figures, ipython_shell, open_figures
@@ -63,7 +63,7 @@ class _ThreadRouter(io.TextIOBase):
     def encoding(self) -> str:  # type: ignore[override]
         return getattr(self.original, "encoding", None) or "utf-8"
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self.original, name)
 
 
@@ -176,7 +176,7 @@ def _checkpoint() -> None:
 class _Job:
     """One execution in its own thread, interruptible while the code runs."""
 
-    def __init__(self, code: str, namespace: dict[str, Any], sink: OutputSink | None) -> None:
+    def __init__(self, code: str, namespace: dict[str, object], sink: OutputSink | None) -> None:
         self.code = code
         self.namespace = namespace
         self.sink = sink
@@ -231,7 +231,7 @@ _thread_locks_guard = threading.Lock()
 _thread_locks: dict[int, threading.Lock] = {}
 
 
-def _namespace_thread_lock(namespace: dict[str, Any]) -> threading.Lock:
+def _namespace_thread_lock(namespace: dict[str, object]) -> threading.Lock:
     """Hard exclusion per namespace across event loops (uncontended within one loop)."""
     with _thread_locks_guard:
         return _thread_locks.setdefault(id(namespace), threading.Lock())
@@ -244,12 +244,12 @@ class ThreadExecutor:
         self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, asyncio.Lock]]
         self._locks = weakref.WeakKeyDictionary()
 
-    def lock(self, namespace: dict[str, Any]) -> asyncio.Lock:
+    def lock(self, namespace: dict[str, object]) -> asyncio.Lock:
         per_loop = self._locks.setdefault(asyncio.get_running_loop(), {})
         return per_loop.setdefault(id(namespace), asyncio.Lock())
 
     async def run(
-        self, code: str, namespace: dict[str, Any], sink: OutputSink | None = None
+        self, code: str, namespace: dict[str, object], sink: OutputSink | None = None
     ) -> ExecResult:
         lock = self.lock(namespace)
         await lock.acquire()
@@ -302,7 +302,7 @@ class ThreadRunner:
 
     def __init__(
         self,
-        namespace: dict[str, Any],
+        namespace: dict[str, object],
         *,
         sink: OutputSink | None = None,
         on_ran: Callable[[], None] | None = None,
@@ -320,11 +320,11 @@ class ThreadRunner:
             if self.on_ran is not None:
                 self.on_ran()
 
-    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def call(self, fn: Callable[..., object], *args: object) -> object:
         async with self.executor.lock(self.namespace):
             return await asyncio.to_thread(fn, self.namespace, *args)
 
-    async def pull(self, names: Sequence[str]) -> dict[str, Any]:
+    async def pull(self, names: Sequence[str]) -> dict[str, object]:
         missing = [n for n in names if n not in self.namespace]
         if missing:
             raise PullError(f"not defined here: {', '.join(missing)}")

@@ -16,7 +16,6 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
 
 __all__ = ["group_members", "kill_tree", "lead_group", "prune_group", "release_transactions"]
 
@@ -58,7 +57,7 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
-def prune_group(_namespace: Any = None) -> int:
+def prune_group(_namespace: object = None) -> int:
     """In a worker: kill the other processes of its group (its code's leftovers); how many.
     (Called through the runner's `call`, which passes the namespace.)"""
     me = os.getpid()
@@ -73,7 +72,7 @@ def prune_group(_namespace: Any = None) -> int:
     return killed
 
 
-def release_transactions(namespace: dict[str, Any]) -> int:
+def release_transactions(namespace: dict[str, object]) -> int:
     """In a finished worker: roll back the open transactions of the sqlite connections its
     namespace names, so the locks they hold do not block the kernel's commits while the
     worker is kept for pulls; how many. (Connections held elsewhere are not looked for: that

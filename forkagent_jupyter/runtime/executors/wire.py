@@ -25,7 +25,8 @@ import pickle
 import socket
 import struct
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Literal, TypeAlias
 
 from . import datacodec
 
@@ -35,12 +36,24 @@ __all__ = [
     "FrameSocket",
     "FrameTooLargeError",
     "MessageError",
+    "Request",
+    "call_result",
     "encode",
     "frame_limit",
     "pull_limit",
     "read_frame",
     "read_message",
 ]
+
+Request: TypeAlias = (
+    tuple[Literal["run"], int, str]
+    | tuple[Literal["call"], int, Callable[..., object], tuple[object, ...]]
+    | tuple[Literal["pull"], int, list[str], bool]
+    | tuple[Literal["exit"]]
+)
+"""A request from the kernel to a worker (pickled: the kernel is trusted): run code, call a
+function with the namespace, pull values, or exit. The number after the kind is the call's id,
+which its reply repeats."""
 
 _HEADER = struct.Struct("!I")
 _MAX_FRAME = (1 << 32) - 1  # what a frame's 4-byte length can say
@@ -50,7 +63,7 @@ MESSAGE_LIMIT = 256 << 20
 of text a call, a figure, a table's HTML), results and reports are far smaller."""
 
 
-def _encode(message: Any) -> bytes:
+def _encode(message: object) -> bytes:
     body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     return _HEADER.pack(len(body)) + body
 
@@ -96,7 +109,7 @@ class FrameSocket:
         self.sock = sock
         self._send_lock = threading.Lock()
 
-    def send(self, message: Any, limit: int | None = None) -> None:
+    def send(self, message: object, limit: int | None = None) -> None:
         """Send `message` as data; FrameTooLargeError (nothing sent) when it is longer than
         `limit` (default `MESSAGE_LIMIT`), which the kernel would end this process for."""
         body = datacodec.dumps(message)
@@ -107,10 +120,11 @@ class FrameSocket:
             self.sock.sendall(_HEADER.pack(len(body)))
             self.sock.sendall(body)
 
-    def recv(self) -> Any:
-        """The next message; EOFError when the other side has gone."""
+    def recv(self) -> Request:
+        """The next request; EOFError when the other side has gone."""
         head = self._exactly(_HEADER.size)
-        return pickle.loads(self._exactly(_HEADER.unpack(head)[0]))
+        request: Request = pickle.loads(self._exactly(_HEADER.unpack(head)[0]))
+        return request
 
     def _exactly(self, size: int) -> bytes:
         chunks = []
@@ -151,7 +165,9 @@ async def read_frame(reader: asyncio.StreamReader, limit: int | None = None) -> 
     return body
 
 
-async def read_message(reader: asyncio.StreamReader, limit: int | None = None) -> tuple[Any, ...]:
+async def read_message(
+    reader: asyncio.StreamReader, limit: int | None = None
+) -> tuple[object, ...]:
     """The next message from a worker: a tuple headed by its kind, decoded as data
     (MessageError for anything else, FrameTooLargeError for a frame over `limit`;
     asyncio.IncompleteReadError at EOF). A large one is decoded on a thread: the kernel's loop
@@ -171,6 +187,14 @@ async def read_message(reader: asyncio.StreamReader, limit: int | None = None) -
     return message
 
 
-def encode(message: Any) -> bytes:
+def encode(message: Request) -> bytes:
     """A request from the kernel to a worker, framed."""
     return _encode(message)
+
+
+def call_result(result: object) -> tuple[object, object]:
+    """The (status, value) a worker sent for a call: ("ok", its result) or ("error", why);
+    ("", "?") for what is not one (the worker is not trusted)."""
+    if isinstance(result, (tuple, list)) and len(result) == 2:
+        return result[0], result[1]
+    return "", "?"
