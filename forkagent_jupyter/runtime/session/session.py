@@ -28,6 +28,7 @@ from ..config.trust_asks import folder_asks
 from ..errors import ConfigError, UsageError
 from ..events import Compacted
 from ..executors import ComputePlane, WorkerNamespace
+from ..executors.shipping import DaskClient
 from ..history import Message
 from ..loop.compaction import CompactPolicy, last_turns, window_for
 from ..loop.config import LoopState
@@ -509,7 +510,7 @@ class Session:
 
     # -- the compute plane (`compute`: the workers' processes, for hosts) ----------------
 
-    def use_dask(self, client: object) -> None:
+    def use_dask(self, client: DaskClient) -> None:
         """Isolated workers' code runs on the Dask cluster of this `distributed.Client`
         from the next worker on (a ConfigError when it cannot be used)."""
         self.compute.use_dask(client=client)

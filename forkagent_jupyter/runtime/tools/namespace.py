@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -94,8 +94,8 @@ async def _where_code_runs(ctx: ToolContext, fn: Callable[..., R], *args: object
     from .python import runner_of
 
     try:
-        result: R = await runner_of(ctx).call(fn, *args)  # fn's own result, pickled back
-        return result
+        # fn's own result, pickled back from the process the namespace lives in
+        return cast("R", await runner_of(ctx).call(fn, *args))
     except (ValueError, CallFailedError) as exc:
         raise ToolError(str(exc)) from None
 
