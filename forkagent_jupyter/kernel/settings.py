@@ -63,7 +63,7 @@ __all__ = [
 ]
 
 
-class SettingError(TraitError):  # type: ignore[misc]
+class SettingError(TraitError):
     """A setting refused at assignment: its message is the one line the person reads."""
 
 
@@ -191,7 +191,7 @@ def check_setting(
         )
 
 
-class CheckedSettings(Configurable):  # type: ignore[misc]
+class CheckedSettings(Configurable):
     """A Configurable whose settings are checked at every assignment (see the module doc)."""
 
     _frozen: dict[str, str]

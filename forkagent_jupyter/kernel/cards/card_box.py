@@ -27,7 +27,7 @@ VISIBLE_CARDS = 12
 button that shows the next ones), so a fan-out of hundreds keeps the page small."""
 
 
-class CardBox(WholeText, w.VBox):  # type: ignore[misc]
+class CardBox(WholeText, w.VBox):
     """The cards started by one run of a cell: the first `VISIBLE_CARDS` as cards, the rest
     as one summary row (counts by status) until shown."""
 
@@ -95,7 +95,7 @@ class CardBox(WholeText, w.VBox):  # type: ignore[misc]
                 self.more.on_click(lambda _b: self.on_more(self) if self.on_more else None)
                 self.row = w.VBox([self.summary, self.more], _dom_classes=["forkagent-cards-more"])
             rows.append(self.row)
-        current: tuple[w.Widget, ...] = tuple(self.children)  # type: ignore[has-type]
+        current: tuple[w.Widget, ...] = tuple(self.children)
         if current == tuple(rows):
             return False
         self.children = tuple(rows)

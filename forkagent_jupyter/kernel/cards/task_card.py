@@ -75,7 +75,7 @@ def _head_lines(text: str, indent: str = "    ") -> str:
     return "".join(f"\n{indent}{line[:160]}" for line in head)
 
 
-class TaskCard(WholeText, w.VBox):  # type: ignore[misc]
+class TaskCard(WholeText, w.VBox):
     """The live view of one worker: one HTML line with status, activity and result, a Stop
     button, approvals when asked, and the transcript, filled when it is opened."""
 

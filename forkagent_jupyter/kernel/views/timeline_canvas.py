@@ -148,7 +148,7 @@ def canvas_bundle(figure: Any, text: str) -> dict[str, Any]:
 
 
 def _made(figure: Any, text: str) -> dict[str, Any]:
-    from ipympl.backend_nbagg import FigureManager  # type: ignore[import-untyped]
+    from ipympl.backend_nbagg import FigureManager
 
     width, height = figure.get_size_inches()
     figure.set_size_inches(min(width, CANVAS_WIDTH), height)  # a canvas is not scaled to fit
