@@ -5,13 +5,16 @@ rest collapsed into one summary row with a button that shows the next ones.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import ipywidgets as w
 
 from ...runtime import Task
 from .task_card import TaskCard, card_text
 from .widget_parts import STATUS_COLOURS, WholeText, button_layout, esc, shared_style
+
+if TYPE_CHECKING:
+    from IPython.display import DisplayHandle
 
 __all__ = ["PLAIN_CARDS", "VISIBLE_CARDS", "CardBox"]
 
@@ -40,7 +43,7 @@ class CardBox(WholeText, w.VBox):
     ) -> None:
         # every initial value in the widget's comm_open: no update message at creation
         super().__init__(children=children, _dom_classes=["forkagent-cards", *classes])
-        self.handle: Any = None  # its display, updated with the cards' text as they end
+        self.handle: DisplayHandle | None = None  # its display, updated with the cards' text
         self.visible = visible
         self.shown: list[TaskCard] = []
         self.hidden: list[Task] = []  # collapsed into the summary row, in launch order
