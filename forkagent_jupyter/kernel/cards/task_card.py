@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
@@ -24,6 +24,9 @@ from ..render.task_line import (
 )
 from .approval_prompt import ApprovalPrompt
 from .widget_parts import STATUS_COLOURS, WholeText, button_layout, esc, shared_style
+
+if TYPE_CHECKING:
+    from traitlets.utils.bunch import Bunch
 
 __all__ = ["CARD_OUTPUT_CHARS", "TaskCard", "card_text", "notebook_output"]
 
@@ -266,7 +269,7 @@ class TaskCard(WholeText, w.VBox):
             self._earlier = (key, html)
         return self._earlier[1]
 
-    def _on_open(self, change: dict[str, Any]) -> None:
+    def _on_open(self, change: Bunch) -> None:
         if change.get("new") == 0:
             self.fill_transcript()
 
