@@ -22,7 +22,7 @@ that want the runtime's own data::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from IPython.core.error import UsageError
 from IPython.core.getipython import get_ipython
@@ -33,7 +33,9 @@ from .said import said_as
 
 if TYPE_CHECKING:
     from ..runtime import Session
+    from .cards.approval_prompt import ApprovalPrompt
     from .extension import KernelAgent
+    from .views.timeline_view import TimelineView
 
 __all__ = [
     "Answered",
@@ -88,13 +90,13 @@ def deny(*rules: str) -> None:
     _add(rules, "deny")
 
 
-def _add(rules: tuple[str, ...], kind: Any) -> None:
+def _add(rules: tuple[str, ...], kind: Literal["allow", "ask", "deny"]) -> None:
     refused = session().gate.rules.add_all(list(rules), kind, f"api.{kind}")
     if refused:
         raise UsageError("; ".join(r.reason for r in refused))
 
 
-async def permissions() -> dict[str, Any]:
+async def permissions() -> dict[str, object]:
     """The rules in force (`allow`, `ask`, `deny`: each rule with the file or call it came
     from), the mode and where it came from, the additional directories, and the rules refused
     with why; the settings files are read again first (as `%permissions` does)."""
@@ -109,7 +111,7 @@ async def trust() -> str:
         return await session().trust()
 
 
-def pending(task: str | None = None) -> list[Any]:
+def pending(task: str | None = None) -> list[ApprovalPrompt]:
     """The approval prompts waiting for an answer (of one task id or name, if given)."""
     ui = agent().ui
     prompts = [p for p in ui.pending.values() if not p.future.done()]
@@ -119,7 +121,7 @@ def pending(task: str | None = None) -> list[Any]:
     return prompts
 
 
-async def wait_pending(task: str | None = None, timeout: float = 30.0) -> list[Any]:
+async def wait_pending(task: str | None = None, timeout: float = 30.0) -> list[ApprovalPrompt]:
     """Wait (without blocking the kernel) until an approval is pending, then return them."""
     import asyncio
 
@@ -144,7 +146,7 @@ def answer(choice: str, task: str | None = None, reason: str | None = None) -> i
     return len(prompts)
 
 
-async def pull(task: str, *names: str, trust: bool = False) -> dict[str, Any]:
+async def pull(task: str, *names: str, trust: bool = False) -> dict[str, object]:
     """Copies of the values worker `task` holds under `names` (its own process's namespace),
     as a dict; nothing is bound in yours. Plain data, arrays and frames come back as data;
     other objects only with `trust=True` (unpickling runs code the worker chose). A value
@@ -168,7 +170,7 @@ def costs() -> CostReport:
     return cost_report(s.tasks, s.usage, s.cost_usd, s.model)
 
 
-async def timeline(*ids: str) -> Any:
+async def timeline(*ids: str) -> TimelineView:
     """The fan-out of these tasks (ids or names; default: every agent of the session, or
     after a restart the last session's) drawn on a time axis from the transcripts: a lane per
     agent, each model request from send to last token with its first token and cache tokens,
@@ -193,7 +195,7 @@ class Notifications(list[Answered]):
     """What `api.notifications()` returns: a list, newest last; shown as a cell's value, the
     notifications as XML blocks, each followed by the parent's answer."""
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         from .render.markdown import SafeMarkdown, fenced
 
         parts = []
@@ -214,7 +216,7 @@ def notifications() -> Notifications:
     )
 
 
-def use_dask(client: Any) -> None:
+def use_dask(client: object) -> None:
     """Run isolated workers' code on the cluster of this `distributed.Client` from the next
     worker on (`%config ForkAgent.executor = "local"` goes back to local processes)."""
     found = agent()
@@ -228,9 +230,9 @@ async def fan_out(
     *,
     batch: bool = False,
     names: list[str | None] | None = None,
-    items: list[Any] | None = None,
+    items: list[object] | None = None,
     poll_interval: float = 30.0,
-    notify: str = "digest",
+    notify: Literal["digest", "each"] = "digest",
 ) -> Any:
     """One fork per directive (`Session.fan_out`); `batch=True` sends their first requests as
     one Message Batch and shows one card for it. Returns the `FanOut` (`.tasks`, `.id`)."""
@@ -243,7 +245,7 @@ async def fan_out(
             names=names,
             items=items,
             poll_interval=poll_interval,
-            notify=notify,  # type: ignore[arg-type]
+            notify=notify,
         )
     if fan.batch is not None:
         BatchCard(len(fan.tasks), f"{len(fan.tasks)} directives").attach(fan.batch)

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import AsyncIterator, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from IPython.core.error import UsageError
 
@@ -31,12 +31,16 @@ from .said import said_as
 from .settings import ForkAgent, fixed_settings
 
 if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
     from ..runtime import Session
     from .ui import KernelUI
 
 __all__ = ["AgentCore", "interruptible", "team_key"]
 
 WAKE_INTERVAL = 0.1
+
+_T = TypeVar("_T")
 
 
 @contextlib.asynccontextmanager
@@ -76,14 +80,14 @@ def team_key(target: str) -> str | None:
 class AgentCore:
     """The kernel's agent: its session and UI (made on first use), settings, comm, console."""
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: InteractiveShell) -> None:
         self.shell = shell
         self.settings = ForkAgent(parent=shell)
         self.bridge = Bridge(getattr(shell, "kernel", None))
         self.terminal = TerminalAsk(getattr(shell, "kernel", None), lambda: self.bridge.connected)
         self._session: Session | None = None
         self._ui: KernelUI | None = None
-        self._background: set[asyncio.Task[Any]] = set()
+        self._background: set[asyncio.Task[object]] = set()
         self._cell: str | None = None
         """What runs now: "agent" (an `%%agent` cell), "code" (another cell), None."""
 
@@ -149,13 +153,13 @@ class AgentCore:
         assert self._ui is not None
         return self._ui
 
-    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+    def _spawn(self, coro: Coroutine[object, object, _T]) -> asyncio.Task[_T]:
         task = asyncio.get_event_loop().create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return task
 
-    def _start(self, work: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+    def _start(self, work: Coroutine[object, object, object]) -> asyncio.Task[None]:
         """A magic's awaitable work, where no await is possible: started in the background
         (its output goes to this cell); a UsageError it meets is printed there."""
 
@@ -227,7 +231,7 @@ class AgentCore:
         self._spawn(self.session.stop_all())
 
 
-def _requests_in_hand(kernel: Any) -> bool:
+def _requests_in_hand(kernel: object) -> bool:
     """Whether the kernel handles a request now or has one queued (an execute request waits
     for the running cell's lock, ipykernel >= 7). Read off the lock ipykernel runs requests
     under; a kernel without one has nothing to tell (False)."""

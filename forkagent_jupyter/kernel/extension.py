@@ -14,9 +14,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 
@@ -27,6 +28,11 @@ from .magics.turn_actions import TurnActions
 from .magics.view_actions import TaskViews
 from .magics.worker_actions import WorkerActions
 from .settings import BACKEND_CHOICES, ForkAgent, forwarded
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import ExecutionInfo, ExecutionResult, InteractiveShell
+    from traitlets.config import Configurable
+    from traitlets.utils.bunch import Bunch
 
 __all__ = [
     "BACKEND_CHOICES",
@@ -43,13 +49,13 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
     them to the shell: the magics and the input transformer, the cell events, the settings'
     changes."""
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: InteractiveShell) -> None:
         super().__init__(shell)
         self.reloading = False  # `%reload_ext` is under way: the next load keeps this agent
         self.bridge.snapshot = self._snapshot
         self.settings.observe(self._setting_changed)
 
-    def _setting_changed(self, change: Any) -> None:
+    def _setting_changed(self, change: Bunch) -> None:
         """`%config ForkAgent.X = ...` after the session started goes to
         `Session.configure`, which applies it at once (runtime/session/options.py says where each
         lands), also when the value is the one the setting had (the person's permission mode
@@ -67,7 +73,7 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
             self.set_quietly(name, change["old"])
         self.ui.tasks_changed()  # the Tasks panel shows the budget
 
-    def set_quietly(self, name: str, value: Any) -> None:
+    def set_quietly(self, name: str, value: object) -> None:
         """Set a setting without passing it on to the session (it has it already)."""
         self.settings.unobserve(self._setting_changed)
         try:
@@ -85,8 +91,8 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
     # -- lifecycle ---------------------------------------------------------------------------
 
     def install(self) -> None:
-        if self.settings not in self.shell.configurables:
-            self.shell.configurables.append(self.settings)
+        if self.settings not in _configurables(self.shell):
+            _configurables(self.shell).append(self.settings)
         self.shell.register_magics(AgentMagics(self.shell, self))
         self._wrap_config_magic()
         if transform_cell not in self.shell.input_transformers_cleanup:
@@ -110,7 +116,7 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
         settings = self.settings
 
         @functools.wraps(original)
-        def config(line: str = "") -> Any:
+        def config(line: str = "") -> object:
             with settings.collecting() as refused:
                 result = original(line)
             if refused:
@@ -132,7 +138,7 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
         if self._session is not None and self._session.gate.mode != self.settings.permission_mode:
             self.set_quietly("permission_mode", self._session.gate.mode)
 
-    def _before_cell(self, info: Any) -> None:
+    def _before_cell(self, info: ExecutionInfo) -> None:
         self.cell_started(str(getattr(info, "raw_cell", "") or ""))
         self._mode_in_force()
         self.terminal.cell_started()  # approvals waiting are asked on stdin (a console)
@@ -142,7 +148,7 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
         if self._session is not None:  # the cell may change the namespace: new snapshots
             self._session.compute.namespace_changed()
 
-    def _after_cell(self, _result: Any) -> None:
+    def _after_cell(self, _result: ExecutionResult) -> None:
         self.cell_ended()
         self._mode_in_force()
         self.terminal.cell_ended()
@@ -172,8 +178,8 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
         if transform_cell in self.shell.input_transformers_cleanup:
             self.shell.input_transformers_cleanup.remove(transform_cell)
         self._unwrap_config_magic()
-        while self.settings in self.shell.configurables:  # a later load's would say it again
-            self.shell.configurables.remove(self.settings)
+        while self.settings in _configurables(self.shell):  # a later load's would say it again
+            _configurables(self.shell).remove(self.settings)
         self.shell.user_ns.pop("__forkagent__", None)
         self.shell.user_ns_hidden.pop("__forkagent__", None)
         self.bridge.unregister()
@@ -188,9 +194,15 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
 _ORIGINAL = "_forkagent_wraps"
 
 
-def _unwrapped(magic: Any) -> Any:
+def _unwrapped(magic: Callable[..., object] | None) -> Callable[..., object] | None:
     """IPython's `%config` function under our wrapper (or as it is, when not wrapped)."""
     return getattr(magic, _ORIGINAL, magic)
+
+
+def _configurables(shell: InteractiveShell) -> list[Configurable]:
+    """The configurables `%config` lists and sets. IPython's annotation of the list is inferred
+    from its first item, the shell; it holds any Configurable."""
+    return shell.configurables  # type: ignore[return-value]
 
 
 NEEDS_KERNEL = (
@@ -201,19 +213,20 @@ NEEDS_KERNEL = (
 )
 
 
-def load(shell: Any) -> KernelAgent | None:
+def load(shell: InteractiveShell) -> KernelAgent | None:
     existing = shell.user_ns.get("__forkagent__")
     if isinstance(existing, KernelAgent):
         if existing.reloading:  # `%reload_ext`: the same session goes on (see `unload`)
             existing.reloading = False
             print(RELOADED, file=sys.stderr)
         return existing
-    if getattr(shell, "kernel", None) is None:  # terminal IPython: refuse before anything
+    kernel = getattr(shell, "kernel", None)  # ipykernel's shell has one
+    if kernel is None:  # terminal IPython: refuse before anything
         print(NEEDS_KERNEL, file=sys.stderr)
         return None
     why = guard_kernel()  # the kernel's memory out of reach of the programs it starts
     if why is not None:
-        shell.kernel.log.warning("forkagent: %s", why)
+        kernel.log.warning("forkagent: %s", why)
     agent = KernelAgent(shell)
     agent.install()
     print(loaded_line(agent.settings), file=sys.stderr)
@@ -272,7 +285,7 @@ RELOADED = (
 )
 
 
-def unload(shell: Any) -> None:
+def unload(shell: InteractiveShell) -> None:
     """`%unload_ext`: the workers are stopped (one line says how many) and the magics go.
     Within `%reload_ext`, nothing: the `load` that follows keeps the same agent, so the session
     with its running workers, their cards, the rules given by `api.allow` and the settings

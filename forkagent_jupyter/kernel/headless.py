@@ -52,7 +52,7 @@ def run_demo(out: Path, backend: str = "offline", timeout: int = 300) -> dict[st
     import nbformat
     from nbclient import NotebookClient
 
-    nb = nbformat.read(find_notebook(), as_version=4)
+    nb = nbformat.read(find_notebook(), as_version=4)  # type: ignore[no-untyped-call]
     env = dict(os.environ, FORKAGENT_BACKEND=backend)
     source_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (source_root, env.get("PYTHONPATH")) if p)
@@ -63,7 +63,7 @@ def run_demo(out: Path, backend: str = "offline", timeout: int = 300) -> dict[st
         with client.setup_kernel(env=env, cwd=workdir):
             for index, cell in enumerate(nb.cells):
                 client.execute_cell(cell, index)
-            nb.cells.append(nbformat.v4.new_code_cell(_REPORT_CELL))
+            nb.cells.append(nbformat.v4.new_code_cell(_REPORT_CELL))  # type: ignore[no-untyped-call]
             try:
                 client.execute_cell(nb.cells[-1], len(nb.cells) - 1)
             finally:
@@ -71,7 +71,7 @@ def run_demo(out: Path, backend: str = "offline", timeout: int = 300) -> dict[st
             client.set_widgets_metadata()  # the cards, in their final state, saved with it
         text = "".join(o.get("text", "") for o in extra.outputs if o.output_type == "stream")
     out.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, out)
+    nbformat.write(nb, out)  # type: ignore[no-untyped-call]
     report: dict[str, Any] = json.loads(text.strip().splitlines()[-1])
     return report
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
     from ..runtime import Session
     from .cards.hub import ApprovalPrompt, CardHub, PendingStrip
     from .comm.bridge import Bridge
@@ -46,7 +48,7 @@ class AgentHost(Protocol):
     its console prompt, and stopping a task."""
 
     @property
-    def shell(self) -> Any: ...  # IPython's InteractiveShell (its kernel, when there is one)
+    def shell(self) -> InteractiveShell: ...  # (and its `kernel`, when there is one)
 
     @property
     def settings(self) -> ForkAgent: ...

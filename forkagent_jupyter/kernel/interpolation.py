@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 __all__ = ["interpolate"]
 
 _TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def interpolate(text: str, namespace: dict[str, Any]) -> str:
+def interpolate(text: str, namespace: dict[str, object]) -> str:
     """`{name}` -> str(namespace[name]) for defined names; `{{`/`}}` -> literal braces. One
     pass over `text`: a value is put in verbatim, its own braces untouched (a `{{` in code
     that is substituted stays `{{`)."""

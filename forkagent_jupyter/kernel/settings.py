@@ -32,7 +32,7 @@ import difflib
 import math
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeGuard
 
 from traitlets import (
     Bool,
@@ -45,7 +45,7 @@ from traitlets import (
     Unicode,
     Union,
 )
-from traitlets.config import Configurable
+from traitlets.config import Config, Configurable
 from traitlets.utils.bunch import Bunch
 
 from ..runtime import default_worker_memory_mb
@@ -63,11 +63,15 @@ __all__ = [
 ]
 
 
-class SettingError(TraitError):  # type: ignore[misc]
+Trait = TraitType[Any, Any]
+"""A setting's trait, whatever the type of its value."""
+
+
+class SettingError(TraitError):
     """A setting refused at assignment: its message is the one line the person reads."""
 
 
-def _number(value: Any, integral: bool) -> bool:
+def _number(value: object, integral: bool) -> TypeGuard[int | float]:
     if isinstance(value, bool):
         return False
     if integral:
@@ -75,7 +79,7 @@ def _number(value: Any, integral: bool) -> bool:
     return isinstance(value, int | float) and math.isfinite(value)
 
 
-def _option(trait: TraitType[Any, Any]) -> str | None:
+def _option(trait: Trait) -> str | None:
     """The `SessionOptions` field `trait` is checked by (its name), if any."""
     from ..runtime import SessionOptions
 
@@ -83,7 +87,7 @@ def _option(trait: TraitType[Any, Any]) -> str | None:
     return name if name in SessionOptions.model_fields else None
 
 
-def allowed_values(trait: TraitType[Any, Any]) -> str:
+def allowed_values(trait: Trait) -> str:
     """The allowed values of `trait`, in words."""
     from ..runtime import SessionOptions
 
@@ -119,7 +123,7 @@ def allowed_values(trait: TraitType[Any, Any]) -> str:
     return text
 
 
-def _accepts(trait: TraitType[Any, Any], value: Any) -> bool:
+def _accepts(trait: Trait, value: object) -> bool:
     meta = trait.metadata
     if value is None:
         return bool(trait.allow_none)
@@ -148,7 +152,7 @@ def _accepts(trait: TraitType[Any, Any], value: Any) -> bool:
     return True
 
 
-def _quoted(value: Any) -> str:
+def _quoted(value: object) -> str:
     """`value` as a refusal quotes it: its repr, cut to 80 characters."""
     text = repr(value)
     return text if len(text) <= 80 else text[:76] + "...'"
@@ -156,10 +160,10 @@ def _quoted(value: Any) -> str:
 
 def check_setting(
     label: str,
-    trait: TraitType[Any, Any],
-    value: Any,
-    current: Any,
-    given: dict[str, Any] | None = None,
+    trait: Trait,
+    value: object,
+    current: object,
+    given: dict[str, object] | None = None,
 ) -> None:
     """Raise a one-line SettingError unless `value` is allowed for `trait`: by the session's
     options for theirs (`SessionOptions.check`, with `given`: the settings fixed at the start
@@ -191,7 +195,7 @@ def check_setting(
         )
 
 
-class CheckedSettings(Configurable):  # type: ignore[misc]
+class CheckedSettings(Configurable):
     """A Configurable whose settings are checked at every assignment (see the module doc)."""
 
     _frozen: dict[str, str]
@@ -200,13 +204,13 @@ class CheckedSettings(Configurable):  # type: ignore[misc]
     """The settings the person assigned (`%config`, a config file, code), whatever the value:
     theirs win over what a settings file would set (the permission mode)."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: object) -> None:
         object.__setattr__(self, "_frozen", {})
         object.__setattr__(self, "_collected", None)
         object.__setattr__(self, "assigned", set())
         super().__init__(**kwargs)
 
-    def update_config(self, config: Any) -> None:
+    def update_config(self, config: Config) -> None:
         """`%config ForkAgent.NAME = ...`: a refusal is one `UsageError:` line, as a magic's.
         (Raised, IPython's %config logs it with `logging.error`: `ERROR:root:...`, and a
         handler installed on the root logger as a side effect; and it goes on.)"""
@@ -235,7 +239,7 @@ class CheckedSettings(Configurable):  # type: ignore[misc]
         else:
             print(f"UsageError: {message}" if usage else message, file=sys.stderr)
 
-    def _update_config(self, config: Any) -> None:
+    def _update_config(self, config: Config) -> None:
         """A NAME that is no setting is refused in one line (traitlets warned once per
         process, with a file path, and then said nothing)."""
         mine = config.get(type(self).__name__, {}) if hasattr(config, "get") else {}
@@ -254,7 +258,7 @@ class CheckedSettings(Configurable):  # type: ignore[misc]
         """From now on an assignment of a different value to `name` is refused with `why`."""
         self._frozen[name] = why
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         trait = self.traits().get(name) if not name.startswith("_") else None
         if trait is not None and trait.metadata.get("config"):
             current = getattr(self, name)

@@ -15,7 +15,7 @@ from .widget_parts import WholeText, clip, esc
 __all__ = ["ApprovalPrompt", "PendingStrip"]
 
 
-class ApprovalPrompt(WholeText, w.VBox):  # type: ignore[misc]
+class ApprovalPrompt(WholeText, w.VBox):
     """One pending approval: what the call would do (the tool's own preview: for a file
     change, the diff that would be written), and three answers."""
 
@@ -38,7 +38,7 @@ class ApprovalPrompt(WholeText, w.VBox):  # type: ignore[misc]
             f"<b>{esc(request.tool_name)}</b> wants approval"
             + (f" (worker <code>{esc(request.task_id)}</code>)" if request.task_id else "")
         )
-        body = w.HTML(
+        body: w.Widget = w.HTML(
             "<pre style='max-height:16em;overflow:auto;margin:0'>" + esc(request.preview) + "</pre>"
         )
         self.reason = w.Text(placeholder="reason (optional, the model reads it)")
@@ -82,7 +82,7 @@ class ApprovalPrompt(WholeText, w.VBox):  # type: ignore[misc]
             self.future.set_result(Deny(message=message))
 
 
-class PendingStrip(w.HBox):  # type: ignore[misc]
+class PendingStrip(w.HBox):
     """All approvals waiting in this kernel, one line each."""
 
     def __repr__(self) -> str:

@@ -5,13 +5,16 @@ rest collapsed into one summary row with a button that shows the next ones.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import ipywidgets as w
 
 from ...runtime import Task
 from .task_card import TaskCard, card_text
 from .widget_parts import STATUS_COLOURS, WholeText, button_layout, esc, shared_style
+
+if TYPE_CHECKING:
+    from IPython.display import DisplayHandle
 
 __all__ = ["PLAIN_CARDS", "VISIBLE_CARDS", "CardBox"]
 
@@ -27,7 +30,7 @@ VISIBLE_CARDS = 12
 button that shows the next ones), so a fan-out of hundreds keeps the page small."""
 
 
-class CardBox(WholeText, w.VBox):  # type: ignore[misc]
+class CardBox(WholeText, w.VBox):
     """The cards started by one run of a cell: the first `VISIBLE_CARDS` as cards, the rest
     as one summary row (counts by status) until shown."""
 
@@ -40,7 +43,7 @@ class CardBox(WholeText, w.VBox):  # type: ignore[misc]
     ) -> None:
         # every initial value in the widget's comm_open: no update message at creation
         super().__init__(children=children, _dom_classes=["forkagent-cards", *classes])
-        self.handle: Any = None  # its display, updated with the cards' text as they end
+        self.handle: DisplayHandle | None = None  # its display, updated with the cards' text
         self.visible = visible
         self.shown: list[TaskCard] = []
         self.hidden: list[Task] = []  # collapsed into the summary row, in launch order
@@ -95,7 +98,7 @@ class CardBox(WholeText, w.VBox):  # type: ignore[misc]
                 self.more.on_click(lambda _b: self.on_more(self) if self.on_more else None)
                 self.row = w.VBox([self.summary, self.more], _dom_classes=["forkagent-cards-more"])
             rows.append(self.row)
-        current: tuple[w.Widget, ...] = tuple(self.children)  # type: ignore[has-type]
+        current: tuple[w.Widget, ...] = tuple(self.children)
         if current == tuple(rows):
             return False
         self.children = tuple(rows)

@@ -271,6 +271,7 @@ class CardHub:
         """Update a container's display with its cards' text. In a headless run, once all its
         cards have ended, the display keeps only the text and HTML: an HTML export draws a
         saved widget view and nothing else, and there no script may run to draw it."""
+        assert box.handle is not None  # only a displayed box is retexted (`_retext`)
         if self.headless() and all(task.done for task in box.tasks()):
             box.handle.update(box.text_bundle(), raw=True)
         else:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
@@ -24,6 +24,9 @@ from ..render.task_line import (
 )
 from .approval_prompt import ApprovalPrompt
 from .widget_parts import STATUS_COLOURS, WholeText, button_layout, esc, shared_style
+
+if TYPE_CHECKING:
+    from traitlets.utils.bunch import Bunch
 
 __all__ = ["CARD_OUTPUT_CHARS", "TaskCard", "card_text", "notebook_output"]
 
@@ -75,7 +78,7 @@ def _head_lines(text: str, indent: str = "    ") -> str:
     return "".join(f"\n{indent}{line[:160]}" for line in head)
 
 
-class TaskCard(WholeText, w.VBox):  # type: ignore[misc]
+class TaskCard(WholeText, w.VBox):
     """The live view of one worker: one HTML line with status, activity and result, a Stop
     button, approvals when asked, and the transcript, filled when it is opened."""
 
@@ -266,7 +269,7 @@ class TaskCard(WholeText, w.VBox):  # type: ignore[misc]
             self._earlier = (key, html)
         return self._earlier[1]
 
-    def _on_open(self, change: dict[str, Any]) -> None:
+    def _on_open(self, change: Bunch) -> None:
         if change.get("new") == 0:
             self.fill_transcript()
 

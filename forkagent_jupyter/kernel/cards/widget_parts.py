@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import html
-from typing import Any
 
 import ipywidgets as w
 from ipywidgets.widgets.widget_string import HTMLStyle
@@ -35,8 +34,8 @@ class WholeText:
     card's text is what a frontend without widgets (a saved notebook on GitHub, nbconvert, a
     terminal) reads, so the bundle carries the same facts whole, as text and as HTML."""
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        data = super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]
+    def _repr_mimebundle_(self, **kwargs: object) -> dict[str, object] | None:
+        data: dict[str, object] | None = super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]
         if isinstance(data, dict):
             data.update(self.text_bundle())
         return data

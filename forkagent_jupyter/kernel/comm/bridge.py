@@ -17,9 +17,10 @@ comm does not keep the kernel from answering.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .door import Door, malformed_line
 from .protocol import (
@@ -38,6 +39,9 @@ from .protocol import (
 )
 from .tally import Tally
 
+if TYPE_CHECKING:
+    from comm.base_comm import BaseComm, CommManager
+
 __all__ = ["TARGET", "VERSION", "Bridge"]
 
 log = logging.getLogger(__name__)
@@ -54,12 +58,12 @@ class Bridge:
 
     def __init__(self, kernel: Any) -> None:
         self.kernel = kernel
-        self.comms: dict[str, Any] = {}
+        self.comms: dict[str, BaseComm] = {}
         self.on_approve: Callable[[Approve], None] | None = None
         self.on_stop: Callable[[Stop], None] | None = None
         self.hello: Hello | None = None
         """The latest frontend's comm_open data (None: none, or not a valid `Hello`)."""
-        self.loop: Any = None
+        self.loop: asyncio.AbstractEventLoop | None = None
         self.snapshot: Callable[[], State] | None = None
         """What a newly connected frontend is told at once (tasks, pending approvals)."""
         self.tally = Tally(lambda: self.log)
@@ -74,12 +78,10 @@ class Bridge:
         return found if isinstance(found, logging.Logger) else log
 
     @property
-    def manager(self) -> Any:
+    def manager(self) -> CommManager | None:
         return getattr(self.kernel, "comm_manager", None)
 
     def register(self) -> None:
-        import asyncio
-
         try:
             self.loop = asyncio.get_event_loop()
         except RuntimeError:
@@ -108,7 +110,7 @@ class Bridge:
     def connected(self) -> bool:
         return bool(self.comms)
 
-    def _on_open(self, comm: Any, open_msg: dict[str, Any]) -> None:
+    def _on_open(self, comm: BaseComm, open_msg: dict[str, object]) -> None:
         self.comms[comm.comm_id] = comm
         self._ids = frozenset(self.comms)
         # Trust the frontend's subshell for replies on this comm, so an approval sent during
@@ -116,7 +118,7 @@ class Bridge:
         if hasattr(comm, "_reply_subshell_for"):
             comm._reply_subshell_for = lambda _data, default: default
 
-        def closed(_msg: dict[str, Any]) -> None:
+        def closed(_msg: dict[str, object]) -> None:
             self.comms.pop(comm.comm_id, None)
             self._ids = frozenset(self.comms)
 
@@ -141,7 +143,7 @@ class Bridge:
         }
         comm.send(jsonable(welcome))
 
-    def _on_msg(self, msg: dict[str, Any]) -> None:
+    def _on_msg(self, msg: dict[str, object]) -> None:
         data = _data(msg)
         message = inbound_or_none(data)
         if message is None:  # without a door, or sent before its comm was open there

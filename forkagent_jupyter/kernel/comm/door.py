@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .protocol import inbound_or_none, parse_inbound
 from .tally import Tally
+
+if TYPE_CHECKING:
+    from zmq.eventloop.zmqstream import ZMQStream
 
 __all__ = ["BURST", "RATE", "Door"]
 
@@ -75,8 +78,8 @@ class Door:
         self._comm_ids = comm_ids
         self._tally = tally
         self._buckets: dict[str, _Bucket] = {}
-        self._stream: Any = None
-        self._inner: Callable[[list[Any]], Any] | None = None
+        self._stream: ZMQStream | None = None
+        self._inner: Callable[[list[object]], object] | None = None
         self._copy = False
         self._removed = False
 
@@ -104,13 +107,13 @@ class Door:
         if stream is not None and inner is not None and not stream.closed():
             stream.io_loop.add_callback(stream.on_recv, inner, self._copy)
 
-    def _on_recv(self, msg: list[Any]) -> Any:
+    def _on_recv(self, msg: list[object]) -> object:
         assert self._inner is not None
         if self._removed or self._admits(msg):
             return self._inner(msg)
         return None
 
-    def _admits(self, msg: list[Any]) -> bool:
+    def _admits(self, msg: list[object]) -> bool:
         """Whether `msg` passes: anything but a comm message to one of our comms does (a
         message the door cannot read too: ipykernel says what is wrong with it)."""
         ours = self._comm_ids()

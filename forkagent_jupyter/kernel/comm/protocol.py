@@ -226,9 +226,12 @@ Outbound = Welcome | TasksMessage | ApprovalMessage | ApprovalDone | InsertCellM
 """What the kernel sends on the comm."""
 
 
-def jsonable(data: Outbound | NotificationBundle | DigestBundle) -> object:
-    """`data` as plain JSON data (its snapshots as objects), for a comm or a display."""
-    return to_jsonable_python(data)
+def jsonable(data: Outbound | NotificationBundle | DigestBundle) -> dict[str, object]:
+    """`data` as plain JSON data (its snapshots as objects), for a comm or a display: a dict,
+    as each of these is."""
+    found = to_jsonable_python(data)
+    assert isinstance(found, dict)
+    return found
 
 
 # -- frontend to kernel ---------------------------------------------------------------------

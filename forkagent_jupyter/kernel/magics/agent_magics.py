@@ -13,11 +13,12 @@ declare (`parse_line`); the prose of `%fork` and `%send` is kept as written.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import re
-from argparse import Namespace
+from argparse import Action, ArgumentParser, Namespace
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, Protocol, TypeVar
 
 from IPython.core.error import UsageError
 from IPython.core.magic import (
@@ -28,6 +29,9 @@ from IPython.core.magic import (
     no_var_expand,
 )
 from IPython.core.magic_arguments import argument, magic_arguments
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 __all__ = [
     "AgentMagics",
@@ -56,13 +60,23 @@ class HelpShown(Exception):  # noqa: N818 (not an error: the help was shown)
     """Raised by `parse_line` after printing a magic's help; the magic then returns."""
 
 
-def _shows_help(magic: Callable[..., Any]) -> Callable[..., Any]:
+_P = ParamSpec("_P")
+_S = TypeVar("_S")
+_R = TypeVar("_R")
+
+Started = asyncio.Task[None] | None
+"""What a magic returns: the handle of the work it started in the background, or None."""
+
+
+def _shows_help(
+    magic: Callable[Concatenate[_S, _P], _R],
+) -> Callable[Concatenate[_S, _P], _R | None]:
     """A magic that returns quietly once `parse_line` has shown its help."""
 
     @functools.wraps(magic)
-    def run(self: Any, *args: Any) -> Any:
+    def run(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R | None:
         try:
-            return magic(self, *args)
+            return magic(self, *args, **kwargs)
         except HelpShown:
             return None
 
@@ -98,7 +112,18 @@ LINE_LIMIT = 300
 """The longest a magic's refusal gets: a line pasted 20,000 characters long is not echoed."""
 
 
-def parse_line(magic: Any, line: str, name: str, text: str | None = None) -> Namespace:
+def parser_of(magic: Callable[..., object]) -> ArgumentParser:
+    """The parser a magic's `@magic_arguments` declaration built (IPython keeps it on the
+    function, as its `parser` attribute)."""
+    parser = getattr(magic, "parser", None)
+    if not isinstance(parser, ArgumentParser):
+        raise TypeError(f"{magic!r} declares no @magic_arguments")
+    return parser
+
+
+def parse_line(
+    magic: Callable[..., object], line: str, name: str, text: str | None = None
+) -> Namespace:
     """`_parse_line`, each refusal cut to `LINE_LIMIT` characters."""
     try:
         return _parse_line(magic, line, name, text)
@@ -109,7 +134,9 @@ def parse_line(magic: Any, line: str, name: str, text: str | None = None) -> Nam
         raise UsageError(said[: LINE_LIMIT - 3] + "...") from None
 
 
-def _parse_line(magic: Any, line: str, name: str, text: str | None = None) -> Namespace:
+def _parse_line(
+    magic: Callable[..., object], line: str, name: str, text: str | None = None
+) -> Namespace:
     """`line` parsed by the parser the magic declares with `@magic_arguments`: the one parser of
     every magic (options, values, help all come from the declaration).
 
@@ -118,14 +145,14 @@ def _parse_line(magic: Any, line: str, name: str, text: str | None = None) -> Na
     magic's options must then come first, and the positionals declared before `text` take one
     word each. Without `text`, the line is split into words. Any problem is one UsageError
     line starting with `name`."""
-    parser = magic.parser
+    parser = parser_of(magic)
     options = parser._option_string_actions  # the declared options (argparse keeps them here)
     if line.strip() in HELP_WORDS:
         shown = parser.format_help().replace("::\n\n", "", 1).strip()
         print(re.sub(r"^\S+", lambda _: name, shown, count=1))  # `%%agent`, not `%agent`
         raise HelpShown(name)
 
-    def known(word: str) -> Any:
+    def known(word: str) -> Action:
         option = word.partition("=")[0]
         action = options.get(option)
         if action is None:
@@ -239,32 +266,32 @@ class MagicsHost(Protocol):
     """What the magics call (`extension.KernelAgent`): each returns at once; awaitable work
     is started in the background (`start_*`) and its handle returned."""
 
-    def start_cell(self, opts: Namespace, body: str) -> Any: ...
-    def fork(self, directive: str, name: str | None, shared: bool, turns: int | None) -> Any: ...
-    def fork_batch(self, template: str, opts: dict[str, Any]) -> Any: ...
-    def send(self, to: str, message: str) -> Any: ...
-    def stop(self, key: str | None) -> Any: ...
-    def background(self, key: str) -> Any: ...
-    def tasks_table(self, ids: list[str]) -> Any: ...
-    def start_wait(self, ids: list[str]) -> Any: ...
-    def start_pull(self, args: list[str], trust: bool = False) -> Any: ...
-    def start_memory(self, ids: list[str]) -> Any: ...
-    def start_timeline(self, ids: list[str]) -> Any: ...
-    def start_compact(self, args: str) -> Any: ...
-    def start_replay(self, keys: list[str]) -> Any: ...
-    def start_permissions(self) -> Any: ...
-    def start_mcp(self, approve: str | None = None) -> Any: ...
-    def start_hooks(self, approve: bool) -> Any: ...
-    def start_commands(self) -> Any: ...
-    def start_trust(self, record: bool) -> Any: ...
+    def start_cell(self, opts: Namespace, body: str) -> asyncio.Task[None]: ...
+    def fork(self, directive: str, name: str | None, shared: bool, turns: int | None) -> None: ...
+    def fork_batch(self, template: str, opts: dict[str, str | int | bool]) -> None: ...
+    def send(self, to: str, message: str) -> Started: ...
+    def stop(self, key: str | None) -> None: ...
+    def background(self, key: str) -> None: ...
+    def tasks_table(self, ids: list[str]) -> None: ...
+    def start_wait(self, ids: list[str]) -> asyncio.Task[None]: ...
+    def start_pull(self, args: list[str], trust: bool = False) -> asyncio.Task[None]: ...
+    def start_memory(self, ids: list[str]) -> asyncio.Task[None]: ...
+    def start_timeline(self, ids: list[str]) -> asyncio.Task[None]: ...
+    def start_compact(self, args: str) -> asyncio.Task[None]: ...
+    def start_replay(self, keys: list[str]) -> asyncio.Task[None]: ...
+    def start_permissions(self) -> asyncio.Task[None]: ...
+    def start_mcp(self, approve: str | None = None) -> asyncio.Task[None]: ...
+    def start_hooks(self, approve: bool) -> asyncio.Task[None]: ...
+    def start_commands(self) -> asyncio.Task[None]: ...
+    def start_trust(self, record: bool) -> asyncio.Task[None]: ...
 
 
 @magics_class
-class AgentMagics(Magics):  # type: ignore[misc]
+class AgentMagics(Magics):
     """%%agent and %agent, %fork, %send, %tasks, %stop, %compact, %notifications,
     %permissions, %mcp, %hooks, %commands."""
 
-    def __init__(self, shell: Any, agent: MagicsHost) -> None:
+    def __init__(self, shell: InteractiveShell, agent: MagicsHost) -> None:
         super().__init__(shell)
         self.host = agent
 
@@ -280,7 +307,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @no_var_expand  # `{name}` is ours (interpolate)
     @line_cell_magic
     @_shows_help
-    def agent(self, line: str, cell: str | None = None) -> Any:
+    def agent(self, line: str, cell: str | None = None) -> Started:
         """Talk to the agent: the cell body (or, as `%agent PROMPT`, the rest of the line) is
         your turn in the parent conversation.
 
@@ -327,7 +354,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @no_var_expand  # `{name}` is ours (interpolate); IPython's expansion is slow on long lines
     @line_cell_magic
     @_shows_help
-    def fork(self, line: str, cell: str | None = None) -> Any:
+    def fork(self, line: str, cell: str | None = None) -> Started:
         """Fork the parent conversation into a background worker; returns at once.
 
         The worker's Python runs in its own process, started from a snapshot of the kernel
@@ -337,19 +364,21 @@ class AgentMagics(Magics):  # type: ignore[misc]
         `%%fork [options]`, the directive is the cell's body, as written (several lines,
         code included).
         """
-        args = parse_line(self.fork, line, "%fork", text="directive")
+        args = parse_line(AgentMagics.fork, line, "%fork", text="directive")
         if cell is not None:
             args.directive = "\n".join(part for part in (args.directive, cell) if part.strip())
         if args.batch or args.over:
             given = {k: v for k, v in vars(args).items() if v not in (None, False)}
-            return self.host.fork_batch(args.directive, given)
+            self.host.fork_batch(args.directive, given)
+            return None
         if args.poll is not None:
             raise UsageError("%fork: --poll goes with --batch --over NAME")
         if not args.directive:
             raise UsageError("%fork: say what the worker should do, e.g. %fork profile each column")
         if args.turns is not None and args.turns < 1:
             raise UsageError(f"%fork: --turns needs a number of turns >= 1, not {args.turns}")
-        return self.host.fork(args.directive, name=args.name, shared=args.shared, turns=args.turns)
+        self.host.fork(args.directive, name=args.name, shared=args.shared, turns=args.turns)
+        return None
 
     @magic_arguments()
     @argument("to", nargs="?", help="worker id or name; team:NAME or NAME:* for a whole team")
@@ -357,7 +386,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @no_var_expand
     @line_cell_magic
     @_shows_help
-    def send(self, line: str, cell: str | None = None) -> Any:
+    def send(self, line: str, cell: str | None = None) -> Started:
         """Message a worker: queued if it is running, resumed if it has finished. As a cell,
         `%%send TO`, the message is the cell's body."""
         args = send_options(line if cell is None else f"{line.strip()}\n{cell}")
@@ -390,7 +419,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @argument("ids", nargs="*", help="task ids or names (default: all)")
     @line_magic
     @_shows_help
-    def tasks(self, line: str) -> Any:
+    def tasks(self, line: str) -> Started:
         """A table of all tasks (after a kernel restart, with the last session's workers that
         it cut off, as interrupted: `%send NAME ...` resumes one); `%tasks --wait [IDS]`
         waits for them to finish;
@@ -406,35 +435,38 @@ class AgentMagics(Magics):  # type: ignore[misc]
             return self.host.start_pull(args.ids, args.trust)
         if args.wait:
             return self.host.start_wait(args.ids)
-        return self.host.tasks_table(args.ids)
+        self.host.tasks_table(args.ids)
+        return None
 
     @magic_arguments()
     @argument("--all", action="store_true", help="stop every running task")
     @argument("id", nargs="?", help="task id or name; team:NAME shuts a whole team down")
     @line_magic
     @_shows_help
-    def stop(self, line: str) -> Any:
+    def stop(self, line: str) -> Started:
         """Stop a worker (its partial result is reported), or all of them with --all."""
-        args = parse_line(self.stop, line, "%stop")
+        args = parse_line(AgentMagics.stop, line, "%stop")
         if args.all == bool(args.id):
             raise UsageError("%stop: give a task id or name, or --all")
-        return self.host.stop(None if args.all else args.id)
+        self.host.stop(None if args.all else args.id)
+        return None
 
     @magic_arguments()
     @argument("id", help="task id or name")
     @line_magic
     @_shows_help
-    def bg(self, line: str) -> Any:
+    def bg(self, line: str) -> Started:
         """Move a named agent that the parent waits for to the background: the parent's turn
         goes on, and the agent's result comes later as a notification."""
-        args = parse_line(self.bg, line, "%bg")
-        return self.host.background(args.id)
+        args = parse_line(AgentMagics.bg, line, "%bg")
+        self.host.background(args.id)
+        return None
 
     @magic_arguments()
     @argument("--keep", type=int, help="turns to keep after the summary (default 2)")
     @line_magic
     @_shows_help
-    def compact(self, line: str) -> Any:
+    def compact(self, line: str) -> Started:
         """Compact the parent conversation now: a fork of it summarises the conversation so
         far (reading it from the prompt cache), and the history becomes that summary plus the
         last turns. Shows the tokens before and after and what the summary cost. Runs by
@@ -446,7 +478,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @argument("ids", nargs="+", help="task ids or names")
     @line_magic
     @_shows_help
-    def notifications(self, line: str) -> Any:
+    def notifications(self, line: str) -> Started:
         """Show the notifications of these tasks and the parent's answer again, from the
         transcripts on disk (no model call). Cells inserted by the JupyterLab extension run
         this when re-executed."""
@@ -455,7 +487,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @magic_arguments()
     @line_magic
     @_shows_help
-    def permissions(self, line: str) -> Any:
+    def permissions(self, line: str) -> Started:
         """List the permission rules in force (deny, ask, allow), the file or call each came
         from, the mode, the additional directories, and the rules refused with why. The
         settings files (~/.claude/settings.json, .claude/settings.json,
@@ -468,7 +500,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @argument("name", nargs="?", help="the .mcp.json server to approve")
     @line_magic
     @_shows_help
-    def mcp(self, line: str) -> Any:
+    def mcp(self, line: str) -> Started:
         """List the MCP servers (.mcp.json, ~/.claude.json, agents' own): each one's state
         (connected, failed with why, or not approved), where it was configured and its tools
         (mcp__server__tool), the servers refused and the recent failures. Starts the
@@ -480,7 +512,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @argument("approve", nargs="?", choices=["approve"], help="approve the project's hooks")
     @line_magic
     @_shows_help
-    def hooks(self, line: str) -> Any:
+    def hooks(self, line: str) -> Started:
         """List the settings files' hooks in force and the project's hooks not approved (its
         committed .claude/settings.json and its agent files: someone else's), each with its
         event, matcher, command and file. `%hooks approve` adds the commands listed as not
@@ -492,7 +524,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @argument("yes", nargs="?", choices=["yes"], help="trust this folder")
     @line_magic
     @_shows_help
-    def trust(self, line: str) -> Any:
+    def trust(self, line: str) -> Started:
         """Whether this folder (the session's work directory) is trusted, and what its own
         files grant: the allow rules, mode, additional directories and hooks of its
         .claude/settings.json and .claude/settings.local.json (and .forkagent twins), its
@@ -504,7 +536,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @magic_arguments()
     @line_magic
     @_shows_help
-    def commands(self, line: str) -> Any:
+    def commands(self, line: str) -> Started:
         """List the slash commands and skills a prompt can run as /name: each with its
         arguments, what it does, how it runs (inline, or in a fork of the conversation) and
         the file it comes from (.claude/commands, .claude/skills, yours or the project's);
@@ -552,7 +584,7 @@ def agent_line(line: str, name: str = "%%agent") -> tuple[Namespace, str]:
     continue in the body); other words there are refused as before."""
     if line.strip() in HELP_WORDS:
         return parse_line(AgentMagics.agent, line, name), ""
-    options = AgentMagics.agent.parser._option_string_actions
+    options = parser_of(AgentMagics.agent)._option_string_actions
     words: list[str] = []
     rest = line.strip()
     while rest.startswith("--"):

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from argparse import Namespace
-from typing import Any
 
 from IPython.core.error import UsageError
 
@@ -65,7 +65,7 @@ class TurnActions(AgentCore):
             self.session.model = model
             self.session.thinking = thinking
 
-    def start_cell(self, opts: Namespace, body: str) -> Any:
+    def start_cell(self, opts: Namespace, body: str) -> asyncio.Task[None]:
         """`%%agent` without an await (run_cell_magic from code): run in the background."""
         return self._spawn(self.run_turn(opts, body))
 
@@ -80,5 +80,5 @@ class TurnActions(AgentCore):
                 event = await self.session.compact(keep)
         self.ui.show_compaction(event)
 
-    def start_compact(self, args: str) -> Any:
+    def start_compact(self, args: str) -> asyncio.Task[None]:
         return self._start(self.compact(args))

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 from IPython.display import display
@@ -21,6 +21,9 @@ from .agent_magics import (
     tasks_options,
     trust_options,
 )
+
+if TYPE_CHECKING:
+    from ..views.timeline_view import TimelineView
 
 __all__ = ["TaskViews"]
 
@@ -89,7 +92,7 @@ class TaskViews(AgentCore):
         shown = ", ".join(f"{name} ({value_summary(values[name])})" for name in names)
         print(f"pulled from {task.name or task.id}: {shown}")
 
-    def start_pull(self, args: list[str], trust: bool = False) -> Any:
+    def start_pull(self, args: list[str], trust: bool = False) -> asyncio.Task[None]:
         return self._start(self.pull(args, trust))
 
     async def show_memory(self, ids: list[str]) -> None:
@@ -120,13 +123,13 @@ class TaskViews(AgentCore):
         ]
         display(memory_bundle(kernel, rows, missing), raw=True)
 
-    def start_memory(self, ids: list[str]) -> Any:
+    def start_memory(self, ids: list[str]) -> asyncio.Task[None]:
         return self._start(self.show_memory(ids))
 
-    def start_wait(self, ids: list[str]) -> Any:
+    def start_wait(self, ids: list[str]) -> asyncio.Task[None]:
         return self._start(self.wait_tasks(ids))
 
-    async def timeline(self, ids: list[str]) -> Any:
+    async def timeline(self, ids: list[str]) -> TimelineView:
         """The fan-out of `ids` (default: this session's, else the last one run) read from
         the transcripts and drawn, both on threads (views/timeline_view.py)."""
         from ..views.timeline_view import timeline_view
@@ -141,7 +144,7 @@ class TaskViews(AgentCore):
         view = await self.timeline(ids)
         display(await shown(view, self.bridge.connected), raw=True)
 
-    def start_timeline(self, ids: list[str]) -> Any:
+    def start_timeline(self, ids: list[str]) -> asyncio.Task[None]:
         return self._start(self.show_timeline(ids))
 
     async def notifications_line(self, line: str) -> None:
@@ -151,7 +154,7 @@ class TaskViews(AgentCore):
     async def replay(self, keys: list[str]) -> None:
         await self.ui.replay(keys)
 
-    def start_replay(self, keys: list[str]) -> Any:
+    def start_replay(self, keys: list[str]) -> asyncio.Task[None]:
         return self._start(self.replay(keys))
 
     async def permissions_line(self, line: str) -> None:
@@ -164,7 +167,7 @@ class TaskViews(AgentCore):
 
         print(describe_settings(await self.session.parent.load_settings()))
 
-    def start_permissions(self) -> Any:
+    def start_permissions(self) -> asyncio.Task[None]:
         return self._start(self.show_permissions())
 
     async def mcp_line(self, line: str) -> None:
@@ -182,7 +185,7 @@ class TaskViews(AgentCore):
         await self.session.mcp.start()
         print(describe_mcp_servers(self.session.mcp))
 
-    def start_mcp(self, approve: str | None = None) -> Any:
+    def start_mcp(self, approve: str | None = None) -> asyncio.Task[None]:
         return self._start(self.show_mcp(approve))
 
     async def hooks_line(self, line: str) -> None:
@@ -205,7 +208,7 @@ class TaskViews(AgentCore):
             )
         print(said)
 
-    def start_hooks(self, approve: bool) -> Any:
+    def start_hooks(self, approve: bool) -> asyncio.Task[None]:
         return self._start(self.show_hooks(approve))
 
     async def commands_line(self, line: str) -> None:
@@ -219,7 +222,7 @@ class TaskViews(AgentCore):
 
         print(describe_commands(await self.session.commands()))
 
-    def start_commands(self) -> Any:
+    def start_commands(self) -> asyncio.Task[None]:
         return self._start(self.show_commands())
 
     async def trust_line(self, line: str) -> None:
@@ -231,7 +234,7 @@ class TaskViews(AgentCore):
             said = await (self.session.trust() if record else self.session.trust_report())
         print(said)
 
-    def start_trust(self, record: bool) -> Any:
+    def start_trust(self, record: bool) -> asyncio.Task[None]:
         return self._start(self.show_trust(record))
 
     def tasks_table(self, ids: list[str]) -> None:

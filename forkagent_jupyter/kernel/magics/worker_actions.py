@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
-from typing import Any
 
 from IPython.core.error import UsageError
 
@@ -25,7 +25,7 @@ class WorkerActions(AgentCore):
         name: str | None = None,
         shared: bool = False,
         turns: int | None = None,
-    ) -> Any:
+    ) -> None:
         directive = interpolate(directive, self.shell.user_ns)
         self._within_budget("%fork", "The fork was")
         with said_as("%fork"):
@@ -34,8 +34,9 @@ class WorkerActions(AgentCore):
             )
         # its card is shown by the session's task event (ui.KernelUI._on_task), once
 
-    def fork_batch(self, template: str, opts: dict[str, Any]) -> None:
-        """`%fork --batch --over NAME "... {item} ..."` (see views/batch_view.py)."""
+    def fork_batch(self, template: str, opts: dict[str, str | int | bool]) -> None:
+        """`%fork --batch --over NAME "... {item} ..."` (see views/batch_view.py); `opts`: the
+        options given on the line, as argparse read them."""
         from ..views.batch_view import start_batch
 
         if not (opts.get("batch") and opts.get("over")):
@@ -53,7 +54,7 @@ class WorkerActions(AgentCore):
             self.shell.user_ns,
             template,
             str(opts["over"]),
-            opts.get("name"),
+            name if isinstance(name := opts.get("name"), str) else None,
             poll,
             check_budget=lambda: self._within_budget("%fork", "The fan-out was"),
             spawn=self._spawn,
@@ -74,7 +75,7 @@ class WorkerActions(AgentCore):
             reply = await self.session.send(to, text)
         self.ui.show_card(self.session.task(to), note=reply)
 
-    def send(self, to: str, message: str) -> Any:
+    def send(self, to: str, message: str) -> asyncio.Task[None] | None:
         """`%send` where no await is possible: at once to an agent this session holds; one to
         resume from disk is resumed in the background (its handle returned)."""
         text = interpolate(message, self.shell.user_ns)

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 __all__ = ["SafeMarkdown", "code_span", "fenced", "markdown_bundle", "markdown_html"]
 
 
 @functools.cache
-def _parser() -> Any:
+def _parser() -> MarkdownIt:
     from markdown_it import MarkdownIt
 
     return MarkdownIt("commonmark", {"html": False, "breaks": True}).enable("table")
@@ -66,5 +69,5 @@ class SafeMarkdown:
         self.footer_html = footer_html
         self.footer_text = footer_text
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         return markdown_bundle(self.text, self.footer_html, self.footer_text)

@@ -122,7 +122,7 @@ def start_batch(
     poll_interval: float,
     *,
     check_budget: Callable[[], None],
-    spawn: Callable[[Coroutine[Any, Any, None]], object],
+    spawn: Callable[[Coroutine[object, object, None]], object],
 ) -> BatchCard:
     """Fan out over `namespace[over]` in the background (`check_budget` first, then `spawn`
     runs the launch); returns the card at once."""

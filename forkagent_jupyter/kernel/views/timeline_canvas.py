@@ -19,7 +19,10 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["canvas_bundle", "interactive"]
 
@@ -133,22 +136,22 @@ def _canvas_class() -> type:
         def _header_visible(self) -> bool:
             return False
 
-        def _handle_message(self, object: Any, content: Any, buffers: Any) -> None:
+        def _handle_message(self, object: object, content: object, buffers: object) -> None:
             handle = super()._handle_message
             _worker.put(lambda: handle(object, content, buffers))
 
     return TimelineCanvas
 
 
-def canvas_bundle(figure: Any, text: str) -> dict[str, Any]:
+def canvas_bundle(figure: Figure, text: str) -> dict[str, object]:
     """Blocking (run it on a thread): an ipympl canvas for `figure` and the bundle that shows
     it - the widget view, with the PNG and `text` for frontends without widgets. Made on the
     worker thread, before any message of its frontend is handled there."""
     return _worker.call(lambda: _made(figure, text))
 
 
-def _made(figure: Any, text: str) -> dict[str, Any]:
-    from ipympl.backend_nbagg import FigureManager  # type: ignore[import-untyped]
+def _made(figure: Figure, text: str) -> dict[str, object]:
+    from ipympl.backend_nbagg import FigureManager
 
     width, height = figure.get_size_inches()
     figure.set_size_inches(min(width, CANVAS_WIDTH), height)  # a canvas is not scaled to fit

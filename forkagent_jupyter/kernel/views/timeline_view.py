@@ -18,6 +18,8 @@ from IPython.core.error import UsageError
 from ..said import said_as
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from ...runtime import Session, Timeline
 
 __all__ = ["TimelineView", "shown", "timeline_view"]
@@ -29,12 +31,12 @@ class TimelineView(NamedTuple):
     """`figure, rows = await api.timeline()`: the matplotlib Figure and a pandas DataFrame of
     its rows (one per bar; times in seconds since `rows.attrs["t0"]`)."""
 
-    figure: Any
-    rows: Any
+    figure: Figure
+    rows: Any  # a pandas DataFrame (pandas has no types)
     timeline: Timeline
     png: bytes
 
-    def bundle(self) -> dict[str, Any]:
+    def bundle(self) -> dict[str, object]:
         from ...runtime import describe_timeline
 
         return {"image/png": self.png, "text/plain": describe_timeline(self.timeline)}
@@ -48,7 +50,7 @@ class TimelineView(NamedTuple):
         return describe_timeline(self.timeline)
 
 
-def _drawn(timeline: Timeline) -> tuple[Any, Any, bytes]:
+def _drawn(timeline: Timeline) -> tuple[Figure, Any, bytes]:
     from ...runtime import draw_timeline, timeline_png
 
     figure = draw_timeline(timeline)
@@ -79,7 +81,7 @@ async def timeline_view(session: Session, ids: list[str]) -> TimelineView:
     return TimelineView(figure, rows, timeline, image)
 
 
-async def shown(view: TimelineView, frontend_connected: bool) -> dict[str, Any]:
+async def shown(view: TimelineView, frontend_connected: bool) -> dict[str, object]:
     """What `%tasks --timeline` displays: an ipympl canvas where one can be shown (see
     `timeline_canvas.interactive`), made on a thread; else the PNG."""
     from .timeline_canvas import canvas_bundle, interactive
@@ -108,7 +110,7 @@ def _show_figures_as_png() -> None:
         formatter.for_type(Figure, _figure_png)
 
 
-def _figure_png(figure: Any) -> bytes:
+def _figure_png(figure: Figure) -> bytes:
     """A timeline figure's PNG as drawn (on a thread), or another figure rendered now."""
     from ...runtime import timeline_png
 
