@@ -32,7 +32,7 @@ from .comm.protocol import ANSWERS
 from .said import said_as
 
 if TYPE_CHECKING:
-    from ..runtime import Session
+    from ..runtime import DaskClient, Session
     from .cards.approval_prompt import ApprovalPrompt
     from .extension import KernelAgent
     from .views.timeline_view import TimelineView
@@ -216,7 +216,7 @@ def notifications() -> Notifications:
     )
 
 
-def use_dask(client: object) -> None:
+def use_dask(client: DaskClient) -> None:
     """Run isolated workers' code on the cluster of this `distributed.Client` from the next
     worker on (`%config ForkAgent.executor = "local"` goes back to local processes)."""
     found = agent()

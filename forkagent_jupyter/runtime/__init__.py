@@ -64,6 +64,7 @@ if TYPE_CHECKING:
         rollups_supported,
     )
     from .executors.sandbox import guard_kernel
+    from .executors.shipping import DaskClient
     from .history import Block, Message
     from .mcp.servers import describe as describe_mcp_servers
     from .model.backends import mark_offline_announced
@@ -136,6 +137,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     # the conversation: its messages and their content blocks
     "Message": ("history", "Message"),
     "Block": ("history", "Block"),
+    "DaskClient": ("executors.shipping", "DaskClient"),
     # what a worker's code shows (its card renders these), and what a pull can say
     "Output": ("executors", "Output"),
     "StreamText": ("executors", "StreamText"),
@@ -198,6 +200,7 @@ __all__ = [
     "ConfigError",
     "CostBudget",
     "CostReport",
+    "DaskClient",
     "Deny",
     "DenyAll",
     "Display",
