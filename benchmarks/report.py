@@ -501,4 +501,6 @@ def markdown(report: dict[str, Any]) -> str:
         broken = _failures(r)
         if broken:
             out += ["Bounds broken: " + "; ".join(broken), ""]
+        if r.get("unjudged"):
+            out += [f"Not judged: {r['unjudged']}.", ""]
     return "\n".join(out)
