@@ -11,6 +11,11 @@
   `session.py` takes the session: none imports `Session`, has a parameter named `session`
   or `host` or annotated with `Session`, or declares a Protocol that stands for it (one
   whose members are all `Session`'s).
+* Parts take few collaborators. No class of `runtime/session/`, `runtime/batch/` or
+  `runtime/workers/` takes more than `MAX_PARAMETERS` constructor parameters (its
+  `__init__`'s positional and keyword-only ones, `self` aside): a part that needs more does
+  two jobs, or takes values an object it could be given already owns. A dataclass's fields
+  are a record's, not collaborators, and are not counted.
 """
 
 from __future__ import annotations
@@ -29,6 +34,10 @@ HELPERS = [
     if p != SESSION
 ]
 MAX_PASS_THROUGHS = 10
+MAX_PARAMETERS = 6
+PARTS = [
+    p for folder in ("session", "batch", "workers") for p in sorted((RUNTIME / folder).glob("*.py"))
+]
 
 
 def session_class() -> ast.ClassDef:
@@ -162,6 +171,20 @@ def takes_the_session(path: Path, members: set[str]) -> list[str]:
     return found
 
 
+def constructor_parameters(tree: ast.Module) -> dict[str, int]:
+    """Each class's `__init__` parameters (positional and keyword-only, `self` aside), by
+    class name; classes without their own `__init__` are left out."""
+    counts: dict[str, int] = {}
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for node in cls.body:
+            if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+                a = node.args
+                counts[cls.name] = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) - 1
+    return counts
+
+
 def test_session_has_few_pass_throughs() -> None:
     found = pass_throughs()
     assert len(found) <= MAX_PASS_THROUGHS, f"{len(found)} pass-throughs: {', '.join(found)}"
@@ -216,3 +239,31 @@ class Session:
         "e": False,
         "f": False,
     }
+
+
+def test_parts_take_few_collaborators() -> None:
+    found = {
+        f"{p.relative_to(RUNTIME)}::{name}": count
+        for p in PARTS
+        for name, count in constructor_parameters(ast.parse(p.read_text(encoding="utf-8"))).items()
+        if count > MAX_PARAMETERS
+    }
+    assert found == {}, f"more than {MAX_PARAMETERS} constructor parameters: {found}"
+
+
+def test_the_parameter_count_sees_each_kind() -> None:
+    """The count itself, on a few shapes."""
+    source = """
+class A:
+    def __init__(self, a, b=1, /, c=2, *, d, e=3, **rest):
+        pass
+class B:
+    x: int
+class C:
+    def __init__(self):
+        pass
+    class D:
+        def __init__(self, *args, f):
+            pass
+"""
+    assert constructor_parameters(ast.parse(source)) == {"A": 5, "C": 0, "D": 1}

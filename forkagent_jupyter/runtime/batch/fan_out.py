@@ -152,10 +152,10 @@ class _BatchRecord(TypedDict, total=False):
 class Batches(Mapping[str, "BatchRun"]):
     """A session's batched fan-outs, by batch id (and by local id from the start: a batch
     has its API id only once submitted), and what they use: where batches go (`sdk`), the
-    parent's run its forks start from and the workers that run them, the registry and queue
-    of their tasks and notifications, where batches are recorded (`store`), the pacer of the
-    cache pre-warm (`rate_limits`) and where its cost is charged (`charge_parent`: the
-    parent conversation's)."""
+    parent's run its forks start from and the workers that run them (with the registry and
+    queue of their tasks and notifications, and the store batches are recorded in), the
+    pacer of the cache pre-warm (`rate_limits`) and where its cost is charged
+    (`charge_parent`: the parent conversation's)."""
 
     def __init__(
         self,
@@ -163,21 +163,23 @@ class Batches(Mapping[str, "BatchRun"]):
         sdk: BatchSdk,
         main: AgentRun,
         workers: Workers,
-        registry: TaskRegistry,
-        queue: CommandQueue,
-        store: TranscriptStore | None,
         rate_limits: RateLimits,
         charge_parent: Callable[[float], None],
     ) -> None:
         self.sdk = sdk
         self.main = main
         self.workers = workers
-        self.registry = registry
-        self.queue = queue
-        self.store = store
         self.rate_limits = rate_limits
         self.charge_parent = charge_parent
         self._runs: dict[str, BatchRun] = {}
+
+    @property
+    def registry(self) -> TaskRegistry:
+        return self.workers.registry
+
+    @property
+    def store(self) -> TranscriptStore | None:
+        return self.workers.store
 
     def __getitem__(self, key: str) -> BatchRun:
         return self._runs[key]
@@ -198,7 +200,7 @@ class Batches(Mapping[str, "BatchRun"]):
             [],
             workers=self.workers,
             registry=self.registry,
-            queue=self.queue,
+            queue=self.workers.queue,
             store=self.store,
             rate_limits=self.rate_limits,
             charge_parent=self.charge_parent,

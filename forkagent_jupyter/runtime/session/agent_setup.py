@@ -34,9 +34,10 @@ from ..workers.agent_tools import agent_tools
 from ..workers.configs import fork_config, named_config
 from ..workers.workers import AgentRun
 from .options import SessionOptions
+from .place import Place
 from .prompts import default_system_prompt
 
-__all__ = ["AgentContexts", "WebUsage", "parent_tools"]
+__all__ = ["AgentContexts", "ToolContexts", "WebUsage", "parent_tools"]
 
 WebUsage = Callable[[str, Usage, float], None]
 """Where a WebSearch or WebFetch request's usage and cost are charged: (agent id, ...)."""
@@ -66,48 +67,28 @@ def parent_tools(o: SessionOptions) -> tuple[ToolSet, ToolSet, PermissionGate]:
     return tools, named_tools, gate
 
 
-class AgentContexts:
-    """Builds the tool contexts and configs of one session's agents. It keeps what they are
-    made of that a parent turn replaces: the parent's `tools` (the MCP tools joined) and the
-    settings files' `hooks` (read again); with them, the tools only a named agent whose file
-    names them gets (`named_tools`) and the permission `gate` over both."""
+class ToolContexts:
+    """Makes each agent's `ToolContext` and its own `ToolServices`: the session's services
+    with the agent's Python runner (from the compute plane), its web access and the MCP
+    servers."""
 
     def __init__(
         self,
         *,
-        settings: Callable[[], SessionOptions],
-        model: Callable[[], ModelClient],
         workdir: Path,
-        session_id: str,
         compute: ComputePlane,
         services: ToolServices,
         mcp: McpServers,
-        stream_retry: StreamRetry,
-        compaction: CompactPolicy,
-        web_usage: WebUsage,
+        web: Callable[[], WebAccess],
     ) -> None:
-        self.settings = settings
-        """The session's options as they stand (changed live by `configure`)."""
-        self.model = model
-        """The model client of the session's agents as it stands: paced and budgeted."""
         self.workdir = workdir
         self.compute = compute
         self.base_services = services
         """The session's services; each agent gets a copy with its own runner and web."""
         self.mcp = mcp
-        self.stream_retry = stream_retry
-        self.compaction = compaction
-        self.web_usage = web_usage
-        o = settings()
-        self.tools, self.named_tools, self.gate = parent_tools(o)
-        self.hooks = Hooks([], workdir=workdir, session_id=session_id)
-        """The settings files' hooks (config/hooks.py), read again at each parent turn."""
-        self.default_prompt = default_system_prompt(workdir)
-        """The parent's system prompt when the options give none."""
-
-    @property
-    def system_prompt(self) -> str:
-        return self.settings().system_prompt or self.default_prompt
+        self.web = web
+        """How WebSearch and WebFetch reach the model as the session stands (their own
+        requests, paced and budgeted like every other; their cost is the calling agent's)."""
 
     def context(self, agent_id: str, workdir: Path | None = None) -> ToolContext:
         return ToolContext(
@@ -123,23 +104,49 @@ class AgentContexts:
 
     def services(self, runner: CodeRunner) -> ToolServices:
         """One agent's own services: the session's, with `runner` for its Python code."""
-        return replace(
-            self.base_services,
-            python_runner=runner,
-            web=self.web_access(),
-            mcp=self.mcp,
-        )
+        return replace(self.base_services, python_runner=runner, web=self.web(), mcp=self.mcp)
 
-    def web_access(self) -> WebAccess:
-        """How WebSearch and WebFetch reach the model (their own requests, paced and
-        budgeted like every other; their cost is the calling agent's)."""
-        return WebAccess(self.model(), self.settings().model, self.web_usage)
+
+class AgentContexts:
+    """Builds the configs of one session's agents. It keeps what they are made of that a
+    parent turn replaces: the parent's `tools` (the MCP tools joined) and the settings
+    files' `hooks` (read again); with them, the tools only a named agent whose file names
+    them gets (`named_tools`) and the permission `gate` over both. The retry and compaction
+    policies are the session's, shared by every agent's config (changed live)."""
+
+    def __init__(
+        self,
+        *,
+        settings: Callable[[], SessionOptions],
+        model: Callable[[], ModelClient],
+        tool_contexts: ToolContexts,
+        place: Place,
+        stream_retry: StreamRetry,
+        compaction: CompactPolicy,
+    ) -> None:
+        self.settings = settings
+        """The session's options as they stand (changed live by `configure`)."""
+        self.model = model
+        """The model client of the session's agents as it stands: paced and budgeted."""
+        self.tool_contexts = tool_contexts
+        self.stream_retry = stream_retry
+        self.compaction = compaction
+        o = settings()
+        self.tools, self.named_tools, self.gate = parent_tools(o)
+        self.hooks = Hooks([], workdir=place.workdir, session_id=place.session_id)
+        """The settings files' hooks (config/hooks.py), read again at each parent turn."""
+        self.default_prompt = default_system_prompt(place.workdir)
+        """The parent's system prompt when the options give none."""
+
+    @property
+    def system_prompt(self) -> str:
+        return self.settings().system_prompt or self.default_prompt
 
     def parent_config(self, main: AgentRun | None = None) -> AgentConfig:
         """The parent's config as the session's settings stand now (`main`: the parent's
         run, which its tools act for; none while it is being made)."""
         o = self.settings()
-        ctx = self.context("main")
+        ctx = self.tool_contexts.context("main")
         config = AgentConfig(
             client=self.model(),
             model=o.model,
@@ -164,7 +171,9 @@ class AgentContexts:
     ) -> AgentConfig:
         """A fork's config (`agent_configs.fork_config`): its code runs in a snapshot of the
         namespace taken now (or, `shared`, in the namespace)."""
-        return fork_config(parent.config, agent_id, self.worker_services(agent_id, namespace))
+        return fork_config(
+            parent.config, agent_id, self.tool_contexts.worker_services(agent_id, namespace)
+        )
 
     def named_config(
         self, parent: AgentRun, definition: AgentDefinition, agent_id: str, model: str | None
@@ -177,8 +186,8 @@ class AgentContexts:
             model,
             tools=self.tools,
             named_tools=self.named_tools,
-            own=self.mcp.agent_tools(agent_id, taken=self.tools.names()),
-            services=self.worker_services(agent_id, definition.namespace),
+            own=self.tool_contexts.mcp.agent_tools(agent_id, taken=self.tools.names()),
+            services=self.tool_contexts.worker_services(agent_id, definition.namespace),
             system_prompt=self.system_prompt,
             max_turns=o.max_turns,
             max_tokens=o.max_tokens,

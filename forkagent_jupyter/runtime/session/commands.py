@@ -61,9 +61,11 @@ from ..tasks.registry import Task
 from ..workers.workers import AgentRun, Workers
 
 if TYPE_CHECKING:
-    from .parent_turns import ParentTurns
+    from .agent_setup import AgentContexts
+    from .place import Place
+    from .turn_setup import TurnSetup
 
-__all__ = ["Invocation", "Prepared", "find_invocation", "prepare_command", "run_fork_command"]
+__all__ = ["Invocation", "Prepared", "PromptCommands", "find_invocation"]
 
 CLAUDE_CODE_BUILT_INS = {
     "compact": "%compact (or Session.compact())",
@@ -228,22 +230,6 @@ class Prepared:
         return adjusted(config, self.invocation.command, self.limit)
 
 
-async def prepare_command(
-    turns: ParentTurns, invocation: Invocation, events: list[LoopEvent]
-) -> Prepared:
-    """The settings files read, the command's text expanded and its shell lines run (their
-    calls' events added to `events`); a UsageError stops it."""
-    await turns.load_settings()
-    config = turns.contexts.parent_config(turns.main)
-    command = invocation.command
-    text = command.expand(invocation.args, turns.session_id)
-    text = await shell_expanded(config, invocation, text, turns.main.history, events)
-    limit = command_limit(command, config.tools.names())
-    if limit is not None:
-        text += "\n\n" + limit.told()
-    return Prepared(invocation, text, limit)
-
-
 async def _wait(workers: Workers, run: AgentRun, task: Task) -> bool:
     """Wait for a command's agent while the caller waits (True: it ended; False: the person
     moved it to the background, its result coming as a notification). Interrupted, it is
@@ -271,83 +257,121 @@ async def _wait(workers: Workers, run: AgentRun, task: Task) -> bool:
     return True
 
 
-async def _start(turns: ParentTurns, prepared: Prepared, text: str) -> tuple[Task, str]:
-    """Start the command's agent (the fork, or its named agent) on `text`; the task and a
-    note for the person ("" when none)."""
-    invocation, limit = prepared.invocation, prepared.limit
-    command = invocation.command
-    workers = turns.workers
-    if command.agent is not None:
-        agents = (await workers.scan()).agents
-        definition = agents.get(command.agent)
-        if definition is not None:
-            run = workers.named(
-                turns.main, definition, text, description=invocation.typed, model=command.model
+class PromptCommands:
+    """The parent's slash commands: which one a prompt invokes, a command made ready (the
+    settings files read again first, `setup`), and a `context: fork` command run by the
+    workers from the parent's run (`main`)."""
+
+    def __init__(
+        self,
+        *,
+        place: Place,
+        setup: TurnSetup,
+        contexts: AgentContexts,
+        main: AgentRun,
+        workers: Workers,
+    ) -> None:
+        self.place = place
+        self.setup = setup
+        self.contexts = contexts
+        self.main = main
+        self.workers = workers
+
+    async def find(self, prompt: str) -> Invocation | None:
+        """The command `prompt` invokes (None: an ordinary prompt), the files read on a
+        thread; an unknown command is a UsageError."""
+        place = self.place
+        return await asyncio.to_thread(find_invocation, prompt, place.workdir, place.home)
+
+    async def prepare(self, invocation: Invocation, events: list[LoopEvent]) -> Prepared:
+        """The settings files read, the command's text expanded and its shell lines run (their
+        calls' events added to `events`); a UsageError stops it."""
+        await self.setup.load_settings()
+        config = self.contexts.parent_config(self.main)
+        command = invocation.command
+        text = command.expand(invocation.args, self.place.session_id)
+        text = await shell_expanded(config, invocation, text, self.main.history, events)
+        limit = command_limit(command, config.tools.names())
+        if limit is not None:
+            text += "\n\n" + limit.told()
+        return Prepared(invocation, text, limit)
+
+    async def _start(self, prepared: Prepared, text: str) -> tuple[Task, str]:
+        """Start the command's agent (the fork, or its named agent) on `text`; the task and a
+        note for the person ("" when none)."""
+        invocation, limit = prepared.invocation, prepared.limit
+        command = invocation.command
+        workers = self.workers
+        if command.agent is not None:
+            agents = (await workers.scan()).agents
+            definition = agents.get(command.agent)
+            if definition is not None:
+                run = workers.named(
+                    self.main, definition, text, description=invocation.typed, model=command.model
+                )
+                if limit is not None:
+                    run.config = replace(run.config, gate=run.config.gate.limited(limit))
+                if command.effort is not None:
+                    run.config = replace(run.config, effort=command.effort)
+                return workers.start(run), ""
+            note = (
+                f"/{command.name} asks for the agent {command.agent!r}, which is not defined here "
+                "(.claude/agents); it runs in a fork of the conversation.\n\n"
             )
-            if limit is not None:
-                run.config = replace(run.config, gate=run.config.gate.limited(limit))
-            if command.effort is not None:
-                run.config = replace(run.config, effort=command.effort)
-            return workers.start(run), ""
-        note = (
-            f"/{command.name} asks for the agent {command.agent!r}, which is not defined here "
-            "(.claude/agents); it runs in a fork of the conversation.\n\n"
+        else:
+            note = ""
+        task = workers.fork(
+            self.main,
+            text,
+            description=invocation.typed,
+            limit=limit,
+            model=resolve_model(command.model, self.main.config.model),
+            effort=command.effort,
         )
-    else:
-        note = ""
-    task = workers.fork(
-        turns.main,
-        text,
-        description=invocation.typed,
-        limit=limit,
-        model=resolve_model(command.model, turns.main.config.model),
-        effort=command.effort,
-    )
-    return task, note
+        return task, note
 
-
-async def run_fork_command(turns: ParentTurns, prepared: Prepared) -> AsyncIterator[LoopEvent]:
-    """A `context: fork` command, run while the caller waits (see the module doc); the
-    caller holds the parent's lock. Its events: a note (if any), the result text, a Stop.
-    The UserPromptSubmit hooks see the line as typed, as for any prompt."""
-    main = turns.main
-    invocation = prepared.invocation
-    text = prepared.text
-    hooks = turns.contexts.hooks
-    if hooks.has("UserPromptSubmit"):
-        hooked = await hooks.run(
-            "UserPromptSubmit", {"agent_id": "main", "prompt": invocation.typed}
-        )
-        if hooked.blocked:
-            raise UsageError(f"A UserPromptSubmit hook blocked the prompt: {hooked.reason}")
-        text = "\n\n".join([text, *hooked.context])
-    task, note = await _start(turns, prepared, text)
-    if note:
-        yield TextDelta(note)
-    run = turns.workers.runs[task.id]
-    ended = await _wait(turns.workers, run, task)
-    if not ended:
-        said = (
-            f"{invocation.typed} moved to the background (task {task.id}); its result comes "
-            "back as a notification."
-        )
-        output = f"<local-command-stdout>\n{said}\n</local-command-stdout>"
-        stop = Stop("end_turn")
-    elif task.status == "completed":
-        said = task.result or ""
-        output = f"<local-command-stdout>\n{said}\n</local-command-stdout>"
-        stop = Stop("end_turn")
-    else:
-        why = task.error or task.status
-        said = f"{invocation.typed} {task.status}: {why}"
-        if task.result:
-            said += f"\n\nIts partial result:\n{task.result}"
-        output = f"<local-command-stderr>\n{said}\n</local-command-stderr>"
-        stop = Stop("error", f"{invocation.typed} {task.status}: {why}")
-    blocks: list[Block] = [
-        {"type": "text", "text": invocation.typed},
-        {"type": "text", "text": output},
-    ]
-    main.state.append(main.history, {"role": "user", "content": blocks})
-    yield TextDelta(said)
-    yield stop
+    async def run_fork(self, prepared: Prepared) -> AsyncIterator[LoopEvent]:
+        """A `context: fork` command, run while the caller waits (see the module doc); the
+        caller holds the parent's lock. Its events: a note (if any), the result text, a Stop.
+        The UserPromptSubmit hooks see the line as typed, as for any prompt."""
+        main = self.main
+        invocation = prepared.invocation
+        text = prepared.text
+        hooks = self.contexts.hooks
+        if hooks.has("UserPromptSubmit"):
+            hooked = await hooks.run(
+                "UserPromptSubmit", {"agent_id": "main", "prompt": invocation.typed}
+            )
+            if hooked.blocked:
+                raise UsageError(f"A UserPromptSubmit hook blocked the prompt: {hooked.reason}")
+            text = "\n\n".join([text, *hooked.context])
+        task, note = await self._start(prepared, text)
+        if note:
+            yield TextDelta(note)
+        run = self.workers.runs[task.id]
+        ended = await _wait(self.workers, run, task)
+        if not ended:
+            said = (
+                f"{invocation.typed} moved to the background (task {task.id}); its result comes "
+                "back as a notification."
+            )
+            output = f"<local-command-stdout>\n{said}\n</local-command-stdout>"
+            stop = Stop("end_turn")
+        elif task.status == "completed":
+            said = task.result or ""
+            output = f"<local-command-stdout>\n{said}\n</local-command-stdout>"
+            stop = Stop("end_turn")
+        else:
+            why = task.error or task.status
+            said = f"{invocation.typed} {task.status}: {why}"
+            if task.result:
+                said += f"\n\nIts partial result:\n{task.result}"
+            output = f"<local-command-stderr>\n{said}\n</local-command-stderr>"
+            stop = Stop("error", f"{invocation.typed} {task.status}: {why}")
+        blocks: list[Block] = [
+            {"type": "text", "text": invocation.typed},
+            {"type": "text", "text": output},
+        ]
+        main.state.append(main.history, {"role": "user", "content": blocks})
+        yield TextDelta(said)
+        yield stop

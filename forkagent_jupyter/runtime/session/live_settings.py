@@ -6,11 +6,8 @@ where it is used needs nothing here."""
 from __future__ import annotations
 
 from ..executors import ComputePlane
-from ..loop.compaction import CompactPolicy
 from ..mcp.servers import McpServers
-from ..model.retry import StreamRetry
 from ..workers.agent_tools import AgentTool, agent_tool
-from ..workers.workers import Workers
 from .agent_setup import AgentContexts
 from .compute_settings import COMPUTE_SETTINGS, apply_compute
 from .options import SessionOptions
@@ -37,18 +34,13 @@ class LiveSettings:
         self,
         *,
         contexts: AgentContexts,
-        workers: Workers,
-        stream_retry: StreamRetry,
-        compaction: CompactPolicy,
         compute: ComputePlane,
         spending: Spending,
         mcp: McpServers,
     ) -> None:
         self.contexts = contexts
-        """The permission gate and the parent's tools (the Agent tool follows `forking`)."""
-        self.workers = workers
-        self.stream_retry = stream_retry
-        self.compaction = compaction
+        """The permission gate, the parent's tools (the Agent tool follows `forking`) and the
+        retry and compaction policies every agent's config shares."""
         self.compute = compute
         self.spending = spending
         """The budget's enforcement (`max_cost_usd`)."""
@@ -63,22 +55,19 @@ class LiveSettings:
             gate.mode = o.permission_mode
         elif name == "approval_timeout":
             gate.approval_timeout = o.approval_timeout
-        elif name == "forking":
-            self.workers.forking = o.forking
+        elif name == "forking":  # the workers read it where they use it
             tools = self.contexts.tools
             current = tools.get("Agent")
             if isinstance(current, AgentTool) and current.forking != o.forking:
                 tools.replace(agent_tool(o.forking))
-        elif name == "auto_background_after":
-            self.workers.auto_background_after = o.auto_background_after
         elif name == "stream_retries":
-            self.stream_retry.set_retries(o.stream_retries)
+            self.contexts.stream_retry.set_retries(o.stream_retries)
         elif name == "stream_retry_delay":
-            self.stream_retry.base_delay = o.stream_retry_delay
+            self.contexts.stream_retry.base_delay = o.stream_retry_delay
         elif name in ("compact_at", "compact_keep_turns", "context_window"):
-            self.compaction.compact_at = o.compact_at
-            self.compaction.keep_turns = o.compact_keep_turns
-            self.compaction.window = o.context_window
+            self.contexts.compaction.compact_at = o.compact_at
+            self.contexts.compaction.keep_turns = o.compact_keep_turns
+            self.contexts.compaction.window = o.context_window
         elif name == "trusted":  # the settings files are read with it at every turn
             self.mcp.trusted = o.trusted
         elif name == "max_cost_usd":

@@ -2,9 +2,11 @@
 
 Each part is given the parts it uses, never the session, and they are made in an order where
 what a part needs exists first. Where two parts call each other, the one made first gets a
-small function that calls the other once it exists: the contexts charge a web request to the
-spending, which stops the workers the contexts configure; the responder runs the parent's
-turns, which read the notifications it answers. What a part reads of the session itself at
+small function that calls the other once it exists: the agents' web access charges a request
+to the spending, which stops the workers the contexts configure; the spending charges the
+parent's requests to the turn runner, which enforces the budget through it, and tells the
+responder (made after the runner, whose turns answer notifications) when the budget was
+raised. What a part reads of the session itself at
 the time of use comes as a function too: its options (changed by `configure`), its model
 client (a `RequestLog` may replace it) and its total cost (for the budget)."""
 
@@ -33,16 +35,21 @@ from ..tasks.notifications import CommandQueue
 from ..tasks.registry import TaskRegistry
 from ..tools.services import ToolServices
 from ..tools.shells import ShellRegistry
+from ..tools.web import WebAccess
 from ..transcripts.store import AgentMeta, TranscriptStore
 from ..workers.workers import AgentRun, Workers
-from .agent_setup import AgentContexts
+from .agent_setup import AgentContexts, ToolContexts
+from .commands import PromptCommands
 from .compute_settings import compute_follows
 from .live_settings import LiveSettings
 from .options import SessionOptions
 from .parent_turns import ParentTurns
-from .responder import Responder
+from .place import Place
+from .responder import CommandRouter, Responder
 from .spending import Spending
 from .turn_lock import TurnLock
+from .turn_runner import TurnRunner
+from .turn_setup import TurnSetup
 
 __all__ = ["SessionParts", "make_parts"]
 
@@ -90,7 +97,6 @@ def make_parts(
     stream_retry: StreamRetry,
     compaction: CompactPolicy,
     check_prompt: Callable[[str], str | None],
-    say_prompt_size: Callable[[str], None],
 ) -> SessionParts:
     """A session's task registry and queue, the agents' contexts, the workers, the parent's
     own run and turns, the answers to its notifications, the budget's enforcement, where live
@@ -110,98 +116,90 @@ def make_parts(
     registry = TaskRegistry(queue, base=workdir)
     shells.report_to(queue, recipient=registry.recipient, files=store, base=workdir)
     mcp.on_note = registry.note
-    spending: Spending  # made last: it charges the parent and stops the workers
-    parent: ParentTurns  # made after the responder, which runs its turns
-    contexts = AgentContexts(
-        settings=options,
-        model=lambda: BudgetedModel(PacedModel(client(), rate_limits), budget),
+    place = Place(workdir, home, session_id)
+    spending: Spending  # made after the parent's run, whose web access charges it
+    runner: TurnRunner  # made after the spending, which charges the parent's requests
+    responder: Responder  # made after the runner, whose turns answer notifications
+
+    def model() -> ModelClient:
+        """The model client of the session's agents as it stands: paced and budgeted."""
+        return BudgetedModel(PacedModel(client(), rate_limits), budget)
+
+    def web_usage(agent_id: str, usage: Usage, usd: float) -> None:
+        spending.web_usage(agent_id, usage, usd)
+
+    tool_contexts = ToolContexts(
         workdir=workdir,
-        session_id=session_id,
         compute=compute,
         services=services,
         mcp=mcp,
+        web=lambda: WebAccess(model(), options().model, web_usage),
+    )
+    contexts = AgentContexts(
+        settings=options,
+        model=model,
+        tool_contexts=tool_contexts,
+        place=place,
         stream_retry=stream_retry,
         compaction=compaction,
-        web_usage=lambda agent_id, usage, usd: spending.web_usage(agent_id, usage, usd),
     )
     workers = Workers(
         registry=registry,
-        queue=queue,
-        definitions=partial(scan_agents, workdir, home),
-        named_config=contexts.named_config,
-        fork_config=contexts.fork_config,
-        stagger=o.stagger_forks,
-        forking=o.forking,
         store=store,
-        auto_background_after=o.auto_background_after,
+        configs=contexts,
+        definitions=partial(scan_agents, workdir, home),
+        settings=options,
     )
     services.workers = workers  # every agent's tools reach them (Agent, SendMessage, ...)
     main = AgentRun("main", contexts.parent_config(), [], LoopState())
     main.config.ctx.services.agent_run = main
     workers.main = main
-    responder = Responder(
-        settings=options,
-        main=main,
-        queue=queue,
-        budget=budget,
-        contexts=contexts,
-        workers=workers,
-        turn=lambda texts: parent.turn(texts),
-        lock=lock,
-        changed=changed,
-        jobs=hook_jobs,
-    )
-    queue.on_enqueue = responder.on_command
-    parent = ParentTurns(
-        main=main,
-        contexts=contexts,
-        responder=responder,
-        queue=queue,
-        budget=budget,
-        mcp=mcp,
-        workers=workers,
-        workdir=workdir,
-        home=home,
-        session_id=session_id,
-        lock=lock,
-        changed=changed,
-        on_cost=lambda: spending.enforce(),
-        trusted=lambda: options().trusted,
-        check_prompt=check_prompt,
-        say_prompt_size=say_prompt_size,
-    )
     spending = Spending(
         budget=budget,
-        registry=registry,
         workers=workers,
-        charge_parent=parent.charge,
-        budget_raised=responder.budget_raised,
+        charge_parent=lambda usage, usd: runner.charge(usage, usd),
+        budget_raised=lambda: responder.budget_raised(),
         changed=changed,
     )
-    live_settings = LiveSettings(
-        contexts=contexts,
-        workers=workers,
-        stream_retry=stream_retry,
-        compaction=compaction,
-        compute=compute,
-        spending=spending,
-        mcp=mcp,
+    setup = TurnSetup(contexts=contexts, mcp=mcp, place=place)
+    runner = TurnRunner(
+        main=main, setup=setup, contexts=contexts, spending=spending, changed=changed
     )
+    responder = Responder(
+        settings=options, runner=runner, queue=queue, budget=budget, lock=lock, changed=changed
+    )
+    router = CommandRouter(
+        main=main,
+        contexts=contexts,
+        jobs=hook_jobs,
+        workers=workers,
+        responder=responder,
+        changed=changed,
+    )
+    queue.on_enqueue = router.on_command
+    parent = ParentTurns(
+        runner=runner,
+        commands=PromptCommands(
+            place=place, setup=setup, contexts=contexts, main=main, workers=workers
+        ),
+        responder=responder,
+        budget=budget,
+        lock=lock,
+        check_prompt=check_prompt,
+    )
+    live_settings = LiveSettings(contexts=contexts, compute=compute, spending=spending, mcp=mcp)
     batches = Batches(
         sdk=BatchSdk(client, backend),
         main=main,
         workers=workers,
-        registry=registry,
-        queue=queue,
-        store=store,
         rate_limits=rate_limits,
-        charge_parent=lambda usd: parent.charge(Usage(), usd),
+        charge_parent=lambda usd: runner.charge(Usage(), usd),
     )
     if store is not None:  # the parent's transcript
         transcript = store.open(AgentMeta(agent_id="main", kind="main", model=o.model))
         main.transcript = transcript
         main.state.on_message = transcript.append_message
-        main.state.on_history_replaced = parent.history_replaced
+        main.state.on_history_replaced = runner.history_replaced
         contexts.gate.recorder = lambda e: transcript.append_event("permission", e)
     registry.subscribe(lambda _task: changed.set())
     registry.subscribe(partial(compute_follows, compute))

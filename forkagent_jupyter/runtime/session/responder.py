@@ -9,11 +9,11 @@ goes first, and leaves the notifications to the answer that follows it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 from ..events import LoopEvent
 from ..model.budget import CostBudget
-from ..tasks.notifications import Command, CommandQueue
+from ..tasks.notifications import Command, CommandQueue, Priority
 from ..tasks.registry import Task, task_snapshot
 from ..tasks.snapshot import AnsweredNotifications, TaskSnapshot
 from ..workers.workers import AgentRun, Workers
@@ -21,62 +21,39 @@ from .agent_setup import AgentContexts
 from .options import SessionOptions
 from .turn_lock import TurnLock
 from .turn_result import STOPPED_BY_USER, AutoTurn, Turn, fold_turn
+from .turn_runner import TurnRunner
 
-__all__ = ["ParentTurn", "Responder"]
-
-ParentTurn = Callable[[list[str]], AsyncIterator[LoopEvent]]
-"""One parent turn that reads these texts (the session's turn path)."""
+__all__ = ["CommandRouter", "Responder"]
 
 
-class Responder:
-    """Answers the parent's notifications; `auto_turns` are every answer so far and
-    `on_auto_turn` (the host's) is called with each as it is made."""
+class CommandRouter:
+    """What happens when a command is queued (the queue's `on_enqueue`): the parent's
+    transcript notes a notification for it, Notification hooks run, the worker it is for is
+    woken, or the parent answers it (`responder`)."""
 
     def __init__(
         self,
         *,
-        settings: Callable[[], SessionOptions],
         main: AgentRun,
-        queue: CommandQueue,
-        budget: CostBudget,
         contexts: AgentContexts,
-        workers: Workers,
-        turn: ParentTurn,
-        lock: TurnLock,
-        changed: asyncio.Event,
         jobs: set[asyncio.Task[object]],
+        workers: Workers,
+        responder: Responder,
+        changed: asyncio.Event,
     ) -> None:
-        self.settings = settings
-        """The session's options as they stand (`auto_respond`)."""
         self.main = main
-        self.queue = queue
-        self.budget = budget
         self.contexts = contexts
         """Where the settings files' hooks are (the Notification hooks)."""
-        self.workers = workers
-        """Woken when a command is queued for one of them."""
-        self.turn = turn
-        self.lock = lock
-        """The parent's turn lock: an answer waits for a turn in flight."""
-        self.changed = changed
-        """Set whenever the session may have become idle."""
         self.jobs = jobs
         """The session's background jobs (Notification hooks), awaited when it closes."""
-        self.auto_turns: list[AutoTurn] = []
-        """The parent's answers to notifications so far (and the tasks the user stopped)."""
-        self.on_auto_turn: Callable[[AutoTurn], None] | None = None
-        """Called with each `AutoTurn` as it is made (the host shows it)."""
-        self.listeners: list[Callable[[str, LoopEvent], None]] = []
-        self.job: asyncio.Task[None] | None = None
-
-    def subscribe(self, listener: Callable[[str, LoopEvent], None]) -> Callable[[], None]:
-        """Call `listener(origin, event)` for events of turns nobody is iterating: the
-        parent's automatic answers to notifications (origin "notification")."""
-        self.listeners.append(listener)
-        return lambda: self.listeners.remove(listener)
+        self.workers = workers
+        """Woken when a command is queued for one of them."""
+        self.responder = responder
+        self.changed = changed
+        """Set whenever the session may have become idle."""
 
     def on_command(self, command: Command) -> None:
-        """A command was queued (the queue's `on_enqueue`)."""
+        """A command was queued."""
         self.changed.set()
         queued = command.owner == "main" and command.mode == "task-notification"
         if queued and command.task_id and self.main.transcript is not None:
@@ -94,7 +71,52 @@ class Responder:
             job.add_done_callback(self.jobs.discard)
         if command.owner != "main":
             self.workers.wake(command.owner)
-        elif self.settings().auto_respond and (self.job is None or self.job.done()):
+        else:
+            self.responder.command_queued()
+
+
+class Responder:
+    """Answers the parent's notifications, each answer a turn of the parent's (`runner`,
+    under the parent's `lock`); `auto_turns` are every answer so far and `on_auto_turn`
+    (the host's) is called with each as it is made."""
+
+    def __init__(
+        self,
+        *,
+        settings: Callable[[], SessionOptions],
+        runner: TurnRunner,
+        queue: CommandQueue,
+        budget: CostBudget,
+        lock: TurnLock,
+        changed: asyncio.Event,
+    ) -> None:
+        self.settings = settings
+        """The session's options as they stand (`auto_respond`)."""
+        self.runner = runner
+        """Runs the parent's turns; its run (`main`) has the transcript answers are kept in."""
+        self.queue = queue
+        self.budget = budget
+        self.lock = lock
+        """The parent's turn lock: an answer waits for a turn in flight."""
+        self.changed = changed
+        """Set whenever the session may have become idle."""
+        self.auto_turns: list[AutoTurn] = []
+        """The parent's answers to notifications so far (and the tasks the user stopped)."""
+        self.on_auto_turn: Callable[[AutoTurn], None] | None = None
+        """Called with each `AutoTurn` as it is made (the host shows it)."""
+        self.listeners: list[Callable[[str, LoopEvent], None]] = []
+        self.job: asyncio.Task[None] | None = None
+
+    def subscribe(self, listener: Callable[[str, LoopEvent], None]) -> Callable[[], None]:
+        """Call `listener(origin, event)` for events of turns nobody is iterating: the
+        parent's automatic answers to notifications (origin "notification")."""
+        self.listeners.append(listener)
+        return lambda: self.listeners.remove(listener)
+
+    def command_queued(self) -> None:
+        """A command for the parent was queued: answered by itself if it answers so
+        (`auto_respond`) and no answer is under way."""
+        if self.settings().auto_respond and (self.job is None or self.job.done()):
             self.job = asyncio.get_running_loop().create_task(self.respond())
 
     def will_answer(self) -> bool:
@@ -124,14 +146,21 @@ class Responder:
                     break
                 self.note_read(commands)
                 texts = [c.text for c in commands]
-                turn = await fold_turn(self.turn(texts), self.emit)
+                turn = await fold_turn(self.runner.turn(texts), self.emit)
             self.answered(commands, turn)
         self.changed.set()
+
+    def read_waiting(self, upto: Priority) -> list[Command]:
+        """The parent's commands that wait, of priority `upto` or more urgent, taken to be
+        read with a prompt (and noted as read)."""
+        commands = self.queue.drain("main", upto)
+        self.note_read(commands)
+        return commands
 
     def note_read(self, commands: list[Command]) -> None:
         """The parent's transcript notes when these notifications reached its conversation
         (the timeline draws their arrival)."""
-        transcript = self.main.transcript
+        transcript = self.runner.main.transcript
         ids = [c.task_id for c in commands if c.task_id and c.mode == "task-notification"]
         if ids and transcript is not None:
             transcript.append_event("notifications_read", {"tasks": ids})
@@ -161,7 +190,7 @@ class Responder:
     def record(self, auto: AutoTurn) -> None:
         """Keep the answered notifications in the parent's transcript, each reported run as it
         ended, so they can be shown again later (also after a restart)."""
-        transcript = self.main.transcript
+        transcript = self.runner.main.transcript
         if transcript is None:
             return
         record = AnsweredNotifications(tasks=auto.snapshots, answer=auto.turn.text)

@@ -166,7 +166,6 @@ class Session:
             stream_retry=self.stream_retry,
             compaction=self.compaction,
             check_prompt=lambda text: self.check_prompt(text),
-            say_prompt_size=lambda text: self.say_prompt_size(text),
         )
         self.session_id = p.session_id
         self.store = p.store

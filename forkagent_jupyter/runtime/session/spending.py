@@ -9,7 +9,6 @@ from collections.abc import Callable
 
 from ...messages_api.usage import Usage
 from ..model.budget import CostBudget
-from ..tasks.registry import TaskRegistry
 from ..workers.workers import Workers
 
 __all__ = ["Spending"]
@@ -22,16 +21,14 @@ class Spending:
         self,
         *,
         budget: CostBudget,
-        registry: TaskRegistry,
         workers: Workers,
         charge_parent: Callable[[Usage, float], None],
         budget_raised: Callable[[], None],
         changed: asyncio.Event,
     ) -> None:
         self.budget = budget
-        self.registry = registry
         self.workers = workers
-        """Whose running tasks the budget stops."""
+        """Whose running tasks the budget stops (and whose registry holds their costs)."""
         self.charge_parent = charge_parent
         """Where a request made for the parent is charged (`ParentTurns.charge`)."""
         self.budget_raised = budget_raised
@@ -42,7 +39,7 @@ class Spending:
     def web_usage(self, agent_id: str, usage: Usage, cost: float) -> None:
         """A WebSearch or WebFetch request's usage and cost, charged to the agent that made
         it (`agent_setup.WebUsage`)."""
-        registry = self.registry
+        registry = self.workers.registry
         task = None if agent_id == "main" else registry.find(agent_id)
         if task is None:
             self.charge_parent(usage, cost)
@@ -66,6 +63,6 @@ class Spending:
         if not budget.reached():
             return
         reason = budget.message()
-        for task in self.registry.running():
+        for task in self.workers.registry.running():
             self.workers.kill(task.id, reason)
         self.changed.set()

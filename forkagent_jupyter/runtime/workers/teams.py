@@ -334,7 +334,7 @@ class Teams:
         """A named agent's config with what a teammate needs: the agent tools (SendMessage
         always; all four when its file names no tools and denies none of them), the team's
         part of its prompt, and approvals asked of the person (`bubble`) or plan mode."""
-        config: AgentConfig = self.workers.named_config(lead, definition, agent_id, model)
+        config: AgentConfig = self.workers.configs.named_config(lead, definition, agent_id, model)
         wanted = AGENT_TOOLS if definition.tools is None else ("SendMessage",)
         have = set(config.tools.names())
         extra: list[Tool[Any]] = [

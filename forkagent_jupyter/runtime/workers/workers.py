@@ -32,7 +32,7 @@ import os
 import signal
 from collections.abc import Callable, Coroutine
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from ..config.agent_definitions import AgentDefinition, AgentScan, unknown_agent_message
 from ..config.hooks import Hooks
@@ -72,6 +72,30 @@ class ForkRefusedError(ToolError):
     """A fork was asked for where forking is not allowed."""
 
 
+class AgentConfigs(Protocol):
+    """Where a worker's `AgentConfig` comes from (the session's `AgentContexts`): a fork's
+    and a named agent's, each derived from its parent's as the session stands now."""
+
+    def fork_config(
+        self, parent: AgentRun, agent_id: str, namespace: str | None = None
+    ) -> AgentConfig: ...
+
+    def named_config(
+        self, parent: AgentRun, definition: AgentDefinition, agent_id: str, model: str | None
+    ) -> AgentConfig: ...
+
+
+class WorkerSettings(Protocol):
+    """The session's options the workers read (`SessionOptions`), as they stand."""
+
+    @property
+    def forking(self) -> bool: ...
+    @property
+    def auto_background_after(self) -> float | None: ...
+    @property
+    def stagger_forks(self) -> bool: ...
+
+
 class Workers:
     """Launches and runs background agents for one session."""
 
@@ -79,34 +103,39 @@ class Workers:
         self,
         *,
         registry: TaskRegistry,
-        queue: CommandQueue,
+        store: TranscriptStore | None,
+        configs: AgentConfigs,
         definitions: Callable[[], AgentScan],
-        named_config: Callable[[AgentRun, AgentDefinition, str, str | None], AgentConfig],
-        fork_config: Callable[[AgentRun, str, str | None], AgentConfig],
-        stagger: bool = True,
-        forking: bool = True,
-        store: TranscriptStore | None = None,
-        auto_background_after: float | None = AUTO_BACKGROUND_AFTER,
+        settings: Callable[[], WorkerSettings],
     ) -> None:
         self.store = store
         self.main: AgentRun | None = None
-        self.stagger = stagger
-        self.forking = forking
-        self.auto_background_after = auto_background_after
-        """Seconds a caller waits for a synchronous agent before it moves to the background
-        (None or 0: no limit)."""
+        self.settings = settings
+        """The session's options as they stand (`forking`, `auto_background_after`)."""
+        self.stagger = settings().stagger_forks
+        """Whether siblings wait for the first one's response (a batch turns it off)."""
         self.registry = registry
-        self.queue = queue
+        self.queue: CommandQueue = registry.queue
         self._definitions = definitions
-        self._named_config = named_config
-        self.named_config = named_config
-        """A named agent's config (`session/agent_setup.py`); a teammate's starts from it."""
-        self._fork_config = fork_config
+        self.configs = configs
+        """A fork's and a named agent's config (`session/agent_setup.py`); a teammate's
+        starts from a named agent's."""
         self.runs: dict[str, AgentRun] = {}
         self._groups = ForkGroups(self._rate_waiting)
         self._endings: set[asyncio.Task[None]] = set()  # terminal transitions under way
         self.teams = Teams(self)
         """The parent's teams and their mail (teams.py)."""
+
+    @property
+    def forking(self) -> bool:
+        """Whether an Agent call without subagent_type forks the caller (`Session.forking`)."""
+        return self.settings().forking
+
+    @property
+    def auto_background_after(self) -> float | None:
+        """Seconds a caller waits for a synchronous agent before it moves to the background
+        (None or 0: no limit)."""
+        return self.settings().auto_background_after
 
     # -- launching -------------------------------------------------------------------------
 
@@ -149,7 +178,9 @@ class Workers:
             name=name,
             tool_use_id=tool_use_id,
         )
-        config = replace(self._fork_config(parent, agent_id, namespace), max_turns=FORK_MAX_TURNS)
+        config = replace(
+            self.configs.fork_config(parent, agent_id, namespace), max_turns=FORK_MAX_TURNS
+        )
         if limit is not None:
             config = replace(config, gate=config.gate.limited(limit))
         if model is not None:
@@ -213,7 +244,7 @@ class Workers:
             name=name,
             tool_use_id=tool_use_id,
         )
-        config = self._named_config(parent, definition, agent_id, model)
+        config = self.configs.named_config(parent, definition, agent_id, model)
         run = named_run(parent, definition, prompt, config, task, worktree=worktree)
         open_transcript(self.store, run, None, 0)
         return run
@@ -562,9 +593,11 @@ class Workers:
         meta = loaded.meta
         agent_id = meta.agent_id
         if definition is None:
-            config = replace(self._fork_config(self.main, agent_id, None), max_turns=FORK_MAX_TURNS)
+            config = replace(
+                self.configs.fork_config(self.main, agent_id, None), max_turns=FORK_MAX_TURNS
+            )
         else:
-            config = self._named_config(self.main, definition, agent_id, meta.model or None)
+            config = self.configs.named_config(self.main, definition, agent_id, meta.model or None)
         if client is not None:
             config = replace(config, client=client(config.client))
         run = restored_run(
