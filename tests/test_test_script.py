@@ -20,7 +20,7 @@ def _tool(bin_dir: Path, name: str, body: str) -> None:
 
 
 def _run(
-    tmp_path: Path, *, pytest_exit: int, node: bool
+    tmp_path: Path, *, pytest_exit: int, node: bool, options: tuple[str, ...] = ()
 ) -> tuple[subprocess.CompletedProcess[str], str]:
     repo = tmp_path / "repo"
     (repo / "scripts").mkdir(parents=True)
@@ -35,10 +35,11 @@ def _run(
     if node:
         for name in ("node", "jlpm"):
             _tool(bin_dir, name, "exit 0")
+    _tool(bin_dir, "nproc", "echo 3")
     ran = tmp_path / "ran"
     ran.touch()
     done = subprocess.run(
-        ["/bin/bash", str(repo / "scripts" / "test"), "-q"],
+        ["/bin/bash", str(repo / "scripts" / "test"), *options, "-q"],
         capture_output=True,
         text=True,
         env={"PATH": str(bin_dir), "RAN": str(ran)},
@@ -76,3 +77,16 @@ def test_every_stage_passing_passes(tmp_path: Path) -> None:
     done, _ran = _run(tmp_path, pytest_exit=0, node=True)
     assert done.returncode == 0, done.stdout
     assert done.stdout.rstrip().endswith("scripts/test: every stage passed")
+
+
+def test_the_quick_loop_runs_the_unit_layer_two_processes_a_core(tmp_path: Path) -> None:
+    """Unit tests mostly wait (servers, subprocesses, timeouts): the quick loop runs two
+    pytest processes per core; the whole suite one per core."""
+    done, ran = _run(tmp_path, pytest_exit=0, node=True, options=("--quick",))
+    assert done.returncode == 0, done.stdout
+    [pytest] = [line for line in ran.splitlines() if " -m pytest " in line]
+    assert " -n 6 " in pytest and "not kernel and not browser and not packaging" in pytest
+    assert "-m benchmarks" not in ran
+    _done, ran = _run(tmp_path / "whole", pytest_exit=0, node=True)
+    [pytest] = [line for line in ran.splitlines() if " -m pytest " in line]
+    assert " -n auto " in pytest
