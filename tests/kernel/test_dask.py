@@ -173,6 +173,22 @@ def test_a_lost_scheduler_fails_the_task_once_without_a_hang(kernel: Kernel) -> 
 
 
 REACH_CLUSTER = Path(__file__).with_name("probes") / "reach_cluster.py"
+
+
+def make_local_cluster(kernel: Kernel) -> None:
+    """The person's cell: a LocalCluster of one worker process (its scheduler in the kernel),
+    and `x = 1`, which the model's code must not change."""
+    setup(kernel)
+    made = kernel.execute(
+        "from distributed import LocalCluster\n"
+        "cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, "
+        "dashboard_address=None)\n"
+        "x = 1",
+        timeout=120,
+    )
+    assert made.status == "ok", made.texts()
+
+
 KEY = "sk-ant-api03-" + secrets.token_hex(24) + "Ab"
 
 
@@ -188,15 +204,7 @@ def test_the_models_code_cannot_reach_a_cluster_the_kernel_made(
     kernel's environment (the API key). The model's code on it connects to neither: not by
     the scheduler's address, not through its Dask worker, not to any port of the machine;
     the person's `x` stays as it was and no key comes back."""
-    setup(kernel)
-    made = kernel.execute(
-        "from distributed import LocalCluster\n"
-        "cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, "
-        "dashboard_address=None)\n"
-        "x = 1",
-        timeout=120,
-    )
-    assert made.status == "ok", made.texts()
+    make_local_cluster(kernel)
     try:
         address = kernel.value("cluster.scheduler_address")
         on_dask(kernel, address)
@@ -231,15 +239,7 @@ def test_a_local_worker_keeps_the_network_but_not_the_cluster_the_kernel_made(
     the model's code reaches neither the scheduler of a LocalCluster the kernel made (it runs
     any function in the kernel) nor its workers (the kernel's environment), by any route; a
     server that is not the kernel's still answers it."""
-    setup(kernel)
-    made = kernel.execute(
-        "from distributed import LocalCluster\n"
-        "cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, "
-        "dashboard_address=None)\n"
-        "x = 1",
-        timeout=120,
-    )
-    assert made.status == "ok", made.texts()
+    make_local_cluster(kernel)
     outside = socket.create_server(("127.0.0.1", 0))
     try:
         address = kernel.value("cluster.scheduler_address")
