@@ -171,7 +171,7 @@ def test_every_room_has_a_floor(part: str) -> None:
 def test_a_part_keeps_few_loose_modules_and_every_package_says_what_it_holds(part: str) -> None:
     modules = [p for p in (PACKAGE / part).glob("*.py") if p.name != "__init__.py"]
     assert len(modules) <= MAX_MODULES, sorted(p.name for p in modules)
-    for init in [PACKAGE / part / "__init__.py", *(PACKAGE / part).glob("*/__init__.py")]:
+    for init in sorted((PACKAGE / part).rglob("__init__.py")):
         doc = ast.get_docstring(ast.parse(init.read_text())) or ""
         assert len(doc.split()) >= 15, f"{init.relative_to(PACKAGE)} does not say what it holds"
 

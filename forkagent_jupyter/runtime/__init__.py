@@ -86,7 +86,7 @@ if TYPE_CHECKING:
     from .session.options import OptionRefusedError, SessionOptions
     from .session.report import CostReport, cost_report
     from .session.session import Session
-    from .session.turn_result import AutoTurn, Turn
+    from .session.turns.turn_result import AutoTurn, Turn
     from .tasks.registry import Task
     from .tasks.snapshot import TaskSnapshot
     from .transcripts.earlier import InterruptedAgent
@@ -101,8 +101,8 @@ _WHERE: dict[str, tuple[str, str]] = {
     "Session": ("session.session", "Session"),
     "SessionOptions": ("session.options", "SessionOptions"),
     "OptionRefusedError": ("session.options", "OptionRefusedError"),
-    "Turn": ("session.turn_result", "Turn"),
-    "AutoTurn": ("session.turn_result", "AutoTurn"),
+    "Turn": ("session.turns.turn_result", "Turn"),
+    "AutoTurn": ("session.turns.turn_result", "AutoTurn"),
     "Task": ("tasks.registry", "Task"),
     "TaskSnapshot": ("tasks.snapshot", "TaskSnapshot"),
     "CostBudget": ("model.budget", "CostBudget"),

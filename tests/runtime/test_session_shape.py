@@ -30,13 +30,15 @@ SESSION = RUNTIME / "session" / "session.py"
 HELPERS = [
     p
     for folder in ("session", "batch")
-    for p in sorted((RUNTIME / folder).glob("*.py"))
+    for p in sorted((RUNTIME / folder).rglob("*.py"))
     if p != SESSION
 ]
 MAX_PASS_THROUGHS = 10
 MAX_PARAMETERS = 6
 PARTS = [
-    p for folder in ("session", "batch", "workers") for p in sorted((RUNTIME / folder).glob("*.py"))
+    p
+    for folder in ("session", "batch", "workers")
+    for p in sorted((RUNTIME / folder).rglob("*.py"))
 ]
 
 

@@ -26,7 +26,7 @@ that runs it instead), `arguments` (names for the arguments), `user-invocable`,
 `hooks` in a command's front matter are not run here (one note); keys Claude Code ignores
 (`name` of a skill, `version`, `when_to_use`, `license`...) are ignored too.
 
-What `allowed-tools` means here is the session's business (`session/commands.py`): it narrows
+What `allowed-tools` means here is the session's business (`session/turns/commands.py`): it narrows
 what the command may use and never grants anything.
 
 A bad file is one `CommandProblem` line naming the file, line and field; it never stops the

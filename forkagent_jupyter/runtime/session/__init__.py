@@ -1,12 +1,10 @@
 """The public API, `Session`, and what only it uses: how its parts are made and joined
 (`parts`), its options (`options`), settings changed live (`live_settings`), the compute
-plane's settings (`compute_settings`), spending and the budget (`spending`), the parent's
-turns (`parent_turns`), one turn run to its end (`turn_runner`) and what it starts with
-(`turn_setup`), slash commands (`commands`), where a session lives (`place`), the parent's
-turn lock (`turn_lock`), where a queued command goes and the automatic answer to
-notifications (`responder`), what each agent is given to run with (`agent_setup`), the
-default prompt (`prompts`), a turn's outcome (`turn_result`) and the cost report (`report`).
-Each part is given the parts it uses; none takes the session.
+plane's settings (`compute_settings`), spending and the budget (`spending`), where a session
+lives (`place`), what each agent is given to run with (`agent_setup`), the cost report
+(`report`), and the parent's turns (`turns/`: the prompt path, one turn run to its end, slash
+commands, the turn lock, the automatic answer to notifications, a turn's outcome). Each part
+is given the parts it uses; none takes the session.
 
 The top room of the runtime: it may import every other room; none imports it.
 """

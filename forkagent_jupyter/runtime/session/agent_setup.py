@@ -35,7 +35,7 @@ from ..workers.configs import fork_config, named_config
 from ..workers.workers import AgentRun
 from .options import SessionOptions
 from .place import Place
-from .prompts import default_system_prompt
+from .turns.prompts import default_system_prompt
 
 __all__ = ["AgentContexts", "ToolContexts", "WebUsage", "parent_tools"]
 

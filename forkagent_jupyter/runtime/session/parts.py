@@ -39,17 +39,17 @@ from ..tools.web import WebAccess
 from ..transcripts.store import AgentMeta, TranscriptStore
 from ..workers.workers import AgentRun, Workers
 from .agent_setup import AgentContexts, ToolContexts
-from .commands import PromptCommands
 from .compute_settings import compute_follows
 from .live_settings import LiveSettings
 from .options import SessionOptions
-from .parent_turns import ParentTurns
 from .place import Place
-from .responder import CommandRouter, Responder
 from .spending import Spending
-from .turn_lock import TurnLock
-from .turn_runner import TurnRunner
-from .turn_setup import TurnSetup
+from .turns.commands import PromptCommands
+from .turns.parent_turns import ParentTurns
+from .turns.responder import CommandRouter, Responder
+from .turns.turn_lock import TurnLock
+from .turns.turn_runner import TurnRunner
+from .turns.turn_setup import TurnSetup
 
 __all__ = ["SessionParts", "make_parts"]
 

@@ -51,7 +51,7 @@ from .compute_settings import (
 from .live_settings import requested_changes
 from .options import SessionOptions
 from .parts import make_parts
-from .turn_result import STOPPED_BY_USER, AutoTurn, ToolCall, Turn, fold_turn
+from .turns.turn_result import STOPPED_BY_USER, AutoTurn, ToolCall, Turn, fold_turn
 
 __all__ = [
     "STOPPED_BY_USER",
@@ -326,7 +326,7 @@ class Session:
 
     async def ask(self, prompt: str) -> Turn:
         """Run one parent turn to completion and return its outcome. A prompt `/name args`
-        runs that slash command or skill (`session/commands.py`): inline as the turn's
+        runs that slash command or skill (`session/turns/commands.py`): inline as the turn's
         prompt, or with `context: fork` in a fork whose report is the turn's text. Its events
         as they come: `parent.stream(prompt)`."""
         return await fold_turn(self.parent.stream(prompt))

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
-from ...messages_api.shapes import ToolInput
-from ...messages_api.usage import Usage
-from ..events import (
+from ....messages_api.shapes import ToolInput
+from ....messages_api.usage import Usage
+from ...events import (
     LoopEvent,
     RequestSent,
     Retrying,
@@ -19,7 +19,7 @@ from ..events import (
     ToolUse,
     UsageReport,
 )
-from ..tasks.snapshot import TaskSnapshot
+from ...tasks.snapshot import TaskSnapshot
 
 __all__ = ["STOPPED_BY_USER", "AutoTurn", "ToolCall", "Turn", "fold_turn", "replay"]
 

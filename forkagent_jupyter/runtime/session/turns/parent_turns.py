@@ -12,12 +12,12 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from ...messages_api.usage import Usage
-from ..errors import UsageError
-from ..events import Compacted, LoopEvent
-from ..model.budget import CostBudget
-from ..tasks.notifications import Priority
-from ..transcripts.store import TranscriptStore
+from ....messages_api.usage import Usage
+from ...errors import UsageError
+from ...events import Compacted, LoopEvent
+from ...model.budget import CostBudget
+from ...tasks.notifications import Priority
+from ...transcripts.store import TranscriptStore
 from .commands import Prepared, PromptCommands
 from .responder import Responder
 from .turn_lock import TurnLock

@@ -42,27 +42,27 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..config.agent_definitions import resolve_model
-from ..config.command_text import shell_lines, with_outputs
-from ..config.commands import (
+from ...config.agent_definitions import resolve_model
+from ...config.command_text import shell_lines, with_outputs
+from ...config.commands import (
     Command,
     CommandScan,
     looks_like_command,
     parse_invocation,
     scan_commands,
 )
-from ..errors import UsageError
-from ..events import LoopEvent, Stop, TextDelta, ToolResult, ToolUse
-from ..history import Block, Message
-from ..loop.config import AgentConfig
-from ..loop.loop import call_tool
-from ..permissions.limits import ToolLimit
-from ..tasks.registry import Task
-from ..workers.workers import AgentRun, Workers
+from ...errors import UsageError
+from ...events import LoopEvent, Stop, TextDelta, ToolResult, ToolUse
+from ...history import Block, Message
+from ...loop.config import AgentConfig
+from ...loop.loop import call_tool
+from ...permissions.limits import ToolLimit
+from ...tasks.registry import Task
+from ...workers.workers import AgentRun, Workers
 
 if TYPE_CHECKING:
-    from .agent_setup import AgentContexts
-    from .place import Place
+    from ..agent_setup import AgentContexts
+    from ..place import Place
     from .turn_setup import TurnSetup
 
 __all__ = ["Invocation", "Prepared", "PromptCommands", "find_invocation"]

@@ -20,7 +20,7 @@ import itertools
 from collections.abc import Callable
 from types import TracebackType
 
-from ..tasks.notifications import PRIORITY_RANK, Priority
+from ...tasks.notifications import PRIORITY_RANK, Priority
 
 __all__ = ["RECHECK", "TurnLock"]
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from ..events import LoopEvent
-from ..model.budget import CostBudget
-from ..tasks.notifications import Command, CommandQueue, Priority
-from ..tasks.registry import Task, task_snapshot
-from ..tasks.snapshot import AnsweredNotifications, TaskSnapshot
-from ..workers.workers import AgentRun, Workers
-from .agent_setup import AgentContexts
-from .options import SessionOptions
+from ...events import LoopEvent
+from ...model.budget import CostBudget
+from ...tasks.notifications import Command, CommandQueue, Priority
+from ...tasks.registry import Task, task_snapshot
+from ...tasks.snapshot import AnsweredNotifications, TaskSnapshot
+from ...workers.workers import AgentRun, Workers
+from ..agent_setup import AgentContexts
+from ..options import SessionOptions
 from .turn_lock import TurnLock
 from .turn_result import STOPPED_BY_USER, AutoTurn, Turn, fold_turn
 from .turn_runner import TurnRunner

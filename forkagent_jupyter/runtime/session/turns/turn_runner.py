@@ -11,18 +11,18 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 
-from ...messages_api.shapes import JSON
-from ...messages_api.usage import Usage
-from ..errors import UsageError
-from ..events import Compacted, LoopEvent, Stop, UsageReport
-from ..history import Block, Message, last_assistant_text
-from ..loop.compaction import compact
-from ..loop.config import AgentConfig, LoopState
-from ..loop.loop import run_turn
-from ..model.timing import record_timing
-from ..workers.workers import AgentRun
-from .agent_setup import AgentContexts
-from .spending import Spending
+from ....messages_api.shapes import JSON
+from ....messages_api.usage import Usage
+from ...errors import UsageError
+from ...events import Compacted, LoopEvent, Stop, UsageReport
+from ...history import Block, Message, last_assistant_text
+from ...loop.compaction import compact
+from ...loop.config import AgentConfig, LoopState
+from ...loop.loop import run_turn
+from ...model.timing import record_timing
+from ...workers.workers import AgentRun
+from ..agent_setup import AgentContexts
+from ..spending import Spending
 from .turn_setup import TurnSetup
 
 __all__ = ["TurnRunner"]

@@ -9,15 +9,15 @@ import asyncio
 import logging
 from typing import Any
 
-from ..config.agent_definitions import agent_listing, scan_agents
-from ..config.hooks import Hooks
-from ..config.settings import SettingsRead, hook_trust, read_settings
-from ..config.trust import notice
-from ..config.trust_asks import folder_asks
-from ..mcp.servers import McpServers
-from ..workers.configs import with_mcp_tools
-from .agent_setup import AgentContexts
-from .place import Place
+from ...config.agent_definitions import agent_listing, scan_agents
+from ...config.hooks import Hooks
+from ...config.settings import SettingsRead, hook_trust, read_settings
+from ...config.trust import notice
+from ...config.trust_asks import folder_asks
+from ...mcp.servers import McpServers
+from ...workers.configs import with_mcp_tools
+from ..agent_setup import AgentContexts
+from ..place import Place
 
 __all__ = ["TurnSetup"]
 
