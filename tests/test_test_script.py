@@ -85,7 +85,8 @@ def test_the_quick_loop_runs_the_unit_layer_two_processes_a_core(tmp_path: Path)
     done, ran = _run(tmp_path, pytest_exit=0, node=True, options=("--quick",))
     assert done.returncode == 0, done.stdout
     [pytest] = [line for line in ran.splitlines() if " -m pytest " in line]
-    assert " -n 6 " in pytest and "not kernel and not browser and not packaging" in pytest
+    assert " -n 6 " in pytest
+    assert "not kernel and not browser and not packaging and not soak" in pytest
     assert "-m benchmarks" not in ran
     _done, ran = _run(tmp_path / "whole", pytest_exit=0, node=True)
     [pytest] = [line for line in ran.splitlines() if " -m pytest " in line]

@@ -44,7 +44,7 @@ from forkagent_jupyter.runtime.tasks.registry import Task
 
 from .helpers import git, make_repo
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.soak]
 
 SEED = int(os.environ.get("FORKAGENT_SOAK_SEED", "19"))
 SEQUENCES = int(os.environ.get("FORKAGENT_SOAK_SEQUENCES", "8"))
