@@ -153,6 +153,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Iterator[None]:
             shot(item.funcargs["page"], f"FAILED-{item.name}")
         except Exception:
             pass
+        # what a CI log must carry to explain the failure: the cards as the page shows them,
+        # and what the server and the kernel logged that was not routine
+        try:
+            cards = item.funcargs["page"].locator(".forkagent-card").all_inner_texts()
+            report.sections.append(("the cards", "\n---\n".join(t[:600] for t in cards)))
+        except Exception:
+            pass
+        lab = item.funcargs.get("lab")
+        if isinstance(lab, Lab) and lab.log.exists():
+            lines = lab.log.read_text(errors="replace").splitlines()
+            unusual = [line for line in lines if not line.startswith("[I ")]
+            report.sections.append(
+                ("the server's log, but its [I] lines", "\n".join(unusual[-60:]))
+            )
 
 
 def cells(page: Any) -> Any:

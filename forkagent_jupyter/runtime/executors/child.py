@@ -12,7 +12,6 @@ the kernel publishes them (the worker never writes to the kernel's ZMQ sockets).
 
 from __future__ import annotations
 
-import array
 import base64
 import builtins
 import contextlib
@@ -20,7 +19,6 @@ import dataclasses
 import gc
 import io
 import os
-import pickle
 import re
 import select
 import signal
@@ -29,6 +27,7 @@ import stat
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NoReturn, TextIO
@@ -45,9 +44,10 @@ from .source import NotInWorkerError, run_source, safe_repr
 from .tree import kill_tree, lead_group
 from .wire import FrameSocket, FrameTooLargeError, pull_limit
 
-__all__ = ["SETUP_FAILED", "become_snapshot", "describe_status", "serve_worker"]
+__all__ = ["SERVE_FAILED", "SETUP_FAILED", "become_snapshot", "describe_status", "serve_worker"]
 
 STREAM_FLUSH_SECONDS = 0.1
+BROKE_LIMIT = 4_000  # characters of a snapshot's traceback sent to the kernel
 STREAM_LIMIT = 1_000_000  # characters of output one call may send to its card
 CAPTURE_LIMIT = 2_000_000  # characters of output one call keeps for its result
 MAX_CARD_FIGURES = 20  # figures of one call shown on its card (and kept for the model)
@@ -55,7 +55,10 @@ _PR_SET_PDEATHSIG = 1
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 """A terminal colour or cursor code (IPython colours its tracebacks)."""
 SETUP_FAILED = 70
-"""A snapshot process's exit code when its set-up raised."""
+"""A snapshot process's exit code when its set-up raised (a worker's, when its own did)."""
+SERVE_FAILED = 72
+"""A snapshot process's exit code when serving spawn requests raised; it sent the kernel the
+traceback first ("broke", text)."""
 
 
 def _die_with_parent() -> None:
@@ -123,7 +126,8 @@ def _child_stdio() -> None:
 def become_snapshot(control: socket.socket, namespace: dict[str, object]) -> NoReturn:
     """Run in the child right after the kernel forked it; never returns. Its exit code says
     how it ended: 0 when the kernel let it go, SETUP_FAILED when letting go of the kernel's
-    things raised (the kernel names the code when a worker cannot start)."""
+    things raised, SERVE_FAILED when serving a spawn request raised (it sends the kernel the
+    traceback first); the kernel names the code when a worker cannot start."""
     try:
         _die_with_parent()
         _detach_from_kernel()
@@ -138,46 +142,64 @@ def become_snapshot(control: socket.socket, namespace: dict[str, object]) -> NoR
         os._exit(SETUP_FAILED)
     try:
         _serve_spawns(control, namespace)
-    finally:
-        os._exit(0)
+    except BaseException:
+        with contextlib.suppress(BaseException):
+            FrameSocket(control).send(("broke", traceback.format_exc()[-BROKE_LIMIT:]))
+        os._exit(SERVE_FAILED)
+    os._exit(0)
 
 
 def _serve_spawns(control: socket.socket, namespace: dict[str, object]) -> None:
-    reports = FrameSocket(control)
+    channel = FrameSocket(control)  # requests and their sockets in, reports out
     children: dict[int, int] = {}  # the process it waits for -> the worker's pid (sandbox.py)
+    # poll, not select: a kernel with many open files gives this socket a number past the
+    # 1,024 that select can watch (it raised, and every worker of the snapshot was lost)
+    requests = select.poll()
+    requests.register(control, select.POLLIN)
     while True:
-        _reap(children, reports)
-        ready, _, _ = select.select([control], [], [], 0.2)
-        if not ready:
+        _reap(children, channel)
+        if not requests.poll(200):
             continue
-        fds = array.array("i")
-        data, ancdata, _flags, _addr = control.recvmsg(4096, socket.CMSG_LEN(fds.itemsize))
-        if not data:
+        try:
+            request, sock = channel.recv_with_fd()
+        except EOFError:
             return  # the kernel is gone or retired this snapshot
-        for level, kind, payload in ancdata:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
-        request = pickle.loads(data)
         if request[0] == "exit":
+            if sock is not None:
+                os.close(sock)
             return
-        if request[0] == "spawn" and fds:
-            token = request[1]
-            told, tell = os.pipe()
-            pid = os.fork()
-            if pid == 0:
-                control.close()
-                os.close(told)
-                lead_group()  # what its code starts ends with it (tree.py)
-                _die_with_parent()
-                with contextlib.suppress(OSError):
-                    os.nice(int(request[2]))
-                sandbox.enter(fds[0], tell, closed=request[3])
-                sandbox.readable()
-                serve_worker(socket.socket(fileno=fds[0]), namespace)
-            os.close(tell)
-            os.close(fds[0])
-            children[pid] = sandbox.worker_pid(told, pid)
-            reports.send(("spawned", token, children[pid]))
+        if request[0] != "spawn" or sock is None:
+            if sock is not None:
+                os.close(sock)
+            continue
+        token = request[1]
+        told, tell = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            control.close()
+            os.close(told)
+            _become_worker(sock, tell, request, namespace)
+        os.close(tell)
+        os.close(sock)
+        children[pid] = sandbox.worker_pid(told, pid)
+        channel.send(("spawned", token, children[pid]))
+
+
+def _become_worker(
+    sock: int, tell: int, request: tuple[str, int, int, list[int]], namespace: dict[str, object]
+) -> NoReturn:
+    """In a process the snapshot just forked: enter the sandbox and serve one worker; never
+    returns (SETUP_FAILED when its set-up raised: the snapshot reports that status)."""
+    try:
+        lead_group()  # what its code starts ends with it (tree.py)
+        _die_with_parent()
+        with contextlib.suppress(OSError):
+            os.nice(request[2])
+        sandbox.enter(sock, tell, closed=request[3])
+        sandbox.readable()
+    except BaseException:
+        os._exit(SETUP_FAILED)
+    serve_worker(socket.socket(fileno=sock), namespace)
 
 
 def _reap(children: dict[int, int], reports: FrameSocket) -> None:
@@ -206,6 +228,8 @@ def describe_status(status: int) -> str:
     code = os.WEXITSTATUS(status)
     if code == SETUP_FAILED:
         return f"exited with code {code} (its set-up in the forked process failed)"
+    if code == SERVE_FAILED:
+        return f"exited with code {code} (starting a worker raised)"
     if code == HAZARD_EXIT:
         return (
             f"exited with code {code} (it waited on a thread pool of the kernel that a fork "

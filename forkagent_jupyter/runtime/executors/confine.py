@@ -204,7 +204,9 @@ def confine(paths: list[str], ports: set[int] | None = None) -> tuple[str | None
     os.close(report_read)
     os.close(alive_write)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if select.select([alive], [], [], 0)[0]:  # the process that started us is gone
+    gone = select.poll()  # poll, not select: a descriptor may be past select's 1,024
+    gone.register(alive, select.POLLIN)
+    if gone.poll(0):  # the process that started us is gone
         os._exit(1)
     os.close(alive)
     try:

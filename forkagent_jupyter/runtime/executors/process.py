@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import os
-import pickle
 import signal
 import socket
 import threading
@@ -48,6 +48,7 @@ from .wire import (
     encode,
     frame_limit,
     read_message,
+    send_with_fd,
 )
 
 __all__ = ["ProcessRunner", "RunnerPlane", "Snapshot", "fork_supported"]
@@ -58,6 +59,8 @@ ended. The report comes once the snapshot has reaped the worker (it looks every 
 the wait ends with the snapshot; on a busy machine that takes more than a second, and the
 worker's card then said only "ended" instead of why (a fork-safety exit, a signal)."""
 _tokens = itertools.count(1)
+_log = logging.getLogger(__name__)
+ENDING_WAIT = 2.0  # seconds a failed spawn waits for the snapshot's last report
 
 
 def fork_supported() -> bool:
@@ -80,6 +83,7 @@ class Snapshot:
             settle(found)
             become_snapshot(theirs, namespace)
         theirs.close()
+        self.control.setblocking(False)  # as its reader will have it (wire.send_with_fd)
         del found  # the kernel keeps no reference to its threads' locks
         self.pid = pid
         self.claims = 0  # runners bound to this snapshot that have no process yet
@@ -90,6 +94,9 @@ class Snapshot:
         self._exits: dict[int, int] = {}
         self._exit_waiters: dict[int, asyncio.Future[int | None]] = {}
         self._reader: asyncio.Task[None] | None = None
+        self.broke = ""  # the traceback the snapshot sent when serving spawns raised
+        self._status: int | None = None  # its wait status, once it has ended and was reaped
+        self._sending = asyncio.Lock()  # one spawn request at a time on the control socket
 
     async def spawn(self, nice: int = 0) -> tuple[int, socket.socket]:
         """A new worker process forked from the snapshot, and the kernel's end of its socket.
@@ -104,33 +111,59 @@ class Snapshot:
         token = next(_tokens)
         waiter = asyncio.get_running_loop().create_future()
         self._spawns[token] = waiter
+        # the request goes out whole even if this call is cancelled meanwhile (half a frame
+        # would garble every later one); the worker then sees `ours` close and exits
+        sending = asyncio.ensure_future(self._request_spawn((token, nice, sorted(closed)), theirs))
+        sending.add_done_callback(_retrieved)
         try:
-            request = ("spawn", token, nice, sorted(closed))
-            socket.send_fds(self.control, [pickle.dumps(request)], [theirs.fileno()])
-        except OSError as exc:
+            await asyncio.shield(sending)
+            pid = await waiter
+        except OSError as exc:  # it has ended: what it said last comes with its end
             ours.close()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(waiter, ENDING_WAIT)
             raise WorkerLostError(
                 f"the snapshot process cannot start a worker: {exc}{self._how_it_ended()}"
             ) from None
-        finally:
-            theirs.close()
-        try:
-            pid = await waiter
-        except BaseException:  # cancelled: the worker sees its socket close and exits
+        except BaseException:
             ours.close()
             raise
+        finally:
+            self._spawns.pop(token, None)
         self.children.add(pid)
         return pid, ours
 
+    async def _request_spawn(
+        self, request: tuple[int, int, list[int]], theirs: socket.socket
+    ) -> None:
+        try:
+            async with self._sending:
+                await send_with_fd(self.control, ("spawn", *request), theirs.fileno())
+        finally:
+            theirs.close()
+
     def _how_it_ended(self) -> str:
         """How the snapshot process ended, if it has, for an error message ("" if not)."""
-        try:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-        except ChildProcessError:
-            return ""
-        return f" (it {describe_status(status)})" if pid else ""
+        if self._status is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere, before its status was read here
+                pid, status = 0, 0
+            if pid:
+                self._status = status
+        parts = [f"it {describe_status(self._status)}"] if self._status is not None else []
+        parts += self.broke.strip().splitlines()[-1:]  # the exception, if it sent one
+        return f" ({': '.join(parts)})" if parts else ""
+
+    def _record_status(self, status: int) -> None:
+        if self._status is None:
+            self._status = status
 
     def _on_report(self, message: tuple[object, ...]) -> None:
+        if len(message) == 2 and message[0] == "broke" and isinstance(message[1], str):
+            self.broke = message[1]
+            _log.error("the snapshot process failed:\n%s", self.broke)
+            return
         if len(message) != 3:
             return
         kind, first, second = message
@@ -159,7 +192,7 @@ class Snapshot:
             if not exit_waiter.done():
                 exit_waiter.set_result(None)
         self.control.close()  # now, even if the loop ends before the transport does
-        _reap_soon(self.pid)
+        _reap_soon(self.pid, self._record_status)
 
     async def exit_status(self, pid: int) -> int | None:
         """How worker `pid` ended, once the snapshot has reaped it (None if unknown: the
@@ -222,19 +255,31 @@ async def _read_reports(snapshot: weakref.ref[Snapshot], control: socket.socket)
             control.close()
 
 
-def _reap(pid: int) -> None:
+def _retrieved(task: asyncio.Future[None]) -> None:
+    """Done callback: the outcome of a task nobody may await any more is taken (no warning)."""
+    if not task.cancelled():
+        task.exception()
+
+
+def _reap(pid: int, record: Callable[[int], None] | None = None) -> None:
     with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, 0)
+        _pid, status = os.waitpid(pid, 0)
+        if record is not None:
+            record(status)
 
 
-def _reap_soon(pid: int) -> None:
-    """Collect the exit status of a child that has ended or is ending, without waiting."""
+def _reap_soon(pid: int, record: Callable[[int], None] | None = None) -> None:
+    """Collect the exit status of a child that has ended or is ending, without waiting; give
+    it to `record` (from a thread, if it had not ended yet)."""
     try:
-        done, _status = os.waitpid(pid, os.WNOHANG)
+        done, status = os.waitpid(pid, os.WNOHANG)
     except (ChildProcessError, OSError):
         return
-    if not done:
-        threading.Thread(target=_reap, args=(pid,), name="forkagent-reap", daemon=True).start()
+    if done:
+        if record is not None:
+            record(status)
+        return
+    threading.Thread(target=_reap, args=(pid, record), name="forkagent-reap", daemon=True).start()
 
 
 class RunnerPlane(Protocol):

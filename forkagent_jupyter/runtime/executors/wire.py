@@ -18,6 +18,7 @@ until it is stopped.
 
 from __future__ import annotations
 
+import array
 import asyncio
 import mmap
 import os
@@ -43,6 +44,7 @@ __all__ = [
     "pull_limit",
     "read_frame",
     "read_message",
+    "send_with_fd",
 ]
 
 Request: TypeAlias = (
@@ -50,10 +52,12 @@ Request: TypeAlias = (
     | tuple[Literal["call"], int, Callable[..., object], tuple[object, ...]]
     | tuple[Literal["pull"], int, list[str], bool]
     | tuple[Literal["exit"]]
+    | tuple[Literal["spawn"], int, int, list[int]]
 )
 """A request from the kernel to a worker (pickled: the kernel is trusted): run code, call a
 function with the namespace, pull values, or exit. The number after the kind is the call's id,
-which its reply repeats."""
+which its reply repeats. To a snapshot process: spawn a worker (token, nice, the TCP ports it
+must not reach), its socket sent with the request (`send_with_fd`)."""
 
 _HEADER = struct.Struct("!I")
 _MAX_FRAME = (1 << 32) - 1  # what a frame's 4-byte length can say
@@ -126,6 +130,22 @@ class FrameSocket:
         request: Request = pickle.loads(self._exactly(_HEADER.unpack(head)[0]))
         return request
 
+    def recv_with_fd(self) -> tuple[Request, int | None]:
+        """The next request and the file descriptor sent with its first bytes (`send_with_fd`;
+        None if none came); EOFError when the other side has gone."""
+        fds = array.array("i")
+        head, ancdata, _flags, _addr = self.sock.recvmsg(
+            _HEADER.size, socket.CMSG_LEN(fds.itemsize)
+        )
+        if not head:
+            raise EOFError
+        for level, kind, payload in ancdata:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+        head += self._exactly(_HEADER.size - len(head))
+        request: Request = pickle.loads(self._exactly(_HEADER.unpack(head)[0]))
+        return request, (fds[0] if fds else None)
+
     def _exactly(self, size: int) -> bytes:
         chunks = []
         while size:
@@ -185,6 +205,21 @@ async def read_message(
     if type(message) is not tuple or not message or type(message[0]) is not str:
         raise MessageError(f"a {type(message).__name__} is not a message")
     return message
+
+
+async def send_with_fd(sock: socket.socket, message: Request, fd: int) -> None:
+    """Send `message`, framed, on the non-blocking stream socket `sock`, with `fd` on its first
+    bytes (`FrameSocket.recv_with_fd` reads both). The caller keeps two sends on one socket
+    from interleaving."""
+    data = _encode(message)
+    while True:
+        try:
+            sent = socket.send_fds(sock, [data], [fd])
+            break
+        except BlockingIOError:  # the other side's buffer is full: it reads soon
+            await asyncio.sleep(0.01)
+    if sent < len(data):
+        await asyncio.get_running_loop().sock_sendall(sock, data[sent:])
 
 
 def encode(message: Request) -> bytes:

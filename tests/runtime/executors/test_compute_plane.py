@@ -164,7 +164,7 @@ async def test_a_snapshot_dropped_while_its_reader_starts_leaves_the_loop_clean(
     loop.set_exception_handler(lambda _loop, context: seen.append(context))
     try:
         snapshot = Snapshot({})
-        assert await asyncio.to_thread(snapshot.control.recv, 1) == b""  # it has gone
+        assert await loop.sock_recv(snapshot.control, 1) == b""  # it has gone
         await asyncio.to_thread(_until_exited, snapshot.pid)
         with pytest.raises(WorkerLostError):
             await snapshot.spawn()  # starts the reader task, which has not run yet
@@ -192,7 +192,8 @@ async def test_a_snapshot_that_died_says_how(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(child, "forget_secrets", fail)  # inherited by the forked process
     snapshot = Snapshot({})
     try:
-        assert await asyncio.to_thread(snapshot.control.recv, 1) == b""  # it has gone
+        loop = asyncio.get_running_loop()
+        assert await loop.sock_recv(snapshot.control, 1) == b""  # it has gone
         await asyncio.to_thread(_until_exited, snapshot.pid)
         with pytest.raises(WorkerLostError) as caught:
             await snapshot.spawn()
@@ -200,3 +201,93 @@ async def test_a_snapshot_that_died_says_how(monkeypatch: pytest.MonkeyPatch) ->
         assert "exited with code 70 (its set-up in the forked process failed)" in str(caught.value)
     finally:
         snapshot.close()
+
+
+async def test_a_snapshot_whose_loop_raised_says_what_it_raised(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When serving a spawn request raises in the snapshot process, the worker waiting for it
+    fails with the exception the snapshot sent back, and its exit code says so; the next
+    spawn is refused at once with the same account."""
+    from forkagent_jupyter.runtime.executors import WorkerLostError, sandbox
+    from forkagent_jupyter.runtime.executors.process import Snapshot
+
+    def lost(_told: int, _forked: int) -> int:
+        raise RuntimeError("the pid went missing")
+
+    monkeypatch.setattr(sandbox, "worker_pid", lost)  # inherited by the forked process
+    snapshot = Snapshot({})
+    try:
+        with pytest.raises(WorkerLostError) as caught:
+            await asyncio.wait_for(snapshot.spawn(), 30)
+        assert "RuntimeError: the pid went missing" in str(caught.value)
+        assert "RuntimeError: the pid went missing" in snapshot.broke
+        with pytest.raises(WorkerLostError) as again:
+            await snapshot.spawn()
+        assert "the snapshot process has ended" in str(again.value)
+    finally:
+        snapshot.close()
+
+
+async def test_spawn_requests_keep_their_bounds_whatever_their_size() -> None:
+    """Spawn requests at once while the process listens on 2,000 ports (each request names
+    them all: a frame longer than one read) each start their own worker: the snapshot reads
+    every request whole, with the socket sent beside it."""
+    import resource
+    import socket
+
+    from forkagent_jupyter.runtime.executors.process import Snapshot
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 2_000 + 512
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
+    servers = []
+    snapshot = Snapshot({"x": 1})
+    try:
+        for _ in range(2_000):
+            server = socket.socket()
+            server.bind(("127.0.0.1", 0))
+            server.listen()
+            servers.append(server)
+
+        async def one() -> int:
+            pid, sock = await snapshot.spawn()
+            sock.close()
+            return pid
+
+        pids = await asyncio.wait_for(asyncio.gather(*(one() for _ in range(6))), 120)
+        assert len(set(pids)) == 6
+        assert not snapshot.closed and not snapshot.broke
+    finally:
+        snapshot.close()
+        for server in servers:
+            server.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+async def test_a_snapshot_serves_a_kernel_with_more_than_a_thousand_files_open() -> None:
+    """A kernel that holds many files (sockets of hundreds of workers) gives the snapshot's
+    socket a number past 1,024: the snapshot still starts workers (select() raised there, and
+    every worker of the snapshot failed with a broken pipe)."""
+    import resource
+
+    from forkagent_jupyter.runtime.executors.process import Snapshot
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1_600:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(1_600, hard), hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1_100)]
+    try:
+        snapshot = Snapshot({"x": 1})
+        assert snapshot.control.fileno() > 1_024
+        try:
+            pid, sock = await asyncio.wait_for(snapshot.spawn(), 30)
+            sock.close()
+            assert pid > 0 and not snapshot.closed
+        finally:
+            snapshot.close()
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
