@@ -58,9 +58,13 @@ EXIT_REPORT_WAIT = 60.0
 ended. The report comes once the snapshot has reaped the worker (it looks every 0.2 s), or
 the wait ends with the snapshot; on a busy machine that takes more than a second, and the
 worker's card then said only "ended" instead of why (a fork-safety exit, a signal)."""
+SPAWN_WAIT = 120.0
+"""At most how long (seconds) a spawn waits for the snapshot to say it started the worker
+(well under a second when idle). Past it the snapshot is ended, named as the cause, and the
+next call starts from a new snapshot: a worker never waits for ever on a snapshot that hangs."""
+ENDING_WAIT = 2.0  # seconds a failed spawn waits for the snapshot's last report
 _tokens = itertools.count(1)
 _log = logging.getLogger(__name__)
-ENDING_WAIT = 2.0  # seconds a failed spawn waits for the snapshot's last report
 
 
 def fork_supported() -> bool:
@@ -117,7 +121,16 @@ class Snapshot:
         sending.add_done_callback(_retrieved)
         try:
             await asyncio.shield(sending)
-            pid = await waiter
+            pid = await asyncio.wait_for(waiter, SPAWN_WAIT)
+        except asyncio.TimeoutError:
+            ours.close()
+            self.current = False
+            self.close()
+            _log.error("a snapshot process did not start a worker within %s s", SPAWN_WAIT)
+            raise WorkerLostError(
+                f"the snapshot process did not start the worker within {SPAWN_WAIT:.0f} s, so it "
+                "was ended; the next call starts from a new snapshot of the notebook"
+            ) from None
         except OSError as exc:  # it has ended: what it said last comes with its end
             ours.close()
             with contextlib.suppress(BaseException):

@@ -291,3 +291,39 @@ async def test_a_snapshot_serves_a_kernel_with_more_than_a_thousand_files_open()
         for fd in held:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+async def test_a_snapshot_that_hangs_ends_instead_of_keeping_a_worker_waiting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A snapshot that never says it started the worker is ended after SPAWN_WAIT, with a
+    reason; it is no longer the one new workers start from."""
+    from forkagent_jupyter.runtime.executors import WorkerLostError, process, sandbox
+    from forkagent_jupyter.runtime.executors.process import Snapshot
+
+    def stuck(_told: int, _forked: int) -> int:
+        time.sleep(3600)
+        return 0
+
+    monkeypatch.setattr(sandbox, "worker_pid", stuck)  # inherited by the forked process
+    monkeypatch.setattr(process, "SPAWN_WAIT", 1.0)
+    snapshot = Snapshot({})
+    try:
+        with pytest.raises(WorkerLostError) as caught:
+            await asyncio.wait_for(snapshot.spawn(), 30)
+        assert "did not start the worker within 1 s" in str(caught.value)
+        assert snapshot.closed and not snapshot.current
+        await asyncio.to_thread(_until_gone, snapshot.pid)
+    finally:
+        snapshot.close()
+
+
+def _until_gone(pid: int) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"process {pid} is still there")
