@@ -44,7 +44,16 @@ FLOORS: dict[str, list[set[str]]] = {
         {"session"},
     ],
     "kernel": [
-        {"said", "parents", "interpolation", "settings", "render", "comm", "headless"},
+        {
+            "said",
+            "parents",
+            "interpolation",
+            "settings",
+            "render",
+            "comm",
+            "headless",
+            "kernel_log",
+        },
         {"cards", "views"},
         {"host"},
         {"frontend"},
