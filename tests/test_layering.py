@@ -44,16 +44,7 @@ FLOORS: dict[str, list[set[str]]] = {
         {"session"},
     ],
     "kernel": [
-        {
-            "said",
-            "parents",
-            "interpolation",
-            "settings",
-            "render",
-            "comm",
-            "headless",
-            "kernel_log",
-        },
+        {"said", "parents", "interpolation", "settings", "render", "comm", "headless"},
         {"cards", "views"},
         {"host"},
         {"frontend"},

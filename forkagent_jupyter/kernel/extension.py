@@ -23,7 +23,6 @@ from IPython.core.error import UsageError
 
 from ..runtime import guard_kernel
 from .comm.protocol import State
-from .kernel_log import route_logs, unroute_logs
 from .magics.agent_magics import AgentMagics, transform_cell
 from .magics.turn_actions import TurnActions
 from .magics.view_actions import TaskViews
@@ -103,7 +102,6 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
         self.bridge.register()
         self.shell.events.register("pre_run_cell", self._before_cell)
         self.shell.events.register("post_run_cell", self._after_cell)
-        route_logs(getattr(self.shell, "kernel", None))  # not into whichever cell ran last
 
     def _wrap_config_magic(self) -> None:
         """IPython's `%config`, with a refusal of ours failing the cell: IPython's own catches
@@ -185,7 +183,6 @@ class KernelAgent(TurnActions, WorkerActions, TaskViews):
         self.shell.user_ns.pop("__forkagent__", None)
         self.shell.user_ns_hidden.pop("__forkagent__", None)
         self.bridge.unregister()
-        unroute_logs()
         with contextlib.suppress(ValueError):
             self.shell.events.unregister("pre_run_cell", self._before_cell)
             self.shell.events.unregister("post_run_cell", self._after_cell)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import logging
 import os
 import signal
 import socket
@@ -64,7 +63,6 @@ SPAWN_WAIT = 120.0
 next call starts from a new snapshot: a worker never waits for ever on a snapshot that hangs."""
 ENDING_WAIT = 2.0  # seconds a failed spawn waits for the snapshot's last report
 _tokens = itertools.count(1)
-_log = logging.getLogger(__name__)
 
 
 def fork_supported() -> bool:
@@ -126,7 +124,6 @@ class Snapshot:
             ours.close()
             self.current = False
             self.close()
-            _log.error("a snapshot process did not start a worker within %s s", SPAWN_WAIT)
             raise WorkerLostError(
                 f"the snapshot process did not start the worker within {SPAWN_WAIT:.0f} s, so it "
                 "was ended; the next call starts from a new snapshot of the notebook"
@@ -174,8 +171,7 @@ class Snapshot:
 
     def _on_report(self, message: tuple[object, ...]) -> None:
         if len(message) == 2 and message[0] == "broke" and isinstance(message[1], str):
-            self.broke = message[1]
-            _log.error("the snapshot process failed:\n%s", self.broke)
+            self.broke = message[1]  # its last line names the exception in the worker's error
             return
         if len(message) != 3:
             return
