@@ -211,15 +211,18 @@ async def send_with_fd(sock: socket.socket, message: Request, fd: int) -> None:
     """Send `message`, framed, on the non-blocking stream socket `sock`, with `fd` on its first
     bytes (`FrameSocket.recv_with_fd` reads both). The caller keeps two sends on one socket
     from interleaving."""
-    data = _encode(message)
+    data = memoryview(_encode(message))
     while True:
         try:
             sent = socket.send_fds(sock, [data], [fd])
             break
         except BlockingIOError:  # the other side's buffer is full: it reads soon
             await asyncio.sleep(0.01)
-    if sent < len(data):
-        await asyncio.get_running_loop().sock_sendall(sock, data[sent:])
+    while sent < len(data):  # not loop.sock_sendall: a transport reads this socket
+        try:
+            sent += sock.send(data[sent:])
+        except BlockingIOError:
+            await asyncio.sleep(0.01)
 
 
 def encode(message: Request) -> bytes:

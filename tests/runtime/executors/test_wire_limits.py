@@ -110,3 +110,44 @@ def test_a_pull_may_bring_back_half_the_memory_at_most_what_a_length_says() -> N
     assert wire.pull_limit() == max(wire.MESSAGE_LIMIT, min(2**32 - 1, memory // 2))
     assert wire.frame_limit("pulled") == wire.pull_limit()
     assert wire.frame_limit("done") == wire.frame_limit("called") == wire.MESSAGE_LIMIT
+
+
+async def test_a_request_longer_than_the_socket_buffer_goes_whole_with_its_socket() -> None:
+    """`send_with_fd` on a socket a transport reads (the snapshot's control socket) sends a
+    request far longer than the socket's buffer whole, while the other side reads it slowly,
+    and the file descriptor arrives with it."""
+    import os
+    import socket
+    import threading
+    import time
+
+    from forkagent_jupyter.runtime.executors.wire import FrameSocket, send_with_fd
+
+    ours, theirs = socket.socketpair()
+    ours.setblocking(False)
+    _reader, writer = await asyncio.open_unix_connection(sock=ours)  # as the kernel has it
+    ports = list(range(1_000_000))  # ~5 MB pickled
+    got: list[object] = []
+    passed_r, passed_w = os.pipe()
+
+    def slowly() -> None:
+        time.sleep(0.3)  # the buffer fills first
+        request, fd = FrameSocket(theirs).recv_with_fd()
+        got.extend([request, fd])
+
+    thread = threading.Thread(target=slowly)
+    thread.start()
+    try:
+        await asyncio.wait_for(send_with_fd(ours, ("spawn", 1, 0, ports), passed_w), 60)
+        await asyncio.to_thread(thread.join, 60)
+        request, fd = got
+        assert request == ("spawn", 1, 0, ports)
+        assert isinstance(fd, int)
+        os.write(fd, b"x")  # the same pipe
+        assert os.read(passed_r, 1) == b"x"
+        os.close(fd)
+    finally:
+        writer.close()
+        theirs.close()
+        os.close(passed_r)
+        os.close(passed_w)
