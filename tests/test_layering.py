@@ -26,7 +26,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "emulator": {"runtime", "kernel", "cli"},
 }
 JUPYTER = {"IPython", "ipykernel", "ipywidgets", "jupyter_client", "comm", "traitlets"}
-SHELL_HOSTS = {"runtime/executors/dask_child.py"}
+SHELL_HOSTS = {"runtime/executors/cluster/child.py"}
 """A worker process on a Dask machine runs the user's code in an IPython shell of its own
 (displays and figures as in the kernel); it is a process entry point, not the kernel."""
 

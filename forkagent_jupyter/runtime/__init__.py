@@ -55,7 +55,8 @@ if TYPE_CHECKING:
         UsageReport,
     )
     from .executors import ClearOutput, Display, Output, PullError, StreamText
-    from .executors.child import value_summary
+    from .executors.cluster.shipping import DaskClient
+    from .executors.confinement.sandbox import guard_kernel
     from .executors.memory import (
         Held,
         Rollup,
@@ -63,8 +64,7 @@ if TYPE_CHECKING:
         default_worker_memory_mb,
         rollups_supported,
     )
-    from .executors.sandbox import guard_kernel
-    from .executors.shipping import DaskClient
+    from .executors.process.child import value_summary
     from .history import Block, Message
     from .mcp.servers import describe as describe_mcp_servers
     from .model.backends import mark_offline_announced
@@ -137,20 +137,20 @@ _WHERE: dict[str, tuple[str, str]] = {
     # the conversation: its messages and their content blocks
     "Message": ("history", "Message"),
     "Block": ("history", "Block"),
-    "DaskClient": ("executors.shipping", "DaskClient"),
+    "DaskClient": ("executors.cluster.shipping", "DaskClient"),
     # what a worker's code shows (its card renders these), and what a pull can say
     "Output": ("executors", "Output"),
     "StreamText": ("executors", "StreamText"),
     "Display": ("executors", "Display"),
     "ClearOutput": ("executors", "ClearOutput"),
     "PullError": ("executors", "PullError"),
-    "value_summary": ("executors.child", "value_summary"),
+    "value_summary": ("executors.process.child", "value_summary"),
     "WorkerProcess": ("executors.memory", "WorkerProcess"),
     "Held": ("executors.memory", "Held"),
     "Rollup": ("executors.memory", "Rollup"),
     "rollups_supported": ("executors.memory", "rollups_supported"),
     "default_worker_memory_mb": ("executors.memory", "default_worker_memory_mb"),
-    "guard_kernel": ("executors.sandbox", "guard_kernel"),
+    "guard_kernel": ("executors.confinement.sandbox", "guard_kernel"),
     # batches
     "BatchRun": ("batch.fan_out", "BatchRun"),
     "in_batch": ("batch.fan_out", "in_batch"),

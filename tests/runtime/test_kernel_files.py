@@ -14,8 +14,7 @@ import pytest
 
 from forkagent_jupyter.runtime import Deny
 from forkagent_jupyter.runtime.tools.base import Tool, ToolContext
-from forkagent_jupyter.runtime.tools.files import ReadTool, WriteTool
-from forkagent_jupyter.runtime.tools.search import GrepTool
+from forkagent_jupyter.runtime.tools.files import GrepTool, ReadTool, WriteTool
 
 pytestmark = pytest.mark.anyio
 

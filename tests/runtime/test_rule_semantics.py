@@ -20,8 +20,7 @@ from forkagent_jupyter.runtime.permissions.gate import (
 from forkagent_jupyter.runtime.permissions.rules import Rule
 from forkagent_jupyter.runtime.tools import builtin_tools
 from forkagent_jupyter.runtime.tools.base import Tool, ToolContext
-from forkagent_jupyter.runtime.tools.files import EditTool, ReadTool, WriteTool
-from forkagent_jupyter.runtime.tools.search import GlobTool, GrepTool
+from forkagent_jupyter.runtime.tools.files import EditTool, GlobTool, GrepTool, ReadTool, WriteTool
 from forkagent_jupyter.runtime.tools.shell import BashTool
 
 pytestmark = pytest.mark.anyio

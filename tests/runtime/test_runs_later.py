@@ -19,8 +19,12 @@ import pytest
 from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
 from forkagent_jupyter.runtime.permissions.gate import Allow, Deny, ScriptedPolicy
 from forkagent_jupyter.runtime.tools.base import Tool, ToolContext
-from forkagent_jupyter.runtime.tools.edits import MultiEditTool, NotebookEditTool
-from forkagent_jupyter.runtime.tools.files import EditTool, WriteTool
+from forkagent_jupyter.runtime.tools.files import (
+    EditTool,
+    MultiEditTool,
+    NotebookEditTool,
+    WriteTool,
+)
 
 from .helpers import git, make_repo
 

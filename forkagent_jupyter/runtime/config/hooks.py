@@ -72,8 +72,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from ..executors.listeners import aclosed_ports
-from ..executors.sandbox import confined
+from ..executors.confinement.listeners import aclosed_ports
+from ..executors.confinement.sandbox import confined
 from ..secrets import scrubbed_env
 
 __all__ = [

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeGuard
 
 from ...messages_api.shapes import JSON
-from ..executors.own_git import run_git_sync
+from ..executors.confinement.own_git import run_git_sync
 from .files import FileRefusedError, read_json
 from .hooks import HookEntry, HookTrust, parse_hooks
 from .trust import FolderTrust, folder_trust
@@ -132,8 +132,8 @@ def _committed(files: list[SettingsFile]) -> set[Path]:
     """The `local` files among `files` that git tracks (someone committed them): the file as
     named (a committed symlink) or what it resolves to (through a committed `.claude` symlink
     too), each asked of the repository it lies in. git runs as the runtime's own git does
-    (`executors.own_git`: confined, nothing the repository's configuration names runs); an
-    answer git does not give counts as committed."""
+    (`executors.confinement.own_git`: confined, nothing the repository's configuration names
+    runs); an answer git does not give counts as committed."""
     out: set[Path] = set()
     for file in files:
         if file.scope != "local" or not (file.path.is_symlink() or file.path.exists()):

@@ -1,7 +1,13 @@
-"""Where agents' Python runs: the notebook's namespace on a thread, or a worker process
-started from a snapshot of the kernel (sandboxed: `sandbox`, `confine`; kept off the servers
-the kernel runs: `listeners`), or a Dask cluster.
-See `plane.ComputePlane`. The runtime's own git runs confined too (`own_git`).
+"""Where agents' Python runs: the notebook's namespace on a thread (`thread`), or a worker
+process started from a snapshot of the kernel (`process/`), confined away from the kernel's
+secrets and servers (`confinement/`), or a Dask cluster (`cluster/`). `plane.ComputePlane`
+chooses among them. The runtime's own git runs confined too (`confinement/own_git.py`).
+
+The modules here are what every kind of worker shares: the results and outputs (`base`),
+running a cell's source (`source`), displays and progress bars (`display`, `progress`), the
+wire and the data a worker sends back (`wire`, `datacodec`, `pulled`), process memory
+(`memory`). The subpackages build on them: `confinement/` imports none of them, `process/`
+imports `confinement/`, `cluster/` imports both; `plane` imports `process/` and `cluster/`.
 
 May import: the leaves only (errors, secrets, history, output)."""
 
@@ -22,7 +28,7 @@ from .base import (
     WorkerLostError,
 )
 from .plane import ComputePlane, WorkerNamespace
-from .process import ProcessRunner, fork_supported
+from .process.process import ProcessRunner, fork_supported
 from .source import ExecutionInterrupted, execute_source
 from .thread import DEFAULT_EXECUTOR, ThreadExecutor, ThreadRunner
 

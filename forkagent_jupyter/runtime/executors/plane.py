@@ -26,7 +26,8 @@ from typing import Literal
 
 from ..secrets import redact
 from .base import ClearOutput, CodeRunner, Display, Output, PullError, StreamText, valid_output
-from .dask import DaskBackend, DaskRunner
+from .cluster.backend import DaskBackend, DaskRunner
+from .cluster.shipping import DaskClient
 from .memory import (
     Rollup,
     WorkerProcess,
@@ -34,10 +35,9 @@ from .memory import (
     own_memory_mb,
     read_rollups,
 )
-from .process import ProcessRunner, Snapshot, fork_supported
-from .shipping import DaskClient
+from .process.process import ProcessRunner, Snapshot, fork_supported
+from .process.tree import prune_group, release_transactions
 from .thread import ThreadRunner
-from .tree import prune_group, release_transactions
 
 __all__ = ["SAMPLE_SECONDS", "ComputePlane", "WorkerNamespace"]
 

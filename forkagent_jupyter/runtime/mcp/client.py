@@ -27,8 +27,8 @@ import anyio
 
 from ...messages_api.shapes import JSON
 from ..config.mcp_config import HttpServer, ServerSpec, StdioServer, tool_name
-from ..executors.listeners import aclosed_ports
-from ..executors.sandbox import confined
+from ..executors.confinement.listeners import aclosed_ports
+from ..executors.confinement.sandbox import confined
 
 if TYPE_CHECKING:
     from mcp import ClientSession

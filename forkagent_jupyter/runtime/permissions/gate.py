@@ -70,10 +70,10 @@ from pydantic import BaseModel, ValidationError
 
 from ...messages_api.shapes import JSON
 from ..config.settings import SettingsRead
-from ..executors.sandbox import kernel_files
+from ..executors.confinement.sandbox import kernel_files
 from ..secrets import redact
 from ..tools.base import Tool, ToolContext, ToolError, describe_call, format_validation_error
-from ..tools.paths import shown_path
+from ..tools.files.paths import shown_path
 from .limits import ToolLimit
 from .matching import (
     CallFacts,

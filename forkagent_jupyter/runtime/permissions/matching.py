@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..tools.base import Tool, ToolContext
-from ..tools.paths import is_inside, literal_prefix, real, shown_path
+from ..tools.files.paths import is_inside, literal_prefix, real, shown_path
 from .policies import Deny
 from .rulebook import RuleBook
 from .rules import PATH_TOOLS, READING_TOOLS, Rule, escape_glob

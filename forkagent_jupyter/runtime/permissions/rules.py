@@ -13,10 +13,10 @@ the *real* paths the call touches (symlinks followed), read as Claude Code reads
 `//abs/path` from the filesystem root, `/path` from the project root (the work directory),
 `~/path` from the home folder, `path` or `./path` from the work directory (a spec without a
 `/` matches a name at any depth). `**` crosses folders, `*` does not; a spec that matches a
-folder covers everything in it (see `tools.paths`); `\\*` is a literal star. Braces expand as
-in bash and in the Glob tool (`data/{a,b}.csv` is `data/a.csv` and `data/b.csv`; nested,
-with globs, `{1..3}` ranges; `\\{` is a literal brace), each alternative read as a spec of
-its own; a spec whose braces stand for more than `MAX_BRACE_EXPANSION` is refused.
+folder covers everything in it (see `tools.files.paths`); `\\*` is a literal star. Braces
+expand as in bash and in the Glob tool (`data/{a,b}.csv` is `data/a.csv` and `data/b.csv`;
+nested, with globs, `{1..3}` ranges; `\\{` is a literal brace), each alternative read as a
+spec of its own; a spec whose braces stand for more than `MAX_BRACE_EXPANSION` is refused.
 
 Bash: the spec is a command line read by `shell_syntax`, so spacing and quoting of plain
 words do not matter, but quoted and unquoted `$`, globs and `~` do (`'$HOME'` is not
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..tools.paths import MAX_BRACE_EXPANSION, expand_braces, rule_match
+from ..tools.files.paths import MAX_BRACE_EXPANSION, expand_braces, rule_match
 from .shell_programs import program_name, programs
 from .shell_syntax import ACTIVE, Script, Word, parse_script
 

@@ -45,7 +45,7 @@ import sysconfig
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from ..tools.paths import is_inside, real
+from ..tools.files.paths import is_inside, real
 
 __all__ = ["runs_later"]
 

@@ -28,7 +28,7 @@ from ..config.trust_asks import folder_asks
 from ..errors import ConfigError, UsageError
 from ..events import Compacted
 from ..executors import ComputePlane, WorkerNamespace
-from ..executors.shipping import DaskClient
+from ..executors.cluster.shipping import DaskClient
 from ..history import Message
 from ..loop.compaction import CompactPolicy, last_turns, window_for
 from ..loop.config import LoopState

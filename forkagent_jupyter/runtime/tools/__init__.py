@@ -1,6 +1,7 @@
-"""Built-in tools, one module per family: files, edits, search, listing, shell and background
-shells, Python, the namespace, todos, the web. What a tool may ask of the session is declared
-in `services` as protocols, so a tool imports nothing above it.
+"""Built-in tools, one module per family: the file tools (`files/`: Read, Write, Edit,
+MultiEdit, NotebookEdit, Glob, Grep, LS), shell and background shells, Python, the namespace,
+todos, the web. What a tool may ask of the session is declared in `services` as protocols, so
+a tool imports nothing above it.
 
 May import: model, tasks, executors, messages_api and the leaves. The Agent tools live in
 workers/, the MCP tool in mcp/."""
@@ -10,9 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Tool
-from .edits import MultiEditTool, NotebookEditTool
-from .files import EditTool, GlobTool, GrepTool, ReadTool, WriteTool
-from .listing import LSTool
+from .files import (
+    EditTool,
+    GlobTool,
+    GrepTool,
+    LSTool,
+    MultiEditTool,
+    NotebookEditTool,
+    ReadTool,
+    WriteTool,
+)
 from .namespace import DescribeDataTool, VariablesTool
 from .python import PythonTool
 from .shell import BashTool

@@ -7,11 +7,12 @@ are removed from either). stdout and stderr share one pipe, so their output keep
 On timeout or cancellation the whole process group is killed. Memory stays bounded however
 much the command prints (the head and the tail are kept).
 
-In a kernel (Linux) the shell runs in namespaces of its own (`executors/confine.py`): its /proc
-shows only its own processes, and the kernel's connection file and Jupyter's runtime folder
-are covered. A process it starts with `&` ends when the call ends; a background shell's
-(`run_in_background`) live until every one has ended or TaskStop kills them. Where that
-cannot be done here, every call is asked (`unconfined`), whatever the rules and the mode say.
+In a kernel (Linux) the shell runs in namespaces of its own
+(`executors/confinement/confine.py`): its /proc shows only its own processes, and the kernel's
+connection file and Jupyter's runtime folder are covered. A process it starts with `&` ends
+when the call ends; a background shell's (`run_in_background`) live until every one has ended
+or TaskStop kills them. Where that cannot be done here, every call is asked (`unconfined`),
+whatever the rules and the mode say.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..executors.listeners import aclosed_ports
-from ..executors.sandbox import confined, confinement_gap
+from ..executors.confinement.listeners import aclosed_ports
+from ..executors.confinement.sandbox import confined, confinement_gap
 from ..output import MAX_OUTPUT, HeadTail, cap_output
 from ..secrets import scrubbed_env
 from .base import Tool, ToolContext, ToolError

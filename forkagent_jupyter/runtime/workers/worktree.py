@@ -22,8 +22,9 @@ failure counts as a change (fail closed: an agent's work is never deleted by mis
 `finish` is idempotent and safe to call concurrently: every call gets the first outcome.
 
 Git runs in subprocesses through asyncio (the event loop is never blocked), as the runtime's
-own git always runs (`executors.own_git`): confined like Bash, without credentials, with the
-commands a repository's configuration names (fsmonitor, hooks, filters...) turned off.
+own git always runs (`executors.confinement.own_git`): confined like Bash, without
+credentials, with the commands a repository's configuration names (fsmonitor, hooks,
+filters...) turned off.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
 from ..errors import ConfigError
-from ..executors.own_git import run_git
+from ..executors.confinement.own_git import run_git
 
 __all__ = [
     "WORKTREES_DIR",

@@ -151,8 +151,9 @@ async def test_a_snapshot_dropped_while_its_reader_starts_leaves_the_loop_clean(
     reader owns it from its first step (before, the loop's callback failed with EBADF)."""
     import gc
 
-    from forkagent_jupyter.runtime.executors import WorkerLostError, child
-    from forkagent_jupyter.runtime.executors.process import Snapshot
+    from forkagent_jupyter.runtime.executors import WorkerLostError
+    from forkagent_jupyter.runtime.executors.process import child
+    from forkagent_jupyter.runtime.executors.process.process import Snapshot
 
     def fail() -> None:
         raise RuntimeError("set-up fails")
@@ -183,8 +184,9 @@ async def test_a_snapshot_dropped_while_its_reader_starts_leaves_the_loop_clean(
 async def test_a_snapshot_that_died_says_how(monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker that cannot start because its snapshot process is gone says how that process
     ended (here: its set-up in the fork raised)."""
-    from forkagent_jupyter.runtime.executors import WorkerLostError, child
-    from forkagent_jupyter.runtime.executors.process import Snapshot
+    from forkagent_jupyter.runtime.executors import WorkerLostError
+    from forkagent_jupyter.runtime.executors.process import child
+    from forkagent_jupyter.runtime.executors.process.process import Snapshot
 
     def fail() -> None:
         raise RuntimeError("set-up fails")
@@ -209,8 +211,9 @@ async def test_a_snapshot_whose_loop_raised_says_what_it_raised(
     """When serving a spawn request raises in the snapshot process, the worker waiting for it
     fails with the exception the snapshot sent back, and its exit code says so; the next
     spawn is refused at once with the same account."""
-    from forkagent_jupyter.runtime.executors import WorkerLostError, sandbox
-    from forkagent_jupyter.runtime.executors.process import Snapshot
+    from forkagent_jupyter.runtime.executors import WorkerLostError
+    from forkagent_jupyter.runtime.executors.confinement import sandbox
+    from forkagent_jupyter.runtime.executors.process.process import Snapshot
 
     def lost(_told: int, _forked: int) -> int:
         raise RuntimeError("the pid went missing")
@@ -236,7 +239,7 @@ async def test_spawn_requests_keep_their_bounds_whatever_their_size() -> None:
     import resource
     import socket
 
-    from forkagent_jupyter.runtime.executors.process import Snapshot
+    from forkagent_jupyter.runtime.executors.process.process import Snapshot
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = 2_000 + 512
@@ -272,7 +275,7 @@ async def test_a_snapshot_serves_a_kernel_with_more_than_a_thousand_files_open()
     every worker of the snapshot failed with a broken pipe)."""
     import resource
 
-    from forkagent_jupyter.runtime.executors.process import Snapshot
+    from forkagent_jupyter.runtime.executors.process.process import Snapshot
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < 1_600:
@@ -298,8 +301,10 @@ async def test_a_snapshot_that_hangs_ends_instead_of_keeping_a_worker_waiting(
 ) -> None:
     """A snapshot that never says it started the worker is ended after SPAWN_WAIT, with a
     reason; it is no longer the one new workers start from."""
-    from forkagent_jupyter.runtime.executors import WorkerLostError, process, sandbox
-    from forkagent_jupyter.runtime.executors.process import Snapshot
+    from forkagent_jupyter.runtime.executors import WorkerLostError
+    from forkagent_jupyter.runtime.executors.confinement import sandbox
+    from forkagent_jupyter.runtime.executors.process import process
+    from forkagent_jupyter.runtime.executors.process.process import Snapshot
 
     def stuck(_told: int, _forked: int) -> int:
         time.sleep(3600)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from forkagent_jupyter.runtime.executors import listeners, sandbox
+from forkagent_jupyter.runtime.executors.confinement import listeners, sandbox
 from forkagent_jupyter.runtime.permissions.gate import PermissionGate
 from forkagent_jupyter.runtime.permissions.policies import Allow, ScriptedPolicy
 from forkagent_jupyter.runtime.tools.base import ToolContext

@@ -12,8 +12,8 @@ import pytest
 
 from forkagent_jupyter.runtime.errors import ConfigError
 from forkagent_jupyter.runtime.executors import PullError
-from forkagent_jupyter.runtime.executors.dask import DaskRunner, require_dask
-from forkagent_jupyter.runtime.executors.shipping import referenced_names
+from forkagent_jupyter.runtime.executors.cluster.backend import DaskRunner, require_dask
+from forkagent_jupyter.runtime.executors.cluster.shipping import referenced_names
 
 pytestmark = pytest.mark.anyio
 if not os.environ.get("CI"):  # CI installs the [dask] extra: there a missing one fails

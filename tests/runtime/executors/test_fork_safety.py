@@ -164,7 +164,7 @@ async def test_a_pool_that_cannot_survive_a_fork_ends_the_worker_with_a_reason(
 
 _STALL_UNDER_OWN_WORK = """
 import os, sys, threading
-from forkagent_jupyter.runtime.executors import forksafety
+from forkagent_jupyter.runtime.executors.process import forksafety
 
 lock = threading.Lock()
 holding, done = threading.Event(), threading.Event()

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from forkagent_jupyter.runtime.executors.tree import group_members
+from forkagent_jupyter.runtime.executors.process.tree import group_members
 
 pytestmark = pytest.mark.anyio
 

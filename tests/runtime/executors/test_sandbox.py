@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from forkagent_jupyter.runtime.executors import sandbox
 from forkagent_jupyter.runtime.executors.base import ExecResult
-from forkagent_jupyter.runtime.executors.dask_actor import _spawn_child
-from forkagent_jupyter.runtime.executors.dask_child import refusal
+from forkagent_jupyter.runtime.executors.cluster.actor import _spawn_child
+from forkagent_jupyter.runtime.executors.cluster.child import refusal
+from forkagent_jupyter.runtime.executors.confinement import sandbox
 from forkagent_jupyter.runtime.executors.wire import encode, read_message
 
 pytestmark = pytest.mark.anyio
@@ -120,7 +120,7 @@ async def test_where_the_dask_child_cannot_be_cut_off_it_refuses_in_one_line(
 ) -> None:
     ours, theirs = socket.socketpair()
     marker = tmp_path / "ran"
-    module = "forkagent_jupyter.runtime.executors.dask_child"
+    module = "forkagent_jupyter.runtime.executors.cluster.child"
     proc = await asyncio.to_thread(
         subprocess.Popen,
         [sys.executable, str(NO_NAMESPACES), sys.executable, "-m", module, str(theirs.fileno())],

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from forkagent_jupyter.runtime.executors import PullError, child, wire
+from forkagent_jupyter.runtime.executors import PullError, wire
+from forkagent_jupyter.runtime.executors.process import child
 
 pytestmark = pytest.mark.anyio
 

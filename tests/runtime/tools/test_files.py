@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from forkagent_jupyter.runtime.tools import builtin_tools
 from forkagent_jupyter.runtime.tools.files import EditTool, GlobTool, GrepTool, ReadTool, WriteTool
-from forkagent_jupyter.runtime.tools.paths import is_inside, resolve_in, shown_path
+from forkagent_jupyter.runtime.tools.files.paths import is_inside, resolve_in, shown_path
 from forkagent_jupyter.runtime.tools.services import ToolServices
 
 from .helpers import call, make_ctx

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import Tool, ToolContext, ToolError
+from ..base import Tool, ToolContext, ToolError
 from .paths import NOISE_DIRS, glob_match, resolve_in
 from .search import display_path, tidy
 

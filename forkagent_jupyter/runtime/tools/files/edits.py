@@ -18,10 +18,11 @@ from typing import Literal, cast
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
 
-from ...messages_api.shapes import JSON
-from .base import Tool, ToolContext, ToolError
+from ....messages_api.shapes import JSON
+from ..base import Tool, ToolContext, ToolError
 from .diff import unified_diff
-from .files import (
+from .paths import resolve_in
+from .read_write import (
     EditInput,
     _edit_source,
     _file_lock,
@@ -31,7 +32,6 @@ from .files import (
     _replace,
     _snippet,
 )
-from .paths import resolve_in
 from .search import display_path as _shown
 from .search import tidy
 

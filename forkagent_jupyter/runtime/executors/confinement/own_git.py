@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..secrets import scrubbed_env
+from ...secrets import scrubbed_env
 from .sandbox import confined
 
 __all__ = ["OFF", "GitResult", "git_command", "git_env", "run_git", "run_git_sync"]

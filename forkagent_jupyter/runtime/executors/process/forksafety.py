@@ -57,7 +57,7 @@ _FUTEX = {"x86_64": 202, "aarch64": 98}
 _LIBRARY_ROOTS = tuple(
     {p for key in ("stdlib", "platstdlib", "purelib", "platlib") if (p := sysconfig.get_path(key))}
 )
-_OWN_ROOT = str(Path(__file__).resolve().parent.parent.parent)
+_OWN_ROOT = str(Path(__file__).resolve().parents[3])  # forkagent_jupyter/
 _THREADING = os.sep + "threading.py"
 _UNSAFE_POOLS = {"polars-": "polars"}
 """OS thread name prefixes of pools that do not survive a fork, and whose pool it is."""

@@ -1,4 +1,5 @@
-"""File tools: Read, Write, Edit (and, from `search.py`, Glob and Grep).
+"""The file tools that read and change one file: Read, Write, Edit (Glob and Grep are in
+`search`; the package gathers them all).
 
 Relative paths resolve against the work directory (`ctx.workdir`). Each tool reports the real
 paths it touches (`paths`: symlinks followed, `..` folded) so the permission gate can keep
@@ -19,13 +20,13 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import Tool, ToolContext, ToolError
+from ..base import Tool, ToolContext, ToolError
 from .diff import unified_diff
 from .paths import resolve_in
-from .search import GlobTool, GrepTool, tidy
 from .search import display_path as _shown
+from .search import tidy
 
-__all__ = ["EditTool", "GlobTool", "GrepTool", "ReadTool", "WriteTool"]
+__all__ = ["EditTool", "ReadTool", "WriteTool"]
 
 READ_LINES = 2000  # default number of lines Read returns
 READ_CHARS = 60_000  # Read stops (and says where to continue) past this many characters

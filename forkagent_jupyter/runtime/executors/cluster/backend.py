@@ -3,7 +3,7 @@
 `DaskBackend` is the connection to one cluster: a `distributed.Client` made from a scheduler
 address (or one the user gave, `api.use_dask(client)`), where new workers are placed, and the
 fork groups whose values are shipped once (`shipping.ShipGroup`). A `DaskRunner` is one
-agent's runner there: a `dask_actor.DaskAgent` actor on one Dask worker, owning the process
+agent's runner there: an `actor.DaskAgent` actor on one Dask worker, owning the process
 that holds the agent's namespace across its calls. It behaves as a local worker process does:
 
 * the code was approved in the kernel before `run` is called; only then is it sent;
@@ -29,8 +29,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import ConfigError
-from .base import (
+from ...errors import ConfigError
+from ..base import (
     CallFailedError,
     ExecResult,
     Output,
@@ -39,9 +39,9 @@ from .base import (
     StreamText,
     WorkerLostError,
 )
-from .pulled import decode_pulled
+from ..pulled import decode_pulled
+from ..wire import call_result
 from .shipping import DaskClient, DaskFuture, ShipGroup, Shipment, referenced_names, shippable
-from .wire import call_result
 
 __all__ = ["DaskBackend", "DaskRunner", "require_dask"]
 
@@ -253,7 +253,7 @@ class DaskRunner:
     async def _ensure(self) -> None:
         if self.alive:
             return
-        from .dask_actor import DaskAgent
+        from .actor import DaskAgent
 
         if self.actor is not None:  # a lost one: start anew (a resumed agent)
             self.kill("its place on the cluster was replaced")

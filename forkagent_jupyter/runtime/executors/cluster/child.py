@@ -1,9 +1,10 @@
 """The process that runs one worker's code on a Dask worker machine.
 
-A `DaskAgent` actor starts it with `python -m forkagent_jupyter.runtime.executors.dask_child FD`
-and talks to it over the socket FD, with the same frames and requests as a local worker
-process (`child.serve_worker`): run, call, pull, and outputs as they happen. It starts empty;
-the names its code needs arrive with `bind_names` before the code that uses them runs.
+A `DaskAgent` actor starts it with
+`python -m forkagent_jupyter.runtime.executors.cluster.child FD` and talks to it over the
+socket FD, with the same frames and requests as a local worker process (`serve_worker` of
+`process/child.py`): run, call, pull, and outputs as they happen. It starts empty; the names
+its code needs arrive with `bind_names` before the code that uses them runs.
 
 It is a fresh interpreter (not a fork of the Dask worker, whose threads and sockets it must not
 share): matplotlib draws with Agg, and when IPython is installed a shell without a kernel is
@@ -61,8 +62,8 @@ def _namespace() -> dict[str, object]:
 
 
 def main(argv: list[str]) -> None:
-    from . import sandbox
-    from .child import _die_with_parent, serve_worker
+    from ..confinement import sandbox
+    from ..process.child import _die_with_parent, serve_worker
 
     _die_with_parent()
     if len(argv) > 2 and int(argv[2]):
@@ -91,8 +92,8 @@ def refusal(why: str) -> str:
 
 def refuse(sock: socket.socket, why: str) -> NoReturn:
     """Answer every request with `refusal(why)`, running nothing; never returns."""
-    from .base import ExecResult
-    from .wire import FrameSocket
+    from ..base import ExecResult
+    from ..wire import FrameSocket
 
     line = refusal(why)
     conn = FrameSocket(sock)

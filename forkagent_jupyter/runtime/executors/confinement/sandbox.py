@@ -48,7 +48,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..secrets import known_secrets, secret_names
+from ...secrets import known_secrets, secret_names
 from .confine import (
     CLONE_NEWNET,
     MS_NODEV,
@@ -433,7 +433,7 @@ def _enter(inherited: int, tell: int, network: bool) -> None:
         _wait_and_mirror(worker, inherited)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     with contextlib.suppress(OSError):
-        os.setpgid(0, 0)  # the group its code's processes join (tree.py), seen from inside
+        os.setpgid(0, 0)  # the group its code's processes join (process/tree.py), seen from inside
     try:
         _mount_views(libc)
     except OSError as exc:

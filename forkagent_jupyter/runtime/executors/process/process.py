@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from .base import (
+from ..base import (
     CallFailedError,
     ClearOutput,
     Display,
@@ -32,13 +32,10 @@ from .base import (
     StreamText,
     WorkerLostError,
 )
-from .child import become_snapshot, describe_status
-from .forksafety import settle, survey
-from .listeners import aclosed_ports
-from .memory import Held, parse_held
-from .pulled import decode_pulled
-from .tree import kill_tree
-from .wire import (
+from ..confinement.listeners import aclosed_ports
+from ..memory import Held, parse_held
+from ..pulled import decode_pulled
+from ..wire import (
     READ_LIMIT,
     FrameTooLargeError,
     MessageError,
@@ -49,6 +46,9 @@ from .wire import (
     read_message,
     send_with_fd,
 )
+from .child import become_snapshot, describe_status
+from .forksafety import settle, survey
+from .tree import kill_tree
 
 __all__ = ["ProcessRunner", "RunnerPlane", "Snapshot", "fork_supported"]
 
@@ -102,7 +102,7 @@ class Snapshot:
 
     async def spawn(self, nice: int = 0) -> tuple[int, socket.socket]:
         """A new worker process forked from the snapshot, and the kernel's end of its socket.
-        It cannot connect to the servers the kernel runs now (listeners.py)."""
+        It cannot connect to the servers the kernel runs now (confinement/listeners.py)."""
         closed = await aclosed_ports()
         if self.closed:
             raise WorkerLostError("the snapshot process has ended")

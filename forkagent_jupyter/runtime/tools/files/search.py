@@ -20,10 +20,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..output import cap_output
-from .base import Tool, ToolContext, ToolError
+from ...output import cap_output
+from ..base import Tool, ToolContext, ToolError
+from ..services import ReadGuard
 from .paths import NOISE_DIRS, expand_braces, glob_match, is_inside, literal_prefix, resolve_in
-from .services import ReadGuard
 
 __all__ = ["GlobTool", "GrepTool", "ReadGuard", "display_path", "tidy"]
 

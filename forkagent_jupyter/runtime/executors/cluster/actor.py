@@ -2,7 +2,7 @@
 
 `DaskAgent` is a Dask actor (`client.submit(DaskAgent, actor=True)`): a stateful object on one
 Dask worker that lives as long as the kernel holds it. It owns a child process
-(`dask_child`) in which the agent's code runs; the child holds the agent's namespace across
+(`cluster/child.py`) in which the agent's code runs; the child holds the agent's namespace across
 its tool calls. The actor's methods are coroutines, so they run on the Dask worker's event loop
 concurrently: `poll` answers while `run` waits for the code, and `kill` ends the child at once
 (this is how Stop interrupts code on the cluster, and why one agent's Stop never touches the
@@ -28,11 +28,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
-from ..secrets import scrubbed_env
-from .base import Display, ExecResult, Output, StreamText
-from .child import describe_status
-from .dask_child import bind_names
-from .wire import (
+from ...secrets import scrubbed_env
+from ..base import Display, ExecResult, Output, StreamText
+from ..process.child import describe_status
+from ..wire import (
     FrameTooLargeError,
     MessageError,
     Request,
@@ -41,6 +40,7 @@ from .wire import (
     frame_limit,
     read_message,
 )
+from .child import bind_names
 
 if TYPE_CHECKING:
     from dask.typing import Key
@@ -237,7 +237,7 @@ def _spawn_child(
     `workdir` when this machine has it (a shared file system, a LocalCluster)."""
     ours, theirs = socket.socketpair()
     env = {k: v for k, v in scrubbed_env().items() if not k.startswith("ANTHROPIC_")}
-    module = "forkagent_jupyter.runtime.executors.dask_child"
+    module = "forkagent_jupyter.runtime.executors.cluster.child"
     proc = subprocess.Popen(
         [sys.executable, "-m", module, str(theirs.fileno()), str(nice)],
         pass_fds=[theirs.fileno()],

@@ -32,17 +32,17 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NoReturn, TextIO
 
-from ..secrets import forget_secrets
-from . import sandbox
-from .base import ClearOutput, Display, ExecResult, Output, StreamText, png_of
-from .display import flush_figures, ipython_shell, open_figures, worker_backend
+from ...secrets import forget_secrets
+from ..base import ClearOutput, Display, ExecResult, Output, StreamText, png_of
+from ..confinement import sandbox
+from ..display import flush_figures, ipython_shell, open_figures, worker_backend
+from ..memory import baseline, held_values
+from ..progress import text_progress
+from ..pulled import encode_pulled
+from ..source import NotInWorkerError, run_source, safe_repr
+from ..wire import FrameSocket, FrameTooLargeError, pull_limit
 from .forksafety import HAZARD_EXIT, watch
-from .memory import baseline, held_values
-from .progress import text_progress
-from .pulled import encode_pulled
-from .source import NotInWorkerError, run_source, safe_repr
 from .tree import kill_tree, lead_group
-from .wire import FrameSocket, FrameTooLargeError, pull_limit
 
 __all__ = ["SERVE_FAILED", "SETUP_FAILED", "become_snapshot", "describe_status", "serve_worker"]
 
@@ -151,7 +151,8 @@ def become_snapshot(control: socket.socket, namespace: dict[str, object]) -> NoR
 
 def _serve_spawns(control: socket.socket, namespace: dict[str, object]) -> None:
     channel = FrameSocket(control)  # requests and their sockets in, reports out
-    children: dict[int, int] = {}  # the process it waits for -> the worker's pid (sandbox.py)
+    # the process it waits for -> the worker's pid (confinement/sandbox.py)
+    children: dict[int, int] = {}
     # poll, not select: a kernel with many open files gives this socket a number past the
     # 1,024 that select can watch (it raised, and every worker of the snapshot was lost)
     requests = select.poll()
