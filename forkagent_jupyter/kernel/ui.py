@@ -340,12 +340,12 @@ class KernelUI:
         cut_off = [] if ids else session.interrupted_known() or []
         text = f"main (parent) · {self._parent_context()}\n"
         lines = []
-        for team, group in self._by_team(tasks):
+        for team, group, cut in self._by_team(tasks, cut_off):
             if team is not None:  # a team: its roster, then its members' lines, indented
-                lines.append(roster_text(team, session.teams.get(team, group)))
+                lines.append(self._roster(team, group, cut))
             shown = [card_text(t, whole=bool(ids)) for t in group]  # %tasks NAME: whole
+            shown += [agent.line() for agent in cut]
             lines += shown if team is None else [_indent(line) for line in shown]
-        lines += [agent.line() for agent in cut_off]
         text += "\n".join(lines) if lines else "No tasks yet."
         if tasks and not ids:
             text += "\n(%tasks NAME shows one task whole: its results, notes and todos)"
@@ -358,14 +358,25 @@ class KernelUI:
             text += f"\n{line}"
         return {"text/html": self.tasks_html(ids), "text/plain": text}
 
-    def _by_team(self, tasks: list[Task]) -> list[tuple[str | None, list[Task]]]:
-        """`tasks` grouped for %tasks: those in no team, then each team's, teams in the order
-        they were made (members in the order they joined)."""
-        groups: dict[str | None, list[Task]] = {None: []}
-        groups.update({team: [] for team in self.agent.session.teams})
+    def _by_team(
+        self, tasks: list[Task], cut_off: list[InterruptedAgent]
+    ) -> list[tuple[str | None, list[Task], list[InterruptedAgent]]]:
+        """`tasks` and the workers a restart `cut_off` grouped for %tasks: those in no team,
+        then each team's, teams in the order they were made (members in the order they
+        joined), then the teams only a restart's interrupted members were in; in each group,
+        the interrupted after the tasks."""
+        groups: dict[str | None, tuple[list[Task], list[InterruptedAgent]]] = {None: ([], [])}
+        groups.update({team: ([], []) for team in self.agent.session.teams})
         for t in tasks:
-            groups.setdefault(t.team, []).append(t)
-        return [(team, group) for team, group in groups.items() if group]
+            groups.setdefault(t.team, ([], []))[0].append(t)
+        for agent in cut_off:
+            groups.setdefault(agent.team, ([], []))[1].append(agent)
+        return [(team, group, cut) for team, (group, cut) in groups.items() if group or cut]
+
+    def _roster(self, team: str, group: list[Task], cut: list[InterruptedAgent]) -> str:
+        """A team's roster line: its members here, then those a restart cut off."""
+        members = self.agent.session.teams.get(team, group)
+        return roster_text(team, members, [agent.label for agent in cut])
 
     def waiting_lines(self) -> list[str]:
         """One line per approval still waiting for an answer (%tasks shows them)."""
@@ -388,15 +399,15 @@ class KernelUI:
         if not tasks and not cut_off:
             return f"{parent}<i>No tasks yet.</i>"
         rows = []
-        for team, group in self._by_team(tasks):
+        for team, group, cut in self._by_team(tasks, cut_off):
             if team is not None:
-                roster = roster_text(team, session.teams.get(team, group))
+                roster = self._roster(team, group, cut)
                 rows.append(
                     f"<tr class='forkagent-team-row'><td colspan='8'><b>{_esc(roster)}</b>"
                     "</td></tr>"
                 )
             rows += [self._task_row(t) for t in group]
-        rows += [_interrupted_row(agent) for agent in cut_off]
+            rows += [_interrupted_row(agent) for agent in cut]
         head = (
             "<tr><th>task</th><th>kind</th><th>status</th><th>tokens in / out</th>"
             "<th>cache hit</th><th>context</th><th>cost</th><th>elapsed</th></tr>"

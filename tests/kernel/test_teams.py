@@ -99,3 +99,61 @@ def test_a_team_in_the_notebook(kernel: Kernel, emulator: Any) -> None:
     assert not any("<task-notification>" in str(r.body["messages"]) for r in later)
     wrong = kernel.execute("%send team:nobody hi")
     assert wrong.status == "error" and "No team 'nobody'. Teams: analysts." in wrong.texts()
+
+
+def test_after_a_restart_tasks_lists_the_team_and_send_resumes_its_teammates(
+    kernel: Kernel, emulator: Any
+) -> None:
+    """After a restart a teammate came back as a plain agent: listed apart from its team,
+    out of `%send team:...`'s reach, and ended after one turn instead of waiting for mail."""
+    brain = ScriptedBrain(when_empty=OfflineBrain())
+    brain.when_last_user_contains("FORM", _spawn("ana", "ANA-JOB look", "analysts"), times=1)
+    brain.when_last_user_contains("MORE", _spawn("bob", "BOB-JOB look"), times=1)
+    emulator.brain = brain
+    assert kernel.execute("%%agent\nFORM a team").status == "ok"
+    assert kernel.execute("%%agent\nMORE help").status == "ok"
+    idle = f"all(t.idle for t in {SESSION}.teams['analysts'])"
+    _wait_until(kernel, f"len({SESSION}.teams['analysts']) == 2 and {idle}")
+    flushed = kernel.execute(f"await {SESSION}.store.aflush()")
+    assert flushed.status == "ok", flushed.texts()
+
+    kernel.km.restart_kernel(now=True)
+    kernel.client.wait_for_ready(timeout=60)
+    assert kernel.execute("%load_ext forkagent_jupyter").status == "ok"
+    listed = kernel.execute("%tasks")
+    assert listed.status == "ok", listed.texts()
+    assert "<b>team analysts · ana interrupted, bob interrupted</b>" in listed.texts()
+    plain = next(m for m in listed.messages if m["msg_type"] == "display_data")
+    lines = plain["content"]["data"]["text/plain"].splitlines()
+    head = lines.index("team analysts · ana interrupted, bob interrupted")
+    assert lines[head + 1].startswith("  ana (general-purpose) interrupted · ana works"), lines
+    assert lines[head + 2].startswith("  bob (general-purpose) interrupted · bob works"), lines
+    assert lines[head + 1].endswith("resumes it from its transcript, back in team analysts")
+
+    # %send resumes one as a teammate: in its team's box, waiting for mail after its turn
+    resumed = kernel.execute("%send ana ANA-AGAIN look again")
+    assert resumed.status == "ok", resumed.texts()
+    assert "back in team analysts" in resumed.texts(), resumed.texts()
+    assert kernel.value(f"{SESSION}.task('ana').team") == "analysts"
+    _wait_until(kernel, f"{SESSION}.task('ana').idle")
+    assert kernel.value(f"{SESSION}.task('ana').status") == "running"
+    history = _history(kernel, "ana")
+    assert '<teammate-message teammate_id="user">' in history and "ANA-AGAIN" in history
+    table = kernel.value("__forkagent__.ui.tasks_bundle([])['text/plain']")
+    assert "\nteam analysts · ana idle, bob interrupted\n" in table, table
+    assert kernel.value("list(__forkagent__.ui.team_boxes)") == ["analysts"]
+
+    # %send team:* reaches the live member and resumes the one still on disk
+    both = kernel.execute("%send team:* ALL-OF-YOU report")
+    assert both.status == "ok", both.texts()
+    assert "broadcast to 1 teammate(s): ana" in both.texts(), both.texts()
+    assert "back in team analysts: bob" in both.texts(), both.texts()
+    _wait_until(
+        kernel,
+        f"all('ALL-OF-YOU' in str({SESSION}.history(t.id)) for t in {SESSION}.teams['analysts'])"
+        f" and {idle}",
+    )
+    table = kernel.value("__forkagent__.ui.tasks_bundle([])['text/plain']")
+    assert "\nteam analysts · ana idle, bob idle\n" in table, table
+    assert "interrupted" not in table.replace("its earlier run was interrupted", "")
+    assert kernel.execute("%stop team:analysts").status == "ok"

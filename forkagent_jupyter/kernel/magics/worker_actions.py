@@ -69,7 +69,7 @@ class WorkerActions(AgentCore):
         """`%send`: the message to a running agent, or resuming a finished one (one of an
         earlier session is read from its transcript on a thread)."""
         if team_key(to) is not None:
-            self._send_team(to, text)
+            await self._asend_team(to, text)
             return
         with said_as("%send"):
             reply = await self.session.send(to, text)
@@ -80,6 +80,8 @@ class WorkerActions(AgentCore):
         resume from disk is resumed in the background (its handle returned)."""
         text = interpolate(message, self.shell.user_ns)
         if team_key(to) is not None:
+            if any(a.team is not None for a in self.session.interrupted_known() or []):
+                return self._start(self._asend_team(to, text))  # members to resume from disk
             self._send_team(to, text)
             return None
         with said_as("%send"):
@@ -95,6 +97,14 @@ class WorkerActions(AgentCore):
         with said_as("%send"):
             reply = self.session.send_team(team_key(target) or "", text)
         print(f"%send: {reply}")
+
+    async def _asend_team(self, target: str, text: str) -> None:
+        """`_send_team`, and the team's members that a kernel restart cut off resumed from
+        their transcripts with the message, each back in the team (their cards shown here)."""
+        with said_as("%send"):
+            reply = await self.session.asend_team(team_key(target) or "", text)
+        for line in reply.splitlines():
+            print(f"%send: {line}")
 
     def background(self, key: str) -> None:
         """`%bg ID`, the card's "Run in background" button, `api.background`."""

@@ -16,6 +16,8 @@ exports) skips `tex2jax_ignore`. Model text (rendered Markdown) keeps being type
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ...messages_api.usage import Usage
 from ...runtime import Task
 
@@ -128,7 +130,9 @@ def member_state(task: Task) -> str:
     return "idle" if task.idle else "working"
 
 
-def roster_text(team: str, members: list[Task]) -> str:
-    """A team's line: "team analysts · ana working, bob idle, cyd killed"."""
-    roster = ", ".join(f"{t.name or t.id} {member_state(t)}" for t in members)
-    return f"team {team} · {roster or 'no members'}"
+def roster_text(team: str, members: list[Task], interrupted: Sequence[str] = ()) -> str:
+    """A team's line: "team analysts · ana working, bob idle, cyd killed"; `interrupted`: the
+    names of members a kernel restart cut off, not resumed yet ("dan interrupted")."""
+    said = [f"{t.name or t.id} {member_state(t)}" for t in members]
+    said += [f"{name} interrupted" for name in interrupted]
+    return f"team {team} · {', '.join(said) or 'no members'}"

@@ -558,10 +558,45 @@ class Session:
 
     def send_team(self, key: str, message: str) -> str:
         """The person's message to every running member of a team (`key` as for `team`);
-        what it reached."""
+        what it reached. Members a restart cut off are not reached: `asend_team` resumes
+        them."""
         self.budget.check("The message was")
         teams = self.workers.teams
         return teams.broadcast(None, teams.resolve(key), message, None)
+
+    async def asend_team(self, key: str, message: str) -> str:
+        """`send_team`, and the members of the team that a restart cut off (`interrupted`)
+        resumed from their transcripts with the message, each back in the team (`key` may
+        name a team only they were in; "" or "*" with no current team: the team of the
+        newest of them). What it reached, and whom it could not resume and why."""
+        self.budget.check("The message was")
+        if not message.strip():
+            raise UsageError("The message is empty.")
+        earlier = [a for a in await self.interrupted() if a.team is not None]
+        teams = self.workers.teams
+        name = teams.team_name(key, [a.team for a in earlier if a.team is not None])
+        cut_off = [a for a in earlier if a.team == name]
+        said = []
+        live = teams.teams.get(name)
+        running = live is not None and any(not t.done for t in teams.members(live))
+        if live is not None and (running or not cut_off):
+            said.append(teams.broadcast(None, live, message, None))
+        resumed, refused = [], []
+        for agent in cut_off:
+            if self.registry.find(agent.agent_id) is not None:
+                continue  # resumed meanwhile: the broadcast reached it, or it ended here
+            try:
+                await self.workers.send(agent.agent_id, message)
+            except UsageError as exc:
+                refused.append(f"{agent.label} not resumed: {exc}")
+            else:
+                resumed.append(agent.label)
+        if resumed:
+            said.append(
+                f"Resumed from their transcripts with your message, back in team {name}: "
+                f"{', '.join(resumed)}."
+            )
+        return "\n".join(said + refused)
 
     async def stop_team(self, key: str) -> list[Task]:
         """Shut a team down at the person's request (`key` as for `team`): its running

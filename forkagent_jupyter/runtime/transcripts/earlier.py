@@ -44,6 +44,8 @@ class InterruptedAgent:
     """Tool calls that had no result when it was cut off."""
     results: tuple[str, ...] = ()
     """The results of its earlier runs that had ended, newest first."""
+    team: str | None = None
+    """A teammate's team (None: no teammate): listed under it; resumed, it rejoins it."""
 
     @property
     def label(self) -> str:
@@ -57,9 +59,11 @@ class InterruptedAgent:
     def line(self) -> str:
         """One line for a person: what it was, that it was cut off, how to resume it."""
         calls = f", {self.failed_calls}" if self.failed_calls else ""
+        back = f", back in team {self.team}" if self.team is not None else ""
         return (
             f"{self.label} ({self.kind}) interrupted{calls} · {self.description} · cut off "
             f"by a kernel restart; %send {self.label} MESSAGE resumes it from its transcript"
+            f"{back}"
         )
 
 
@@ -132,6 +136,7 @@ def interrupted_agents(
                 tool_errors=past.tool_errors,
                 cut_off=past.cut_off,
                 results=tuple(past.results),
+                team=meta.team.name if meta.team is not None else None,
             )
         )
     return found

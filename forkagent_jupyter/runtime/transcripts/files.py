@@ -32,6 +32,7 @@ __all__ = [
     "LoadedTranscript",
     "PastRuns",
     "Record",
+    "TeamRecord",
     "TranscriptError",
     "WorktreeRecord",
     "fingerprint",
@@ -122,6 +123,20 @@ class WorktreeRecord(BaseModel):
     workdir: str
 
 
+class TeamRecord(BaseModel):
+    """A teammate's place in its team, enough to bring it back as a teammate after a restart
+    (a transcript without one is a plain agent's)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str
+    """The team's name."""
+    member: str
+    """The teammate's name in it: what SendMessage's `to` and `%send` name it by."""
+    plan: bool = False
+    """It works in plan mode until its lead approves its plan."""
+
+
 class AgentMeta(BaseModel):
     """What a transcript needs besides its messages to resume the agent."""
 
@@ -144,6 +159,8 @@ class AgentMeta(BaseModel):
     worktree: WorktreeRecord | None = None
     """Where the agent was isolated (kept after the worktree is removed): a resume runs
     there again, never in the parent's checkout."""
+    team: TeamRecord | None = None
+    """A teammate's team (None: not a teammate); written when it joins."""
     system_hash: str | None = None
     tools_hash: str | None = None
     created_at: float = Field(default_factory=time.time)

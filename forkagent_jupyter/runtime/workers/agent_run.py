@@ -16,7 +16,14 @@ from ..events import Stop
 from ..history import Message, last_assistant_text, own_start
 from ..loop.config import AgentConfig, LoopState
 from ..tasks.registry import Task, Todo
-from ..transcripts.store import AgentMeta, Transcript, TranscriptStore, WorktreeRecord, fingerprint
+from ..transcripts.store import (
+    AgentMeta,
+    TeamRecord,
+    Transcript,
+    TranscriptStore,
+    WorktreeRecord,
+    fingerprint,
+)
 from .worktree import Worktree
 
 __all__ = [
@@ -26,6 +33,7 @@ __all__ = [
     "open_transcript",
     "outcome",
     "own_text",
+    "team_record",
     "text_since",
 ]
 
@@ -69,6 +77,15 @@ class AgentRun:
     turn_start: int = 0  # where a teammate's current turn begins in its history
     reported: bool = False  # a teammate messaged its lead during the current turn
     leaving: bool = False  # a teammate whose shutdown was approved: ends with this turn
+    planning: bool = False  # a teammate in plan mode until its lead approves its plan
+
+
+def team_record(run: AgentRun) -> TeamRecord | None:
+    """What a teammate's transcript says of its team (None: the run is no teammate)."""
+    task = run.task
+    if run.team is None or task is None or task.name is None:
+        return None
+    return TeamRecord(name=run.team, member=task.name, plan=run.planning)
 
 
 def _own_start(run: AgentRun) -> int:
@@ -128,6 +145,7 @@ def open_transcript(
         tools_hash=fingerprint(run.config.tools.specs()),
         worktree_path=str(run.worktree.path) if run.worktree is not None else None,
         worktree=(WorktreeRecord(**run.worktree.fields()) if run.worktree is not None else None),
+        team=team_record(run),
     )
     transcript = run.transcript = store.open(meta)
     for message in run.history[shared:]:

@@ -28,6 +28,7 @@ The rules, as in the reference design:
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 from xml.sax.saxutils import escape
@@ -41,7 +42,8 @@ from ..loop.config import AgentConfig
 from ..mcp.servers import covers
 from ..tasks.registry import Task, task_snapshot
 from ..tools.base import Tool, ToolError, ToolSet
-from .agent_run import AgentRun, open_transcript, text_since
+from ..transcripts.store import TeamRecord
+from .agent_run import AgentRun, open_transcript, team_record, text_since
 from .new_runs import named_run
 from .worktree import Worktree
 
@@ -193,13 +195,7 @@ class Teams:
 
     def resolve(self, key: str) -> Team:
         """The team named `key` ("" or "*": the current team); a UsageError naming them."""
-        name = self.current if key in ("", "*") else key
-        team = self.teams.get(name or "")
-        if team is None:
-            known = ", ".join(self.teams) or "none yet"
-            what = "No team is current" if name is None else f"No team {key!r}"
-            raise UsageError(f"{what}. Teams: {known}.")
-        return team
+        return self.teams[self.team_name(key)]
 
     def members(self, team: Team) -> list[Task]:
         """The team's members' tasks, in the order they joined."""
@@ -310,15 +306,88 @@ class Teams:
         wrapped = teammate_message(TEAM_LEAD, prompt, description)
         run = named_run(lead, definition, wrapped, config, task, worktree=worktree)
         run.team = team
-        open_transcript(workers.store, run, None, 0)
+        run.planning = plan
+        open_transcript(workers.store, run, None, 0)  # it records its team (`team_record`)
+        self._enrol(team, name, agent_id)
+        self.current = team
+        return workers.start(run)
+
+    def _enrol(self, team: str, name: str, agent_id: str) -> None:
+        """`name` (agent `agent_id`) on `team`'s roster (the team made if new), the roster
+        in the order the lead asked for its members."""
         members = self.teams.setdefault(team, Team(team)).members
         members[name] = agent_id
         asked = self._asked
         ordered = sorted(members.items(), key=lambda m: asked.get(m[0], 0))
         members.clear()
         members.update(ordered)
-        self.current = team
-        return workers.start(run)
+
+    # -- after a restart -----------------------------------------------------------------------
+
+    def restored_config(
+        self,
+        definition: AgentDefinition,
+        agent_id: str,
+        model: str | None,
+        record: TeamRecord,
+        source: str,
+    ) -> AgentConfig:
+        """The config of a teammate brought back from its transcript (`record`: its team as
+        the transcript's meta file `source` has it): a teammate's, as `spawn` made it, its
+        lead the parent. A name there that `spawn` would have refused (the file was edited)
+        is a UsageError naming the file and the field."""
+        for field_name, value, what in (
+            ("team.name", record.name, "a team's name"),
+            ("team.member", record.member, "a teammate's name"),
+        ):
+            problem = name_problem(value, what)
+            if problem is not None:
+                raise UsageError(f"{source}: {field_name}: {problem}")
+        lead = self.workers.main
+        assert lead is not None
+        return self._config(
+            lead,
+            definition,
+            agent_id,
+            model,
+            name=record.member,
+            team=record.name,
+            plan=record.plan,
+        )
+
+    def rejoin(self, run: AgentRun, record: TeamRecord) -> None:
+        """A teammate brought back from its transcript takes its place in its team again (the
+        team made again when none of it is here): a teammate from now on, waiting for mail
+        after each turn. A UsageError, before anything starts, when a running task here
+        already has its name (it would not be reached by it)."""
+        task = run.task
+        assert task is not None
+        holder = self.workers.registry.holder(record.member)
+        if holder is not None and holder.id != run.id and not holder.done:
+            where = f"a running member of team {holder.team!r}" if holder.team else "in use"
+            raise UsageError(
+                f"The name {record.member!r} is {where} (task {holder.id}): stop it first to "
+                f"resume the earlier teammate {record.member} of team {record.name!r} "
+                f"({run.id})."
+            )
+        run.team = task.team = record.name
+        run.planning = record.plan
+        self._enrol(record.name, record.member, run.id)
+        if self.current is None:  # the lead's current team, unless it leads another now
+            self.current = record.name
+
+    def team_name(self, key: str, earlier: Sequence[str] = ()) -> str:
+        """The name of the team `key` names ("" or "*": the current team), among the teams
+        here and `earlier` (the teams of teammates a restart cut off, oldest first: with no
+        current team, "*" is the newest of them); a UsageError naming them."""
+        name = self.current if key in ("", "*") else key
+        if name is None and earlier:
+            name = earlier[-1]
+        if name is not None and (name in self.teams or name in earlier):
+            return name
+        known = ", ".join(dict.fromkeys([*self.teams, *earlier])) or "none yet"
+        what = "No team is current" if name is None else f"No team {key!r}"
+        raise UsageError(f"{what}. Teams: {known}.")
 
     def _config(
         self,
@@ -448,6 +517,9 @@ class Teams:
         if message.approve:
             definition = run.definition
             run.config.gate.ask_for(definition.permissionMode if definition else None)
+            run.planning = False
+            if run.transcript is not None:  # resumed after a restart, it stays out of plan
+                run.transcript.update_meta(team=team_record(run))
         elif message.feedback:
             body["feedback"] = message.feedback
         self.post(run, teammate_message(TEAM_LEAD, json.dumps(body)))

@@ -50,6 +50,7 @@ from ..tasks.notifications import CommandQueue
 from ..tasks.registry import Task, TaskRegistry
 from ..tools.base import ToolError
 from ..tools.shells import ShellRegistry
+from ..transcripts.files import meta_path
 from ..transcripts.store import LoadedTranscript, TranscriptStore
 from .agent_run import AgentRun, new_agent_id, open_transcript, outcome, own_text, partial
 from .fork_groups import ForkGroups
@@ -467,7 +468,7 @@ class Workers:
         mailbox (None: the person), with `summary`."""
         reply = self.deliver(to, message, sender=sender, summary=summary)
         if reply is None:
-            return await self._revive(to, message)
+            return await self._revive(to, message, sender=sender, summary=summary)
         return reply
 
     def broadcast(self, message: str, *, sender: str) -> str:
@@ -554,9 +555,11 @@ class Workers:
             f"with your message and will report back when it finishes."
         )
 
-    async def _revive(self, key: str, message: str) -> str:
+    async def _revive(
+        self, key: str, message: str, *, sender: str | None = None, summary: str | None = None
+    ) -> str:
         """Resume an agent this session does not hold, from its transcript on disk (read on
-        a thread)."""
+        a thread); a teammate rejoins its team and reads `message` as mail from `sender`."""
         store = self.store
         agent_id = await store.aagent_id_for(key) if store is not None else None
         if agent_id is None or store is None or self.main is None:
@@ -564,14 +567,23 @@ class Workers:
             raise UsageError(f"No transcript found for agent {key!r}.")
         loaded = await store.aload(agent_id)
         definitions = await self.definitions() if loaded.meta.kind != "fork" else {}
-        reply = self.deliver(agent_id, message)  # revived meanwhile by another message
+        # revived meanwhile by another message
+        reply = self.deliver(agent_id, message, sender=sender, summary=summary)
         if reply is not None:
             return reply
         meta = loaded.meta
         definition = None
         if meta.kind != "fork":
             definition = definitions.get(meta.kind) or definitions["general-purpose"]
-        run, note = self.restore(loaded, definition, message=message)
+        run, note = self.restore(
+            loaded, definition, message=message, sender=sender, summary=summary
+        )
+        if run.team is not None:
+            return (
+                f"Teammate {meta.name or run.id} had no running task here; it was resumed from "
+                f"its transcript in the background, back in team {run.team}: it reads your "
+                f"message in its mailbox and waits for mail after its turn.{note}"
+            )
         return (
             f"Agent {meta.name or run.id} had no running task here; it was resumed from its "
             f"transcript in the background with your message and will report back.{note}"
@@ -584,15 +596,26 @@ class Workers:
         *,
         message: str | None = None,
         client: Callable[[ModelClient], ModelClient] | None = None,
+        sender: str | None = None,
+        summary: str | None = None,
     ) -> tuple[AgentRun, str]:
         """Bring back an agent this session does not hold from its transcript and start it:
         with `message` as its next turn, or (None) answering the request its history ends
-        with. A fork gets the parent's configuration, a named agent `definition`'s; `client`
-        wraps the model client. Returns the run and a note for the caller ("" when none)."""
+        with. A fork gets the parent's configuration, a named agent `definition`'s, a
+        teammate (its transcript names its team) a teammate's: it rejoins its team and reads
+        `message` as mail from `sender` (None: the person) with `summary`. `client` wraps
+        the model client. Returns the run and a note for the caller ("" when none)."""
         assert self.main is not None
         meta = loaded.meta
         agent_id = meta.agent_id
-        if definition is None:
+        team = meta.team if definition is not None else None  # a teammate is a named agent
+        if team is not None:
+            assert definition is not None
+            source = str(meta_path(loaded.session_dir, agent_id))
+            config = self.teams.restored_config(
+                definition, agent_id, meta.model or None, team, source
+            )
+        elif definition is None:
             config = replace(
                 self.configs.fork_config(self.main, agent_id, None), max_turns=FORK_MAX_TURNS
             )
@@ -607,9 +630,14 @@ class Workers:
             owner=self.registry.recipient(meta.owner),
             answering=message is not None,
         )
+        if team is not None:
+            self.teams.rejoin(run, team)  # refused here when its name is taken: nothing started
         changed = meta.cache_mismatches(system=config.system, tools=config.tools.specs())
         open_transcript(self.store, run, None, 0)
         if message is not None:
+            if run.team is not None:  # mail, signed; its turn starts here
+                message = teammate_message(sender or FROM_USER, message, summary)
+                run.turn_start = len(run.history)
             run.state.append(
                 run.history, {"role": "user", "content": [{"type": "text", "text": message}]}
             )
