@@ -478,3 +478,42 @@ async def test_a_session_on_a_full_disk_catches_up_when_space_returns(
     assert (await later.aload("main", root / session_id)).messages == main_history
     assert (await later.aload(task.id)).messages == worker_history
     assert await later.aagent_id_for("w") == task.id
+
+
+@pytest.mark.anyio
+async def test_a_process_forked_from_the_kernel_does_not_keep_its_session_open(
+    make_session: Any,
+) -> None:
+    """A process forked from the kernel (a worker's snapshot) does not hold the session's
+    lock: when the session closes, it reads as closed at once, though the forked process is
+    still alive (a restarted kernel lists the interrupted agents of a session whose workers
+    are still dying)."""
+    import asyncio
+    import os
+    import time
+
+    from forkagent_jupyter.runtime.transcripts.earlier import in_use
+
+    session = make_session()
+    store = session.store
+    deadline = time.monotonic() + 30
+    while not await asyncio.to_thread(in_use, store.dir):  # the writer thread takes it
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.02)
+    hold_r, hold_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # stays until the test lets it go
+        os.close(hold_w)
+        os.read(hold_r, 1)
+        os._exit(0)
+    os.close(hold_r)
+    try:
+        await store.aclose()
+        deadline = time.monotonic() + 30
+        while await asyncio.to_thread(in_use, store.dir):
+            assert time.monotonic() < deadline, "the forked process keeps the session open"
+            await asyncio.sleep(0.02)
+        assert await asyncio.to_thread(os.waitpid, pid, os.WNOHANG) == (0, 0)  # still there
+    finally:
+        os.close(hold_w)
+        await asyncio.to_thread(os.waitpid, pid, 0)

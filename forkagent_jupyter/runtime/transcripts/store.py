@@ -37,6 +37,7 @@ writer thread: `transcript_writer`; replaying and repairing: `transcript_reading
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -157,6 +158,30 @@ class Transcript:
         self.store._writer.submit(lambda: self.store._files.close(*paths))
 
 
+_HELD_LOCKS: set[int] = set()
+"""The session locks this process holds (their file descriptors)."""
+
+
+def _let_go(fd: int) -> None:
+    _HELD_LOCKS.discard(fd)
+    os.close(fd)
+
+
+def _drop_locks_in_child() -> None:
+    """In a process forked from this one (a worker's snapshot, and the user's own forks):
+    its copies of the sessions' locks are closed. A copy holds the lock as long as it is open,
+    so a worker still dying after its kernel had gone kept the session looking open, and a
+    restarted kernel did not list its interrupted agents."""
+    for fd in list(_HELD_LOCKS):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _HELD_LOCKS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drop_locks_in_child)
+
+
 class TranscriptStore:
     """Transcripts of one session, and lookup across earlier sessions under the same root."""
 
@@ -200,7 +225,8 @@ class TranscriptStore:
             os.close(fd)
             log.warning("transcripts: cannot lock %s: %s", path, exc)
             return
-        self._lock = weakref.finalize(self, os.close, fd)
+        _HELD_LOCKS.add(fd)
+        self._lock = weakref.finalize(self, _let_go, fd)
 
     def _release_lock(self) -> None:
         if self._lock is not None:
