@@ -35,3 +35,24 @@ export function revealTask(root: HTMLElement, taskId: string): boolean {
   window.setTimeout(() => card.classList.remove('jp-forkagent-flash'), 1200);
   return true;
 }
+
+/**
+ * Make `nodes` the children of `parent`, in order, moving only the nodes out of place (a node
+ * from elsewhere is moved in) and removing the rest: a list whose rows mostly stay put costs
+ * the rows that moved, not a rebuild.
+ */
+export function placeChildren(parent: HTMLElement, nodes: readonly Node[]): void {
+  let at: ChildNode | null = parent.firstChild;
+  for (const node of nodes) {
+    if (node === at) {
+      at = at.nextSibling;
+    } else {
+      parent.insertBefore(node, at);
+    }
+  }
+  while (at) {
+    const next: ChildNode | null = at.nextSibling;
+    at.remove();
+    at = next;
+  }
+}

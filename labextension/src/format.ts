@@ -134,13 +134,13 @@ export function taskCells(task: ITaskRow): ITaskCells {
   };
 }
 
-const ORDER: Record<string, number> = { running: 0, failed: 1, killed: 2, completed: 3 };
+/** The order of the states in the panel: running first, then how a task ended. */
+export const STATUS_ORDER: Readonly<Record<string, number>> = { running: 0, failed: 1, killed: 2, completed: 3 };
 
 /** Running tasks first, then by start time (oldest first). */
 export function sortTasks(tasks: readonly ITaskRow[]): ITaskRow[] {
-  return [...tasks].sort(
-    (a, b) => (ORDER[a.status] ?? 1) - (ORDER[b.status] ?? 1) || a.started_at - b.started_at
-  );
+  const rank = (status: string) => STATUS_ORDER[status] ?? 1;
+  return [...tasks].sort((a, b) => rank(a.status) - rank(b.status) || a.started_at - b.started_at);
 }
 
 export function totals(tasks: readonly ITaskRow[]): { running: number; cost: string } {

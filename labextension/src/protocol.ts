@@ -56,6 +56,8 @@ export interface ITaskRow {
   /** Its todo list (TodoWrite): items completed, and all items (0: no list). */
   todos_done: number;
   todos_total: number;
+  /** The team it is a teammate of (the panel groups a team's rows); null: in no team. */
+  team: string | null;
 }
 
 export interface IApproval {
@@ -265,7 +267,8 @@ export function parseTaskRow(value: unknown): ITaskRow | null {
     compactions: num(value.compactions),
     waiting: str(value.waiting),
     todos_done: num(value.todos_done),
-    todos_total: num(value.todos_total)
+    todos_total: num(value.todos_total),
+    team: strOrNull(value.team)
   };
 }
 

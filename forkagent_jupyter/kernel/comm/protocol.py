@@ -100,6 +100,8 @@ class TaskRow(TypedDict):
     waiting: str  # "waiting for rate limit (N s)" while its request waits for room, else ""
     todos_done: int  # its todo list (TodoWrite): items completed
     todos_total: int  # its todo list: all items (0: no list)
+    team: str | None
+    """The team it is a teammate of (the panel groups a team's rows); None: in no team."""
 
 
 class Approval(TypedDict):

@@ -56,6 +56,7 @@ class FrontendRows:
             "waiting": rate_wait(task),
             "todos_done": sum(todo.status == "completed" for todo in task.todos),
             "todos_total": len(task.todos),
+            "team": task.team,  # as %tasks and the team's box group it
         }
 
     def approval_row(self, prompt: ApprovalPrompt) -> Approval:
