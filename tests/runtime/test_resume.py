@@ -44,7 +44,7 @@ async def test_resume_after_restart_reads_its_own_prefix(
     reply = await second.send("profiler", "Now `py: 3 ** 3`")
     assert "resumed from its transcript" in reply
     [resumed] = await second.wait(timeout=30)
-    assert resumed.id == task.id and resumed.status == "completed"
+    assert resumed.id == task.id and resumed.status == "completed", resumed.error
     assert tool_outputs(resumed.result or "") == ["27"], resumed.result
     body = emulator.api_requests()[-2].body  # the resumed run's first request
     n = len(last_body["messages"])

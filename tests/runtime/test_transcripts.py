@@ -484,36 +484,39 @@ async def test_a_session_on_a_full_disk_catches_up_when_space_returns(
 async def test_a_process_forked_from_the_kernel_does_not_keep_its_session_open(
     make_session: Any,
 ) -> None:
-    """A process forked from the kernel (a worker's snapshot) does not hold the session's
-    lock: when the session closes, it reads as closed at once, though the forked process is
-    still alive (a restarted kernel lists the interrupted agents of a session whose workers
-    are still dying)."""
+    """A snapshot process (forked from the kernel to start workers) holds no copy of the
+    session's lock: a copy holds the lock as long as it is open, so a worker still dying after
+    its kernel had gone kept the session looking open, and a restarted kernel did not list its
+    interrupted agents."""
     import asyncio
     import os
     import time
 
+    from forkagent_jupyter.runtime.executors.process.process import Snapshot
     from forkagent_jupyter.runtime.transcripts.earlier import in_use
+    from forkagent_jupyter.runtime.transcripts.store import LOCK_FILE
 
     session = make_session()
-    store = session.store
+    lock = (session.store.dir / LOCK_FILE).resolve()
     deadline = time.monotonic() + 30
-    while not await asyncio.to_thread(in_use, store.dir):  # the writer thread takes it
+    while not await asyncio.to_thread(in_use, session.store.dir):  # the writer thread takes it
         assert time.monotonic() < deadline
         await asyncio.sleep(0.02)
-    hold_r, hold_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # stays until the test lets it go
-        os.close(hold_w)
-        os.read(hold_r, 1)
-        os._exit(0)
-    os.close(hold_r)
+
+    def opened(pid: int) -> set[str]:
+        found = set()
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                found.add(str(fd.readlink()))
+            except OSError:
+                continue
+        return found
+
+    assert str(lock) in await asyncio.to_thread(opened, os.getpid())  # the session holds it
+    snapshot = Snapshot({})
     try:
-        await store.aclose()
-        deadline = time.monotonic() + 30
-        while await asyncio.to_thread(in_use, store.dir):
-            assert time.monotonic() < deadline, "the forked process keeps the session open"
-            await asyncio.sleep(0.02)
-        assert await asyncio.to_thread(os.waitpid, pid, os.WNOHANG) == (0, 0)  # still there
+        _pid, sock = await asyncio.wait_for(snapshot.spawn(), 60)  # it has settled by then
+        sock.close()
+        assert str(lock) not in await asyncio.to_thread(opened, snapshot.pid)
     finally:
-        os.close(hold_w)
-        await asyncio.to_thread(os.waitpid, pid, 0)
+        snapshot.close()
