@@ -4,32 +4,16 @@ protocol type."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 
-from forkagent_jupyter.emulator.brains import OfflineBrain, Reply, ScriptedBrain
+from forkagent_jupyter.emulator.brains import OfflineBrain, ScriptedBrain
 
 from .conftest import Kernel
+from .test_teams import SESSION, _spawn, _wait_until
 
 pytestmark = pytest.mark.kernel
-
-SESSION = "__forkagent__.session"
-
-
-def _spawn(name: str, prompt: str, team: str | None = None) -> Reply:
-    call = {"description": f"{name} works", "prompt": prompt, "name": name}
-    if team is not None:
-        call["team_name"] = team
-    return Reply.tool_use("Agent", call)
-
-
-def _wait_until(kernel: Kernel, expr: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not kernel.value(expr):
-        assert time.monotonic() < deadline, f"not reached: {expr}"
-        time.sleep(0.1)
 
 
 def _teams(rows: list[dict[str, Any]]) -> dict[str, str | None]:
